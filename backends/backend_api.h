@@ -1,0 +1,81 @@
+// The versioned C ABI between a worker and a backend shared library.
+//
+// A backend library (libyirage_backend_<name>.so) exports one symbol,
+// YirageBackendGetV1, returning a table of functions. Structured data crosses
+// the boundary as serialized yirage.v1 protobuf messages (proto/yirage/v1/
+// backend.proto); tensors cross it as raw host buffers in their dtype, in
+// graph input order and graph output order. No C++ exceptions cross it.
+//
+// Strings and buffers a backend returns through char** / void** out
+// parameters are owned by the caller and released with free_buffer.
+#ifndef YIRAGE_BACKENDS_BACKEND_API_H_
+#define YIRAGE_BACKENDS_BACKEND_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define YIRAGE_BACKEND_ABI_VERSION 1u
+#define YIRAGE_BACKEND_ENTRY_POINT "YirageBackendGetV1"
+
+// Return codes.
+#define YIRAGE_OK 0
+#define YIRAGE_ERROR 1      // the call failed; *error says why
+#define YIRAGE_NO_DEVICE 2  // probe: runtime or device absent
+
+typedef struct YirageModule YirageModule;  // compiled plans, opaque
+
+typedef struct YirageTimingOptions {
+  int32_t warmup_runs;    // runs before timing starts
+  int32_t max_runs;       // stop after this many timed runs...
+  double target_seconds;  // ...or once this much time was spent timing
+  int32_t min_runs;       // but never fewer than this
+  int64_t flush_bytes;    // bytes written between runs to flush caches (0 = backend default)
+} YirageTimingOptions;
+
+typedef struct YirageTiming {
+  double median_us;
+  double min_us;
+  int32_t runs;
+} YirageTiming;
+
+typedef struct YirageBackendV1 {
+  uint32_t abi_version;  // YIRAGE_BACKEND_ABI_VERSION
+  const char* name;      // "cpu", "cuda", ...
+
+  // Describes the device as a JSON object in *json_out. Returns YIRAGE_OK when
+  // a usable device is present, YIRAGE_NO_DEVICE (with "reason" in the JSON)
+  // when the runtime or device is absent.
+  int (*probe)(char** json_out);
+
+  // Compiles every plan of a serialized CompileRequest. Writes a serialized
+  // CompileResponse (one CompiledPlan per plan) to *response. A plan that fails
+  // to compile is reported in the response; it does not fail the call.
+  // Returns YIRAGE_ERROR (and *error) only when the request itself is bad.
+  int (*compile)(const void* request, size_t request_len, YirageModule** module,
+                 void** response, size_t* response_len, char** error);
+
+  // Runs plan `plan_index` once. REQUIRES: the plan compiled.
+  int (*run)(YirageModule* module, int32_t plan_index,
+             const void* const* inputs, void* const* outputs, char** error);
+
+  // Times plan `plan_index` as the options say (median of the runs).
+  int (*time)(YirageModule* module, int32_t plan_index,
+              const void* const* inputs, void* const* outputs,
+              const YirageTimingOptions* options, YirageTiming* timing,
+              char** error);
+
+  void (*release)(YirageModule* module);
+  void (*free_buffer)(void* buffer);
+} YirageBackendV1;
+
+typedef const YirageBackendV1* (*YirageBackendGetV1Fn)(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // YIRAGE_BACKENDS_BACKEND_API_H_

@@ -1,0 +1,107 @@
+// The validated graph IR shared by every process. Built from a yirage.v1.Graph
+// (which the JSON file format maps onto); once built it is immutable, its ops
+// are in topological order and every tensor has a known shape and dtype.
+#ifndef YIRAGE_CORE_GRAPH_H_
+#define YIRAGE_CORE_GRAPH_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "yirage/v1/graph.pb.h"
+
+namespace yirage::core {
+
+enum class OpType {
+  kMatmul,
+  // Binary elementwise (NumPy broadcasting, or one input plus attr "scalar").
+  kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kPow,
+  // Unary elementwise.
+  kNeg, kExp, kLog, kSqrt, kRsqrt, kSquare, kAbs, kRelu, kSigmoid, kTanh,
+  kSilu, kGelu,
+  // Reductions over one axis.
+  kReduceSum, kReduceMean, kReduceMax,
+  // Normalizations and softmax over one axis.
+  kRmsNorm, kLayerNorm, kSoftmax,
+  kConcat,
+};
+
+// "matmul" -> kMatmul, ...; false for an unknown name.
+bool ParseOpType(std::string_view name, OpType* type);
+std::string_view OpTypeName(OpType type);
+bool IsUnaryElementwise(OpType type);
+bool IsBinaryElementwise(OpType type);
+bool IsElementwise(OpType type);  // unary or binary
+bool IsReduction(OpType type);    // reduce_sum/mean/max
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  yirage::v1::DType dtype = yirage::v1::FLOAT32;
+  int producer = -1;           // op index, -1 for a graph input
+  std::vector<int> consumers;  // op indices, ascending
+  bool is_graph_output = false;
+
+  int64_t num_elements() const;
+};
+
+struct OpInfo {
+  std::string name;  // also the name of its output tensor
+  OpType type = OpType::kAdd;
+  std::vector<int> inputs;  // tensor ids
+  int output = -1;          // tensor id
+  // Normalized attributes (defaults filled in, axes non-negative).
+  int axis = -1;            // reductions, norms, softmax, concat
+  bool keepdim = true;      // reductions
+  double eps = 0;           // norms (rms_norm 1e-6, layer_norm 1e-5 by default)
+  bool has_scalar = false;  // binary op with a constant second operand
+  double scalar = 0;
+  bool transpose_b = false;  // matmul: B is [..., N, K]
+  bool gelu_tanh = false;    // gelu approximate == "tanh"
+};
+
+class Graph {
+ public:
+  // Validates `proto` and builds the IR. Errors name the op (or input) and the
+  // field, and say what was expected: unknown op, missing input, shape
+  // mismatch (with both shapes), bad dtype, bad rank, cycle, unknown or
+  // unused output, duplicate name, bad attribute.
+  static absl::StatusOr<Graph> FromProto(const yirage::v1::Graph& proto);
+
+  const yirage::v1::Graph& proto() const { return proto_; }
+  const std::string& name() const { return proto_.name(); }
+
+  // Tensor ids: graph inputs first (in declaration order), then one per op
+  // (op i's output is tensor num_inputs() + i).
+  int num_tensors() const { return static_cast<int>(tensors_.size()); }
+  const TensorInfo& tensor(int id) const { return tensors_[id]; }
+  int FindTensor(std::string_view name) const;  // -1 if absent
+
+  int num_inputs() const { return num_inputs_; }
+  const std::vector<OpInfo>& ops() const { return ops_; }  // topological
+  const OpInfo& op(int index) const { return ops_[index]; }
+  int FindOp(std::string_view name) const;  // -1 if absent
+  const std::vector<int>& outputs() const { return outputs_; }  // tensor ids
+
+ private:
+  yirage::v1::Graph proto_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<OpInfo> ops_;
+  std::vector<int> outputs_;
+  int num_inputs_ = 0;
+};
+
+// NumPy broadcast of two shapes; error text names both shapes.
+absl::StatusOr<std::vector<int64_t>> BroadcastShapes(
+    const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+std::string ShapeToString(const std::vector<int64_t>& shape);  // "[16, 4096]"
+std::string_view DTypeName(yirage::v1::DType dtype);            // "float16"
+bool ParseDType(std::string_view name, yirage::v1::DType* dtype);
+int DTypeSize(yirage::v1::DType dtype);                         // bytes
+
+}  // namespace yirage::core
+
+#endif  // YIRAGE_CORE_GRAPH_H_

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages YiRage needs to build and test. Idempotent:
+# packages already present are skipped, so a warm machine pays nothing.
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config git
+      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+      libabsl-dev libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev
+      libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libomp-dev curl python3)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "install-deps: all packages present"
+fi
