@@ -1,1 +1,338 @@
+#include "client/client_commands.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "client/job_json.h"
+#include "common/rpc_util.h"
+#include "core/graph_json.h"
+
+namespace yirage::client {
+namespace {
+
+bool IsFinal(yirage::v1::JobState s) {
+  return s == yirage::v1::SUCCEEDED || s == yirage::v1::FAILED || s == yirage::v1::CANCELLED;
+}
+
+std::string Fixed(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+std::string ProgressLine(const yirage::v1::Job& job) {
+  int total = job.candidates_generated();
+  int done = total - job.candidates_pending();
+  std::string line = job.job_id() + " " + yirage::v1::JobState_Name(job.state()) + " " +
+                     std::to_string(done) + "/" + std::to_string(total) + " candidates (" +
+                     std::to_string(job.candidates_failed()) + " failed)";
+  if (job.has_best()) {
+    line += " best " + Fixed(job.best().time_us(), 1) + " us, " + Fixed(job.best().speedup(), 2) +
+            "x over baseline";
+  }
+  return line;
+}
+
+}  // namespace
+
+ClientCommands::ClientCommands(const std::string& server, std::chrono::milliseconds rpc_timeout,
+                               bool json, std::ostream& out, std::ostream& err)
+    : stub_(yirage::v1::JobService::NewStub(MakeChannel(server))),
+      server_(server),
+      rpc_timeout_(rpc_timeout),
+      json_(json),
+      out_(out),
+      err_(err) {}
+
+int ClientCommands::Fail(const std::string& what, const grpc::Status& status) {
+  std::string code;
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      code = "server unavailable at " + server_ + ": ";
+      break;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      code = "deadline exceeded talking to " + server_ + ": ";
+      break;
+    default:
+      break;
+  }
+  err_ << "yirage-client: " << what << ": " << code << status.error_message() << "\n";
+  return 1;
+}
+
+void ClientCommands::PrintJob(const yirage::v1::Job& job) {
+  if (json_) {
+    out_ << JobToJson(job).dump(2) << "\n";
+    return;
+  }
+  out_ << "job        " << job.job_id() << "\n"
+       << "graph      " << job.graph_name() << "\n"
+       << "state      " << yirage::v1::JobState_Name(job.state()) << "\n"
+       << "backend    " << job.backend() << "\n"
+       << "candidates " << job.candidates_generated() << " generated, "
+       << job.candidates_evaluated() << " evaluated, " << job.candidates_failed() << " failed, "
+       << job.candidates_pending() << " pending\n"
+       << "tolerance  rtol " << job.tolerance().rtol() << " atol " << job.tolerance().atol()
+       << "\n";
+  if (job.has_best()) {
+    const auto& b = job.best();
+    out_ << "best       candidate " << b.candidate_id() << " [" << b.description() << "]\n"
+         << "           " << Fixed(b.time_us(), 2) << " us vs baseline "
+         << Fixed(b.baseline_time_us(), 2) << " us: " << Fixed(b.speedup(), 2) << "x speedup\n"
+         << "           verified, max abs error " << b.max_abs_error() << ", max rel error "
+         << b.max_rel_error() << "\n";
+  } else {
+    out_ << "best       none yet\n";
+  }
+  if (!job.message().empty()) out_ << "message    " << job.message() << "\n";
+}
+
+int ClientCommands::Submit(const SubmitOptions& options) {
+  std::ifstream in(options.graph_path);
+  if (!in) {
+    err_ << "yirage-client: cannot read graph file '" << options.graph_path << "'\n";
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto graph = core::ParseGraphJson(text.str());
+  if (!graph.ok()) {
+    err_ << "yirage-client: " << options.graph_path << ": " << graph.status().message() << "\n";
+    return 1;
+  }
+  yirage::v1::SubmitJobRequest request;
+  *request.mutable_graph() = *graph;
+  request.set_backend(options.backend);
+  request.set_budget_candidates(options.budget_candidates);
+  request.set_budget_seconds(options.budget_seconds);
+  request.mutable_tolerance()->set_rtol(options.rtol);
+  request.mutable_tolerance()->set_atol(options.atol);
+  request.set_chip_id(options.chip_id);
+  yirage::v1::SubmitJobResponse response;
+  // Submission includes candidate generation: allow it more time.
+  auto context = ContextWithDeadline(std::max(rpc_timeout_, std::chrono::milliseconds(60000)));
+  grpc::Status status = stub_->SubmitJob(context.get(), request, &response);
+  if (!status.ok()) return Fail("submit " + options.graph_path, status);
+  if (!options.wait) {
+    if (json_) {
+      out_ << nlohmann::json{{"job_id", response.job_id()},
+                             {"candidates_generated", response.candidates_generated()}}
+                  .dump(2)
+           << "\n";
+    } else {
+      out_ << response.job_id() << "\n";
+    }
+    return 0;
+  }
+  if (!json_) {
+    err_ << "submitted " << response.job_id() << " (" << response.candidates_generated()
+         << " candidates)\n";
+  }
+  return WaitForJob(response.job_id(), !json_);
+}
+
+int ClientCommands::WaitForJob(const std::string& job_id, bool progress) {
+  bool tty = progress && isatty(fileno(stderr));
+  std::string last_line;
+  for (;;) {
+    yirage::v1::GetJobRequest request;
+    request.set_job_id(job_id);
+    yirage::v1::Job job;
+    auto context = ContextWithDeadline(rpc_timeout_);
+    grpc::Status status = stub_->GetJob(context.get(), request, &job);
+    if (!status.ok()) {
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        // The server may be restarting; its state is durable, keep waiting.
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        continue;
+      }
+      return Fail("get " + job_id, status);
+    }
+    if (progress) {
+      std::string line = ProgressLine(job);
+      if (tty) {
+        int total = std::max(1, job.candidates_generated());
+        int done = total - job.candidates_pending();
+        int width = 30, filled = width * done / total;
+        err_ << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
+             << line << "\033[K" << std::flush;
+      } else if (line != last_line) {
+        err_ << line << "\n";
+      }
+      last_line = line;
+    }
+    if (IsFinal(job.state())) {
+      if (tty) err_ << "\n";
+      PrintJob(job);
+      return job.state() == yirage::v1::SUCCEEDED ? 0 : 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 500));
+  }
+}
+
+int ClientCommands::Watch(const std::string& job_id) { return WaitForJob(job_id, true); }
+
+int ClientCommands::Get(const std::string& job_id) {
+  yirage::v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  yirage::v1::Job job;
+  auto context = ContextWithDeadline(rpc_timeout_);
+  grpc::Status status = stub_->GetJob(context.get(), request, &job);
+  if (!status.ok()) return Fail("get " + job_id, status);
+  PrintJob(job);
+  return 0;
+}
+
+int ClientCommands::List(int limit) {
+  yirage::v1::ListJobsRequest request;
+  request.set_limit(limit);
+  yirage::v1::ListJobsResponse response;
+  auto context = ContextWithDeadline(rpc_timeout_);
+  grpc::Status status = stub_->ListJobs(context.get(), request, &response);
+  if (!status.ok()) return Fail("list", status);
+  if (json_) {
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const auto& job : response.jobs()) jobs.push_back(JobToJson(job));
+    out_ << nlohmann::json{{"jobs", jobs}}.dump(2) << "\n";
+    return 0;
+  }
+  out_ << std::left << std::setw(18) << "JOB" << std::setw(20) << "GRAPH" << std::setw(11)
+       << "STATE" << std::setw(12) << "CANDIDATES" << "BEST\n";
+  for (const auto& job : response.jobs()) {
+    std::string best = job.has_best() ? Fixed(job.best().time_us(), 1) + " us (" +
+                                            Fixed(job.best().speedup(), 2) + "x)"
+                                      : "-";
+    out_ << std::left << std::setw(18) << job.job_id() << std::setw(20) << job.graph_name()
+         << std::setw(11) << yirage::v1::JobState_Name(job.state()) << std::setw(12)
+         << (std::to_string(job.candidates_evaluated()) + "/" +
+             std::to_string(job.candidates_generated()))
+         << best << "\n";
+  }
+  return 0;
+}
+
+int ClientCommands::Cancel(const std::string& job_id) {
+  yirage::v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  yirage::v1::Job job;
+  auto context = ContextWithDeadline(rpc_timeout_);
+  grpc::Status status = stub_->CancelJob(context.get(), request, &job);
+  if (!status.ok()) return Fail("cancel " + job_id, status);
+  PrintJob(job);
+  return 0;
+}
+
+int ClientCommands::Candidates(const std::string& job_id) {
+  yirage::v1::ListCandidatesRequest request;
+  request.set_job_id(job_id);
+  yirage::v1::ListCandidatesResponse response;
+  auto context = ContextWithDeadline(rpc_timeout_);
+  grpc::Status status = stub_->ListCandidates(context.get(), request, &response);
+  if (!status.ok()) return Fail("candidates " + job_id, status);
+  if (json_) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& c : response.candidates()) list.push_back(CandidateToJson(c));
+    out_ << nlohmann::json{{"job_id", job_id}, {"candidates", list}}.dump(2) << "\n";
+    return 0;
+  }
+  out_ << std::left << std::setw(8) << "ID" << std::setw(10) << "STATUS" << std::setw(12)
+       << "TIME_US" << std::setw(9) << "SPEEDUP" << std::setw(11) << "MAX_ABS" << "PLAN / ERROR\n";
+  for (const auto& c : response.candidates()) {
+    bool timed = c.time_us() > 0;
+    out_ << std::left << std::setw(8) << c.candidate_id() << std::setw(10)
+         << yirage::v1::CandidateStatus_Name(c.status()) << std::setw(12)
+         << (timed ? Fixed(c.time_us(), 2) : "-") << std::setw(9)
+         << (timed && c.baseline_time_us() > 0 ? Fixed(c.baseline_time_us() / c.time_us(), 2)
+                                               : "-")
+         << std::setw(11)
+         << (c.status() == yirage::v1::VERIFIED || c.status() == yirage::v1::MISMATCH
+                 ? Fixed(c.max_abs_error(), 6)
+                 : "-")
+         << c.plan().description();
+    if (!c.error().empty()) out_ << "  ! " << c.error().substr(0, 160);
+    out_ << "\n";
+  }
+  return 0;
+}
+
+int ClientCommands::Kernel(const std::string& job_id, const std::string& out_dir) {
+  yirage::v1::GetKernelRequest request;
+  request.set_job_id(job_id);
+  yirage::v1::GetKernelResponse response;
+  auto context = ContextWithDeadline(rpc_timeout_);
+  grpc::Status status = stub_->GetKernel(context.get(), request, &response);
+  if (!status.ok()) return Fail("kernel " + job_id, status);
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) {
+    err_ << "yirage-client: cannot create '" << out_dir << "': " << ec.message() << "\n";
+    return 1;
+  }
+  nlohmann::json written = nlohmann::json::array();
+  for (const auto& f : response.files()) {
+    std::filesystem::path path = std::filesystem::path(out_dir) / f.path();
+    std::ofstream file(path, std::ios::binary);
+    file << f.content();
+    if (!file) {
+      err_ << "yirage-client: cannot write '" << path.string() << "'\n";
+      return 1;
+    }
+    if (path.extension() == ".sh") {
+      std::filesystem::permissions(path, std::filesystem::perms::owner_exec,
+                                   std::filesystem::perm_options::add, ec);
+    }
+    written.push_back(path.string());
+  }
+  if (json_) {
+    out_ << nlohmann::json{{"job_id", job_id},
+                           {"candidate_id", response.candidate_id()},
+                           {"files", written}}
+                .dump(2)
+         << "\n";
+  } else {
+    out_ << "wrote the kernel of candidate " << response.candidate_id() << " to " << out_dir
+         << ":\n";
+    for (const auto& p : written) out_ << "  " << p.get<std::string>() << "\n";
+    out_ << "build it with: sh " << out_dir << "/build.sh\n";
+  }
+  return 0;
+}
+
+int ClientCommands::Workers() {
+  yirage::v1::ListWorkersRequest request;
+  yirage::v1::ListWorkersResponse response;
+  auto context = ContextWithDeadline(rpc_timeout_);
+  grpc::Status status = stub_->ListWorkers(context.get(), request, &response);
+  if (!status.ok()) return Fail("workers", status);
+  if (json_) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& w : response.workers()) list.push_back(WorkerToJson(w));
+    out_ << nlohmann::json{{"workers", list}}.dump(2) << "\n";
+    return 0;
+  }
+  out_ << std::left << std::setw(40) << "WORKER" << std::setw(8) << "BACKEND" << std::setw(11)
+       << "STATE" << std::setw(11) << "CONNECTED" << "DEVICE\n";
+  for (const auto& w : response.workers()) {
+    nlohmann::json device = WorkerToJson(w)["device"];
+    std::string name = device.is_object() && device.contains("model_name") &&
+                               device["model_name"].is_string()
+                           ? device["model_name"].get<std::string>()
+                           : (device.is_object() && device.contains("name") &&
+                                      device["name"].is_string()
+                                  ? device["name"].get<std::string>()
+                                  : "");
+    out_ << std::left << std::setw(40) << w.worker_id() << std::setw(8) << w.backend()
+         << std::setw(11) << w.state() << std::setw(11) << (w.connected() ? "yes" : "no") << name
+         << "\n";
+  }
+  return 0;
+}
+
+}  // namespace yirage::client

@@ -1,1 +1,72 @@
-int main() { return 0; }
+// yirage-client: the command-line client of the YiRage scheduler.
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "client/client_commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"yirage-client: submit graphs to a YiRage server and read the results"};
+  app.require_subcommand(1);
+  std::string server = "127.0.0.1:50051";
+  double timeout_seconds = 10;
+  bool json = false;
+  app.add_option("--server", server, "server client API address")->capture_default_str();
+  app.add_option("--timeout", timeout_seconds, "deadline of each call, seconds")
+      ->capture_default_str();
+  app.add_flag("--json", json, "print one JSON object");
+
+  yirage::client::SubmitOptions submit;
+  auto* submit_cmd = app.add_subcommand("submit", "submit a graph (JSON file) for optimization");
+  submit_cmd->add_option("graph", submit.graph_path, "graph JSON file")->required();
+  submit_cmd->add_option("--backend", submit.backend, "cpu, cuda, ...")->capture_default_str();
+  submit_cmd->add_option("--budget-candidates", submit.budget_candidates,
+                         "evaluate at most N candidates (0 = server default)")
+      ->check(CLI::NonNegativeNumber);
+  submit_cmd->add_option("--budget-seconds", submit.budget_seconds,
+                         "stop evaluating after S seconds (0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
+  submit_cmd->add_option("--rtol", submit.rtol, "relative tolerance override")
+      ->check(CLI::NonNegativeNumber);
+  submit_cmd->add_option("--atol", submit.atol, "absolute tolerance override")
+      ->check(CLI::NonNegativeNumber);
+  submit_cmd->add_option("--chip", submit.chip_id, "target chip id");
+  submit_cmd->add_flag("--wait", submit.wait, "wait for the job to end and print it");
+  submit_cmd->add_flag("--json", json, "print one JSON object");
+
+  std::string job_id, out_dir;
+  int limit = 50;
+  auto* watch_cmd = app.add_subcommand("watch", "show a job's progress until it ends");
+  watch_cmd->add_option("job", job_id)->required();
+  auto* get_cmd = app.add_subcommand("get", "show a job");
+  get_cmd->add_option("job", job_id)->required();
+  get_cmd->add_flag("--json", json, "print one JSON object");
+  auto* list_cmd = app.add_subcommand("list", "list jobs, newest first");
+  list_cmd->add_option("--limit", limit, "at most N jobs")->capture_default_str();
+  list_cmd->add_flag("--json", json, "print one JSON object");
+  auto* cancel_cmd = app.add_subcommand("cancel", "cancel a job");
+  cancel_cmd->add_option("job", job_id)->required();
+  cancel_cmd->add_flag("--json", json, "print one JSON object");
+  auto* candidates_cmd = app.add_subcommand("candidates", "every candidate of a job");
+  candidates_cmd->add_option("job", job_id)->required();
+  candidates_cmd->add_flag("--json", json, "print one JSON object");
+  auto* kernel_cmd = app.add_subcommand("kernel", "write the best kernel of a job to a folder");
+  kernel_cmd->add_option("job", job_id)->required();
+  kernel_cmd->add_option("--out", out_dir, "output folder")->required();
+  kernel_cmd->add_flag("--json", json, "print one JSON object");
+  auto* workers_cmd = app.add_subcommand("workers", "workers and their devices");
+  workers_cmd->add_flag("--json", json, "print one JSON object");
+
+  CLI11_PARSE(app, argc, argv);
+  yirage::client::ClientCommands commands(
+      server, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json,
+      std::cout, std::cerr);
+  if (*submit_cmd) return commands.Submit(submit);
+  if (*watch_cmd) return commands.Watch(job_id);
+  if (*get_cmd) return commands.Get(job_id);
+  if (*list_cmd) return commands.List(limit);
+  if (*cancel_cmd) return commands.Cancel(job_id);
+  if (*candidates_cmd) return commands.Candidates(job_id);
+  if (*kernel_cmd) return commands.Kernel(job_id, out_dir);
+  if (*workers_cmd) return commands.Workers();
+  return 2;
+}

@@ -67,9 +67,13 @@ class Graph {
   // Validates `proto` and builds the IR. Errors name the op (or input) and the
   // field, and say what was expected: unknown op, missing input, shape
   // mismatch (with both shapes), bad dtype, bad rank, cycle, unknown or
-  // unused output, duplicate name, bad attribute.
+  // unused output, duplicate name, bad attribute. Outputs must name ops (not
+  // graph inputs); every graph input and op result must be used. The full
+  // rules and messages are in docs/graph-format.md.
   static absl::StatusOr<Graph> FromProto(const yirage::v1::Graph& proto);
 
+  // The validated proto with its ops reordered into topological order, so
+  // proto().ops(i) is op(i); everything else is as given.
   const yirage::v1::Graph& proto() const { return proto_; }
   const std::string& name() const { return proto_.name(); }
 

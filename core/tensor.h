@@ -36,6 +36,13 @@ HostTensor DecodeTensor(const void* bytes, const std::vector<int64_t>& shape,
 // Values are uniform in [-1, 1], except inputs that feed log, sqrt, rsqrt, a
 // divisor or a pow base, which are uniform in [0.5, 1.5] so the reference is
 // finite. The same seed always gives the same inputs.
+// Details: each input i draws from its own splitmix64 stream seeded from
+// (seed, i), so the values depend only on the seed, the input's index and its
+// size, identically on every compiler and platform. An input that is the B
+// operand (inputs[1]) of a matmul, and not also in the [0.5, 1.5] class, is
+// uniform in [-1/sqrt(K), 1/sqrt(K)] (K the contracted dim; the largest one if
+// it feeds several matmuls) so that matmul outputs stay O(1). Only direct
+// operands count: an input feeding log through another op gets [-1, 1].
 std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed);
 
 // Evaluates the graph in float64; returns the graph outputs in order.
@@ -54,6 +61,9 @@ Tolerance DefaultTolerance(const Graph& graph);
 // Per-job override > graph file > server default (a zero pair means unset).
 Tolerance ResolveTolerance(const Graph& graph, const yirage::v1::Tolerance& job);
 
+// CompareOutputs reports rel error as |got - ref| / max(|ref|, kCompareTinyRef).
+inline constexpr double kCompareTinyRef = 1e-12;
+
 struct CompareResult {
   bool ok = false;
   double max_abs_error = 0;
@@ -63,6 +73,10 @@ struct CompareResult {
 
 // Every element must satisfy |got - ref| <= atol + rtol * |ref|. NaN or Inf in
 // `got` where `ref` is finite fails; NaN matches NaN and equal infinities match.
+// A non-finite ref must be matched exactly (a NaN ref by NaN). Non-finite
+// mismatches count as infinite abs/rel error; matching non-finite pairs count
+// as zero. The counts and shapes of `got` and `reference` must match the
+// graph outputs, else the result fails with a message saying so.
 CompareResult CompareOutputs(const Graph& graph,
                              const std::vector<HostTensor>& reference,
                              const std::vector<HostTensor>& got,

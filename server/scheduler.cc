@@ -1,1 +1,175 @@
+#include "server/scheduler.h"
 
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/rpc_util.h"
+#include "core/candidate_generator.h"
+#include "core/graph.h"
+#include "core/status_macros.h"
+#include "core/tensor.h"
+#include "spdlog/spdlog.h"
+
+namespace yirage::server {
+namespace {
+
+// Backends a worker can serve. A job for a backend with no worker connected
+// waits in the queue (a worker may join later), which the response says.
+const char* const kKnownBackends[] = {"cpu", "cuda", "hip", "level_zero"};
+
+}  // namespace
+
+Scheduler::Scheduler(const ServerOptions& options, JobStore* store, Metrics* metrics)
+    : options_(options), store_(store), metrics_(metrics) {}
+
+Scheduler::~Scheduler() { StopMaintenance(); }
+
+absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
+    const yirage::v1::SubmitJobRequest& input) {
+  yirage::v1::SubmitJobRequest request = input;
+  if (request.backend().empty()) request.set_backend("cpu");
+  auto reject = [&](absl::Status status) {
+    if (metrics_) metrics_->JobRejected();
+    spdlog::info("rejected job for graph '{}': {}", request.graph().name(), std::string(status.message()));
+    return status;
+  };
+  bool known = false;
+  for (const char* b : kKnownBackends) known |= request.backend() == b;
+  if (!known) {
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat("backend: unknown backend '", request.backend(),
+                     "'; expected one of: ", absl::StrJoin(kKnownBackends, ", "))));
+  }
+  if (request.budget_candidates() < 0) {
+    return reject(absl::InvalidArgumentError("budget_candidates: must be >= 0"));
+  }
+  if (request.budget_seconds() < 0) {
+    return reject(absl::InvalidArgumentError("budget_seconds: must be >= 0"));
+  }
+  if (request.tolerance().rtol() < 0 || request.tolerance().atol() < 0) {
+    return reject(absl::InvalidArgumentError("tolerance: rtol and atol must be >= 0"));
+  }
+  auto graph = core::Graph::FromProto(request.graph());
+  if (!graph.ok()) {
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat("graph '", request.graph().name(), "': ", std::string(graph.status().message()))));
+  }
+  core::SearchOptions search;
+  search.backend = request.backend();
+  search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates()
+                                                          : options_.max_candidates_default;
+  auto start = std::chrono::steady_clock::now();
+  auto plans = core::GenerateCandidates(*graph, search);
+  if (!plans.ok()) {
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat("graph '", request.graph().name(), "': ", std::string(plans.status().message()))));
+  }
+  double search_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
+  YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
+                          store_->CreateJob(request, tolerance, *plans, UnixNow()));
+  if (metrics_) metrics_->JobSubmitted();
+  spdlog::info("job {} queued: graph '{}', backend {}, {} candidates ({:.1f} ms search)", job_id,
+               request.graph().name(), request.backend(), plans->size(), search_seconds * 1e3);
+  yirage::v1::SubmitJobResponse response;
+  response.set_job_id(job_id);
+  response.set_candidates_generated(static_cast<int32_t>(plans->size()));
+  return response;
+}
+
+absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
+    const yirage::v1::SynchronizeRequest& request) {
+  if (request.worker_id().empty()) {
+    return absl::InvalidArgumentError("worker_id: must be set");
+  }
+  if (request.backend().empty()) {
+    return absl::InvalidArgumentError("backend: must be set");
+  }
+  double now = UnixNow();
+  YIRAGE_RETURN_IF_ERROR(store_->UpsertWorker(request, now));
+  yirage::v1::SynchronizeResponse response;
+  response.set_next_call_after_seconds(options_.worker_poll_seconds);
+
+  if (request.status().has_executing()) {
+    const auto& executing = request.status().executing();
+    // Results first: they are acknowledged only once durable.
+    YIRAGE_ASSIGN_OR_RETURN(
+        RecordReport report,
+        store_->RecordResults(request.worker_id(), executing.batch_id(), executing.completed(),
+                              now));
+    for (int64_t id : report.acknowledged) response.add_acknowledged(id);
+    if (metrics_) {
+      for (const auto& [status, n] : report.newly_stored) metrics_->CandidateFinished(status, n);
+      for (const auto& r : executing.completed()) {
+        if (r.evaluation_seconds() > 0) metrics_->ObserveEvaluationSeconds(r.evaluation_seconds());
+      }
+    }
+    for (const auto& job_id : report.jobs_finished) spdlog::info("job {} finished", job_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool still_ours,
+                            store_->RenewLease(request.worker_id(), executing.batch_id(),
+                                               executing.current_candidate_id(), now));
+    if (still_ours) return response;  // no action: carry on
+    // The batch is gone: finished (all results in), expired, or cancelled.
+    // Either way the worker should stop it and ask for more.
+    bool all_reported = executing.current_candidate_id() == 0;
+    if (!all_reported) {
+      response.mutable_abandon()->set_batch_id(executing.batch_id());
+      response.mutable_abandon()->set_reason(
+          "the batch is no longer leased to this worker (lease expired or job cancelled)");
+      return response;
+    }
+  }
+  YIRAGE_ASSIGN_OR_RETURN(auto batch,
+                          store_->LeaseBatch(request.worker_id(), request.backend(), now));
+  if (batch.has_value()) {
+    spdlog::info("leased {} ({} candidates of job {}) to worker {}", batch->batch_id(),
+                 batch->candidates_size(), batch->job_id(), request.worker_id());
+    *response.mutable_execute()->mutable_batch() = std::move(*batch);
+    response.set_next_call_after_seconds(std::min(1.0, options_.store.lease_seconds / 4));
+  } else {
+    response.mutable_idle();
+  }
+  return response;
+}
+
+absl::Status Scheduler::MaintainOnce() {
+  double now = UnixNow();
+  YIRAGE_ASSIGN_OR_RETURN(MaintenanceReport report, store_->Maintain(now));
+  if (report.leases_expired > 0) {
+    spdlog::warn("{} lease(s) expired: {} candidate(s) requeued, {} failed for killing workers",
+                 report.leases_expired, report.candidates_requeued, report.candidates_failed);
+  }
+  for (const auto& job_id : report.jobs_finished) spdlog::info("job {} finished", job_id);
+  if (metrics_) {
+    metrics_->CandidatesRequeued(report.candidates_requeued);
+    metrics_->CandidateFinished(yirage::v1::ERROR, report.candidates_failed);
+    metrics_->CandidateFinished(yirage::v1::SKIPPED, report.candidates_skipped);
+    YIRAGE_ASSIGN_OR_RETURN(auto counts, store_->CountJobsByState());
+    metrics_->SetJobsByState(counts);
+    YIRAGE_ASSIGN_OR_RETURN(int workers, store_->CountConnectedWorkers(now));
+    metrics_->SetConnectedWorkers(workers);
+  }
+  return absl::OkStatus();
+}
+
+void Scheduler::StartMaintenance() {
+  stop_ = false;
+  maintenance_ = std::thread([this] {
+    while (!stop_) {
+      if (auto s = MaintainOnce(); !s.ok()) spdlog::error("maintenance: {}", std::string(s.message()));
+      for (int i = 0; i < 10 && !stop_; ++i) {
+        std::this_thread::sleep_for(
+            std::chrono::duration<double>(options_.maintenance_interval_seconds / 10));
+      }
+    }
+  });
+}
+
+void Scheduler::StopMaintenance() {
+  stop_ = true;
+  if (maintenance_.joinable()) maintenance_.join();
+}
+
+}  // namespace yirage::server

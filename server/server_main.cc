@@ -1,1 +1,71 @@
-int main() { return 0; }
+// yirage-server: the scheduler daemon.
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "server/server.h"
+#include "spdlog/spdlog.h"
+
+int main(int argc, char** argv) {
+  yirage::server::ServerOptions options;
+  CLI::App app{"yirage-server: the YiRage scheduler daemon"};
+  app.add_option("--listen", options.client_listen, "client API address (host:port, port 0 = any)")
+      ->capture_default_str();
+  app.add_option("--worker-listen", options.worker_listen, "worker API address")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", options.metrics_listen, "Prometheus metrics address")
+      ->capture_default_str();
+  app.add_option("--db", options.db_path, "SQLite database path")->capture_default_str();
+  app.add_option("--local-workers", options.local_workers,
+                 "spawn workers for local devices: auto, cpu or none")
+      ->capture_default_str();
+  app.add_option("--worker-binary", options.worker_binary,
+                 "yirage-worker to spawn (default: beside this binary)");
+  app.add_option("--lease-seconds", options.store.lease_seconds,
+                 "a batch whose worker is silent this long goes to another worker")
+      ->capture_default_str();
+  app.add_option("--batch-size", options.store.batch_size, "candidates per leased batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-attempts", options.store.max_attempts,
+                 "a candidate that killed this many workers is marked failed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-candidates", options.max_candidates_default,
+                 "candidates per job when the job sets no budget")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  // SIGTERM/SIGINT are taken synchronously by sigwait below, so no handler
+  // runs in a random thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = yirage::server::Server::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "yirage-server: %s\n", std::string(server.status().message()).c_str());
+    return 1;
+  }
+  // One parseable line for people and for tests that start us on port 0.
+  std::printf("yirage-server listening client=%s worker=%s metrics=%s db=%s\n",
+              (*server)->client_address().c_str(), (*server)->worker_address().c_str(),
+              (*server)->metrics_address().c_str(), options.db_path.c_str());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received signal {}", sig);
+  (*server)->Shutdown();
+  std::printf("yirage-server stopped\n");
+  return 0;
+}

@@ -1,1 +1,181 @@
+#include "workers/worker.h"
 
+#include <unistd.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc_util.h"
+#include "spdlog/spdlog.h"
+#include "workers/batch_evaluator.h"
+
+namespace yirage::worker {
+
+Worker::Worker(const WorkerOptions& options, std::unique_ptr<BackendLibrary> backend,
+               std::string device_description)
+    : options_(options),
+      backend_(std::move(backend)),
+      device_description_(std::move(device_description)) {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  hostname_ = host;
+  worker_id_ = options.worker_id.empty()
+                   ? absl::StrCat(hostname_, "-", options.backend, "-", getpid(), "-", RandomHex(4))
+                   : options.worker_id;
+  stub_ = yirage::v1::WorkerService::NewStub(MakeChannel(options.scheduler));
+}
+
+Worker::~Worker() {
+  {
+    absl::MutexLock lock(&mu_);
+    abandon_ = true;
+  }
+  if (evaluation_.joinable()) evaluation_.join();
+}
+
+yirage::v1::SynchronizeRequest Worker::BuildRequest() {
+  yirage::v1::SynchronizeRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_backend(options_.backend);
+  request.set_hostname(hostname_);
+  request.set_pid(getpid());
+  request.set_device_description(device_description_);
+  absl::MutexLock lock(&mu_);
+  if (batch_id_.has_value()) {
+    auto* executing = request.mutable_status()->mutable_executing();
+    executing->set_batch_id(*batch_id_);
+    executing->set_current_candidate_id(evaluation_done_ ? 0 : current_candidate_);
+    for (const auto& r : unacknowledged_) *executing->add_completed() = r;
+  } else {
+    request.mutable_status()->mutable_idle();
+  }
+  return request;
+}
+
+void Worker::JoinFinishedEvaluation() {
+  bool done;
+  {
+    absl::MutexLock lock(&mu_);
+    done = evaluation_done_;
+  }
+  if (done && evaluation_.joinable()) evaluation_.join();
+}
+
+void Worker::HandleResponse(const yirage::v1::SynchronizeResponse& response) {
+  JoinFinishedEvaluation();
+  absl::MutexLock lock(&mu_);
+  for (int64_t id : response.acknowledged()) {
+    for (auto it = unacknowledged_.begin(); it != unacknowledged_.end(); ++it) {
+      if (it->candidate_id() == id) {
+        unacknowledged_.erase(it);
+        break;
+      }
+    }
+  }
+  if (response.has_abandon() && batch_id_ == response.abandon().batch_id()) {
+    spdlog::warn("abandoning {}: {}", response.abandon().batch_id(), response.abandon().reason());
+    abandon_ = true;
+  }
+  // A batch is over once its evaluation ended and every result is stored (or
+  // the scheduler took it back).
+  if (batch_id_.has_value() && evaluation_done_ && (unacknowledged_.empty() || abandon_)) {
+    batch_id_.reset();
+    unacknowledged_.clear();
+  }
+  if (response.has_execute() && !batch_id_.has_value()) StartBatch(response.execute().batch());
+}
+
+void Worker::StartBatch(const yirage::v1::Batch& batch) {
+  if (evaluation_.joinable()) {
+    // Only reachable after an abandoned batch whose thread is still winding
+    // down; wait for it outside the lock.
+    mu_.Unlock();
+    evaluation_.join();
+    mu_.Lock();
+  }
+  batch_id_ = batch.batch_id();
+  current_candidate_ = 0;
+  evaluation_done_ = false;
+  abandon_ = false;
+  spdlog::info("executing {} ({} candidates of job {})", batch.batch_id(),
+               batch.candidates_size(), batch.job_id());
+  evaluation_ = std::thread([this, batch] {
+    BatchEvaluator evaluator(backend_.get(), options_.timing);
+    BatchEvaluator::Callbacks callbacks;
+    callbacks.on_start = [this](int64_t id) {
+      absl::MutexLock lock(&mu_);
+      current_candidate_ = id;
+    };
+    callbacks.on_result = [this](const yirage::v1::CandidateResult& r) {
+      absl::MutexLock lock(&mu_);
+      unacknowledged_.push_back(r);
+      wake_ = true;  // deliver results promptly
+    };
+    callbacks.should_stop = [this] {
+      absl::MutexLock lock(&mu_);
+      return abandon_;
+    };
+    absl::Status status = evaluator.Evaluate(batch, callbacks);
+    if (!status.ok()) spdlog::error("batch {}: {}", batch.batch_id(), std::string(status.message()));
+    absl::MutexLock lock(&mu_);
+    evaluation_done_ = true;
+    wake_ = true;
+  });
+}
+
+absl::Status Worker::Run(const std::atomic<bool>* stop) {
+  spdlog::info("worker {} ({} backend) serving scheduler {}", worker_id_, options_.backend,
+               options_.scheduler);
+  double backoff = 0.5;
+  bool was_connected = false;
+  auto timeout = std::chrono::milliseconds(static_cast<int>(options_.rpc_timeout_seconds * 1000));
+  auto sync_once = [&](double* next_call) {
+    yirage::v1::SynchronizeRequest request = BuildRequest();
+    yirage::v1::SynchronizeResponse response;
+    auto context = ContextWithDeadline(timeout);
+    grpc::Status status = stub_->Synchronize(context.get(), request, &response);
+    if (!status.ok()) {
+      if (was_connected || backoff >= 4) {
+        spdlog::warn("synchronize with {} failed: {} (retrying in {:.1f} s)", options_.scheduler,
+                     status.error_message(), backoff);
+      }
+      was_connected = false;
+      *next_call = backoff;
+      backoff = std::min(backoff * 2, 5.0);
+      return false;
+    }
+    if (!was_connected) spdlog::info("connected to scheduler {}", options_.scheduler);
+    was_connected = true;
+    backoff = 0.5;
+    HandleResponse(response);
+    *next_call = response.next_call_after_seconds() > 0 ? response.next_call_after_seconds() : 1.0;
+    return true;
+  };
+
+  while (!*stop) {
+    double next_call = 1.0;
+    sync_once(&next_call);
+    // Sleep until the next call is due, a result is ready, or we must stop.
+    auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(next_call);
+    while (!*stop && !wake_.exchange(false) && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  // Stop: finish nothing new, deliver what is finished.
+  {
+    absl::MutexLock lock(&mu_);
+    abandon_ = true;
+  }
+  if (evaluation_.joinable()) evaluation_.join();
+  double ignored;
+  bool pending;
+  {
+    absl::MutexLock lock(&mu_);
+    pending = batch_id_.has_value() && !unacknowledged_.empty();
+  }
+  if (pending) sync_once(&ignored);
+  spdlog::info("worker {} stopped", worker_id_);
+  return absl::OkStatus();
+}
+
+}  // namespace yirage::worker

@@ -1,1 +1,83 @@
-int main() { return 0; }
+// yirage-worker: one process per device. Loads its backend at run time,
+// registers the device it finds, and evaluates candidate batches.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include "CLI/CLI.hpp"
+#include "spdlog/spdlog.h"
+#include "workers/worker.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  yirage::worker::WorkerOptions options;
+  CLI::App app{"yirage-worker: evaluates YiRage candidates on one device"};
+  app.add_option("--scheduler", options.scheduler, "scheduler worker API address")
+      ->capture_default_str();
+  app.add_option("--backend", options.backend, "backend: cpu, cuda, ...")->capture_default_str();
+  app.add_option("--backend-dir", options.backend_dir,
+                 "directory holding libyirage_backend_<name>.so (default: beside this binary)");
+  app.add_option("--worker-id", options.worker_id, "stable id (default: host-backend-pid-random)");
+  app.add_option("--rpc-timeout", options.rpc_timeout_seconds, "deadline of each call, seconds")
+      ->capture_default_str();
+  app.add_option("--timing-target-seconds", options.timing.target_seconds,
+                 "time spent timing one candidate")
+      ->capture_default_str();
+  app.add_option("--timing-max-runs", options.timing.max_runs, "timed runs per candidate at most")
+      ->capture_default_str();
+  bool probe_only = false;
+  app.add_flag("--probe", probe_only, "print the device description and exit");
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [worker " + std::to_string(getpid()) + "] [%l] %v");
+
+  if (options.backend_dir.empty()) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    std::string exe = n > 0 ? std::string(self, n) : std::string("./yirage-worker");
+    options.backend_dir = exe.substr(0, exe.rfind('/'));
+  }
+  auto backend = yirage::worker::BackendLibrary::Load(options.backend, options.backend_dir);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "yirage-worker: %s\n", std::string(backend.status().message()).c_str());
+    return 2;
+  }
+  bool has_device = false;
+  auto device = (*backend)->Probe(&has_device);
+  if (!device.ok()) {
+    std::fprintf(stderr, "yirage-worker: %s\n", std::string(device.status().message()).c_str());
+    return 2;
+  }
+  if (probe_only) {
+    std::printf("%s\n", device->c_str());
+    return has_device ? 0 : 3;
+  }
+  if (!has_device) {
+    // Exit code 3 tells a supervising server not to restart us.
+    std::fprintf(stderr, "yirage-worker: backend '%s' has no device: %s\n",
+                 options.backend.c_str(), device->c_str());
+    return 3;
+  }
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  yirage::worker::Worker worker(options, std::move(*backend), *device);
+  auto status = worker.Run(&g_stop);
+  if (!status.ok()) {
+    std::fprintf(stderr, "yirage-worker: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

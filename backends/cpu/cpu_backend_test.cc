@@ -1,0 +1,237 @@
+// The CPU backend through its C ABI: probe, request errors, failure isolation
+// of bad plans, compile timeouts, run errors and timing.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace yirage::backends::cpu::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+yirage::v1::Graph SmallGraph() {
+  GraphBuilder b("small");
+  b.Input("x", {9, 16}).Input("w", {16, 8});
+  b.Op("e", "exp", {"x"});
+  b.Op("y", "matmul", {"e", "w"}).Output("y");
+  return b.proto();
+}
+
+TEST(CpuBackendTest, TableAndProbe) {
+  const YirageBackendV1* be = Backend();
+  ASSERT_NE(be, nullptr);
+  EXPECT_EQ(be->abi_version, YIRAGE_BACKEND_ABI_VERSION);
+  EXPECT_STREQ(be->name, "cpu");
+  char* json = nullptr;
+  ASSERT_EQ(be->probe(&json), YIRAGE_OK) << (json != nullptr ? json : "");
+  const nlohmann::json j = nlohmann::json::parse(json);
+  be->free_buffer(json);
+  EXPECT_GE(j.at("cores_logical").get<int>(), 1);
+  EXPECT_GE(j.at("cores_physical").get<int>(), 1);
+  EXPECT_GE(j.at("omp_threads").get<int>(), 1);
+  EXPECT_GT(j.at("memory_bytes").get<int64_t>(), 0);
+  EXPECT_TRUE(j.at("simd").is_array());
+  EXPECT_TRUE(j.at("cache_bytes").contains("l1d"));
+  EXPECT_FALSE(j.at("compiler").at("version").get<std::string>().empty());
+  EXPECT_FALSE(j.contains("reason"));
+}
+
+TEST(CpuBackendTest, ProbeWithoutCompilerIsNoDevice) {
+  setenv("YIRAGE_CPU_COMPILER", "/nonexistent/yirage-c++", 1);
+  char* json = nullptr;
+  const int rc = Backend()->probe(&json);
+  unsetenv("YIRAGE_CPU_COMPILER");
+  ASSERT_NE(json, nullptr);
+  const nlohmann::json j = nlohmann::json::parse(json);
+  Backend()->free_buffer(json);
+  EXPECT_EQ(rc, YIRAGE_NO_DEVICE);
+  EXPECT_THAT(j.at("reason").get<std::string>(), HasSubstr("/nonexistent/yirage-c++"));
+}
+
+TEST(CpuBackendTest, BadRequestsFailTheCall) {
+  YirageModule* module = nullptr;
+  void* resp = nullptr;
+  size_t len = 0;
+  char* error = nullptr;
+  const std::string garbage = "\xff\xff\xff not a proto";
+  EXPECT_EQ(Backend()->compile(garbage.data(), garbage.size(), &module, &resp, &len, &error),
+            YIRAGE_ERROR);
+  ASSERT_NE(error, nullptr);
+  EXPECT_THAT(std::string(error), HasSubstr("CompileRequest"));
+  Backend()->free_buffer(error);
+  EXPECT_EQ(module, nullptr);
+
+  yirage::v1::CompileRequest req;
+  *req.mutable_graph() = SmallGraph();
+  req.mutable_graph()->mutable_ops(1)->set_op("no_such_op");
+  const std::string bytes = req.SerializeAsString();
+  error = nullptr;
+  EXPECT_EQ(Backend()->compile(bytes.data(), bytes.size(), &module, &resp, &len, &error),
+            YIRAGE_ERROR);
+  ASSERT_NE(error, nullptr);
+  EXPECT_THAT(std::string(error), HasSubstr("no_such_op"));
+  Backend()->free_buffer(error);
+}
+
+TEST(CpuBackendTest, RejectedPlansFailOnlyThemselves) {
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const yirage::v1::Plan good = MakePlan(*g, {Row({"e", "y"}, Rows(4))});
+  yirage::v1::Plan unknown_op = MakePlan(*g, {Row({"e", "zz"}, Rows(4))});
+  yirage::v1::Plan missing_input = good;
+  missing_input.mutable_kernels(0)->clear_inputs();
+  yirage::v1::Plan two_generic = MakePlan(*g, {Generic("e"), Generic("y")});
+  two_generic.mutable_kernels(0)->add_ops("y");
+  const yirage::v1::Plan missing_op = MakePlan(*g, {Generic("e")});
+  Compiled c;
+  CompileThroughAbi(proto, {good, unknown_op, missing_input, two_generic, missing_op, good}, &c);
+  EXPECT_TRUE(c.response.plans(0).ok()) << c.response.plans(0).error();
+  EXPECT_TRUE(c.response.plans(5).ok()) << c.response.plans(5).error();
+  EXPECT_FALSE(c.response.plans(1).ok());
+  EXPECT_THAT(c.response.plans(1).error(), HasSubstr("unknown op 'zz'"));
+  EXPECT_FALSE(c.response.plans(2).ok());
+  EXPECT_THAT(c.response.plans(2).error(), HasSubstr("not in the kernel's inputs"));
+  EXPECT_FALSE(c.response.plans(3).ok());
+  EXPECT_THAT(c.response.plans(3).error(), HasSubstr("KERNEL_GENERIC holds 2 ops"));
+  EXPECT_FALSE(c.response.plans(4).ok());
+  EXPECT_THAT(c.response.plans(4).error(), HasSubstr("'y' is in no kernel"));
+  RunAndCompare(*g, c, 0);
+  RunAndCompare(*g, c, 5);
+  // Running a failed plan is an error, not a crash.
+  Buffers b = MakeBuffers(*g, core::MakeRandomInputs(*g, 1));
+  char* error = nullptr;
+  EXPECT_EQ(Backend()->run(c.module, 1, b.in_ptrs.data(), b.out_ptrs.data(), &error), YIRAGE_ERROR);
+  ASSERT_NE(error, nullptr);
+  Backend()->free_buffer(error);
+  error = nullptr;
+  EXPECT_EQ(Backend()->run(c.module, 99, b.in_ptrs.data(), b.out_ptrs.data(), &error),
+            YIRAGE_ERROR);
+  Backend()->free_buffer(error);
+}
+
+TEST(CpuBackendTest, IllegalRowGroupIsRejectedWithTheRule) {
+  GraphBuilder b("bad_group");
+  b.Input("x", {4, 4}).Input("a", {4, 4});
+  b.Op("e", "exp", {"x"});
+  b.Op("y", "matmul", {"a", "e"}).Output("y");  // B = e would be in-group
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(b.proto());
+  ASSERT_TRUE(g.ok()) << g.status();
+  Compiled c;
+  CompileThroughAbi(b.proto(),
+                    {MakePlan(*g, {Row({"e", "y"})}), MakePlan(*g, {Row({"e"}), Row({"y"})})}, &c);
+  EXPECT_FALSE(c.response.plans(0).ok());
+  EXPECT_THAT(c.response.plans(0).error(), HasSubstr("rule 3"));
+  RunAndCompare(*g, c, 1);
+}
+
+TEST(CpuBackendTest, CompileErrorFailsOnlyThatPlan) {
+  auto inject =
+      reinterpret_cast<void (*)(int32_t)>(BackendSymbol("YirageCpuBackendTestInjectCompileError"));
+  ASSERT_NE(inject, nullptr);
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  const std::vector<yirage::v1::Plan> plans = {MakePlan(*g, {Row({"e", "y"}, Rows(2))}),
+                                               MakePlan(*g, {Generic("e"), Generic("y")}),
+                                               MakePlan(*g, {Row({"e", "y"}, Cols(4))})};
+  inject(1);
+  Compiled c;
+  CompileThroughAbi(proto, plans, &c);
+  inject(-1);
+  ASSERT_EQ(c.response.plans_size(), 3);
+  EXPECT_FALSE(c.response.plans(1).ok());
+  EXPECT_THAT(c.response.plans(1).error(), HasSubstr("injected by the test hook"));
+  EXPECT_LE(c.response.plans(1).error().size(), 4096u + 64u);
+  EXPECT_THAT(c.response.plans(1).source(), HasSubstr("yirage_plan_1"));
+  EXPECT_GT(c.response.compile_seconds(), 0);
+  RunAndCompare(*g, c, 0);
+  RunAndCompare(*g, c, 2);
+}
+
+TEST(CpuBackendTest, CompileTimeoutFailsThePlan) {
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  Compiled c;
+  CompileThroughAbi(proto, {MakePlan(*g, {Row({"e", "y"})})}, &c, /*timeout_seconds=*/0.001);
+  EXPECT_FALSE(c.response.plans(0).ok());
+  EXPECT_THAT(c.response.plans(0).error(), HasSubstr("timeout"));
+}
+
+TEST(CpuBackendTest, SourceHasTheEntryPoint) {
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  Compiled c;
+  CompileThroughAbi(proto, {MakePlan(*g, {Generic("e"), Generic("y")})}, &c);
+  ASSERT_TRUE(c.response.plans(0).ok()) << c.response.plans(0).error();
+  EXPECT_THAT(c.response.plans(0).source(),
+              HasSubstr("extern \"C\" int yirage_plan_0(const void* const* inputs"));
+}
+
+TEST(CpuBackendTest, TimingIsSane) {
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  Compiled c;
+  CompileThroughAbi(proto, {MakePlan(*g, {Row({"e", "y"}, Rows(4))})}, &c);
+  ASSERT_TRUE(c.response.plans(0).ok()) << c.response.plans(0).error();
+  Buffers b = MakeBuffers(*g, core::MakeRandomInputs(*g, 7));
+  char* error = nullptr;
+
+  YirageTimingOptions opts{1, 5, 10.0, 2, 1 << 20};
+  YirageTiming t{};
+  ASSERT_EQ(Backend()->time(c.module, 0, b.in_ptrs.data(), b.out_ptrs.data(), &opts, &t, &error),
+            YIRAGE_OK)
+      << (error != nullptr ? error : "");
+  EXPECT_EQ(t.runs, 5);  // max_runs bounds a long target
+  EXPECT_GT(t.median_us, 0);
+  EXPECT_GT(t.min_us, 0);
+  EXPECT_LE(t.min_us, t.median_us);
+
+  opts = {0, 50, 1e-9, 3, 0};  // tiny target: min_runs decides; default flush
+  ASSERT_EQ(Backend()->time(c.module, 0, b.in_ptrs.data(), b.out_ptrs.data(), &opts, &t, &error),
+            YIRAGE_OK);
+  EXPECT_EQ(t.runs, 3);
+
+  ASSERT_EQ(Backend()->time(c.module, 0, b.in_ptrs.data(), b.out_ptrs.data(), nullptr, &t, &error),
+            YIRAGE_OK);
+  EXPECT_GE(t.runs, 3);
+  EXPECT_LE(t.runs, 100);
+  EXPECT_GT(t.median_us, 0);
+
+  EXPECT_EQ(Backend()->time(c.module, 3, b.in_ptrs.data(), b.out_ptrs.data(), &opts, &t, &error),
+            YIRAGE_ERROR);
+  Backend()->free_buffer(error);
+}
+
+TEST(CpuBackendTest, ReleaseRemovesTheTempDirectory) {
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  const std::string tmp = ::testing::TempDir() + "yirage_cpu_release_test";
+  std::system(("rm -rf " + tmp + " && mkdir -p " + tmp).c_str());
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("TMPDIR", tmp.c_str(), 1);
+  {
+    Compiled c;
+    CompileThroughAbi(proto, {MakePlan(*g, {Generic("e"), Generic("y")})}, &c);
+    if (old != nullptr) {
+      setenv("TMPDIR", saved.c_str(), 1);
+    } else {
+      unsetenv("TMPDIR");
+    }
+    EXPECT_EQ(std::system(("test -n \"$(ls -A " + tmp + ")\"").c_str()), 0);  // in use
+  }
+  EXPECT_EQ(std::system(("test -z \"$(ls -A " + tmp + ")\"").c_str()), 0);
+}
+
+}  // namespace
+}  // namespace yirage::backends::cpu::testing

@@ -1,0 +1,1101 @@
+#include "backends/cpu/cpu_codegen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/row_group.h"
+
+namespace yirage::backends::cpu {
+namespace {
+
+using core::Graph;
+using core::OpInfo;
+using core::OpType;
+using core::TensorInfo;
+using yirage::v1::KernelPlan;
+using yirage::v1::Schedule;
+
+constexpr int64_t kDefaultBlockRows = 8;
+constexpr int64_t kDefaultTileN = 256;
+constexpr int64_t kDefaultTileK = 256;
+constexpr int64_t kMaxGenericTileN = 1024;  // stack accumulator of GENERIC matmuls
+
+// Accumulates generated lines with indentation.
+class Code {
+ public:
+  void Line(std::string_view text) {
+    if (!text.empty() && text[0] != '#') out_.append(2 * indent_, ' ');
+    out_.append(text);
+    out_.push_back('\n');
+  }
+  template <typename... Args>
+  void L(const Args&... args) {
+    Line(absl::StrCat(args...));
+  }
+  void Open(std::string_view text) {  // "for (...) {"
+    Line(text);
+    ++indent_;
+  }
+  void Close(std::string_view text = "}") {
+    --indent_;
+    Line(text);
+  }
+  const std::string& str() const { return out_; }
+
+ private:
+  std::string out_;
+  int indent_ = 0;
+};
+
+std::string CType(yirage::v1::DType dtype) {
+  switch (dtype) {
+    case yirage::v1::FLOAT16:
+      return "yr_f16";
+    case yirage::v1::BFLOAT16:
+      return "yr_bf16";
+    default:
+      return "float";
+  }
+}
+
+// A float literal for generated code.
+std::string Lit(double value) {
+  if (std::isnan(value)) return "__builtin_nanf(\"\")";
+  if (std::isinf(value)) return value > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
+  std::string s = absl::StrFormat("%.9g", value);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return absl::StrCat("(", s, "f)");
+}
+
+// Text safe inside a // comment.
+std::string CommentText(std::string_view text) {
+  std::string out;
+  for (char c : text) out.push_back((c >= 32 && c < 127) ? c : '?');
+  return out;
+}
+
+int64_t Numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> Slice(const std::vector<int64_t>& v, size_t begin, size_t end) {
+  return std::vector<int64_t>(v.begin() + begin, v.begin() + end);
+}
+
+// Element strides of `shape` (row-major) broadcast against `space`
+// (right-aligned, NumPy rules): one per dim of `space`, 0 where broadcast.
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& shape,
+                                      const std::vector<int64_t>& space) {
+  std::vector<int64_t> contiguous(shape.size());
+  int64_t s = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    contiguous[d] = s;
+    s *= shape[d];
+  }
+  std::vector<int64_t> strides(space.size(), 0);
+  const int shift = static_cast<int>(space.size()) - static_cast<int>(shape.size());
+  for (int d = 0; d < static_cast<int>(space.size()); ++d) {
+    const int sd = d - shift;
+    if (sd >= 0 && shape[sd] != 1) strides[d] = contiguous[sd];
+  }
+  return strides;
+}
+
+// Offset of the element whose multi-index in `space` is the decomposition of
+// the flat index `var`, given per-dim strides.
+std::string OffsetExpr(const std::vector<int64_t>& space, const std::vector<int64_t>& strides,
+                       const std::string& var) {
+  const int rank = static_cast<int>(space.size());
+  std::vector<int64_t> inner(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) inner[d] = inner[d + 1] * space[d + 1];
+  // Contiguous over the whole space (times a constant): a single product.
+  bool contiguous = rank > 0 && strides[rank - 1] != 0;
+  for (int d = 0; d < rank && contiguous; ++d) {
+    if (space[d] != 1 && strides[d] != inner[d] * strides[rank - 1]) contiguous = false;
+  }
+  if (contiguous) {
+    return strides[rank - 1] == 1 ? var : absl::StrCat(var, " * ", strides[rank - 1]);
+  }
+  std::vector<std::string> terms;
+  for (int d = 0; d < rank; ++d) {
+    if (strides[d] == 0 || space[d] == 1) continue;
+    std::string t = inner[d] == 1 ? var : absl::StrCat("(", var, " / ", inner[d], ")");
+    if (d > 0) t = absl::StrCat("(", t, " % ", space[d], ")");
+    if (strides[d] != 1) t = absl::StrCat(t, " * ", strides[d]);
+    terms.push_back(t);
+  }
+  if (terms.empty()) return "0";
+  return absl::StrCat("(", absl::StrJoin(terms, " + "), ")");
+}
+
+std::string UnaryExpr(const OpInfo& op, const std::string& x) {
+  switch (op.type) {
+    case OpType::kNeg:
+      return absl::StrCat("(-", x, ")");
+    case OpType::kExp:
+      return absl::StrCat("expf(", x, ")");
+    case OpType::kLog:
+      return absl::StrCat("logf(", x, ")");
+    case OpType::kSqrt:
+      return absl::StrCat("sqrtf(", x, ")");
+    case OpType::kRsqrt:
+      return absl::StrCat("(1.0f / sqrtf(", x, "))");
+    case OpType::kSquare:
+      return absl::StrCat("(", x, " * ", x, ")");
+    case OpType::kAbs:
+      return absl::StrCat("fabsf(", x, ")");
+    case OpType::kRelu:
+      return absl::StrCat("(", x, " > 0.0f ? ", x, " : 0.0f)");
+    case OpType::kSigmoid:
+      return absl::StrCat("(1.0f / (1.0f + expf(-", x, ")))");
+    case OpType::kTanh:
+      return absl::StrCat("tanhf(", x, ")");
+    case OpType::kSilu:
+      return absl::StrCat("(", x, " / (1.0f + expf(-", x, ")))");
+    case OpType::kGelu:
+      if (op.gelu_tanh) {
+        return absl::StrCat("(0.5f * ", x, " * (1.0f + tanhf(0.7978845608028654f * (", x,
+                            " + 0.044715f * ", x, " * ", x, " * ", x, "))))");
+      }
+      return absl::StrCat("(0.5f * ", x, " * (1.0f + erff(", x, " * 0.7071067811865476f)))");
+    default:
+      return "";
+  }
+}
+
+std::string BinaryExpr(OpType type, const std::string& a, const std::string& b) {
+  switch (type) {
+    case OpType::kAdd:
+      return absl::StrCat("(", a, " + ", b, ")");
+    case OpType::kSub:
+      return absl::StrCat("(", a, " - ", b, ")");
+    case OpType::kMul:
+      return absl::StrCat("(", a, " * ", b, ")");
+    case OpType::kDiv:
+      return absl::StrCat("(", a, " / ", b, ")");
+    case OpType::kMaximum:
+      return absl::StrCat("yr_max(", a, ", ", b, ")");
+    case OpType::kMinimum:
+      return absl::StrCat("yr_min(", a, ", ", b, ")");
+    case OpType::kPow:
+      return absl::StrCat("powf(", a, ", ", b, ")");
+    default:
+      return "";
+  }
+}
+
+// "#pragma omp simd[ simdlen(w)][ clause]" honoring the vector width hint.
+std::string Simd(const Schedule& schedule, std::string_view clause = "") {
+  std::string s = "#pragma omp simd";
+  const int w = schedule.vector_width();
+  if (w > 1 && (w & (w - 1)) == 0) absl::StrAppend(&s, " simdlen(", w, ")");
+  if (!clause.empty()) absl::StrAppend(&s, " ", std::string(clause));
+  return s;
+}
+
+// "#pragma GCC unroll u" honoring the unroll hint, or "".
+std::string Unroll(const Schedule& schedule) {
+  return schedule.unroll() > 1 ? absl::StrCat("#pragma GCC unroll ", schedule.unroll()) : "";
+}
+
+// Per-plan state shared by the kernel emitters.
+struct PlanContext {
+  const Graph& graph;
+  std::string prefix;                          // "yr_p<i>_"
+  std::vector<bool> scratch;                   // per tensor: float32 scratch buffer
+  std::vector<std::vector<int>> out_position;  // per tensor: graph output slots
+  Code statics;                                // static variables
+  Code init;                                   // body of _init
+  Code fini;                                   // body of _fini
+
+  // Variable addressing tensor `t` in memory for reading.
+  std::string Var(int t) const { return absl::StrCat("t", t); }
+  // Element type of Var(t).
+  std::string ReadType(int t) const {
+    return graph.tensor(t).producer < 0 ? CType(graph.tensor(t).dtype) : "float";
+  }
+  // Destinations (variable names) a kernel writes tensor `t` to.
+  std::vector<std::string> Destinations(int t) const {
+    std::vector<std::string> out;
+    if (scratch[t]) out.push_back(Var(t));
+    for (int slot : out_position[t]) out.push_back(absl::StrCat("o", slot));
+    return out;
+  }
+  // Declares a static float buffer of `count` floats, allocated by _init.
+  std::string AddBuffer(const std::string& name, int64_t count) {
+    const std::string var = absl::StrCat(prefix, name);
+    statics.L("static float* ", var, " = nullptr;");
+    init.L(var, " = yr_alloc_floats(", count, ");");
+    init.L("if (", var, " == nullptr) return 1;");
+    fini.L("yr_free(", var, ");");
+    fini.L(var, " = nullptr;");
+    return var;
+  }
+};
+
+void EmitStores(const std::vector<std::string>& dsts, const std::string& index,
+                const std::string& value, Code* code) {
+  for (const std::string& d : dsts) code->L("yr_st(", d, ", ", index, ", ", value, ");");
+}
+
+// ---------------------------------------------------------------------------
+// KERNEL_ROW
+// ---------------------------------------------------------------------------
+
+class RowKernelEmitter {
+ public:
+  RowKernelEmitter(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                   std::vector<int> ops, core::RowGroupInfo info)
+      : ctx_(ctx),
+        g_(ctx.graph),
+        kernel_(kernel),
+        kernel_index_(kernel_index),
+        ops_(std::move(ops)),
+        info_(std::move(info)),
+        s_(kernel.schedule()) {
+    for (size_t j = 0; j < ops_.size(); ++j) group_pos_[g_.op(ops_[j]).output] = j;
+  }
+
+  absl::Status Emit(const std::vector<int>& outputs, Code* code) {
+    const int64_t rows = info_.num_rows;
+    cols_ = s_.parallel() == yirage::v1::PARALLEL_COLS;
+    const int64_t br =
+        cols_ ? rows
+              : std::min<int64_t>(rows, s_.block_rows() > 0 ? s_.block_rows() : kDefaultBlockRows);
+    // Block buffer layout (floats, 64-byte aligned slots).
+    std::vector<int64_t> offset(ops_.size());
+    int64_t arena = 0;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      offset[j] = arena;
+      arena += (br * info_.row_width[j] + 15) / 16 * 16;
+    }
+    // Allocated by GeneratePlan: `arena` floats (COLS) or one arena per thread.
+    const std::string buf = absl::StrCat(ctx_.prefix, "k", kernel_index_);
+    code->Open("{");
+    code->L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW ",
+            cols_ ? "PARALLEL_COLS" : "PARALLEL_ROWS", ", ", rows, " rows, block_rows ", br);
+    if (cols_) {
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        code->L("float* const b", j, " = ", buf, " + ", offset[j], ";");
+      }
+      code->Open(absl::StrCat("#pragma omp parallel num_threads(", ctx_.prefix, "nt)"));
+      code->Open("{");
+      code->L("const int64_t r0 = 0;");
+      code->L("const int64_t nr = ", rows, ";");
+      for (size_t j = 0; j < ops_.size(); ++j) EmitOp(j, code);
+      EmitStoreAll(outputs, code);
+      code->Close();
+      code->Close("");
+    } else {
+      code->L("#pragma omp parallel num_threads(", ctx_.prefix, "nt)");
+      code->Open("{");
+      code->L("float* const arena = ", buf, " + (int64_t)omp_get_thread_num() * ", arena, ";");
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        code->L("float* const b", j, " = arena + ", offset[j], ";");
+      }
+      const int64_t blocks = (rows + br - 1) / br;
+      code->L("#pragma omp for schedule(static)");
+      code->Open(absl::StrCat("for (int64_t blk = 0; blk < ", blocks, "; ++blk) {"));
+      code->L("const int64_t r0 = blk * ", br, ";");
+      code->L("const int64_t nr = ", rows, " - r0 < ", br, " ? ", rows, " - r0 : ", br, ";");
+      for (size_t j = 0; j < ops_.size(); ++j) EmitOp(j, code);
+      EmitStoreAll(outputs, code);
+      code->Close();
+      code->Close();
+    }
+    code->Close();
+    return absl::OkStatus();
+  }
+
+ private:
+  // Declares `name` pointing at row r (block row i) of operand `slot` of group
+  // op j, as seen in `space` (the shape the op indexes the operand in, whose
+  // leading dims are the group's lead dims). Returns whether the column stride
+  // is 1 (else 0: broadcast along the row).
+  bool OperandRow(size_t j, int slot, const std::vector<int64_t>& space, const std::string& name,
+                  Code* code, const std::string& iv = "i", const std::string& rv = "r") {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int t = op.inputs[slot];
+    const TensorInfo& ti = g_.tensor(t);
+    if (info_.in_group[j][slot]) {
+      const size_t src = group_pos_.at(t);
+      const int64_t w = info_.row_width[src];
+      code->L("const float* const ", name, " = b", src, " + ", iv, " * ", w, ";");
+      return w != 1;
+    }
+    const std::vector<int64_t> strides = BroadcastStrides(ti.shape, space);
+    const size_t l = info_.lead_dims.size();
+    const std::vector<int64_t> lead_strides(strides.begin(), strides.begin() + l);
+    code->L("const ", ctx_.ReadType(t), "* const ", name, " = ", ctx_.Var(t), " + ",
+            OffsetExpr(info_.lead_dims, lead_strides, rv), ";");
+    return strides[l] != 0;
+  }
+
+  std::vector<int64_t> Space(int64_t width) const {
+    std::vector<int64_t> s = info_.lead_dims;
+    s.push_back(width);
+    return s;
+  }
+
+  static std::string At(const std::string& p, bool stride) {
+    return absl::StrCat("yr_ld(", p, stride ? ", c)" : ", 0)");
+  }
+
+  // Opens the per-row loop (ROWS: all rows of the block; COLS: work-shared).
+  void OpenRows(Code* code) {
+    if (cols_) code->L("#pragma omp for schedule(static)");
+    code->Open("for (int64_t i = 0; i < nr; ++i) {");
+    code->L("const int64_t r = r0 + i;");
+    code->L("(void)r;");
+  }
+
+  int64_t ChunkCols() const { return s_.tile_n() > 0 ? s_.tile_n() : kDefaultTileN; }
+
+  // Opens a loop over (row, column chunk) defining r, i, c0, c1.
+  void OpenRowCols(int64_t width, Code* code) {
+    if (!cols_) {
+      code->Open("for (int64_t i = 0; i < nr; ++i) {");
+      code->L("const int64_t r = r0 + i;");
+      code->L("(void)r;");
+      code->L("const int64_t c0 = 0, c1 = ", width, ";");
+      return;
+    }
+    const int64_t chunk = ChunkCols();
+    const int64_t chunks = (width + chunk - 1) / chunk;
+    code->L("#pragma omp for collapse(2) schedule(static)");
+    code->Line("for (int64_t i = 0; i < nr; ++i)");
+    code->Open(absl::StrCat("for (int64_t cb = 0; cb < ", chunks, "; ++cb) {"));
+    code->L("const int64_t r = r0 + i;");
+    code->L("(void)r;");
+    code->L("const int64_t c0 = cb * ", chunk, ";");
+    code->L("const int64_t c1 = c0 + ", chunk, " < ", width, " ? c0 + ", chunk, " : ", width, ";");
+  }
+
+  void EmitOp(size_t j, Code* code) {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int64_t w = info_.row_width[j];
+    code->L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " [rows, ",
+            w, "]");
+    if (core::IsElementwise(op.type)) {
+      OpenRowCols(w, code);
+      const std::vector<int64_t> space = Space(w);
+      std::vector<std::string> x;
+      for (int s = 0; s < static_cast<int>(op.inputs.size()); ++s) {
+        const std::string p = absl::StrCat("p", s);
+        x.push_back(At(p, OperandRow(j, s, space, p, code)));
+      }
+      code->L("float* const q = b", j, " + i * ", w, ";");
+      code->Line(Simd(s_));
+      code->Open("for (int64_t c = c0; c < c1; ++c) {");
+      code->L("const float x0 = ", x[0], ";");
+      if (core::IsUnaryElementwise(op.type)) {
+        code->L("q[c] = ", UnaryExpr(op, "x0"), ";");
+      } else {
+        code->L("const float x1 = ", op.has_scalar ? Lit(op.scalar) : x[1], ";");
+        code->L("q[c] = ", BinaryExpr(op.type, "x0", "x1"), ";");
+      }
+      code->Close();
+      code->Close();
+      return;
+    }
+    if (op.type == OpType::kMatmul) {
+      EmitMatmul(j, code);
+      return;
+    }
+    OpenRows(code);
+    code->L("float* const q = b", j, " + i * ", w, ";");
+    if (core::IsReduction(op.type)) {
+      const std::vector<int64_t>& in = g_.tensor(op.inputs[0]).shape;
+      const int64_t d = in.back();
+      OperandRow(j, 0, in, "p0", code);
+      if (op.type == OpType::kReduceMax) {
+        code->L("float acc = -__builtin_inff();");
+        code->Line(Simd(s_, "reduction(yr_max:acc)"));
+        code->L("for (int64_t c = 0; c < ", d, "; ++c) acc = yr_max(acc, yr_ld(p0, c));");
+        code->L("q[0] = acc;");
+      } else {
+        code->L("float acc = 0.0f;");
+        code->Line(Simd(s_, "reduction(+:acc)"));
+        code->L("for (int64_t c = 0; c < ", d, "; ++c) acc += yr_ld(p0, c);");
+        code->L("q[0] = acc", op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0f") : "",
+                ";");
+      }
+    } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
+               op.type == OpType::kSoftmax) {
+      const std::vector<int64_t> space = Space(w);
+      std::vector<std::string> x;
+      for (int s = 0; s < static_cast<int>(op.inputs.size()); ++s) {
+        const std::string p = absl::StrCat("p", s);
+        x.push_back(At(p, OperandRow(j, s, space, p, code)));
+      }
+      EmitRowNorm(op, w, x, "c", code);
+    } else if (op.type == OpType::kConcat) {
+      int64_t off = 0;
+      for (int s = 0; s < static_cast<int>(op.inputs.size()); ++s) {
+        const std::vector<int64_t>& in = g_.tensor(op.inputs[s]).shape;
+        const std::string p = absl::StrCat("p", s);
+        const bool stride = OperandRow(j, s, in, p, code);
+        code->Line(Simd(s_));
+        code->L("for (int64_t c = 0; c < ", in.back(), "; ++c) q[", off, " + c] = ", At(p, stride),
+                ";");
+        off += in.back();
+      }
+    }
+    code->Close();
+  }
+
+  // Statistic pass(es) then the output pass of rms_norm / layer_norm /
+  // softmax over one row of `w` elements; x[k] reads operand k at column c.
+  void EmitRowNorm(const OpInfo& op, int64_t w, const std::vector<std::string>& x,
+                   const std::string& c, Code* code) {
+    (void)c;
+    const std::string wf = absl::StrCat(w, ".0f");
+    if (op.type == OpType::kSoftmax) {
+      code->L("float mx = -__builtin_inff();");
+      code->Line(Simd(s_, "reduction(yr_max:mx)"));
+      code->L("for (int64_t c = 0; c < ", w, "; ++c) mx = yr_max(mx, ", x[0], ");");
+      code->L("float sum = 0.0f;");
+      code->Line(Simd(s_, "reduction(+:sum)"));
+      code->Open(absl::StrCat("for (int64_t c = 0; c < ", w, "; ++c) {"));
+      code->L("const float e = expf(", x[0], " - mx);");
+      code->L("q[c] = e;");
+      code->L("sum += e;");
+      code->Close();
+      code->L("const float inv = 1.0f / sum;");
+      code->Line(Simd(s_));
+      code->L("for (int64_t c = 0; c < ", w, "; ++c) q[c] *= inv;");
+      return;
+    }
+    std::string value;
+    if (op.type == OpType::kRmsNorm) {
+      code->L("float ss = 0.0f;");
+      code->Line(Simd(s_, "reduction(+:ss)"));
+      code->Open(absl::StrCat("for (int64_t c = 0; c < ", w, "; ++c) {"));
+      code->L("const float v = ", x[0], ";");
+      code->L("ss += v * v;");
+      code->Close();
+      code->L("const float inv = 1.0f / sqrtf(ss / ", wf, " + ", Lit(op.eps), ");");
+      value = absl::StrCat(x[0], " * inv");
+    } else {
+      code->L("float sum = 0.0f;");
+      code->Line(Simd(s_, "reduction(+:sum)"));
+      code->L("for (int64_t c = 0; c < ", w, "; ++c) sum += ", x[0], ";");
+      code->L("const float mean = sum / ", wf, ";");
+      code->L("float var = 0.0f;");
+      code->Line(Simd(s_, "reduction(+:var)"));
+      code->Open(absl::StrCat("for (int64_t c = 0; c < ", w, "; ++c) {"));
+      code->L("const float d = ", x[0], " - mean;");
+      code->L("var += d * d;");
+      code->Close();
+      code->L("const float inv = 1.0f / sqrtf(var / ", wf, " + ", Lit(op.eps), ");");
+      value = absl::StrCat("(", x[0], " - mean) * inv");
+    }
+    if (x.size() > 1) value = absl::StrCat("(", value, ") * ", x[1]);
+    if (x.size() > 2) value = absl::StrCat(value, " + ", x[2]);
+    code->Line(Simd(s_));
+    code->L("for (int64_t c = 0; c < ", w, "; ++c) q[c] = ", value, ";");
+  }
+
+  void EmitMatmul(size_t j, Code* code) {
+    const OpInfo& op = g_.op(ops_[j]);
+    const std::vector<int64_t>& a = g_.tensor(op.inputs[0]).shape;
+    const std::vector<int64_t>& b = g_.tensor(op.inputs[1]).shape;
+    const std::vector<int64_t>& out = g_.tensor(op.output).shape;
+    const int64_t k = a.back();
+    const int64_t n = out.back();
+    const int64_t tn = std::min(n, s_.tile_n() > 0 ? s_.tile_n() : kDefaultTileN);
+    const int64_t tk = std::min(k, s_.tile_k() > 0 ? s_.tile_k() : kDefaultTileK);
+    const int64_t ntiles = (n + tn - 1) / tn;
+    const size_t l = info_.lead_dims.size();
+    // B's batch offset per row: batch dims broadcast, the M dim does not move B.
+    std::vector<int64_t> b_lead = BroadcastStrides(Slice(b, 0, b.size() - 2), Slice(out, 0, l - 1));
+    for (int64_t& s : b_lead) s *= k * n;
+    b_lead.push_back(0);
+    const int tb = op.inputs[1];
+
+    if (cols_) code->L("#pragma omp for schedule(static)");
+    code->Open(absl::StrCat("for (int64_t nt = 0; nt < ", ntiles, "; ++nt) {"));
+    code->L("const int64_t n0 = nt * ", tn, ";");
+    code->L("const int64_t nn = n0 + ", tn, " < ", n, " ? ", tn, " : ", n, " - n0;");
+    code->Open("for (int64_t i = 0; i < nr; ++i) {");
+    code->L("float* const q = b", j, " + i * ", n, " + n0;");
+    code->Line(Simd(s_));
+    code->L("for (int64_t x = 0; x < nn; ++x) q[x] = 0.0f;");
+    code->Close();
+    code->Open(absl::StrCat("for (int64_t k0 = 0; k0 < ", k, "; k0 += ", tk, ") {"));
+    code->L("const int64_t k1 = k0 + ", tk, " < ", k, " ? k0 + ", tk, " : ", k, ";");
+    const bool shared_b =
+        std::all_of(b_lead.begin(), b_lead.end(), [](int64_t st) { return st == 0; });
+    if (!op.transpose_b && shared_b) {
+      // Every row reads the same B: four rows per pass over the B tile, so
+      // each loaded (and converted) B element feeds four FMAs.
+      constexpr int kRows = 4;
+      code->L("int64_t i = 0;");
+      code->Open(absl::StrCat("for (; i + ", kRows, " <= nr; i += ", kRows, ") {"));
+      for (int u = 0; u < kRows; ++u) {
+        const std::string iv = absl::StrCat("i", u);
+        code->L("const int64_t ", iv, " = i + ", u, ";");
+        code->L("const int64_t r", u, " = r0 + ", iv, ";");
+        code->L("(void)r", u, ";");
+        OperandRow(j, 0, Space(k), absl::StrCat("pa", u), code, iv, absl::StrCat("r", u));
+        code->L("float* __restrict const q", u, " = b", j, " + ", iv, " * ", n, " + n0;");
+      }
+      code->L("const ", ctx_.ReadType(tb), "* const pb = ", ctx_.Var(tb), ";");
+      const std::string unroll = Unroll(s_);
+      if (!unroll.empty()) code->Line(unroll);
+      code->Open("for (int64_t kk = k0; kk < k1; ++kk) {");
+      for (int u = 0; u < kRows; ++u) code->L("const float a", u, " = yr_ld(pa", u, ", kk);");
+      code->L("const ", ctx_.ReadType(tb), "* const bk = pb + kk * ", n, " + n0;");
+      code->Line(Simd(s_));
+      code->Open("for (int64_t x = 0; x < nn; ++x) {");
+      code->L("const float bv = yr_ld(bk, x);");
+      for (int u = 0; u < kRows; ++u) code->L("q", u, "[x] += a", u, " * bv;");
+      code->Close();
+      code->Close();
+      code->Close();
+      code->Open("for (; i < nr; ++i) {");
+    } else {
+      code->Open("for (int64_t i = 0; i < nr; ++i) {");
+    }
+    code->L("const int64_t r = r0 + i;");
+    code->L("(void)r;");
+    OperandRow(j, 0, Space(k), "pa", code);
+    code->L("const ", ctx_.ReadType(tb), "* const pb = ", ctx_.Var(tb), " + ",
+            OffsetExpr(info_.lead_dims, b_lead, "r"), ";");
+    code->L("float* const q = b", j, " + i * ", n, " + n0;");
+    if (!op.transpose_b) {
+      const std::string unroll = Unroll(s_);
+      if (!unroll.empty()) code->Line(unroll);
+      code->Open("for (int64_t kk = k0; kk < k1; ++kk) {");
+      code->L("const float av = yr_ld(pa, kk);");
+      code->L("const ", ctx_.ReadType(tb), "* const bk = pb + kk * ", n, " + n0;");
+      code->Line(Simd(s_));
+      code->L("for (int64_t x = 0; x < nn; ++x) q[x] += av * yr_ld(bk, x);");
+      code->Close();
+    } else {
+      code->Open("for (int64_t x = 0; x < nn; ++x) {");
+      code->L("const ", ctx_.ReadType(tb), "* const bn = pb + (n0 + x) * ", k, ";");
+      code->L("float acc = 0.0f;");
+      code->Line(Simd(s_, "reduction(+:acc)"));
+      code->L("for (int64_t kk = k0; kk < k1; ++kk) acc += yr_ld(pa, kk) * yr_ld(bn, kk);");
+      code->L("q[x] += acc;");
+      code->Close();
+    }
+    code->Close();
+    code->Close();
+    code->Close();
+  }
+
+  void EmitStoreAll(const std::vector<int>& outputs, Code* code) {
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      const int64_t w = info_.row_width[j];
+      const std::vector<std::string> dsts = ctx_.Destinations(t);
+      if (dsts.empty()) continue;
+      code->L("// store ", CommentText(g_.tensor(t).name));
+      OpenRowCols(w, code);
+      code->L("const float* const q = b", j, " + i * ", w, ";");
+      code->L("const int64_t base = r * ", w, ";");
+      code->Line(Simd(s_));
+      code->Open("for (int64_t c = c0; c < c1; ++c) {");
+      EmitStores(dsts, "base + c", "q[c]", code);
+      code->Close();
+      code->Close();
+    }
+  }
+
+  PlanContext& ctx_;
+  const Graph& g_;
+  const KernelPlan& kernel_;
+  const int kernel_index_;
+  const std::vector<int> ops_;
+  const core::RowGroupInfo info_;
+  const Schedule& s_;
+  std::map<int, size_t> group_pos_;  // tensor id -> position of its producer in the group
+  bool cols_ = false;
+};
+
+// ---------------------------------------------------------------------------
+// KERNEL_GENERIC
+// ---------------------------------------------------------------------------
+
+void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
+                       Code* code) {
+  const Graph& g = ctx.graph;
+  const OpInfo& op = g.op(op_id);
+  const Schedule& s = kernel.schedule();
+  const std::vector<int64_t>& out = g.tensor(op.output).shape;
+  const std::vector<std::string> dsts = ctx.Destinations(op.output);
+  const std::string par =
+      absl::StrCat("#pragma omp parallel for schedule(static) num_threads(", ctx.prefix, "nt)");
+  const std::string par2 = absl::StrCat(
+      "#pragma omp parallel for collapse(2) schedule(static) num_threads(", ctx.prefix, "nt)");
+  code->Open("{");
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
+          CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
+          core::ShapeToString(out));
+  auto ld = [&](int t, const std::string& index) {
+    return absl::StrCat("yr_ld(", ctx.Var(t), ", ", index, ")");
+  };
+  // [outer, D, inner] view of the op's (first) input around op.axis.
+  auto axis_view = [&](const std::vector<int64_t>& shape, int64_t* outer, int64_t* d,
+                       int64_t* inner) {
+    *outer = Numel(Slice(shape, 0, op.axis));
+    *d = shape[op.axis];
+    *inner = Numel(Slice(shape, op.axis + 1, shape.size()));
+  };
+
+  if (core::IsElementwise(op.type)) {
+    code->Line(par);
+    code->Open(absl::StrCat("for (int64_t e = 0; e < ", Numel(out), "; ++e) {"));
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      code->L("const float x", k, " = ",
+              ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "e")), ";");
+    }
+    std::string value;
+    if (core::IsUnaryElementwise(op.type)) {
+      value = UnaryExpr(op, "x0");
+    } else {
+      if (op.has_scalar) code->L("const float x1 = ", Lit(op.scalar), ";");
+      value = BinaryExpr(op.type, "x0", "x1");
+    }
+    code->L("const float v = ", value, ";");
+    EmitStores(dsts, "e", "v", code);
+    code->Close();
+  } else if (core::IsReduction(op.type)) {
+    int64_t outer, d, inner;
+    axis_view(g.tensor(op.inputs[0]).shape, &outer, &d, &inner);
+    code->Line(par2);
+    code->L("for (int64_t o = 0; o < ", outer, "; ++o)");
+    code->Open(absl::StrCat("for (int64_t n = 0; n < ", inner, "; ++n) {"));
+    const std::string x = ld(op.inputs[0], absl::StrCat("(o * ", d, " + c) * ", inner, " + n"));
+    if (op.type == OpType::kReduceMax) {
+      code->L("float acc = -__builtin_inff();");
+      code->L("for (int64_t c = 0; c < ", d, "; ++c) acc = yr_max(acc, ", x, ");");
+    } else {
+      code->L("float acc = 0.0f;");
+      code->L("for (int64_t c = 0; c < ", d, "; ++c) acc += ", x, ";");
+      if (op.type == OpType::kReduceMean) code->L("acc /= ", d, ".0f;");
+    }
+    EmitStores(dsts, absl::StrCat("o * ", inner, " + n"), "acc", code);
+    code->Close();
+  } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
+             op.type == OpType::kSoftmax) {
+    int64_t outer, d, inner;
+    axis_view(out, &outer, &d, &inner);
+    const std::string e = absl::StrCat("(o * ", d, " + c) * ", inner, " + n");
+    const std::string x = ld(op.inputs[0], e);
+    const std::string df = absl::StrCat(d, ".0f");
+    code->Line(par2);
+    code->L("for (int64_t o = 0; o < ", outer, "; ++o)");
+    code->Open(absl::StrCat("for (int64_t n = 0; n < ", inner, "; ++n) {"));
+    std::string value;
+    if (op.type == OpType::kSoftmax) {
+      code->L("float mx = -__builtin_inff();");
+      code->L("for (int64_t c = 0; c < ", d, "; ++c) mx = yr_max(mx, ", x, ");");
+      code->L("float sum = 0.0f;");
+      code->L("for (int64_t c = 0; c < ", d, "; ++c) sum += expf(", x, " - mx);");
+      code->L("const float inv = 1.0f / sum;");
+      value = absl::StrCat("expf(", x, " - mx) * inv");
+    } else if (op.type == OpType::kRmsNorm) {
+      code->L("float ss = 0.0f;");
+      code->Open(absl::StrCat("for (int64_t c = 0; c < ", d, "; ++c) {"));
+      code->L("const float v = ", x, ";");
+      code->L("ss += v * v;");
+      code->Close();
+      code->L("const float inv = 1.0f / sqrtf(ss / ", df, " + ", Lit(op.eps), ");");
+      value = absl::StrCat(x, " * inv");
+    } else {
+      code->L("float sum = 0.0f;");
+      code->L("for (int64_t c = 0; c < ", d, "; ++c) sum += ", x, ";");
+      code->L("const float mean = sum / ", df, ";");
+      code->L("float var = 0.0f;");
+      code->Open(absl::StrCat("for (int64_t c = 0; c < ", d, "; ++c) {"));
+      code->L("const float dv = ", x, " - mean;");
+      code->L("var += dv * dv;");
+      code->Close();
+      code->L("const float inv = 1.0f / sqrtf(var / ", df, " + ", Lit(op.eps), ");");
+      value = absl::StrCat("(", x, " - mean) * inv");
+    }
+    code->Open(absl::StrCat("for (int64_t c = 0; c < ", d, "; ++c) {"));
+    code->L("const int64_t e = ", e, ";");
+    std::string v = value;
+    for (size_t k = 1; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      const std::string p = ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "e"));
+      v = k == 1 ? absl::StrCat("(", v, ") * ", p) : absl::StrCat(v, " + ", p);
+    }
+    code->L("const float v = ", v, ";");
+    EmitStores(dsts, "e", "v", code);
+    code->Close();
+    code->Close();
+  } else if (op.type == OpType::kConcat) {
+    int64_t outer, dout, inner;
+    axis_view(out, &outer, &dout, &inner);
+    int64_t off = 0;
+    for (int t : op.inputs) {
+      const int64_t dk = g.tensor(t).shape[op.axis];
+      code->Line(par2);
+      code->L("for (int64_t o = 0; o < ", outer, "; ++o)");
+      code->Open(absl::StrCat("for (int64_t c = 0; c < ", dk, "; ++c) {"));
+      code->Open(absl::StrCat("for (int64_t n = 0; n < ", inner, "; ++n) {"));
+      code->L("const float v = ", ld(t, absl::StrCat("(o * ", dk, " + c) * ", inner, " + n")), ";");
+      EmitStores(dsts, absl::StrCat("(o * ", dout, " + ", off, " + c) * ", inner, " + n"), "v",
+                 code);
+      code->Close();
+      code->Close();
+      off += dk;
+    }
+  } else if (op.type == OpType::kMatmul) {
+    const std::vector<int64_t>& a = g.tensor(op.inputs[0]).shape;
+    const std::vector<int64_t>& b = g.tensor(op.inputs[1]).shape;
+    const int64_t k = a.back();
+    const int64_t n = out.back();
+    const std::vector<int64_t> lead = Slice(out, 0, out.size() - 1);
+    std::vector<int64_t> a_lead = BroadcastStrides(Slice(a, 0, a.size() - 1), lead);
+    for (int64_t& st : a_lead) st *= k;
+    std::vector<int64_t> b_lead =
+        BroadcastStrides(Slice(b, 0, b.size() - 2), Slice(out, 0, out.size() - 2));
+    for (int64_t& st : b_lead) st *= k * n;
+    b_lead.push_back(0);
+    const int64_t tn = std::min<int64_t>(
+        n, std::min<int64_t>(kMaxGenericTileN, s.tile_n() > 0 ? s.tile_n() : kDefaultTileN));
+    const int ta = op.inputs[0];
+    const int tb = op.inputs[1];
+    code->Line(par);
+    code->Open(absl::StrCat("for (int64_t r = 0; r < ", Numel(lead), "; ++r) {"));
+    code->L("const ", ctx.ReadType(ta), "* const pa = ", ctx.Var(ta), " + ",
+            OffsetExpr(lead, a_lead, "r"), ";");
+    code->L("const ", ctx.ReadType(tb), "* const pb = ", ctx.Var(tb), " + ",
+            OffsetExpr(lead, b_lead, "r"), ";");
+    code->Open(absl::StrCat("for (int64_t n0 = 0; n0 < ", n, "; n0 += ", tn, ") {"));
+    code->L("const int64_t nn = n0 + ", tn, " < ", n, " ? ", tn, " : ", n, " - n0;");
+    code->L("float acc[", tn, "];");
+    code->L("for (int64_t x = 0; x < nn; ++x) acc[x] = 0.0f;");
+    if (!op.transpose_b) {
+      code->Open(absl::StrCat("for (int64_t kk = 0; kk < ", k, "; ++kk) {"));
+      code->L("const float av = yr_ld(pa, kk);");
+      code->Line("#pragma omp simd");
+      code->L("for (int64_t x = 0; x < nn; ++x) acc[x] += av * yr_ld(pb, kk * ", n, " + n0 + x);");
+      code->Close();
+    } else {
+      code->Open("for (int64_t x = 0; x < nn; ++x) {");
+      code->L("float dot = 0.0f;");
+      code->L("for (int64_t kk = 0; kk < ", k,
+              "; ++kk) dot += yr_ld(pa, kk) * yr_ld(pb, (n0 + x) * ", k, " + kk);");
+      code->L("acc[x] = dot;");
+      code->Close();
+    }
+    code->Open("for (int64_t x = 0; x < nn; ++x) {");
+    EmitStores(dsts, absl::StrCat("r * ", n, " + n0 + x"), "acc[x]", code);
+    code->Close();
+    code->Close();
+    code->Close();
+  }
+  code->Close();
+}
+
+}  // namespace
+
+std::string PlanEntryName(int index) { return absl::StrCat("yirage_plan_", index); }
+std::string PlanInitName(int index) { return absl::StrCat("yirage_plan_", index, "_init"); }
+std::string PlanFiniName(int index) { return absl::StrCat("yirage_plan_", index, "_fini"); }
+
+std::string CpuCodegen::Prelude() {
+  return R"(// Generated by the YiRage CPU backend.
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <omp.h>
+
+#if defined(__FLT16_MAX__)
+typedef _Float16 yr_f16;
+static inline float yr_ld(const yr_f16* p, int64_t i) { return (float)p[i]; }
+static inline void yr_st(yr_f16* p, int64_t i, float v) { p[i] = (yr_f16)v; }
+#else
+struct yr_f16 { uint16_t bits; };
+static inline float yr_ld(const yr_f16* p, int64_t i) {
+  const uint32_t h = p[i].bits;
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
+  if (exp == 0x1fu) {
+    u = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    u = sign | ((exp + 112u) << 23) | (man << 13);
+  } else if (man == 0) {
+    u = sign;
+  } else {
+    int e = -1;
+    do { ++e; man <<= 1; } while ((man & 0x400u) == 0);
+    u = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+static inline void yr_st(yr_f16* p, int64_t i, float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7fffffffu;
+  uint16_t h;
+  if (a > 0x7f800000u) {
+    h = 0x7e00u;
+  } else if (a >= 0x477ff000u) {  // rounds to >= 65536: infinity
+    h = 0x7c00u;
+  } else if (a < 0x38800000u) {  // subnormal half or zero
+    const uint32_t shift = 126u - (a >> 23);
+    if (shift > 24u) {
+      h = 0;
+    } else {
+      const uint32_t man = (a & 0x7fffffu) | 0x800000u;
+      const uint32_t half = 1u << (shift - 1);
+      uint32_t q = man >> shift;
+      const uint32_t rem = man & ((1u << shift) - 1);
+      if (rem > half || (rem == half && (q & 1u))) ++q;
+      h = (uint16_t)q;
+    }
+  } else {
+    uint32_t q = a - 0x38000000u;
+    q += 0xfffu + ((q >> 13) & 1u);
+    h = (uint16_t)(q >> 13);
+  }
+  p[i].bits = (uint16_t)(sign | h);
+}
+#endif
+
+struct yr_bf16 { uint16_t bits; };
+static inline float yr_ld(const yr_bf16* p, int64_t i) {
+  const uint32_t u = (uint32_t)p[i].bits << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+static inline void yr_st(yr_bf16* p, int64_t i, float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    p[i].bits = (uint16_t)((u >> 16) | 0x40u);
+    return;
+  }
+  u += 0x7fffu + ((u >> 16) & 1u);
+  p[i].bits = (uint16_t)(u >> 16);
+}
+static inline float yr_ld(const float* p, int64_t i) { return p[i]; }
+static inline void yr_st(float* p, int64_t i, float v) { p[i] = v; }
+// NaN-propagating, like the reference.
+static inline float yr_max(float a, float b) { return (a > b || a != a) ? a : b; }
+static inline float yr_min(float a, float b) { return (a < b || a != a) ? a : b; }
+#pragma omp declare reduction(yr_max : float : omp_out = yr_max(omp_out, omp_in)) \
+    initializer(omp_priv = -__builtin_inff())
+
+// Zeroed, 64-byte aligned; touching every page here keeps page faults out of
+// the plan calls.
+static float* yr_alloc_floats(int64_t count) {
+  size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(float);
+  bytes = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p != nullptr) std::memset(p, 0, bytes);
+  return (float*)p;
+}
+static void yr_free(float* p) { std::free(p); }
+)";
+}
+
+absl::StatusOr<std::string> CpuCodegen::GeneratePlan(const yirage::v1::Plan& plan,
+                                                     int index) const {
+  const Graph& g = graph_;
+  const int num_ops = static_cast<int>(g.ops().size());
+  const int num_tensors = g.num_tensors();
+  auto kernel_label = [&](int k) {
+    return absl::StrCat("kernel ", k, " ('", plan.kernels(k).name(), "')");
+  };
+
+  // Resolve and check the partition and the data flow between kernels.
+  std::vector<int> op_kernel(num_ops, -1);
+  std::vector<std::vector<int>> kernel_ops(plan.kernels_size());
+  std::vector<std::vector<int>> kernel_outputs(plan.kernels_size());
+  std::vector<bool> available(num_tensors, false);
+  std::vector<bool> read_by_kernel(num_tensors, false);
+  for (int t = 0; t < g.num_inputs(); ++t) available[t] = true;
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const KernelPlan& kernel = plan.kernels(k);
+    if (kernel.kind() != yirage::v1::KERNEL_ROW && kernel.kind() != yirage::v1::KERNEL_GENERIC) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kernel_label(k), ": kind must be KERNEL_ROW or KERNEL_GENERIC"));
+    }
+    if (kernel.ops().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": has no ops"));
+    }
+    if (kernel.kind() == yirage::v1::KERNEL_GENERIC && kernel.ops_size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": KERNEL_GENERIC holds ",
+                                                     kernel.ops_size(), " ops, must hold 1"));
+    }
+    for (const std::string& name : kernel.ops()) {
+      const int id = g.FindOp(name);
+      if (id < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k), ": unknown op '", name, "'"));
+      }
+      if (op_kernel[id] >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kernel_label(k), ": op '", name, "' is already in ", kernel_label(op_kernel[id])));
+      }
+      op_kernel[id] = k;
+      kernel_ops[k].push_back(id);
+    }
+    std::vector<bool> is_input(num_tensors, false);
+    for (const std::string& name : kernel.inputs()) {
+      const int t = g.FindTensor(name);
+      if (t < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k), ": unknown input tensor '", name, "'"));
+      }
+      if (!available[t]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k), ": input '", name,
+                         "' is neither a graph input nor an output of an earlier kernel"));
+      }
+      is_input[t] = true;
+      read_by_kernel[t] = true;
+    }
+    for (int id : kernel_ops[k]) {
+      for (int t : g.op(id).inputs) {
+        const int producer = g.tensor(t).producer;
+        if (producer >= 0 && op_kernel[producer] == k) continue;  // in-kernel (ROW)
+        if (!is_input[t]) {
+          return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": op '", g.op(id).name,
+                                                         "' reads '", g.tensor(t).name,
+                                                         "', which is not in the kernel's inputs"));
+        }
+      }
+    }
+    for (const std::string& name : kernel.outputs()) {
+      const int t = g.FindTensor(name);
+      if (t < 0 || g.tensor(t).producer < 0 || op_kernel[g.tensor(t).producer] != k) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kernel_label(k), ": output '", name, "' is not produced by an op of this kernel"));
+      }
+      if (std::find(kernel_outputs[k].begin(), kernel_outputs[k].end(), t) ==
+          kernel_outputs[k].end()) {
+        kernel_outputs[k].push_back(t);
+      }
+      available[t] = true;
+    }
+  }
+  for (int id = 0; id < num_ops; ++id) {
+    if (op_kernel[id] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", g.op(id).name, "' is in no kernel of the plan"));
+    }
+  }
+  for (int t : g.outputs()) {
+    if (!available[t]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", g.tensor(t).name, "' is not in any kernel's outputs"));
+    }
+  }
+
+  PlanContext ctx{g, absl::StrCat("yr_p", index, "_")};
+  ctx.scratch.assign(num_tensors, false);
+  ctx.out_position.assign(num_tensors, {});
+  for (int t = g.num_inputs(); t < num_tensors; ++t) ctx.scratch[t] = read_by_kernel[t];
+  for (size_t slot = 0; slot < g.outputs().size(); ++slot) {
+    ctx.out_position[g.outputs()[slot]].push_back(static_cast<int>(slot));
+  }
+  ctx.statics.L("static int ", ctx.prefix, "ready = 0;");
+  ctx.statics.L("static int ", ctx.prefix, "nt = 1;");
+  ctx.init.L(ctx.prefix, "nt = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;");
+  for (int t = g.num_inputs(); t < num_tensors; ++t) {
+    if (ctx.scratch[t]) ctx.AddBuffer(absl::StrCat("s", t), g.tensor(t).num_elements());
+  }
+
+  Code body;
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const KernelPlan& kernel = plan.kernels(k);
+    if (kernel.kind() == yirage::v1::KERNEL_GENERIC) {
+      EmitGenericKernel(ctx, kernel, k, kernel_ops[k][0], &body);
+      continue;
+    }
+    absl::StatusOr<core::RowGroupInfo> info = core::AnalyzeRowGroup(g, kernel_ops[k]);
+    if (!info.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kernel_label(k), ": ", info.status().message()));
+    }
+    const bool cols = kernel.schedule().parallel() == yirage::v1::PARALLEL_COLS;
+    const int64_t rows = info->num_rows;
+    const int64_t br = cols ? rows
+                            : std::min<int64_t>(rows, kernel.schedule().block_rows() > 0
+                                                          ? kernel.schedule().block_rows()
+                                                          : kDefaultBlockRows);
+    int64_t arena = 0;
+    for (int64_t w : info->row_width) arena += (br * w + 15) / 16 * 16;
+    // Block buffers: one arena (COLS) or one per thread (ROWS).
+    const std::string buf = absl::StrCat(ctx.prefix, "k", k);
+    ctx.statics.L("static float* ", buf, " = nullptr;");
+    ctx.init.L(buf, " = yr_alloc_floats(",
+               cols ? absl::StrCat(arena) : absl::StrCat("(int64_t)", ctx.prefix, "nt * ", arena),
+               ");");
+    ctx.init.L("if (", buf, " == nullptr) return 1;");
+    ctx.fini.L("yr_free(", buf, ");");
+    ctx.fini.L(buf, " = nullptr;");
+    RowKernelEmitter emitter(ctx, kernel, k, kernel_ops[k], *std::move(info));
+    if (absl::Status s = emitter.Emit(kernel_outputs[k], &body); !s.ok()) return s;
+  }
+
+  Code out;
+  out.L("// ---- plan ", index, ": ", CommentText(plan.description()), " ----");
+  out.Line(ctx.statics.str());
+  out.Open(absl::StrCat("extern \"C\" void ", PlanFiniName(index), "(void) {"));
+  out.L(ctx.prefix, "ready = 0;");
+  out.Line(ctx.fini.str());
+  out.Close();
+  out.Open(absl::StrCat("extern \"C\" int ", PlanInitName(index), "(void) {"));
+  out.L(PlanFiniName(index), "();");
+  out.Line(ctx.init.str());
+  out.L(ctx.prefix, "ready = 1;");
+  out.L("return 0;");
+  out.Close();
+  out.Open(absl::StrCat("extern \"C\" int ", PlanEntryName(index),
+                        "(const void* const* inputs, void* const* outputs) {"));
+  out.L("if (!", ctx.prefix, "ready) return 1;");
+  for (int t = 0; t < g.num_inputs(); ++t) {
+    out.L("const ", ctx.ReadType(t), "* const ", ctx.Var(t), " = (const ", ctx.ReadType(t),
+          "*)inputs[", t, "];  // ", CommentText(g.tensor(t).name));
+  }
+  for (int t = g.num_inputs(); t < num_tensors; ++t) {
+    if (ctx.scratch[t]) {
+      out.L("float* const ", ctx.Var(t), " = ", ctx.prefix, "s", t, ";  // ",
+            CommentText(g.tensor(t).name));
+    }
+  }
+  for (size_t slot = 0; slot < g.outputs().size(); ++slot) {
+    const int t = g.outputs()[slot];
+    const std::string type = CType(g.tensor(t).dtype);
+    out.L(type, "* const o", slot, " = (", type, "*)outputs[", slot, "];  // ",
+          CommentText(g.tensor(t).name));
+    if (g.tensor(t).producer < 0) {  // a graph input returned as is
+      out.L("std::memcpy(o", slot, ", inputs[", t, "], ",
+            g.tensor(t).num_elements() * core::DTypeSize(g.tensor(t).dtype), ");");
+    }
+  }
+  out.Line(body.str());
+  out.L("return 0;");
+  out.Close();
+  return out.str();
+}
+
+}  // namespace yirage::backends::cpu

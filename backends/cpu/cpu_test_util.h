@@ -1,0 +1,287 @@
+// Test helpers for the CPU backend tests: load the built backend through the
+// C ABI, build graphs and plans, run plans and compare with the reference.
+#ifndef YIRAGE_BACKENDS_CPU_CPU_TEST_UTIL_H_
+#define YIRAGE_BACKENDS_CPU_CPU_TEST_UTIL_H_
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/backend_api.h"
+#include "core/graph.h"
+#include "core/tensor.h"
+#include "gtest/gtest.h"
+#include "yirage/v1/backend.pb.h"
+#include "yirage/v1/graph.pb.h"
+#include "yirage/v1/plan.pb.h"
+
+namespace yirage::backends::cpu::testing {
+
+// The backend library loaded once per test binary.
+inline const YirageBackendV1* Backend() {
+  static const YirageBackendV1* backend = [] {
+    const std::string path = std::string(YIRAGE_BIN_DIR) + "/libyirage_backend_cpu.so";
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      ADD_FAILURE() << "dlopen " << path << ": " << dlerror();
+      return static_cast<const YirageBackendV1*>(nullptr);
+    }
+    auto get = reinterpret_cast<YirageBackendGetV1Fn>(dlsym(handle, YIRAGE_BACKEND_ENTRY_POINT));
+    return get != nullptr ? get() : nullptr;
+  }();
+  return backend;
+}
+
+inline void* BackendSymbol(const char* name) {
+  const std::string path = std::string(YIRAGE_BIN_DIR) + "/libyirage_backend_cpu.so";
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  return handle != nullptr ? dlsym(handle, name) : nullptr;
+}
+
+// ---- graph building ----
+struct AttrSpec {
+  std::string key;
+  yirage::v1::AttrValue value;
+};
+inline AttrSpec F(const std::string& key, double v) {
+  AttrSpec a{key, {}};
+  a.value.set_f(v);
+  return a;
+}
+inline AttrSpec I(const std::string& key, int64_t v) {
+  AttrSpec a{key, {}};
+  a.value.set_i(v);
+  return a;
+}
+inline AttrSpec B(const std::string& key, bool v) {
+  AttrSpec a{key, {}};
+  a.value.set_b(v);
+  return a;
+}
+inline AttrSpec S(const std::string& key, const std::string& v) {
+  AttrSpec a{key, {}};
+  a.value.set_s(v);
+  return a;
+}
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(const std::string& name) { proto_.set_name(name); }
+  GraphBuilder& Input(const std::string& name, std::vector<int64_t> shape,
+                      yirage::v1::DType dtype = yirage::v1::FLOAT32) {
+    yirage::v1::TensorSpec* t = proto_.add_inputs();
+    t->set_name(name);
+    for (int64_t d : shape) t->add_shape(d);
+    t->set_dtype(dtype);
+    return *this;
+  }
+  GraphBuilder& Op(const std::string& name, const std::string& op, std::vector<std::string> inputs,
+                   std::vector<AttrSpec> attrs = {}) {
+    yirage::v1::OpNode* n = proto_.add_ops();
+    n->set_name(name);
+    n->set_op(op);
+    for (const std::string& i : inputs) n->add_inputs(i);
+    for (const AttrSpec& a : attrs) (*n->mutable_attrs())[a.key] = a.value;
+    return *this;
+  }
+  GraphBuilder& Output(const std::string& name) {
+    proto_.add_outputs(name);
+    return *this;
+  }
+  const yirage::v1::Graph& proto() const { return proto_; }
+
+ private:
+  yirage::v1::Graph proto_;
+};
+
+// ---- plan building ----
+struct KernelSpec {
+  yirage::v1::KernelKind kind;
+  std::vector<std::string> ops;
+  yirage::v1::Schedule schedule;
+};
+
+inline yirage::v1::Schedule Rows(int block_rows, int tile_n = 0, int tile_k = 0, int vec = 0,
+                                 int unroll = 0) {
+  yirage::v1::Schedule s;
+  s.set_parallel(yirage::v1::PARALLEL_ROWS);
+  s.set_block_rows(block_rows);
+  s.set_tile_n(tile_n);
+  s.set_tile_k(tile_k);
+  s.set_vector_width(vec);
+  s.set_unroll(unroll);
+  return s;
+}
+inline yirage::v1::Schedule Cols(int tile_n = 0, int tile_k = 0) {
+  yirage::v1::Schedule s;
+  s.set_parallel(yirage::v1::PARALLEL_COLS);
+  s.set_block_rows(1);
+  s.set_tile_n(tile_n);
+  s.set_tile_k(tile_k);
+  return s;
+}
+inline KernelSpec Row(std::vector<std::string> ops, yirage::v1::Schedule s = Rows(4)) {
+  return {yirage::v1::KERNEL_ROW, std::move(ops), s};
+}
+inline KernelSpec Generic(const std::string& op) {
+  return {yirage::v1::KERNEL_GENERIC, {op}, Rows(1)};
+}
+
+// A plan whose kernels' inputs/outputs lists are derived from the graph.
+inline yirage::v1::Plan MakePlan(const core::Graph& g, const std::vector<KernelSpec>& kernels,
+                                 const std::string& description = "") {
+  yirage::v1::Plan plan;
+  plan.set_description(description);
+  std::map<std::string, int> kernel_of;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    for (const std::string& op : kernels[k].ops) kernel_of[op] = static_cast<int>(k);
+  }
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    yirage::v1::KernelPlan* kp = plan.add_kernels();
+    kp->set_name("k" + std::to_string(k));
+    kp->set_kind(kernels[k].kind);
+    *kp->mutable_schedule() = kernels[k].schedule;
+    std::set<std::string> seen;
+    for (const std::string& name : kernels[k].ops) {
+      kp->add_ops(name);
+      const int id = g.FindOp(name);
+      if (id < 0) continue;  // deliberately bad plans
+      for (int t : g.op(id).inputs) {
+        const std::string& in = g.tensor(t).name;
+        auto it = kernel_of.find(in);
+        const bool inside =
+            it != kernel_of.end() && it->second == static_cast<int>(k) && g.tensor(t).producer >= 0;
+        if (!inside && seen.insert(in).second) kp->add_inputs(in);
+      }
+    }
+    for (const std::string& name : kernels[k].ops) {
+      const int id = g.FindOp(name);
+      if (id < 0) continue;
+      const core::TensorInfo& t = g.tensor(g.op(id).output);
+      bool needed = t.is_graph_output;
+      for (int c : t.consumers) {
+        auto it = kernel_of.find(g.op(c).name);
+        if (it == kernel_of.end() || it->second != static_cast<int>(k)) needed = true;
+      }
+      if (needed) kp->add_outputs(t.name);
+    }
+  }
+  return plan;
+}
+
+struct Compiled {
+  YirageModule* module = nullptr;
+  yirage::v1::CompileResponse response;
+  Compiled() = default;
+  Compiled(const Compiled&) = delete;
+  Compiled& operator=(const Compiled&) = delete;
+  ~Compiled() {
+    if (module != nullptr) Backend()->release(module);
+  }
+};
+
+// Compiles through the ABI; fails the test when the call itself fails.
+inline void CompileThroughAbi(const yirage::v1::Graph& graph,
+                              const std::vector<yirage::v1::Plan>& plans, Compiled* out,
+                              double timeout_seconds = 0) {
+  yirage::v1::CompileRequest req;
+  *req.mutable_graph() = graph;
+  for (const auto& p : plans) *req.add_plans() = p;
+  req.set_timeout_seconds(timeout_seconds);
+  const std::string bytes = req.SerializeAsString();
+  void* resp = nullptr;
+  size_t resp_len = 0;
+  char* error = nullptr;
+  const int rc =
+      Backend()->compile(bytes.data(), bytes.size(), &out->module, &resp, &resp_len, &error);
+  ASSERT_EQ(rc, YIRAGE_OK) << (error != nullptr ? error : "");
+  ASSERT_TRUE(out->response.ParseFromArray(resp, static_cast<int>(resp_len)));
+  Backend()->free_buffer(resp);
+  ASSERT_EQ(out->response.plans_size(), static_cast<int>(plans.size()));
+}
+
+// Output buffers for a graph, in graph output order.
+struct Buffers {
+  std::vector<std::vector<uint8_t>> in, out;
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+};
+inline Buffers MakeBuffers(const core::Graph& g, const std::vector<core::HostTensor>& inputs) {
+  Buffers b;
+  for (int i = 0; i < g.num_inputs(); ++i) {
+    b.in.push_back(core::EncodeTensor(inputs[i], g.tensor(i).dtype));
+  }
+  for (int t : g.outputs()) {
+    b.out.emplace_back(g.tensor(t).num_elements() * core::DTypeSize(g.tensor(t).dtype), 0xAB);
+  }
+  for (auto& v : b.in) b.in_ptrs.push_back(v.data());
+  for (auto& v : b.out) b.out_ptrs.push_back(v.data());
+  return b;
+}
+
+// Runs plan `index` of a compiled module and compares every output with the
+// float64 reference (the graph's default tolerance unless given).
+inline void RunAndCompare(const core::Graph& g, Compiled& c, int index, core::Tolerance tol = {}) {
+  SCOPED_TRACE("plan " + std::to_string(index));
+  const yirage::v1::CompiledPlan& cp = c.response.plans(index);
+  ASSERT_TRUE(cp.ok()) << cp.error() << "\n" << cp.source();
+  const std::vector<core::HostTensor> inputs = core::MakeRandomInputs(g, 42 + index);
+  absl::StatusOr<std::vector<core::HostTensor>> ref = core::EvaluateReference(g, inputs);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  Buffers b = MakeBuffers(g, inputs);
+  char* error = nullptr;
+  ASSERT_EQ(Backend()->run(c.module, index, b.in_ptrs.data(), b.out_ptrs.data(), &error), YIRAGE_OK)
+      << (error != nullptr ? error : "");
+  std::vector<core::HostTensor> got;
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    const core::TensorInfo& t = g.tensor(g.outputs()[k]);
+    got.push_back(core::DecodeTensor(b.out[k].data(), t.shape, t.dtype));
+  }
+  if (tol.rtol == 0 && tol.atol == 0) tol = core::DefaultTolerance(g);
+  const core::CompareResult r = core::CompareOutputs(g, *ref, got, tol);
+  EXPECT_TRUE(r.ok) << r.message << "\n" << cp.source();
+}
+
+// Compiles all plans in one request and checks each against the reference.
+inline void CheckPlans(const yirage::v1::Graph& proto,
+                       const std::vector<std::vector<KernelSpec>>& plans,
+                       core::Tolerance tol = {}) {
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::vector<yirage::v1::Plan> ps;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    ps.push_back(MakePlan(*g, plans[i], "plan " + std::to_string(i)));
+  }
+  Compiled c;
+  CompileThroughAbi(proto, ps, &c);
+  for (size_t i = 0; i < plans.size(); ++i) RunAndCompare(*g, c, static_cast<int>(i), tol);
+}
+
+// One GENERIC kernel per op, in graph order.
+inline std::vector<KernelSpec> AllGeneric(const yirage::v1::Graph& proto) {
+  std::vector<KernelSpec> ks;
+  for (const auto& op : proto.ops()) ks.push_back(Generic(op.name()));
+  return ks;
+}
+// One ROW kernel per op, in graph order.
+inline std::vector<KernelSpec> AllRowSingles(const yirage::v1::Graph& proto,
+                                             yirage::v1::Schedule s) {
+  std::vector<KernelSpec> ks;
+  for (const auto& op : proto.ops()) ks.push_back(Row({op.name()}, s));
+  return ks;
+}
+// All ops in one ROW kernel.
+inline std::vector<KernelSpec> OneRowGroup(const yirage::v1::Graph& proto, yirage::v1::Schedule s) {
+  KernelSpec k = Row({}, s);
+  for (const auto& op : proto.ops()) k.ops.push_back(op.name());
+  return {k};
+}
+
+}  // namespace yirage::backends::cpu::testing
+
+#endif  // YIRAGE_BACKENDS_CPU_CPU_TEST_UTIL_H_

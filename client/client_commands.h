@@ -1,0 +1,56 @@
+// The commands of yirage-client. Each returns the process exit code: 0 only
+// on success; errors go to stderr.
+#ifndef YIRAGE_CLIENT_CLIENT_COMMANDS_H_
+#define YIRAGE_CLIENT_CLIENT_COMMANDS_H_
+
+#include <chrono>
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "yirage/v1/job.grpc.pb.h"
+
+namespace yirage::client {
+
+struct SubmitOptions {
+  std::string graph_path;
+  std::string backend = "cpu";
+  int budget_candidates = 0;
+  double budget_seconds = 0;
+  double rtol = 0;
+  double atol = 0;
+  std::string chip_id;
+  bool wait = false;
+};
+
+class ClientCommands {
+ public:
+  ClientCommands(const std::string& server, std::chrono::milliseconds rpc_timeout, bool json,
+                 std::ostream& out, std::ostream& err);
+
+  int Submit(const SubmitOptions& options);
+  int Watch(const std::string& job_id);
+  int Get(const std::string& job_id);
+  int List(int limit);
+  int Cancel(const std::string& job_id);
+  int Candidates(const std::string& job_id);
+  int Kernel(const std::string& job_id, const std::string& out_dir);
+  int Workers();
+
+ private:
+  // Polls GetJob until the job ends; with `progress`, shows it meanwhile.
+  int WaitForJob(const std::string& job_id, bool progress);
+  int Fail(const std::string& what, const grpc::Status& status);
+  void PrintJob(const yirage::v1::Job& job);
+
+  std::unique_ptr<yirage::v1::JobService::Stub> stub_;
+  std::string server_;
+  std::chrono::milliseconds rpc_timeout_;
+  bool json_;
+  std::ostream& out_;
+  std::ostream& err_;
+};
+
+}  // namespace yirage::client
+
+#endif  // YIRAGE_CLIENT_CLIENT_COMMANDS_H_

@@ -1,0 +1,74 @@
+#include "client/job_json.h"
+
+#include "google/protobuf/util/json_util.h"
+
+namespace yirage::client {
+
+nlohmann::json JobToJson(const yirage::v1::Job& job) {
+  nlohmann::json j = {
+      {"job_id", job.job_id()},
+      {"graph", job.graph_name()},
+      {"state", yirage::v1::JobState_Name(job.state())},
+      {"backend", job.backend()},
+      {"candidates_generated", job.candidates_generated()},
+      {"candidates_evaluated", job.candidates_evaluated()},
+      {"candidates_failed", job.candidates_failed()},
+      {"candidates_pending", job.candidates_pending()},
+      {"tolerance", {{"rtol", job.tolerance().rtol()}, {"atol", job.tolerance().atol()}}},
+      {"budget_candidates", job.budget_candidates()},
+      {"budget_seconds", job.budget_seconds()},
+      {"created_unix", job.created_unix()},
+      {"started_unix", job.started_unix()},
+      {"finished_unix", job.finished_unix()},
+      {"message", job.message()},
+  };
+  if (job.has_best()) {
+    const auto& b = job.best();
+    j["best"] = {{"candidate_id", b.candidate_id()},
+                 {"time_us", b.time_us()},
+                 {"baseline_time_us", b.baseline_time_us()},
+                 {"speedup", b.speedup()},
+                 {"max_abs_error", b.max_abs_error()},
+                 {"max_rel_error", b.max_rel_error()},
+                 {"verified", b.verified()},
+                 {"worker_id", b.worker_id()},
+                 {"plan", b.description()}};
+  } else {
+    j["best"] = nullptr;
+  }
+  return j;
+}
+
+nlohmann::json CandidateToJson(const yirage::v1::Candidate& c) {
+  std::string plan_json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(c.plan(), &plan_json, options);
+  nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, /*allow_exceptions=*/false);
+  return {{"candidate_id", c.candidate_id()},
+          {"status", yirage::v1::CandidateStatus_Name(c.status())},
+          {"description", c.plan().description()},
+          {"baseline", c.plan().baseline()},
+          {"estimated_cost", c.plan().estimated_cost()},
+          {"time_us", c.time_us()},
+          {"baseline_time_us", c.baseline_time_us()},
+          {"speedup", c.time_us() > 0 ? c.baseline_time_us() / c.time_us() : 0.0},
+          {"max_abs_error", c.max_abs_error()},
+          {"max_rel_error", c.max_rel_error()},
+          {"error", c.error()},
+          {"attempts", c.attempts()},
+          {"worker_id", c.worker_id()},
+          {"plan", plan}};
+}
+
+nlohmann::json WorkerToJson(const yirage::v1::WorkerInfo& w) {
+  nlohmann::json device = nlohmann::json::parse(w.device_description(), nullptr, false);
+  if (device.is_discarded()) device = w.device_description();
+  return {{"worker_id", w.worker_id()},   {"backend", w.backend()},
+          {"hostname", w.hostname()},     {"pid", w.pid()},
+          {"state", w.state()},           {"current_batch", w.current_batch()},
+          {"connected", w.connected()},   {"last_seen_unix", w.last_seen_unix()},
+          {"device", device}};
+}
+
+}  // namespace yirage::client

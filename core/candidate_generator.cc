@@ -1,0 +1,581 @@
+#include "core/candidate_generator.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "core/cost_model.h"
+#include "core/graph.h"
+#include "core/partition_enumerator.h"
+#include "core/row_group.h"
+#include "yirage/v1/plan.pb.h"
+
+namespace yirage::core {
+namespace {
+
+using yirage::v1::KernelPlan;
+using yirage::v1::Plan;
+using yirage::v1::Schedule;
+
+// Bound on the plans generated before options.max_candidates applies,
+// baseline included.
+constexpr int kMaxGeneratedPlans = 200;
+
+// Schedule knobs. block_rows values above every kernel's row count are not
+// generated; tile_n and unroll vary only for groups holding a matmul.
+constexpr int kBlockRowsChoices[] = {1, 4, 16, 64};
+constexpr int kTileNChoices[] = {64, 256};
+constexpr int kUnrollChoices[] = {1, 4};
+constexpr int kDefaultTileN = 64;
+constexpr int kDefaultTileK = 256;
+constexpr int kBaselineBlockRows = 4;
+// PARALLEL_COLS is offered to groups with at most this many rows that hold a
+// matmul or have fewer rows than threads.
+constexpr int64_t kMaxColsRows = 256;
+
+// One uniform schedule choice, applied to every KERNEL_ROW kernel of a plan.
+struct ScheduleVariant {
+  bool cols = false;   // PARALLEL_COLS where the group qualifies
+  int block_rows = 1;  // PARALLEL_ROWS kernels (clipped to their rows)
+  int tile_n = kDefaultTileN;
+  int unroll = 1;
+};
+
+// What a group's schedule depends on.
+struct GroupShape {
+  int64_t num_rows = 1;
+  bool has_matmul = false;
+  int64_t max_n = 1;  // widest matmul output
+  int64_t max_k = 1;  // deepest matmul reduction
+};
+
+GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroupInfo* row) {
+  GroupShape shape;
+  if (row != nullptr) shape.num_rows = std::max<int64_t>(1, row->num_rows);
+  for (int op_index : ops) {
+    const OpInfo& op = graph.op(op_index);
+    if (op.type != OpType::kMatmul) continue;
+    shape.has_matmul = true;
+    const std::vector<int64_t>& a = graph.tensor(op.inputs[0]).shape;
+    const std::vector<int64_t>& out = graph.tensor(op.output).shape;
+    shape.max_k = std::max<int64_t>(shape.max_k, a.empty() ? 1 : a.back());
+    shape.max_n = std::max<int64_t>(shape.max_n, out.empty() ? 1 : out.back());
+  }
+  return shape;
+}
+
+Schedule GenericSchedule(const SearchOptions& options) {
+  Schedule schedule;
+  schedule.set_parallel(yirage::v1::PARALLEL_ROWS);
+  schedule.set_block_rows(1);
+  schedule.set_tile_n(kDefaultTileN);
+  schedule.set_tile_k(kDefaultTileK);
+  schedule.set_vector_width(EffectiveSimdWidth(options));
+  schedule.set_unroll(1);
+  return schedule;
+}
+
+// The schedule `variant` gives a KERNEL_ROW group. Tiles are clipped to the
+// group's matmul dims so that equivalent schedules compare equal.
+Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
+                     const SearchOptions& options) {
+  Schedule schedule = GenericSchedule(options);
+  if (shape.has_matmul) {
+    schedule.set_tile_n(static_cast<int>(std::min<int64_t>(variant.tile_n, shape.max_n)));
+    schedule.set_tile_k(static_cast<int>(std::min<int64_t>(kDefaultTileK, shape.max_k)));
+    schedule.set_unroll(variant.unroll);
+  }
+  const bool cols_ok = shape.num_rows <= kMaxColsRows &&
+                       (shape.has_matmul || shape.num_rows < EffectiveThreads(options));
+  if (variant.cols && cols_ok) {
+    schedule.set_parallel(yirage::v1::PARALLEL_COLS);
+    schedule.set_block_rows(static_cast<int>(shape.num_rows));
+  } else {
+    schedule.set_block_rows(
+        static_cast<int>(std::min<int64_t>(variant.block_rows, shape.num_rows)));
+  }
+  return schedule;
+}
+
+// Tensors a kernel reads from memory (produced outside it, first-use order)
+// and writes to memory (graph outputs and tensors read outside it, op order).
+// `in_kernel(op)` says whether an op belongs to the kernel.
+template <typename InKernel>
+void KernelTensors(const Graph& graph, absl::Span<const int> ops, InKernel in_kernel,
+                   std::vector<int>* inputs, std::vector<int>* outputs) {
+  for (int op : ops) {
+    for (int t : graph.op(op).inputs) {
+      const int producer = graph.tensor(t).producer;
+      if (producer >= 0 && in_kernel(producer)) continue;
+      if (std::find(inputs->begin(), inputs->end(), t) == inputs->end()) inputs->push_back(t);
+    }
+  }
+  for (int op : ops) {
+    const TensorInfo& out = graph.tensor(graph.op(op).output);
+    bool escapes = out.is_graph_output;
+    for (int consumer : out.consumers) escapes = escapes || !in_kernel(consumer);
+    if (escapes) outputs->push_back(graph.op(op).output);
+  }
+}
+
+std::vector<int> GroupOps(const KernelGroup& group) {
+  std::vector<int> ops;
+  for (int i = group.begin; i < group.end; ++i) ops.push_back(i);
+  return ops;
+}
+
+// A kernel for `group` (a contiguous range of ops), without name.
+KernelPlan MakeKernel(const Graph& graph, const KernelGroup& group, const Schedule& schedule) {
+  KernelPlan kernel;
+  kernel.set_kind(group.kind);
+  std::vector<int> ops = GroupOps(group);
+  for (int op : ops) kernel.add_ops(graph.op(op).name);
+  std::vector<int> inputs, outputs;
+  KernelTensors(
+      graph, ops, [&group](int op) { return op >= group.begin && op < group.end; }, &inputs,
+      &outputs);
+  for (int t : inputs) kernel.add_inputs(graph.tensor(t).name);
+  for (int t : outputs) kernel.add_outputs(graph.tensor(t).name);
+  *kernel.mutable_schedule() = schedule;
+  return kernel;
+}
+
+// Summary of the uniform schedule: "rows b16 n256 k256 v8 u1" (matmul knobs
+// only when the plan holds a matmul), "cols ..." when every KERNEL_ROW kernel
+// splits columns, "cols ... + rows b4" when some do not qualify.
+std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const Plan& plan,
+                            const SearchOptions& options) {
+  bool any_rows = false, any_cols = false, any_matmul = false;
+  for (const KernelPlan& kernel : plan.kernels()) {
+    for (const std::string& op : kernel.ops()) {
+      any_matmul = any_matmul || graph.op(graph.FindOp(op)).type == OpType::kMatmul;
+    }
+    if (kernel.kind() != yirage::v1::KERNEL_ROW) continue;
+    const bool cols = kernel.schedule().parallel() == yirage::v1::PARALLEL_COLS;
+    any_cols = any_cols || cols;
+    any_rows = any_rows || !cols;
+  }
+  if (!any_rows && !any_cols) return "generic";
+  const std::string knobs = any_matmul ? absl::StrCat("n", v.tile_n, " k", kDefaultTileK, " v",
+                                                      EffectiveSimdWidth(options), " u", v.unroll)
+                                       : absl::StrCat("v", EffectiveSimdWidth(options));
+  if (!any_cols) return absl::StrCat("rows b", v.block_rows, " ", knobs);
+  if (!any_rows) return absl::StrCat("cols ", knobs);
+  return absl::StrCat("cols ", knobs, " + rows b", v.block_rows);
+}
+
+std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerator& enumerator) {
+  int64_t max_rows = 1;
+  bool has_matmul = false;
+  for (int i = 0; i < enumerator.num_ops(); ++i) {
+    if (const RowGroupInfo* row = enumerator.RowGroup(i, i + 1); row != nullptr) {
+      max_rows = std::max(max_rows, row->num_rows);
+    }
+    has_matmul = has_matmul || graph.op(i).type == OpType::kMatmul;
+  }
+  std::vector<int> blocks;
+  for (int b : kBlockRowsChoices) {
+    if (b <= max_rows) blocks.push_back(b);
+  }
+  std::vector<int> tiles = {kDefaultTileN};
+  std::vector<int> unrolls = {1};
+  if (has_matmul) {
+    tiles.assign(std::begin(kTileNChoices), std::end(kTileNChoices));
+    unrolls.assign(std::begin(kUnrollChoices), std::end(kUnrollChoices));
+  }
+  std::vector<ScheduleVariant> variants;
+  for (bool cols : {false, true}) {
+    for (int b : blocks) {
+      for (int t : tiles) {
+        for (int u : unrolls) variants.push_back({cols, b, t, u});
+      }
+    }
+  }
+  return variants;
+}
+
+// Distinct (group, schedule) kernels with their costs, so that each is built
+// and costed once however many partitions and variants share it.
+struct KernelCache {
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int>;
+  std::map<Key, int> ids;     // kernel -> index into costs
+  std::vector<double> costs;  // EstimateKernelCost of each kernel
+};
+
+// The id of (group, schedule) in `cache`, building and costing it when new.
+int CachedKernelId(const Graph& graph, PartitionEnumerator& enumerator,
+                   const SearchOptions& options, const KernelGroup& group, const Schedule& s,
+                   KernelCache* cache) {
+  KernelCache::Key key{group.begin, group.end,  group.kind,       s.parallel(), s.block_rows(),
+                       s.tile_n(),  s.tile_k(), s.vector_width(), s.unroll()};
+  auto [it, inserted] = cache->ids.try_emplace(key, static_cast<int>(cache->costs.size()));
+  if (inserted) {
+    const RowGroupInfo* row = group.kind == yirage::v1::KERNEL_ROW
+                                  ? enumerator.RowGroup(group.begin, group.end)
+                                  : nullptr;
+    cache->costs.push_back(EstimateKernelCost(graph, MakeKernel(graph, group, s), row, options));
+  }
+  return it->second;
+}
+
+Schedule GroupSchedule(const Graph& graph, PartitionEnumerator& enumerator,
+                       const KernelGroup& group, const ScheduleVariant& variant,
+                       const SearchOptions& options) {
+  if (group.kind != yirage::v1::KERNEL_ROW) return GenericSchedule(options);
+  const RowGroupInfo* row = enumerator.RowGroup(group.begin, group.end);
+  return RowSchedule(ShapeOf(graph, GroupOps(group), row), variant, options);
+}
+
+Plan MakePlan(const Graph& graph, const Partition& partition,
+              const std::vector<Schedule>& schedules) {
+  Plan plan;
+  for (size_t i = 0; i < partition.size(); ++i) {
+    KernelPlan* kernel = plan.add_kernels();
+    *kernel = MakeKernel(graph, partition[i], schedules[i]);
+    kernel->set_name(absl::StrCat("k", i));
+  }
+  return plan;
+}
+
+struct Combo {
+  double cost;
+  int partition;
+  int variant;
+};
+
+absl::Status CheckOptions(const SearchOptions& options) {
+  if (options.max_candidates < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_candidates must be >= 0, got ", options.max_candidates));
+  }
+  if (options.num_threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_threads must be >= 0, got ", options.num_threads));
+  }
+  if (options.cache_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cache_bytes must be >= 0, got ", options.cache_bytes));
+  }
+  if (options.simd_width_floats <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("simd_width_floats must be positive, got ", options.simd_width_floats));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSchedule(const KernelPlan& kernel) {
+  const Schedule& s = kernel.schedule();
+  if (s.parallel() != yirage::v1::PARALLEL_ROWS && s.parallel() != yirage::v1::PARALLEL_COLS) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel ", kernel.name(), ": schedule.parallel must be PARALLEL_ROWS or PARALLEL_COLS"));
+  }
+  const std::pair<const char*, int> fields[] = {{"block_rows", s.block_rows()},
+                                                {"tile_n", s.tile_n()},
+                                                {"tile_k", s.tile_k()},
+                                                {"vector_width", s.vector_width()},
+                                                {"unroll", s.unroll()}};
+  for (const auto& [field, value] : fields) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", kernel.name(), ": schedule.", field,
+                                                     " must be positive, got ", value));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Compares a kernel's listed tensors with the expected ones; `what` is
+// "input" or "output"; `why(t)` says why an expected tensor t belongs there.
+absl::Status CheckTensorList(const Graph& graph, const KernelPlan& kernel, const char* what,
+                             const google::protobuf::RepeatedPtrField<std::string>& listed,
+                             const std::vector<int>& expected,
+                             const std::function<std::string(int)>& why) {
+  std::set<std::string> seen;
+  for (const std::string& name : listed) {
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel ", kernel.name(), ": ", what, " '", name, "' is listed twice"));
+    }
+    const int t = graph.FindTensor(name);
+    if (std::find(expected.begin(), expected.end(), t) == expected.end() || t < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel ", kernel.name(), ": extra ", what, " '", name, "' (",
+                       std::string_view(what) == "input"
+                           ? "its ops do not read it from memory"
+                           : "it is neither a graph output nor read by another kernel",
+                       ")"));
+    }
+  }
+  for (int t : expected) {
+    const std::string& name = graph.tensor(t).name;
+    if (!seen.contains(name)) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", kernel.name(), ": missing ", what,
+                                                     " '", name, "' (", why(t), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidatePlan(const Graph& graph, const Plan& plan) {
+  const int num_ops = static_cast<int>(graph.ops().size());
+  if (plan.kernels_size() == 0) return absl::InvalidArgumentError("plan has no kernels");
+
+  // Pass 1: names, kinds, and which kernel holds each op.
+  std::vector<int> kernel_of_op(num_ops, -1);
+  std::vector<std::vector<int>> kernel_ops(plan.kernels_size());
+  std::set<std::string> names;
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const KernelPlan& kernel = plan.kernels(k);
+    if (kernel.name().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("kernels[", k, "] has no name"));
+    }
+    if (!names.insert(kernel.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel name '", kernel.name(), "' is used twice"));
+    }
+    if (kernel.kind() != yirage::v1::KERNEL_ROW && kernel.kind() != yirage::v1::KERNEL_GENERIC) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel ", kernel.name(), ": kind must be KERNEL_ROW or KERNEL_GENERIC"));
+    }
+    if (kernel.ops_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", kernel.name(), " has no ops"));
+    }
+    for (const std::string& name : kernel.ops()) {
+      const int op = graph.FindOp(name);
+      if (op < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel ", kernel.name(), ": unknown op '", name, "'"));
+      }
+      if (kernel_of_op[op] >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat("op '", name, "' appears twice: in kernel ",
+                                                       plan.kernels(kernel_of_op[op]).name(),
+                                                       " and in kernel ", kernel.name()));
+      }
+      if (!kernel_ops[k].empty() && op < kernel_ops[k].back()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel ", kernel.name(), ": ops are not in topological order (op '", name,
+                         "' comes after op '", graph.op(kernel_ops[k].back()).name, "')"));
+      }
+      kernel_of_op[op] = k;
+      kernel_ops[k].push_back(op);
+    }
+  }
+  for (int op = 0; op < num_ops; ++op) {
+    if (kernel_of_op[op] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", graph.op(op).name, "' is in no kernel"));
+    }
+  }
+
+  // Pass 2: per kernel, execution order, exact tensor lists, kind, schedule.
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const KernelPlan& kernel = plan.kernels(k);
+    const std::vector<int>& ops = kernel_ops[k];
+    for (int op : ops) {
+      for (int t : graph.op(op).inputs) {
+        const int producer = graph.tensor(t).producer;
+        if (producer >= 0 && kernel_of_op[producer] > k) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "kernel ", kernel.name(), ": op '", graph.op(op).name, "' reads '",
+              graph.tensor(t).name, "' before kernel ", plan.kernels(kernel_of_op[producer]).name(),
+              " produces it (kernels are out of order)"));
+        }
+      }
+    }
+    std::vector<int> inputs, outputs;
+    KernelTensors(
+        graph, ops, [&](int op) { return kernel_of_op[op] == k; }, &inputs, &outputs);
+    auto why_input = [&](int t) {
+      for (int op : ops) {
+        const std::vector<int>& in = graph.op(op).inputs;
+        if (std::find(in.begin(), in.end(), t) != in.end()) {
+          return absl::StrCat("read by op '", graph.op(op).name, "'");
+        }
+      }
+      return std::string("read by the kernel");
+    };
+    auto why_output = [&](int t) {
+      for (int consumer : graph.tensor(t).consumers) {
+        if (kernel_of_op[consumer] != k) {
+          return absl::StrCat("read by op '", graph.op(consumer).name, "' in kernel ",
+                              plan.kernels(kernel_of_op[consumer]).name());
+        }
+      }
+      return std::string("a graph output");
+    };
+    if (absl::Status s =
+            CheckTensorList(graph, kernel, "input", kernel.inputs(), inputs, why_input);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s =
+            CheckTensorList(graph, kernel, "output", kernel.outputs(), outputs, why_output);
+        !s.ok()) {
+      return s;
+    }
+    if (kernel.kind() == yirage::v1::KERNEL_GENERIC) {
+      if (ops.size() != 1) {
+        std::vector<std::string> op_names(kernel.ops().begin(), kernel.ops().end());
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel ", kernel.name(), ": KERNEL_GENERIC holds ", ops.size(), " ops (",
+                         absl::StrJoin(op_names, ", "), "); it must hold exactly one"));
+      }
+    } else if (absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(graph, ops); !row.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel ", kernel.name(), ": not a legal KERNEL_ROW group: ", row.status().message()));
+    }
+    if (absl::Status s = CheckSchedule(kernel); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+double EstimatePlanCost(const Graph& graph, const Plan& plan, const SearchOptions& options) {
+  double cost = 0;
+  for (const KernelPlan& kernel : plan.kernels()) {
+    std::vector<int> ops;
+    bool analyzable = kernel.kind() == yirage::v1::KERNEL_ROW && kernel.ops_size() > 0;
+    for (const std::string& name : kernel.ops()) {
+      const int op = graph.FindOp(name);
+      if (op < 0 || (!ops.empty() && op <= ops.back())) {
+        analyzable = false;  // AnalyzeRowGroup requires known ops in order
+        break;
+      }
+      ops.push_back(op);
+    }
+    absl::StatusOr<RowGroupInfo> row = absl::UnknownError("not a row kernel");
+    if (analyzable) row = AnalyzeRowGroup(graph, ops);
+    cost += EstimateKernelCost(graph, kernel, row.ok() ? &*row : nullptr, options);
+  }
+  return cost;
+}
+
+absl::StatusOr<std::vector<Plan>> GenerateCandidates(const Graph& graph,
+                                                     const SearchOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (graph.ops().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' has no ops"));
+  }
+  PartitionEnumerator enumerator(graph);
+  const std::vector<Partition> partitions = enumerator.Enumerate();  // [0] is the baseline
+  const std::vector<ScheduleVariant> variants = MakeVariants(graph, enumerator);
+  KernelCache cache;
+
+  // The baseline: singletons, default schedule.
+  const ScheduleVariant baseline_variant{false, kBaselineBlockRows, kDefaultTileN, 1};
+  std::vector<Schedule> baseline_schedules;
+  std::vector<int> baseline_signature;
+  for (const KernelGroup& group : partitions[0]) {
+    baseline_schedules.push_back(
+        GroupSchedule(graph, enumerator, group, baseline_variant, options));
+    baseline_signature.push_back(
+        CachedKernelId(graph, enumerator, options, group, baseline_schedules.back(), &cache));
+  }
+
+  // Kernel ids of every (partition, group, variant), and every combination's
+  // cost: plan costs are sums of kernel costs.
+  std::vector<std::vector<std::vector<int>>> ids(partitions.size());
+  std::map<std::pair<int, int>, std::vector<int>> range_ids;
+  std::vector<Combo> combos;
+  combos.reserve(partitions.size() * variants.size());
+  for (size_t p = 0; p < partitions.size(); ++p) {
+    for (const KernelGroup& group : partitions[p]) {
+      auto [it, inserted] = range_ids.try_emplace({group.begin, group.end});
+      if (inserted) {
+        for (const ScheduleVariant& v : variants) {
+          it->second.push_back(CachedKernelId(graph, enumerator, options, group,
+                                              GroupSchedule(graph, enumerator, group, v, options),
+                                              &cache));
+        }
+      }
+      ids[p].push_back(it->second);
+    }
+    for (size_t v = 0; v < variants.size(); ++v) {
+      double cost = 0;
+      for (const std::vector<int>& group_ids : ids[p]) cost += cache.costs[group_ids[v]];
+      combos.push_back({cost, static_cast<int>(p), static_cast<int>(v)});
+    }
+  }
+  std::sort(combos.begin(), combos.end(), [](const Combo& a, const Combo& b) {
+    return std::tie(a.cost, a.partition, a.variant) < std::tie(b.cost, b.partition, b.variant);
+  });
+
+  // Selection within the bound: every knob combination of the cheapest
+  // partition, then every partition at its cheapest schedule, then the rest
+  // by cost. Plans with identical kernels count once.
+  std::set<std::vector<int>> seen = {baseline_signature};
+  std::vector<Combo> selected;
+  auto try_add = [&](const Combo& c) {
+    if (static_cast<int>(selected.size()) + 1 >= kMaxGeneratedPlans) return false;
+    std::vector<int> signature;
+    for (const std::vector<int>& group_ids : ids[c.partition]) {
+      signature.push_back(group_ids[c.variant]);
+    }
+    if (!seen.insert(std::move(signature)).second) return false;
+    selected.push_back(c);
+    return true;
+  };
+  if (!combos.empty()) {
+    const int best = combos.front().partition;
+    for (const Combo& c : combos) {
+      if (c.partition == best) try_add(c);
+    }
+  }
+  std::vector<bool> covered(partitions.size(), false);
+  for (const Combo& c : combos) {
+    if (!covered[c.partition] && try_add(c)) covered[c.partition] = true;
+  }
+  for (const Combo& c : combos) try_add(c);
+
+  // Build the plans, cost them, order them.
+  std::vector<std::pair<Plan, Combo>> ranked;
+  for (const Combo& c : selected) {
+    std::vector<Schedule> schedules;
+    for (const KernelGroup& group : partitions[c.partition]) {
+      schedules.push_back(GroupSchedule(graph, enumerator, group, variants[c.variant], options));
+    }
+    Plan plan = MakePlan(graph, partitions[c.partition], schedules);
+    plan.set_description(absl::StrCat(PartitionToString(graph, partitions[c.partition]), " ",
+                                      VariantToString(graph, variants[c.variant], plan, options)));
+    plan.set_estimated_cost(EstimatePlanCost(graph, plan, options));
+    ranked.emplace_back(std::move(plan), c);
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return std::make_tuple(a.first.estimated_cost(), a.second.partition, a.second.variant) <
+           std::make_tuple(b.first.estimated_cost(), b.second.partition, b.second.variant);
+  });
+
+  std::vector<Plan> plans;
+  Plan baseline = MakePlan(graph, partitions[0], baseline_schedules);
+  baseline.set_baseline(true);
+  baseline.set_description(absl::StrCat(PartitionToString(graph, partitions[0]), " baseline"));
+  baseline.set_estimated_cost(EstimatePlanCost(graph, baseline, options));
+  plans.push_back(std::move(baseline));
+  for (auto& [plan, combo] : ranked) {
+    if (options.max_candidates > 0 && static_cast<int>(plans.size()) >= options.max_candidates) {
+      break;
+    }
+    plans.push_back(std::move(plan));
+  }
+  for (const Plan& plan : plans) {
+    if (absl::Status s = ValidatePlan(graph, plan); !s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("generated plan '", plan.description(), "' is invalid: ", s.message()));
+    }
+  }
+  return plans;
+}
+
+}  // namespace yirage::core

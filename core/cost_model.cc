@@ -1,0 +1,140 @@
+#include "core/cost_model.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace yirage::core {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Per-element flops of the transcendental unary ops and pow.
+constexpr double kTranscendentalFlops = 8.0;
+
+}  // namespace
+
+int EffectiveThreads(const SearchOptions& options) {
+  return options.num_threads > 0 ? options.num_threads : kDefaultThreads;
+}
+
+int64_t EffectiveCacheBytes(const SearchOptions& options) {
+  return options.cache_bytes > 0 ? options.cache_bytes : kDefaultCacheBytes;
+}
+
+int EffectiveSimdWidth(const SearchOptions& options) {
+  return options.simd_width_floats > 0 ? options.simd_width_floats : kDefaultSimdWidth;
+}
+
+double OpFlops(const Graph& graph, int op_index) {
+  const OpInfo& op = graph.op(op_index);
+  const double out = static_cast<double>(graph.tensor(op.output).num_elements());
+  switch (op.type) {
+    case OpType::kMatmul: {
+      const std::vector<int64_t>& a = graph.tensor(op.inputs[0]).shape;
+      return 2.0 * out * static_cast<double>(a.empty() ? 1 : a.back());
+    }
+    case OpType::kExp:
+    case OpType::kLog:
+    case OpType::kSqrt:
+    case OpType::kRsqrt:
+    case OpType::kSigmoid:
+    case OpType::kTanh:
+    case OpType::kSilu:
+    case OpType::kGelu:
+    case OpType::kPow:
+      return kTranscendentalFlops * out;
+    case OpType::kReduceSum:
+    case OpType::kReduceMean:
+    case OpType::kReduceMax:
+      return static_cast<double>(graph.tensor(op.inputs[0]).num_elements());
+    case OpType::kRmsNorm:
+      return 4.0 * out;
+    case OpType::kLayerNorm:
+      return 7.0 * out;
+    case OpType::kSoftmax:
+      return (kTranscendentalFlops + 4.0) * out;
+    case OpType::kConcat:
+      return 0.0;
+    default:  // cheap elementwise
+      return out;
+  }
+}
+
+double TensorBytes(const Graph& graph, int tensor) {
+  const TensorInfo& info = graph.tensor(tensor);
+  const bool in_memory_dtype = info.producer < 0 || info.is_graph_output;
+  const double element_bytes = in_memory_dtype ? DTypeSize(info.dtype) : 4.0;
+  return element_bytes * static_cast<double>(info.num_elements());
+}
+
+double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kernel,
+                          const RowGroupInfo* row, const SearchOptions& options) {
+  std::vector<int> ops;
+  for (const std::string& name : kernel.ops()) {
+    if (int op = graph.FindOp(name); op >= 0) ops.push_back(op);
+  }
+  double traffic = 0;
+  for (const std::string& name : kernel.inputs()) {
+    if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
+  }
+  for (const std::string& name : kernel.outputs()) {
+    if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
+  }
+
+  if (kernel.kind() != yirage::v1::KERNEL_ROW || row == nullptr ||
+      row->row_width.size() != ops.size()) {
+    double flops = 0;
+    for (int op : ops) flops += OpFlops(graph, op);
+    return kKernelOverhead + (traffic + kFlopCost * flops) * kGenericSlowdown;
+  }
+
+  const yirage::v1::Schedule& schedule = kernel.schedule();
+  const int64_t threads = EffectiveThreads(options);
+  const double cache = static_cast<double>(EffectiveCacheBytes(options));
+  const int64_t rows = std::max<int64_t>(1, row->num_rows);
+  const bool cols = schedule.parallel() == yirage::v1::PARALLEL_COLS;
+  const int64_t block_rows = cols ? rows : std::clamp<int64_t>(schedule.block_rows(), 1, rows);
+  const int64_t blocks = CeilDiv(rows, block_rows);
+  const int64_t tile_n = std::max(1, schedule.tile_n());
+  auto rate = [cache](double bytes) { return bytes <= cache ? kCachedByteCost : kByteCost; };
+
+  double flops = 0;
+  double row_width_sum = 0;
+  int64_t col_tiles = 1;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpInfo& op = graph.op(ops[i]);
+    const int64_t width = std::max<int64_t>(1, row->row_width[i]);
+    row_width_sum += static_cast<double>(width);
+    col_tiles = std::max(col_tiles, CeilDiv(width, tile_n));
+    double op_flops = OpFlops(graph, ops[i]);
+    if (op.type == OpType::kMatmul) {
+      const std::vector<int64_t>& a = graph.tensor(op.inputs[0]).shape;
+      const double k = static_cast<double>(a.empty() ? 1 : a.back());
+      const int64_t n_tiles = CeilDiv(width, tile_n);
+      // A rows: re-read once per extra N tile, in every block.
+      const double a_block = static_cast<double>(block_rows) * k * 4.0;
+      traffic += static_cast<double>(blocks * (n_tiles - 1)) * a_block * rate(a_block);
+      // B: read whole by every row block; PARALLEL_COLS reads it once.
+      const double b_bytes = TensorBytes(graph, op.inputs[1]);
+      traffic += static_cast<double>(blocks - 1) * b_bytes * rate(b_bytes);
+      if (schedule.unroll() >= 4) op_flops *= kUnrollGain;
+    }
+    flops += op_flops;
+  }
+  // Block buffers that do not fit in the cache spill: written and read back.
+  if (static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
+    traffic += 2.0 * kByteCost * static_cast<double>(rows) * row_width_sum * 4.0;
+  }
+  const int simd = EffectiveSimdWidth(options);
+  const int vector_width = std::clamp(schedule.vector_width(), 1, simd);
+  const double compute = kFlopCost * flops * static_cast<double>(simd) / vector_width;
+
+  const int64_t work = cols ? col_tiles : blocks;
+  const double imbalance =
+      static_cast<double>(CeilDiv(work, threads) * threads) / static_cast<double>(work);
+  return kKernelOverhead + (traffic + compute) * imbalance +
+         kWorkItemOverhead * static_cast<double>(CeilDiv(work, threads));
+}
+
+}  // namespace yirage::core

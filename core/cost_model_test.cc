@@ -1,0 +1,115 @@
+#include "core/cost_model.h"
+
+#include <vector>
+
+#include "core/candidate_test_graphs.h"
+#include "core/graph.h"
+#include "core/row_group.h"
+#include "gtest/gtest.h"
+#include "yirage/v1/plan.pb.h"
+
+namespace yirage::core {
+namespace {
+
+using yirage::v1::KernelPlan;
+
+Graph MustBuild(const yirage::v1::Graph& proto) {
+  absl::StatusOr<Graph> graph = Graph::FromProto(proto);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return *std::move(graph);
+}
+
+// The matmul Y = S @ W of rms_norm_linear as its own kernel.
+KernelPlan MatmulKernel(yirage::v1::ParallelAxis axis, int block_rows, int tile_n) {
+  KernelPlan kernel;
+  kernel.set_name("k0");
+  kernel.set_kind(yirage::v1::KERNEL_ROW);
+  kernel.add_ops("Y");
+  kernel.add_inputs("S");
+  kernel.add_inputs("W");
+  kernel.add_outputs("Y");
+  yirage::v1::Schedule* s = kernel.mutable_schedule();
+  s->set_parallel(axis);
+  s->set_block_rows(block_rows);
+  s->set_tile_n(tile_n);
+  s->set_tile_k(256);
+  s->set_vector_width(8);
+  s->set_unroll(1);
+  return kernel;
+}
+
+class CostModelTest : public ::testing::Test {
+ protected:
+  double MatmulCost(yirage::v1::ParallelAxis axis, int block_rows, int tile_n,
+                    const SearchOptions& options = {}) {
+    absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(graph_, std::vector<int>{2});
+    EXPECT_TRUE(row.ok()) << row.status();
+    return EstimateKernelCost(graph_, MatmulKernel(axis, block_rows, tile_n), &*row, options);
+  }
+  Graph graph_ = MustBuild(testing::RmsNormLinearProto());
+};
+
+TEST_F(CostModelTest, TensorBytesUseDTypeForGraphTensorsAndFloatScratchOtherwise) {
+  EXPECT_DOUBLE_EQ(TensorBytes(graph_, graph_.FindTensor("X")), 2.0 * 16 * 4096);
+  EXPECT_DOUBLE_EQ(TensorBytes(graph_, graph_.FindTensor("N")), 4.0 * 16 * 4096);
+  EXPECT_DOUBLE_EQ(TensorBytes(graph_, graph_.FindTensor("Y")), 2.0 * 16 * 6144);
+}
+
+TEST_F(CostModelTest, MatmulFlops) {
+  EXPECT_DOUBLE_EQ(OpFlops(graph_, graph_.FindOp("Y")), 2.0 * 16 * 6144 * 4096);
+}
+
+TEST_F(CostModelTest, FewWorkItemsArePenalized) {
+  // One row block of 16 rows keeps 7 of 8 threads idle; 96 column tiles keep
+  // them all busy and read W once.
+  EXPECT_GT(MatmulCost(yirage::v1::PARALLEL_ROWS, 16, 64),
+            MatmulCost(yirage::v1::PARALLEL_COLS, 16, 64));
+}
+
+TEST_F(CostModelTest, ReReadingBOncePerRowBlockCosts) {
+  // Both keep 8 threads evenly busy (16 and 8 row blocks); block_rows 1 reads
+  // the 48 MiB W sixteen times, block_rows 2 eight times.
+  EXPECT_GT(MatmulCost(yirage::v1::PARALLEL_ROWS, 1, 64),
+            MatmulCost(yirage::v1::PARALLEL_ROWS, 2, 64));
+}
+
+TEST_F(CostModelTest, BThatFitsInCacheIsReReadCheaply) {
+  SearchOptions small, large;
+  small.cache_bytes = 1 << 20;
+  large.cache_bytes = int64_t{1} << 30;
+  EXPECT_GT(MatmulCost(yirage::v1::PARALLEL_ROWS, 1, 64, small),
+            MatmulCost(yirage::v1::PARALLEL_ROWS, 1, 64, large));
+}
+
+TEST_F(CostModelTest, NarrowVectorsCostMore) {
+  KernelPlan wide = MatmulKernel(yirage::v1::PARALLEL_COLS, 16, 64);
+  KernelPlan narrow = wide;
+  narrow.mutable_schedule()->set_vector_width(1);
+  absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(graph_, std::vector<int>{2});
+  ASSERT_TRUE(row.ok());
+  EXPECT_GT(EstimateKernelCost(graph_, narrow, &*row, {}),
+            EstimateKernelCost(graph_, wide, &*row, {}));
+}
+
+TEST_F(CostModelTest, GenericKernelsCostMoreThanRowKernels) {
+  KernelPlan kernel = MatmulKernel(yirage::v1::PARALLEL_COLS, 16, 64);
+  absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(graph_, std::vector<int>{2});
+  ASSERT_TRUE(row.ok());
+  EXPECT_GT(EstimateKernelCost(graph_, kernel, nullptr, {}),
+            EstimateKernelCost(graph_, kernel, &*row, {}));
+}
+
+TEST(CostModelDefaultsTest, UnknownTargetValuesUseDefaults) {
+  SearchOptions options;
+  options.simd_width_floats = 0;
+  EXPECT_EQ(EffectiveThreads(options), kDefaultThreads);
+  EXPECT_EQ(EffectiveCacheBytes(options), kDefaultCacheBytes);
+  EXPECT_EQ(EffectiveSimdWidth(options), kDefaultSimdWidth);
+  options.num_threads = 3;
+  options.cache_bytes = 100;
+  EXPECT_EQ(EffectiveThreads(options), 3);
+  EXPECT_EQ(EffectiveCacheBytes(options), 100);
+}
+
+}  // namespace
+}  // namespace yirage::core

@@ -1,0 +1,588 @@
+#include "core/tensor.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace yirage::core {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "EncodeTensor/DecodeTensor assume a little-endian host");
+
+using yirage::v1::DType;
+
+// IEEE binary16: 10 fraction bits, smallest normal exponent -14.
+constexpr int kHalfFractionBits = 10;
+constexpr int kHalfMinExp = -14;
+constexpr double kHalfMax = 65504.0;
+// bfloat16: 7 fraction bits, float32's exponent range.
+constexpr int kBf16FractionBits = 7;
+constexpr int kBf16MinExp = -126;
+const double kBf16Max = std::ldexp(255.0 / 128.0, 127);  // (2 - 2^-7) * 2^127
+
+// Rounds finite `x` to the nearest value (ties to even) of a binary format
+// with `fraction_bits` stored fraction bits, smallest normal exponent
+// `min_exp` (gradual underflow below it) and largest finite value
+// `max_value`; results beyond max_value become +-inf. NaN, inf and zeros pass
+// through. Exact in double for every format narrower than double, so there is
+// no double rounding.
+double RoundToFormat(double x, int fraction_bits, int min_exp, double max_value) {
+  if (!std::isfinite(x) || x == 0) return x;
+  int e = 0;
+  std::frexp(x, &e);  // |x| = m * 2^e with m in [0.5, 1): leading bit is 2^(e-1)
+  const int exp = std::max(e - 1, min_exp);
+  const double quantum = std::ldexp(1.0, exp - fraction_bits);
+  const double r = std::nearbyint(x / quantum) * quantum;  // scaling by 2^k is exact
+  if (std::fabs(r) > max_value) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  return r;
+}
+
+double RoundHalf(double x) { return RoundToFormat(x, kHalfFractionBits, kHalfMinExp, kHalfMax); }
+double RoundBf16(double x) { return RoundToFormat(x, kBf16FractionBits, kBf16MinExp, kBf16Max); }
+
+double RoundValue(DType dtype, double x) {
+  switch (dtype) {
+    case yirage::v1::FLOAT16:
+      return RoundHalf(x);
+    case yirage::v1::BFLOAT16:
+      return RoundBf16(x);
+    default:
+      return static_cast<double>(static_cast<float>(x));
+  }
+}
+
+// ---- reference interpreter helpers ----
+
+int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i) n *= shape[i];
+  return n;
+}
+
+int64_t NumElements(const std::vector<int64_t>& shape) { return Product(shape, 0, shape.size()); }
+
+// Element strides of a row-major `in_shape` tensor viewed as `out_shape` under
+// NumPy broadcasting (stride 0 along broadcast dims).
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& in_shape,
+                                      const std::vector<int64_t>& out_shape) {
+  std::vector<int64_t> strides(out_shape.size(), 0);
+  int64_t stride = 1;
+  for (size_t i = 0; i < in_shape.size(); ++i) {  // i counts dims from the right
+    const size_t in_dim = in_shape.size() - 1 - i;
+    const size_t out_dim = out_shape.size() - 1 - i;
+    if (in_shape[in_dim] != 1) strides[out_dim] = stride;
+    stride *= in_shape[in_dim];
+  }
+  return strides;
+}
+
+// Offset of the element at row-major flat index `flat` of `shape`, given per-dim strides.
+int64_t StridedOffset(int64_t flat, const std::vector<int64_t>& shape,
+                      const std::vector<int64_t>& strides) {
+  int64_t offset = 0;
+  for (size_t i = shape.size(); i-- > 0;) {
+    offset += (flat % shape[i]) * strides[i];
+    flat /= shape[i];
+  }
+  return offset;
+}
+
+// `in` materialized at `out_shape` (which it must broadcast to).
+std::vector<double> BroadcastTo(const HostTensor& in, const std::vector<int64_t>& out_shape) {
+  if (in.shape == out_shape) return in.data;
+  const std::vector<int64_t> strides = BroadcastStrides(in.shape, out_shape);
+  std::vector<double> out(NumElements(out_shape));
+  for (int64_t f = 0; f < static_cast<int64_t>(out.size()); ++f) {
+    out[f] = in.data[StridedOffset(f, out_shape, strides)];
+  }
+  return out;
+}
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+double ApplyUnary(const OpInfo& op, double x) {
+  switch (op.type) {
+    case OpType::kNeg:
+      return -x;
+    case OpType::kExp:
+      return std::exp(x);
+    case OpType::kLog:
+      return std::log(x);
+    case OpType::kSqrt:
+      return std::sqrt(x);
+    case OpType::kRsqrt:
+      return 1.0 / std::sqrt(x);
+    case OpType::kSquare:
+      return x * x;
+    case OpType::kAbs:
+      return std::fabs(x);
+    case OpType::kRelu:
+      return std::isnan(x) ? x : (x > 0 ? x : 0.0);
+    case OpType::kSigmoid:
+      return Sigmoid(x);
+    case OpType::kTanh:
+      return std::tanh(x);
+    case OpType::kSilu:
+      return x * Sigmoid(x);
+    case OpType::kGelu:
+      if (op.gelu_tanh) {
+        const double k = std::sqrt(2.0 / M_PI);
+        return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+      }
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    default:
+      return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+double ApplyBinary(OpType type, double a, double b) {
+  switch (type) {
+    case OpType::kAdd:
+      return a + b;
+    case OpType::kSub:
+      return a - b;
+    case OpType::kMul:
+      return a * b;
+    case OpType::kDiv:
+      return a / b;
+    case OpType::kMaximum:
+      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+      return std::max(a, b);
+    case OpType::kMinimum:
+      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+      return std::min(a, b);
+    case OpType::kPow:
+      return std::pow(a, b);
+    default:
+      return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b,
+                      const std::vector<int64_t>& out_shape) {
+  const size_t ra = a.shape.size();
+  const int64_t m = a.shape[ra - 2];
+  const int64_t k = a.shape[ra - 1];
+  const int64_t n = out_shape.back();
+  const std::vector<int64_t> batch(out_shape.begin(), out_shape.end() - 2);
+  const std::vector<int64_t> a_batch(a.shape.begin(), a.shape.end() - 2);
+  const std::vector<int64_t> b_batch(b.shape.begin(), b.shape.end() - 2);
+  // Batch strides in units of whole matrices.
+  const std::vector<int64_t> a_strides = BroadcastStrides(a_batch, batch);
+  const std::vector<int64_t> b_strides = BroadcastStrides(b_batch, batch);
+  HostTensor out{out_shape, std::vector<double>(NumElements(out_shape), 0.0)};
+  const int64_t num_batches = NumElements(batch);
+  for (int64_t bi = 0; bi < num_batches; ++bi) {
+    const double* pa = a.data.data() + StridedOffset(bi, batch, a_strides) * m * k;
+    const double* pb = b.data.data() + StridedOffset(bi, batch, b_strides) * k * n;
+    double* po = out.data.data() + bi * m * n;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          sum += pa[i * k + p] * (op.transpose_b ? pb[j * k + p] : pb[p * n + j]);
+        }
+        po[i * n + j] = sum;
+      }
+    }
+  }
+  return out;
+}
+
+HostTensor EvalReduction(const OpInfo& op, const HostTensor& x,
+                         const std::vector<int64_t>& out_shape) {
+  const int64_t outer = Product(x.shape, 0, op.axis);
+  const int64_t len = x.shape[op.axis];
+  const int64_t inner = Product(x.shape, op.axis + 1, x.shape.size());
+  HostTensor out{out_shape, std::vector<double>(outer * inner)};
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double acc = op.type == OpType::kReduceMax ? -std::numeric_limits<double>::infinity() : 0.0;
+      for (int64_t a = 0; a < len; ++a) {
+        const double v = x.data[(o * len + a) * inner + i];
+        if (op.type == OpType::kReduceMax) {
+          if (v > acc || std::isnan(v)) acc = v;  // NaN sticks: nothing compares > NaN
+        } else {
+          acc += v;
+        }
+      }
+      if (op.type == OpType::kReduceMean) acc /= static_cast<double>(len);
+      out.data[o * inner + i] = acc;
+    }
+  }
+  return out;
+}
+
+// rms_norm, layer_norm and softmax: all walk rows along op.axis.
+HostTensor EvalRowwise(const OpInfo& op, const std::vector<const HostTensor*>& in) {
+  const HostTensor& x = *in[0];
+  const int64_t outer = Product(x.shape, 0, op.axis);
+  const int64_t len = x.shape[op.axis];
+  const int64_t inner = Product(x.shape, op.axis + 1, x.shape.size());
+  HostTensor out{x.shape, std::vector<double>(x.data.size())};
+  std::vector<double> weight;
+  std::vector<double> bias;
+  if (in.size() > 1) weight = BroadcastTo(*in[1], x.shape);
+  if (in.size() > 2) bias = BroadcastTo(*in[2], x.shape);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t a) { return (o * len + a) * inner + i; };
+      if (op.type == OpType::kSoftmax) {
+        double max = -std::numeric_limits<double>::infinity();
+        for (int64_t a = 0; a < len; ++a) {
+          const double v = x.data[at(a)];
+          if (v > max || std::isnan(v)) max = v;
+        }
+        double sum = 0;
+        for (int64_t a = 0; a < len; ++a) {
+          out.data[at(a)] = std::exp(x.data[at(a)] - max);
+          sum += out.data[at(a)];
+        }
+        for (int64_t a = 0; a < len; ++a) out.data[at(a)] /= sum;
+        continue;
+      }
+      double mean = 0;
+      if (op.type == OpType::kLayerNorm) {
+        for (int64_t a = 0; a < len; ++a) mean += x.data[at(a)];
+        mean /= static_cast<double>(len);
+      }
+      double sq = 0;
+      for (int64_t a = 0; a < len; ++a) {
+        const double d = x.data[at(a)] - mean;
+        sq += d * d;
+      }
+      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(len) + op.eps);
+      for (int64_t a = 0; a < len; ++a) {
+        const int64_t idx = at(a);
+        double y = (x.data[idx] - mean) * inv;
+        if (!weight.empty()) y *= weight[idx];
+        if (!bias.empty()) y += bias[idx];
+        out.data[idx] = y;
+      }
+    }
+  }
+  return out;
+}
+
+HostTensor EvalConcat(const OpInfo& op, const std::vector<const HostTensor*>& in,
+                      const std::vector<int64_t>& out_shape) {
+  const int64_t outer = Product(out_shape, 0, op.axis);
+  const int64_t inner = Product(out_shape, op.axis + 1, out_shape.size());
+  HostTensor out{out_shape, {}};
+  out.data.reserve(NumElements(out_shape));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const HostTensor* t : in) {
+      const int64_t chunk = t->shape[op.axis] * inner;
+      out.data.insert(out.data.end(), t->data.begin() + o * chunk,
+                      t->data.begin() + (o + 1) * chunk);
+    }
+  }
+  return out;
+}
+
+HostTensor EvalOp(const OpInfo& op, const std::vector<const HostTensor*>& in,
+                  const std::vector<int64_t>& out_shape) {
+  if (op.type == OpType::kMatmul) return EvalMatmul(op, *in[0], *in[1], out_shape);
+  if (IsUnaryElementwise(op.type)) {
+    HostTensor out{out_shape, in[0]->data};
+    for (double& v : out.data) v = ApplyUnary(op, v);
+    return out;
+  }
+  if (IsBinaryElementwise(op.type)) {
+    HostTensor out{out_shape, BroadcastTo(*in[0], out_shape)};
+    if (op.has_scalar) {
+      for (double& v : out.data) v = ApplyBinary(op.type, v, op.scalar);
+    } else {
+      const std::vector<double> b = BroadcastTo(*in[1], out_shape);
+      for (size_t i = 0; i < out.data.size(); ++i) {
+        out.data[i] = ApplyBinary(op.type, out.data[i], b[i]);
+      }
+    }
+    return out;
+  }
+  if (IsReduction(op.type)) return EvalReduction(op, *in[0], out_shape);
+  if (op.type == OpType::kConcat) return EvalConcat(op, in, out_shape);
+  return EvalRowwise(op, in);
+}
+
+std::string FormatValue(double v) { return absl::StrFormat("%.9g", v); }
+
+std::string IndexToString(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t i = shape.size(); i-- > 0;) {
+    index[i] = flat % shape[i];
+    flat /= shape[i];
+  }
+  return ShapeToString(index);
+}
+
+bool IsSixteenBit(DType dtype) {
+  return dtype == yirage::v1::FLOAT16 || dtype == yirage::v1::BFLOAT16;
+}
+
+}  // namespace
+
+uint16_t FloatToHalf(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs_bits = bits & 0x7fffffffu;
+  if (abs_bits > 0x7f800000u) {  // NaN: quiet, keep the top payload bits
+    return static_cast<uint16_t>(sign | 0x7e00u | ((abs_bits >> 13) & 0x3ffu));
+  }
+  const double r = RoundHalf(std::fabs(static_cast<double>(value)));
+  if (std::isinf(r)) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (r < std::ldexp(1.0, kHalfMinExp)) {
+    // Subnormal (or zero): an integer multiple of 2^-24.
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::ldexp(r, 24)));
+  }
+  int e = 0;
+  const double m = std::frexp(r, &e);  // r = m * 2^e, m in [0.5, 1)
+  const uint32_t exponent = static_cast<uint32_t>(e - 1 + 15);
+  const uint32_t fraction = static_cast<uint32_t>(std::ldexp(m, 11)) - 1024u;
+  return static_cast<uint16_t>(sign | (exponent << 10) | fraction);
+}
+
+float HalfToFloat(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1fu;
+  const uint32_t fraction = bits & 0x3ffu;
+  if (exponent == 0x1f) {  // inf or NaN (payload kept)
+    return std::bit_cast<float>(sign | 0x7f800000u | (fraction << 13));
+  }
+  float magnitude;
+  if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(fraction), -24);
+  } else {
+    magnitude = std::ldexp(static_cast<float>(fraction | 0x400u), static_cast<int>(exponent) - 25);
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+uint16_t FloatToBFloat16(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {  // NaN: quiet, keep the top payload bits
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  }
+  const float r = static_cast<float>(RoundBf16(static_cast<double>(value)));  // exact in float
+  return static_cast<uint16_t>(std::bit_cast<uint32_t>(r) >> 16);
+}
+
+float BFloat16ToFloat(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
+
+void RoundToDType(yirage::v1::DType dtype, HostTensor* tensor) {
+  for (double& v : tensor->data) v = RoundValue(dtype, v);
+}
+
+std::vector<uint8_t> EncodeTensor(const HostTensor& tensor, yirage::v1::DType dtype) {
+  const int size = DTypeSize(dtype);
+  std::vector<uint8_t> bytes(tensor.data.size() * size);
+  for (size_t i = 0; i < tensor.data.size(); ++i) {
+    const double v = tensor.data[i];
+    if (dtype == yirage::v1::FLOAT16 || dtype == yirage::v1::BFLOAT16) {
+      // Round once in double (exact in float afterwards), then take the bits.
+      const float f = static_cast<float>(RoundValue(dtype, v));
+      const uint16_t h = dtype == yirage::v1::FLOAT16 ? FloatToHalf(f) : FloatToBFloat16(f);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    } else {
+      const float f = static_cast<float>(v);
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+    }
+  }
+  return bytes;
+}
+
+HostTensor DecodeTensor(const void* bytes, const std::vector<int64_t>& shape,
+                        yirage::v1::DType dtype) {
+  HostTensor tensor{shape, std::vector<double>(NumElements(shape))};
+  const uint8_t* p = static_cast<const uint8_t*>(bytes);
+  for (size_t i = 0; i < tensor.data.size(); ++i) {
+    if (dtype == yirage::v1::FLOAT16 || dtype == yirage::v1::BFLOAT16) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      tensor.data[i] = dtype == yirage::v1::FLOAT16 ? HalfToFloat(h) : BFloat16ToFloat(h);
+    } else {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      tensor.data[i] = f;
+    }
+  }
+  return tensor;
+}
+
+std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed) {
+  const int n = graph.num_inputs();
+  std::vector<bool> positive(n, false);
+  std::vector<int64_t> matmul_k(n, 0);  // largest K over matmuls reading it as B
+  for (const OpInfo& op : graph.ops()) {
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int id = op.inputs[k];
+      if (id >= n) continue;
+      const bool feeds_domain = op.type == OpType::kLog || op.type == OpType::kSqrt ||
+                                op.type == OpType::kRsqrt || (op.type == OpType::kDiv && k == 1) ||
+                                (op.type == OpType::kPow && k == 0);
+      if (feeds_domain) positive[id] = true;
+      if (op.type == OpType::kMatmul && k == 1) {
+        const std::vector<int64_t>& a = graph.tensor(op.inputs[0]).shape;
+        matmul_k[id] = std::max(matmul_k[id], a.back());
+      }
+    }
+  }
+  std::vector<HostTensor> inputs;
+  inputs.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    const TensorInfo& info = graph.tensor(i);
+    double lo = -1.0;
+    double hi = 1.0;
+    if (positive[i]) {
+      lo = 0.5;
+      hi = 1.5;
+    } else if (matmul_k[i] > 0) {
+      hi = 1.0 / std::sqrt(static_cast<double>(matmul_k[i]));
+      lo = -hi;
+    }
+    // splitmix64, one independent stream per (seed, input index).
+    uint64_t state = seed ^ (0xd1b54a32d192ed03ull * static_cast<uint64_t>(i + 1));
+    auto next = [&state]() {
+      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      return z ^ (z >> 31);
+    };
+    HostTensor tensor{info.shape, std::vector<double>(info.num_elements())};
+    for (double& v : tensor.data) {
+      const double u = static_cast<double>(next() >> 11) * 0x1.0p-53;  // [0, 1)
+      v = lo + (hi - lo) * u;
+    }
+    RoundToDType(info.dtype, &tensor);
+    inputs.push_back(std::move(tensor));
+  }
+  return inputs;
+}
+
+absl::StatusOr<std::vector<HostTensor>> EvaluateReference(const Graph& graph,
+                                                          const std::vector<HostTensor>& inputs) {
+  if (static_cast<int>(inputs.size()) != graph.num_inputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("EvaluateReference: the graph has ",
+                                                   graph.num_inputs(), " inputs but ",
+                                                   inputs.size(), " tensors were given"));
+  }
+  std::vector<HostTensor> values(graph.num_tensors());
+  for (int i = 0; i < graph.num_inputs(); ++i) {
+    const TensorInfo& info = graph.tensor(i);
+    if (inputs[i].shape != info.shape ||
+        static_cast<int64_t>(inputs[i].data.size()) != info.num_elements()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("EvaluateReference: input '", info.name, "' (inputs[", i,
+                       "]) must have shape ", ShapeToString(info.shape), " but has shape ",
+                       ShapeToString(inputs[i].shape), " and ", inputs[i].data.size(), " values"));
+    }
+    values[i] = inputs[i];
+  }
+  for (const OpInfo& op : graph.ops()) {
+    std::vector<const HostTensor*> in;
+    for (int id : op.inputs) in.push_back(&values[id]);
+    values[op.output] = EvalOp(op, in, graph.tensor(op.output).shape);
+  }
+  std::vector<HostTensor> outputs;
+  for (int id : graph.outputs()) outputs.push_back(values[id]);
+  return outputs;
+}
+
+Tolerance DefaultTolerance(const Graph& graph) {
+  for (int id : graph.outputs()) {
+    if (IsSixteenBit(graph.tensor(id).dtype)) return {1e-2, 1e-2};
+  }
+  return {1e-4, 1e-5};
+}
+
+Tolerance ResolveTolerance(const Graph& graph, const yirage::v1::Tolerance& job) {
+  if (job.rtol() != 0 || job.atol() != 0) return {job.rtol(), job.atol()};
+  const yirage::v1::Tolerance& file = graph.proto().tolerance();
+  if (file.rtol() != 0 || file.atol() != 0) return {file.rtol(), file.atol()};
+  return DefaultTolerance(graph);
+}
+
+CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& reference,
+                             const std::vector<HostTensor>& got, const Tolerance& tolerance) {
+  CompareResult result;
+  const size_t num_outputs = graph.outputs().size();
+  if (reference.size() != num_outputs || got.size() != num_outputs) {
+    result.message = absl::StrCat("the graph has ", num_outputs, " outputs but got ", got.size(),
+                                  " tensors and ", reference.size(), " reference tensors");
+    return result;
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  int64_t failures = 0;
+  int64_t total = 0;
+  for (size_t o = 0; o < num_outputs; ++o) {
+    const HostTensor& ref = reference[o];
+    const HostTensor& out = got[o];
+    const std::string name =
+        absl::StrCat("output '", graph.tensor(graph.outputs()[o]).name, "' (outputs[", o, "])");
+    if (out.shape != ref.shape || out.data.size() != ref.data.size()) {
+      result.message = absl::StrCat(name, ": got shape ", ShapeToString(out.shape), " with ",
+                                    out.data.size(), " values, expected shape ",
+                                    ShapeToString(ref.shape), " with ", ref.data.size());
+      result.max_abs_error = inf;
+      result.max_rel_error = inf;
+      return result;
+    }
+    total += static_cast<int64_t>(ref.data.size());
+    for (size_t i = 0; i < ref.data.size(); ++i) {
+      const double r = ref.data[i];
+      const double g = out.data[i];
+      const double bound = tolerance.atol + tolerance.rtol * std::fabs(r);
+      bool ok;
+      double abs_error;
+      double rel_error;
+      if (std::isnan(r) || std::isinf(r)) {
+        // Non-finite references must be matched exactly (NaN by NaN).
+        ok = std::isnan(r) ? std::isnan(g) : g == r;
+        abs_error = ok ? 0.0 : inf;
+        rel_error = abs_error;
+      } else if (!std::isfinite(g)) {
+        ok = false;
+        abs_error = inf;
+        rel_error = inf;
+      } else {
+        abs_error = std::fabs(g - r);
+        rel_error = abs_error / std::max(std::fabs(r), kCompareTinyRef);
+        ok = abs_error <= bound;
+      }
+      result.max_abs_error = std::max(result.max_abs_error, abs_error);
+      result.max_rel_error = std::max(result.max_rel_error, rel_error);
+      if (ok) continue;
+      if (failures++ == 0) {
+        result.message = absl::StrCat(name, " element ", i, " ",
+                                      IndexToString(static_cast<int64_t>(i), ref.shape), ": got ",
+                                      FormatValue(g), ", expected ", FormatValue(r));
+        if (std::isfinite(r) && std::isfinite(g)) {
+          absl::StrAppend(&result.message, " (|diff| ", FormatValue(abs_error), " > atol ",
+                          FormatValue(tolerance.atol), " + rtol ", FormatValue(tolerance.rtol),
+                          " * |expected| = ", FormatValue(bound), ")");
+        } else {
+          absl::StrAppend(&result.message, " (non-finite values must match exactly)");
+        }
+      }
+    }
+  }
+  result.ok = failures == 0;
+  if (!result.ok) {
+    absl::StrAppend(&result.message, "; ", failures, " of ", total, " elements out of tolerance");
+  }
+  return result;
+}
+
+}  // namespace yirage::core

@@ -1,0 +1,163 @@
+#include "server/database.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace yirage::server {
+namespace {
+
+absl::Status SqliteError(sqlite3* db, std::string_view what) {
+  return absl::InternalError(absl::StrCat("sqlite: ", std::string(what), ": ", sqlite3_errmsg(db)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Database>> Database::Open(
+    const std::string& path, const std::vector<std::vector<std::string>>& migrations) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = raw ? sqlite3_errmsg(raw) : "out of memory";
+    if (raw) sqlite3_close(raw);
+    return absl::UnavailableError(absl::StrCat("cannot open database '", path, "': ", message));
+  }
+  std::unique_ptr<Database> db(new Database(raw));
+  sqlite3_busy_timeout(raw, 5000);
+  // WAL: readers never block the writer; synchronous=NORMAL is durable
+  // against process crashes, which is what we promise.
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
+                             "PRAGMA foreign_keys=ON"}) {
+    if (auto s = db->Exec(pragma); !s.ok()) return s;
+  }
+  int version = db->UserVersion();
+  if (version > static_cast<int>(migrations.size())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("database '", path, "' has schema version ", version,
+                     " but this build knows only ", migrations.size(), "; refusing to touch it"));
+  }
+  for (int v = version; v < static_cast<int>(migrations.size()); ++v) {
+    Transaction tx(db.get());
+    if (!tx.status().ok()) return tx.status();
+    for (const std::string& sql : migrations[v]) {
+      if (auto s = db->Exec(sql); !s.ok()) {
+        return absl::InternalError(absl::StrCat("migration to version ", v + 1, ": ", std::string(s.message())));
+      }
+    }
+    if (auto s = db->Exec(absl::StrCat("PRAGMA user_version=", v + 1)); !s.ok()) return s;
+    if (auto s = tx.Commit(); !s.ok()) return s;
+  }
+  return db;
+}
+
+Database::~Database() { sqlite3_close(db_); }
+
+absl::Status Database::Exec(std::string_view sql) {
+  std::string text(sql);
+  char* error = nullptr;
+  if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    return absl::InternalError(absl::StrCat("sqlite: ", message, " in: ", text.substr(0, 120)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
+    return SqliteError(db_, absl::StrCat("prepare ", std::string(sql.substr(0, 120))));
+  }
+  return Statement(db_, stmt);
+}
+
+int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+int Database::Changes() const { return sqlite3_changes(db_); }
+
+int Database::UserVersion() {
+  auto stmt = Prepare("PRAGMA user_version");
+  if (!stmt.ok()) return 0;
+  auto row = stmt->Step();
+  return (row.ok() && *row) ? static_cast<int>(stmt->ColumnInt(0)) : 0;
+}
+
+Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+  other.stmt_ = nullptr;
+}
+
+Statement::~Statement() {
+  if (stmt_) sqlite3_finalize(stmt_);
+}
+
+Statement& Statement::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+Statement& Statement::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+Statement& Statement::Bind(int index, std::string_view text) {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Statement& Statement::BindBlob(int index, std::string_view bytes) {
+  sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Statement& Statement::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+absl::StatusOr<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return SqliteError(db_, "step");
+}
+
+absl::Status Statement::Run() {
+  for (;;) {
+    auto row = Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+  }
+}
+
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+int64_t Statement::ColumnInt(int column) const { return sqlite3_column_int64(stmt_, column); }
+double Statement::ColumnDouble(int column) const { return sqlite3_column_double(stmt_, column); }
+std::string Statement::ColumnText(int column) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, column);
+  return text ? std::string(reinterpret_cast<const char*>(text),
+                            sqlite3_column_bytes(stmt_, column))
+              : std::string();
+}
+std::string Statement::ColumnBlob(int column) const {
+  const void* blob = sqlite3_column_blob(stmt_, column);
+  return blob ? std::string(static_cast<const char*>(blob), sqlite3_column_bytes(stmt_, column))
+              : std::string();
+}
+bool Statement::ColumnIsNull(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+
+Transaction::Transaction(Database* db) : db_(db) { begin_status_ = db_->Exec("BEGIN IMMEDIATE"); }
+
+Transaction::~Transaction() {
+  if (begin_status_.ok() && !done_) db_->Exec("ROLLBACK").IgnoreError();
+}
+
+absl::Status Transaction::Commit() {
+  if (!begin_status_.ok()) return begin_status_;
+  done_ = true;
+  return db_->Exec("COMMIT");
+}
+
+}  // namespace yirage::server

@@ -1,0 +1,44 @@
+// JobService (client API) on the gRPC callback API.
+#ifndef YIRAGE_SERVER_JOB_SERVICE_H_
+#define YIRAGE_SERVER_JOB_SERVICE_H_
+
+#include "server/scheduler.h"
+#include "yirage/v1/job.grpc.pb.h"
+
+namespace yirage::server {
+
+// Thread-safe. Each call checks its deadline before doing work and answers
+// DEADLINE_EXCEEDED rather than work nobody waits for.
+class JobServiceImpl final : public yirage::v1::JobService::CallbackService {
+ public:
+  explicit JobServiceImpl(Scheduler* scheduler) : scheduler_(scheduler) {}
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const yirage::v1::SubmitJobRequest* request,
+                                      yirage::v1::SubmitJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const yirage::v1::GetJobRequest* request,
+                                   yirage::v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const yirage::v1::ListJobsRequest* request,
+                                     yirage::v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const yirage::v1::CancelJobRequest* request,
+                                      yirage::v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListCandidates(grpc::CallbackServerContext* context,
+                                           const yirage::v1::ListCandidatesRequest* request,
+                                           yirage::v1::ListCandidatesResponse* response) override;
+  grpc::ServerUnaryReactor* GetKernel(grpc::CallbackServerContext* context,
+                                      const yirage::v1::GetKernelRequest* request,
+                                      yirage::v1::GetKernelResponse* response) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
+                                        const yirage::v1::ListWorkersRequest* request,
+                                        yirage::v1::ListWorkersResponse* response) override;
+
+ private:
+  Scheduler* const scheduler_;
+};
+
+}  // namespace yirage::server
+
+#endif  // YIRAGE_SERVER_JOB_SERVICE_H_

@@ -1,0 +1,732 @@
+#include "server/job_store.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc_util.h"
+#include "core/status_macros.h"
+
+namespace yirage::server {
+namespace {
+
+using yirage::v1::Candidate;
+using yirage::v1::CandidateStatus;
+using yirage::v1::Job;
+using yirage::v1::JobState;
+
+// Schema history. Never edit a released migration: append a new one.
+std::vector<std::vector<std::string>> Migrations() {
+  return {
+      // Version 1: jobs, candidates, batches, workers.
+      {R"sql(CREATE TABLE jobs (
+           job_id TEXT PRIMARY KEY,
+           graph_name TEXT NOT NULL,
+           graph BLOB NOT NULL,
+           backend TEXT NOT NULL,
+           chip_id TEXT NOT NULL DEFAULT '',
+           state INTEGER NOT NULL,
+           rtol REAL NOT NULL,
+           atol REAL NOT NULL,
+           budget_candidates INTEGER NOT NULL,
+           budget_seconds REAL NOT NULL,
+           created REAL NOT NULL,
+           started REAL NOT NULL DEFAULT 0,
+           finished REAL NOT NULL DEFAULT 0,
+           message TEXT NOT NULL DEFAULT '',
+           seed INTEGER NOT NULL,
+           baseline_candidate_id INTEGER NOT NULL DEFAULT 0))sql",
+       R"sql(CREATE TABLE candidates (
+           candidate_id INTEGER PRIMARY KEY AUTOINCREMENT,
+           job_id TEXT NOT NULL REFERENCES jobs(job_id),
+           ordinal INTEGER NOT NULL,
+           plan BLOB NOT NULL,
+           description TEXT NOT NULL,
+           is_baseline INTEGER NOT NULL,
+           status INTEGER NOT NULL,
+           batch_id TEXT,
+           attempts INTEGER NOT NULL DEFAULT 0,
+           time_us REAL NOT NULL DEFAULT 0,
+           baseline_time_us REAL NOT NULL DEFAULT 0,
+           max_abs_error REAL NOT NULL DEFAULT 0,
+           max_rel_error REAL NOT NULL DEFAULT 0,
+           error TEXT NOT NULL DEFAULT '',
+           worker_id TEXT NOT NULL DEFAULT '',
+           source TEXT NOT NULL DEFAULT '',
+           finished REAL NOT NULL DEFAULT 0))sql",
+       "CREATE INDEX candidates_by_job ON candidates(job_id, status, ordinal)",
+       "CREATE INDEX candidates_by_batch ON candidates(batch_id)",
+       R"sql(CREATE TABLE batches (
+           batch_id TEXT PRIMARY KEY,
+           job_id TEXT NOT NULL REFERENCES jobs(job_id),
+           worker_id TEXT NOT NULL,
+           lease_expires REAL NOT NULL,
+           current_candidate INTEGER NOT NULL DEFAULT 0,
+           created REAL NOT NULL))sql",
+       R"sql(CREATE TABLE workers (
+           worker_id TEXT PRIMARY KEY,
+           backend TEXT NOT NULL,
+           hostname TEXT NOT NULL,
+           pid INTEGER NOT NULL,
+           device TEXT NOT NULL,
+           state TEXT NOT NULL,
+           current_batch TEXT NOT NULL DEFAULT '',
+           first_seen REAL NOT NULL,
+           last_seen REAL NOT NULL))sql"},
+  };
+}
+
+constexpr char kJobColumns[] =
+    "job_id, graph_name, backend, state, rtol, atol, budget_candidates, budget_seconds, "
+    "created, started, finished, message";
+
+constexpr char kCandidateColumns[] =
+    "candidate_id, job_id, plan, status, time_us, baseline_time_us, max_abs_error, "
+    "max_rel_error, error, attempts, worker_id";
+
+Candidate ReadCandidate(const Statement& s) {
+  Candidate c;
+  c.set_candidate_id(s.ColumnInt(0));
+  c.set_job_id(s.ColumnText(1));
+  c.mutable_plan()->ParseFromString(s.ColumnBlob(2));
+  c.set_status(static_cast<CandidateStatus>(s.ColumnInt(3)));
+  c.set_time_us(s.ColumnDouble(4));
+  c.set_baseline_time_us(s.ColumnDouble(5));
+  c.set_max_abs_error(s.ColumnDouble(6));
+  c.set_max_rel_error(s.ColumnDouble(7));
+  c.set_error(s.ColumnText(8));
+  c.set_attempts(static_cast<int32_t>(s.ColumnInt(9)));
+  c.set_worker_id(s.ColumnText(10));
+  return c;
+}
+
+bool IsFinal(JobState state) {
+  return state == yirage::v1::SUCCEEDED || state == yirage::v1::FAILED ||
+         state == yirage::v1::CANCELLED;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path,
+                                                         const JobStoreOptions& options) {
+  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, Migrations()));
+  return std::unique_ptr<JobStore>(new JobStore(std::move(db), options));
+}
+
+absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobRequest& request,
+                                                const core::Tolerance& tolerance,
+                                                const std::vector<yirage::v1::Plan>& plans,
+                                                double now) {
+  if (plans.empty() || !plans[0].baseline()) {
+    return absl::InternalError("CreateJob: the first plan must be the baseline");
+  }
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  std::string job_id = "job-" + RandomHex(10);
+  std::string graph_bytes;
+  request.graph().SerializeToString(&graph_bytes);
+  std::mt19937_64 rng{std::random_device{}()};
+  int64_t seed = static_cast<int64_t>(rng() >> 1);
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement insert,
+        db_->Prepare("INSERT INTO jobs (job_id, graph_name, graph, backend, chip_id, state, rtol, "
+                     "atol, budget_candidates, budget_seconds, created, seed) "
+                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"));
+    insert.Bind(1, job_id)
+        .Bind(2, request.graph().name())
+        .BindBlob(3, graph_bytes)
+        .Bind(4, request.backend())
+        .Bind(5, request.chip_id())
+        .Bind(6, static_cast<int64_t>(yirage::v1::QUEUED))
+        .Bind(7, tolerance.rtol)
+        .Bind(8, tolerance.atol)
+        .Bind(9, static_cast<int64_t>(request.budget_candidates()))
+        .Bind(10, request.budget_seconds())
+        .Bind(11, now)
+        .Bind(12, seed);
+    YIRAGE_RETURN_IF_ERROR(insert.Run());
+  }
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement insert_candidate,
+      db_->Prepare("INSERT INTO candidates (job_id, ordinal, plan, description, is_baseline, "
+                   "status) VALUES (?,?,?,?,?,?)"));
+  int64_t baseline_id = 0;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    std::string plan_bytes;
+    plans[i].SerializeToString(&plan_bytes);
+    Statement& s = insert_candidate;
+    s.Bind(1, job_id)
+        .Bind(2, static_cast<int64_t>(i))
+        .BindBlob(3, plan_bytes)
+        .Bind(4, plans[i].description())
+        .Bind(5, static_cast<int64_t>(plans[i].baseline() ? 1 : 0))
+        .Bind(6, static_cast<int64_t>(yirage::v1::PENDING));
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+    if (i == 0) baseline_id = db_->LastInsertRowId();
+    s.Reset();
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement update,
+        db_->Prepare("UPDATE jobs SET baseline_candidate_id = ? WHERE job_id = ?"));
+    update.Bind(1, baseline_id).Bind(2, job_id);
+    YIRAGE_RETURN_IF_ERROR(update.Run());
+  }
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  return job_id;
+}
+
+absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE job_id=?")));
+  s.Bind(1, job_id);
+  YIRAGE_ASSIGN_OR_RETURN(bool found, s.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  Job job;
+  job.set_job_id(s.ColumnText(0));
+  job.set_graph_name(s.ColumnText(1));
+  job.set_backend(s.ColumnText(2));
+  job.set_state(static_cast<JobState>(s.ColumnInt(3)));
+  job.mutable_tolerance()->set_rtol(s.ColumnDouble(4));
+  job.mutable_tolerance()->set_atol(s.ColumnDouble(5));
+  job.set_budget_candidates(static_cast<int32_t>(s.ColumnInt(6)));
+  job.set_budget_seconds(s.ColumnDouble(7));
+  job.set_created_unix(s.ColumnDouble(8));
+  job.set_started_unix(s.ColumnDouble(9));
+  job.set_finished_unix(s.ColumnDouble(10));
+  job.set_message(s.ColumnText(11));
+
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement counts,
+      db_->Prepare("SELECT status, COUNT(*) FROM candidates WHERE job_id=? GROUP BY status"));
+  counts.Bind(1, job_id);
+  int generated = 0, evaluated = 0, failed = 0, pending = 0;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, counts.Step());
+    if (!row) break;
+    auto status = static_cast<CandidateStatus>(counts.ColumnInt(0));
+    int n = static_cast<int>(counts.ColumnInt(1));
+    generated += n;
+    switch (status) {
+      case yirage::v1::VERIFIED:
+        evaluated += n;
+        break;
+      case yirage::v1::MISMATCH:
+      case yirage::v1::ERROR:
+        evaluated += n;
+        failed += n;
+        break;
+      case yirage::v1::PENDING:
+      case yirage::v1::LEASED:
+        pending += n;
+        break;
+      default:
+        break;
+    }
+  }
+  job.set_candidates_generated(generated);
+  job.set_candidates_evaluated(evaluated);
+  job.set_candidates_failed(failed);
+  job.set_candidates_pending(pending);
+
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement best,
+      db_->Prepare("SELECT candidate_id, time_us, baseline_time_us, max_abs_error, max_rel_error, "
+                   "worker_id, description FROM candidates WHERE job_id=? AND status=? "
+                   "ORDER BY time_us ASC, ordinal ASC LIMIT 1"));
+  best.Bind(1, job_id).Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED));
+  YIRAGE_ASSIGN_OR_RETURN(bool has_best, best.Step());
+  if (has_best) {
+    auto* b = job.mutable_best();
+    b->set_candidate_id(best.ColumnInt(0));
+    b->set_time_us(best.ColumnDouble(1));
+    b->set_baseline_time_us(best.ColumnDouble(2));
+    b->set_speedup(b->time_us() > 0 ? b->baseline_time_us() / b->time_us() : 0);
+    b->set_max_abs_error(best.ColumnDouble(3));
+    b->set_max_rel_error(best.ColumnDouble(4));
+    b->set_verified(true);
+    b->set_worker_id(best.ColumnText(5));
+    b->set_description(best.ColumnText(6));
+  }
+  return job;
+}
+
+absl::StatusOr<Job> JobStore::GetJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  return LoadJobLocked(job_id);
+}
+
+absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("SELECT job_id FROM jobs ORDER BY created DESC, job_id LIMIT ?"));
+  s.Bind(1, static_cast<int64_t>(limit > 0 ? limit : 1000));
+  std::vector<std::string> ids;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    ids.push_back(s.ColumnText(0));
+  }
+  std::vector<Job> jobs;
+  for (const std::string& id : ids) {
+    YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(id));
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+absl::StatusOr<std::vector<Candidate>> JobStore::ListCandidates(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_RETURN_IF_ERROR(LoadJobLocked(job_id).status());
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
+                                                    " FROM candidates WHERE job_id=? "
+                                                    "ORDER BY ordinal")));
+  s.Bind(1, job_id);
+  std::vector<Candidate> out;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(ReadCandidate(s));
+  }
+  return out;
+}
+
+absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
+  if (IsFinal(job.state())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", job_id, "' already ended as ", yirage::v1::JobState_Name(job.state())));
+  }
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, error=? "
+                                  "WHERE job_id=? AND status IN (?,?)"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
+        .Bind(2, "job cancelled")
+        .Bind(3, job_id)
+        .Bind(4, static_cast<int64_t>(yirage::v1::PENDING))
+        .Bind(5, static_cast<int64_t>(yirage::v1::LEASED));
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(Statement s, db_->Prepare("DELETE FROM batches WHERE job_id=?"));
+    s.Bind(1, job_id);
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=?"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::CANCELLED))
+        .Bind(2, now)
+        .Bind(3, "cancelled by a client")
+        .Bind(4, job_id);
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  return LoadJobLocked(job_id);
+}
+
+absl::StatusOr<JobStore::BestKernel> JobStore::GetBestKernel(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
+  if (!job.has_best()) {
+    return absl::NotFoundError(absl::StrCat("job '", job_id, "' (",
+                                            yirage::v1::JobState_Name(job.state()),
+                                            ") has no verified candidate yet"));
+  }
+  YIRAGE_ASSIGN_OR_RETURN(Statement s, db_->Prepare(absl::StrCat(
+                                           "SELECT ", kCandidateColumns,
+                                           ", source FROM candidates WHERE candidate_id=?")));
+  s.Bind(1, job.best().candidate_id());
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return absl::InternalError("best candidate vanished");
+  BestKernel best;
+  best.candidate = ReadCandidate(s);
+  best.source = s.ColumnText(11);
+  best.backend = job.backend();
+  YIRAGE_ASSIGN_OR_RETURN(Statement g, db_->Prepare("SELECT graph FROM jobs WHERE job_id=?"));
+  g.Bind(1, job_id);
+  YIRAGE_ASSIGN_OR_RETURN(bool grow, g.Step());
+  if (!grow || !best.graph.ParseFromString(g.ColumnBlob(0))) {
+    return absl::InternalError("stored graph unreadable");
+  }
+  return best;
+}
+
+absl::Status JobStore::UpsertWorker(const yirage::v1::SynchronizeRequest& request, double now) {
+  absl::MutexLock lock(&mu_);
+  bool executing = request.status().has_executing();
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s,
+      db_->Prepare("INSERT INTO workers (worker_id, backend, hostname, pid, device, state, "
+                   "current_batch, first_seen, last_seen) VALUES (?,?,?,?,?,?,?,?,?) "
+                   "ON CONFLICT(worker_id) DO UPDATE SET backend=excluded.backend, "
+                   "hostname=excluded.hostname, pid=excluded.pid, device=excluded.device, "
+                   "state=excluded.state, current_batch=excluded.current_batch, "
+                   "last_seen=excluded.last_seen"));
+  s.Bind(1, request.worker_id())
+      .Bind(2, request.backend())
+      .Bind(3, request.hostname())
+      .Bind(4, static_cast<int64_t>(request.pid()))
+      .Bind(5, request.device_description())
+      .Bind(6, executing ? "executing" : "idle")
+      .Bind(7, executing ? request.status().executing().batch_id() : "")
+      .Bind(8, now)
+      .Bind(9, now);
+  return s.Run();
+}
+
+absl::StatusOr<RecordReport> JobStore::RecordResults(
+    const std::string& worker_id, const std::string& batch_id,
+    const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now) {
+  absl::MutexLock lock(&mu_);
+  RecordReport report;
+  if (results.empty()) return report;
+  std::string job_id;
+  {
+    Transaction tx(db_.get());
+    YIRAGE_RETURN_IF_ERROR(tx.status());
+    for (const auto& r : results) {
+      CandidateStatus status = r.status();
+      if (status != yirage::v1::VERIFIED && status != yirage::v1::MISMATCH &&
+          status != yirage::v1::ERROR) {
+        status = yirage::v1::ERROR;  // a worker may only report final outcomes
+      }
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement s,
+          db_->Prepare("UPDATE candidates SET status=?, time_us=?, baseline_time_us=?, "
+                       "max_abs_error=?, max_rel_error=?, error=?, source=?, worker_id=?, "
+                       "finished=?, batch_id=NULL WHERE candidate_id=? AND batch_id=? AND "
+                       "status=?"));
+      s.Bind(1, static_cast<int64_t>(status))
+          .Bind(2, r.time_us())
+          .Bind(3, r.baseline_time_us())
+          .Bind(4, r.max_abs_error())
+          .Bind(5, r.max_rel_error())
+          .Bind(6, r.error())
+          .Bind(7, r.source())
+          .Bind(8, worker_id)
+          .Bind(9, now)
+          .Bind(10, r.candidate_id())
+          .Bind(11, batch_id)
+          .Bind(12, static_cast<int64_t>(yirage::v1::LEASED));
+      YIRAGE_RETURN_IF_ERROR(s.Run());
+      if (db_->Changes() > 0) report.newly_stored[status]++;
+      report.acknowledged.push_back(r.candidate_id());
+    }
+    YIRAGE_ASSIGN_OR_RETURN(Statement b, db_->Prepare("SELECT job_id FROM batches WHERE batch_id=?"));
+    b.Bind(1, batch_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool has_batch, b.Step());
+    if (has_batch) {
+      job_id = b.ColumnText(0);
+      // A batch whose candidates all reached a final status is done.
+      YIRAGE_ASSIGN_OR_RETURN(Statement left,
+                              db_->Prepare("SELECT COUNT(*) FROM candidates WHERE batch_id=?"));
+      left.Bind(1, batch_id);
+      YIRAGE_ASSIGN_OR_RETURN(bool row, left.Step());
+      if (row && left.ColumnInt(0) == 0) {
+        YIRAGE_ASSIGN_OR_RETURN(Statement del, db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
+        del.Bind(1, batch_id);
+        YIRAGE_RETURN_IF_ERROR(del.Run());
+      }
+    }
+    YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  }
+  if (!job_id.empty()) {
+    YIRAGE_ASSIGN_OR_RETURN(bool finished, FinishIfDoneLocked(job_id, now));
+    if (finished) report.jobs_finished.push_back(job_id);
+  }
+  return report;
+}
+
+absl::StatusOr<bool> JobStore::RenewLease(const std::string& worker_id,
+                                          const std::string& batch_id, int64_t current_candidate,
+                                          double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("UPDATE batches SET lease_expires=?, current_candidate=? "
+                                "WHERE batch_id=? AND worker_id=?"));
+  s.Bind(1, now + options_.lease_seconds)
+      .Bind(2, current_candidate)
+      .Bind(3, batch_id)
+      .Bind(4, worker_id);
+  YIRAGE_RETURN_IF_ERROR(s.Run());
+  return db_->Changes() > 0;
+}
+
+absl::StatusOr<std::optional<yirage::v1::Batch>> JobStore::LeaseBatch(const std::string& worker_id,
+                                                                      const std::string& backend,
+                                                                      double now) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  // Oldest runnable job of this backend that still has pending candidates and
+  // time left in its budget.
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement pick,
+      db_->Prepare("SELECT j.job_id, j.graph, j.rtol, j.atol, j.seed, j.baseline_candidate_id "
+                   "FROM jobs j WHERE j.state IN (?,?) AND j.backend=? "
+                   "AND (j.budget_seconds <= 0 OR j.started = 0 OR j.started + j.budget_seconds > ?) "
+                   "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?) "
+                   "ORDER BY j.created, j.job_id LIMIT 1"));
+  pick.Bind(1, static_cast<int64_t>(yirage::v1::QUEUED))
+      .Bind(2, static_cast<int64_t>(yirage::v1::RUNNING))
+      .Bind(3, backend)
+      .Bind(4, now)
+      .Bind(5, static_cast<int64_t>(yirage::v1::PENDING));
+  YIRAGE_ASSIGN_OR_RETURN(bool found, pick.Step());
+  if (!found) return std::optional<yirage::v1::Batch>();
+
+  yirage::v1::Batch batch;
+  batch.set_batch_id("batch-" + RandomHex(12));
+  batch.set_job_id(pick.ColumnText(0));
+  if (!batch.mutable_graph()->ParseFromString(pick.ColumnBlob(1))) {
+    return absl::InternalError("stored graph unreadable for " + batch.job_id());
+  }
+  batch.mutable_tolerance()->set_rtol(pick.ColumnDouble(2));
+  batch.mutable_tolerance()->set_atol(pick.ColumnDouble(3));
+  batch.set_seed(static_cast<uint64_t>(pick.ColumnInt(4)));
+  int64_t baseline_id = pick.ColumnInt(5);
+  batch.set_baseline_candidate_id(baseline_id);
+  batch.set_lease_expires_unix(now + options_.lease_seconds);
+
+  {
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare("SELECT plan FROM candidates WHERE candidate_id=?"));
+    s.Bind(1, baseline_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row || !batch.mutable_baseline()->ParseFromString(s.ColumnBlob(0))) {
+      return absl::InternalError("baseline plan unreadable for " + batch.job_id());
+    }
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare("SELECT candidate_id, plan FROM candidates WHERE job_id=? AND "
+                                  "status=? ORDER BY ordinal LIMIT ?"));
+    s.Bind(1, batch.job_id())
+        .Bind(2, static_cast<int64_t>(yirage::v1::PENDING))
+        .Bind(3, static_cast<int64_t>(options_.batch_size));
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      auto* c = batch.add_candidates();
+      c->set_candidate_id(s.ColumnInt(0));
+      c->mutable_plan()->ParseFromString(s.ColumnBlob(1));
+    }
+  }
+  for (const auto& c : batch.candidates()) {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare("UPDATE candidates SET status=?, batch_id=? WHERE candidate_id=?"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::LEASED))
+        .Bind(2, batch.batch_id())
+        .Bind(3, c.candidate_id());
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare("INSERT INTO batches (batch_id, job_id, worker_id, "
+                                  "lease_expires, created) VALUES (?,?,?,?,?)"));
+    s.Bind(1, batch.batch_id())
+        .Bind(2, batch.job_id())
+        .Bind(3, worker_id)
+        .Bind(4, now + options_.lease_seconds)
+        .Bind(5, now);
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("UPDATE jobs SET state=?, started=CASE WHEN started=0 THEN ? ELSE started "
+                     "END WHERE job_id=?"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::RUNNING)).Bind(2, now).Bind(3, batch.job_id());
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  return std::optional<yirage::v1::Batch>(std::move(batch));
+}
+
+absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, double now) {
+  YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
+  if (IsFinal(job.state()) || job.candidates_pending() > 0) return false;
+  JobState state = job.has_best() ? yirage::v1::SUCCEEDED : yirage::v1::FAILED;
+  std::string message = job.message();
+  if (!job.has_best()) {
+    message = absl::StrCat("no candidate verified: ", job.candidates_failed(), " of ",
+                           job.candidates_generated(), " failed",
+                           job.candidates_generated() > job.candidates_evaluated()
+                               ? " (the rest were skipped: budget exhausted)"
+                               : "");
+  }
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=?"));
+  s.Bind(1, static_cast<int64_t>(state)).Bind(2, now).Bind(3, message).Bind(4, job_id);
+  YIRAGE_RETURN_IF_ERROR(s.Run());
+  return true;
+}
+
+absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now) {
+  absl::MutexLock lock(&mu_);
+  MaintenanceReport report;
+  std::vector<std::string> touched_jobs;
+  {
+    Transaction tx(db_.get());
+    YIRAGE_RETURN_IF_ERROR(tx.status());
+    // 1. Expired leases: the candidate that was running when the worker went
+    // silent is blamed; the others go back to the queue untouched.
+    struct Expired {
+      std::string batch_id, job_id, worker_id;
+      int64_t current;
+    };
+    std::vector<Expired> expired;
+    {
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement s, db_->Prepare("SELECT batch_id, job_id, worker_id, current_candidate FROM "
+                                    "batches WHERE lease_expires < ?"));
+      s.Bind(1, now);
+      for (;;) {
+        YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        expired.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnText(2), s.ColumnInt(3)});
+      }
+    }
+    for (const Expired& e : expired) {
+      report.leases_expired++;
+      touched_jobs.push_back(e.job_id);
+      if (e.current != 0) {
+        YIRAGE_ASSIGN_OR_RETURN(
+            Statement s,
+            db_->Prepare("UPDATE candidates SET attempts=attempts+1 WHERE candidate_id=? AND "
+                         "batch_id=?"));
+        s.Bind(1, e.current).Bind(2, e.batch_id);
+        YIRAGE_RETURN_IF_ERROR(s.Run());
+        YIRAGE_ASSIGN_OR_RETURN(
+            Statement f,
+            db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, finished=?, "
+                         "error='killed its worker ' || attempts || ' times (last: ' || ? || "
+                         "'); not handed out again' WHERE candidate_id=? AND batch_id=? AND "
+                         "attempts >= ?"));
+        f.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
+            .Bind(2, now)
+            .Bind(3, e.worker_id)
+            .Bind(4, e.current)
+            .Bind(5, e.batch_id)
+            .Bind(6, static_cast<int64_t>(options_.max_attempts));
+        YIRAGE_RETURN_IF_ERROR(f.Run());
+        report.candidates_failed += db_->Changes();
+      }
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement requeue,
+          db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL WHERE batch_id=?"));
+      requeue.Bind(1, static_cast<int64_t>(yirage::v1::PENDING)).Bind(2, e.batch_id);
+      YIRAGE_RETURN_IF_ERROR(requeue.Run());
+      report.candidates_requeued += db_->Changes();
+      YIRAGE_ASSIGN_OR_RETURN(Statement del, db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
+      del.Bind(1, e.batch_id);
+      YIRAGE_RETURN_IF_ERROR(del.Run());
+    }
+    // 2. Time budgets: pending candidates of jobs out of time are skipped;
+    // leased ones finish their evaluation.
+    {
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement s,
+          db_->Prepare("SELECT job_id FROM jobs WHERE state=? AND budget_seconds > 0 AND "
+                       "started > 0 AND started + budget_seconds <= ?"));
+      s.Bind(1, static_cast<int64_t>(yirage::v1::RUNNING)).Bind(2, now);
+      std::vector<std::string> over;
+      for (;;) {
+        YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        over.push_back(s.ColumnText(0));
+      }
+      for (const std::string& job_id : over) {
+        YIRAGE_ASSIGN_OR_RETURN(
+            Statement skip, db_->Prepare("UPDATE candidates SET status=?, error=?, finished=? "
+                                         "WHERE job_id=? AND status=?"));
+        skip.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
+            .Bind(2, "time budget exhausted")
+            .Bind(3, now)
+            .Bind(4, job_id)
+            .Bind(5, static_cast<int64_t>(yirage::v1::PENDING));
+        YIRAGE_RETURN_IF_ERROR(skip.Run());
+        report.candidates_skipped += db_->Changes();
+        touched_jobs.push_back(job_id);
+      }
+    }
+    YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  }
+  // 3. Jobs with nothing left (also catches jobs left unfinished by a crash).
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("SELECT job_id FROM jobs j WHERE state IN (?,?) AND NOT EXISTS (SELECT 1 "
+                     "FROM candidates c WHERE c.job_id=j.job_id AND c.status IN (?,?))"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::QUEUED))
+        .Bind(2, static_cast<int64_t>(yirage::v1::RUNNING))
+        .Bind(3, static_cast<int64_t>(yirage::v1::PENDING))
+        .Bind(4, static_cast<int64_t>(yirage::v1::LEASED));
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      touched_jobs.push_back(s.ColumnText(0));
+    }
+  }
+  for (const std::string& job_id : touched_jobs) {
+    YIRAGE_ASSIGN_OR_RETURN(bool finished, FinishIfDoneLocked(job_id, now));
+    if (finished) report.jobs_finished.push_back(job_id);
+  }
+  return report;
+}
+
+absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> JobStore::ListWorkers(double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("SELECT worker_id, backend, hostname, pid, device, state, "
+                                "current_batch, last_seen FROM workers ORDER BY first_seen"));
+  std::vector<yirage::v1::WorkerInfo> out;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    yirage::v1::WorkerInfo w;
+    w.set_worker_id(s.ColumnText(0));
+    w.set_backend(s.ColumnText(1));
+    w.set_hostname(s.ColumnText(2));
+    w.set_pid(static_cast<int32_t>(s.ColumnInt(3)));
+    w.set_device_description(s.ColumnText(4));
+    w.set_state(s.ColumnText(5));
+    w.set_current_batch(s.ColumnText(6));
+    w.set_last_seen_unix(s.ColumnDouble(7));
+    w.set_connected(now - w.last_seen_unix() <= options_.worker_timeout_seconds);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<JobState, int>> JobStore::CountJobsByState() {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
+  std::map<JobState, int> out;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out[static_cast<JobState>(s.ColumnInt(0))] = static_cast<int>(s.ColumnInt(1));
+  }
+  return out;
+}
+
+absl::StatusOr<int> JobStore::CountConnectedWorkers(double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ?"));
+  s.Bind(1, now - options_.worker_timeout_seconds);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  return row ? static_cast<int>(s.ColumnInt(0)) : 0;
+}
+
+}  // namespace yirage::server

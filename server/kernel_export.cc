@@ -1,0 +1,116 @@
+#include "server/kernel_export.h"
+
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/graph.h"
+#include "nlohmann/json.hpp"
+
+namespace yirage::server {
+namespace {
+
+void AddFile(yirage::v1::GetKernelResponse* response, const std::string& path,
+             const std::string& content) {
+  auto* f = response->add_files();
+  f->set_path(path);
+  f->set_content(content);
+}
+
+nlohmann::json TensorJson(const core::TensorInfo& t) {
+  return {{"name", t.name},
+          {"shape", t.shape},
+          {"dtype", std::string(core::DTypeName(t.dtype))},
+          {"bytes", t.num_elements() * core::DTypeSize(t.dtype)}};
+}
+
+}  // namespace
+
+absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& job_id,
+                                                           const JobStore::BestKernel& best) {
+  if (best.source.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", job_id, "': the best candidate was stored without its source"));
+  }
+  auto graph = core::Graph::FromProto(best.graph);
+  if (!graph.ok()) return graph.status();
+  if (best.backend != "cpu") {
+    return absl::UnimplementedError(
+        absl::StrCat("kernel export for backend '", best.backend, "' is not available yet"));
+  }
+  // The CPU backend names each plan's entry point yirage_plan_<i>.
+  std::smatch match;
+  static const std::regex kEntry(R"(extern\s+"C"\s+int\s+(yirage_plan_[0-9]+)\s*\()");
+  if (!std::regex_search(best.source, match, kEntry)) {
+    return absl::InternalError("the stored source has no yirage_plan_<i> entry point");
+  }
+  std::string entry = match[1].str();
+
+  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
+  for (int i = 0; i < graph->num_inputs(); ++i) inputs.push_back(TensorJson(graph->tensor(i)));
+  for (int id : graph->outputs()) outputs.push_back(TensorJson(graph->tensor(id)));
+  const std::string build =
+      "g++ -O3 -march=native -fopenmp -shared -fPIC -std=c++17 kernel.cpp -o libyirage_kernel.so";
+  nlohmann::json manifest = {
+      {"format", "yirage-kernel/1"},
+      {"job_id", job_id},
+      {"candidate_id", best.candidate.candidate_id()},
+      {"graph", graph->name()},
+      {"backend", best.backend},
+      {"plan", best.candidate.plan().description()},
+      {"time_us", best.candidate.time_us()},
+      {"baseline_time_us", best.candidate.baseline_time_us()},
+      {"max_abs_error", best.candidate.max_abs_error()},
+      {"max_rel_error", best.candidate.max_rel_error()},
+      {"source", "kernel.cpp"},
+      {"entry_point", entry},
+      {"signature", absl::StrCat("extern \"C\" int ", entry,
+                                 "(const void* const* inputs, void* const* outputs)")},
+      {"returns", "0 on success"},
+      {"inputs", inputs},
+      {"outputs", outputs},
+      {"layout", "row-major, dense; float16/bfloat16 as IEEE 16-bit words"},
+      {"build", build},
+      {"threads", "OpenMP: set OMP_NUM_THREADS to choose"},
+  };
+
+  // A caller that builds against the kernel with no YiRage code.
+  std::string example = absl::StrCat(
+      "// Calls the exported kernel once on zero-filled buffers.\n"
+      "// Build: ", build, "\n//        g++ -O2 call_example.cpp -L. -lyirage_kernel -Wl,-rpath,. "
+      "-o call_example\n"
+      "#include <cstdio>\n#include <vector>\n\n"
+      "extern \"C\" int ", entry, "(const void* const* inputs, void* const* outputs);\n\n"
+      "int main() {\n");
+  std::vector<std::string> in_names, out_names;
+  for (const auto& t : inputs) {
+    std::string v = "in_" + t["name"].get<std::string>();
+    example += absl::StrCat("  std::vector<unsigned char> ", v, "(",
+                            t["bytes"].get<int64_t>(), ");\n");
+    in_names.push_back(v + ".data()");
+  }
+  for (const auto& t : outputs) {
+    std::string v = "out_" + t["name"].get<std::string>();
+    example += absl::StrCat("  std::vector<unsigned char> ", v, "(",
+                            t["bytes"].get<int64_t>(), ");\n");
+    out_names.push_back(v + ".data()");
+  }
+  example += absl::StrCat("  const void* inputs[] = {", absl::StrJoin(in_names, ", "), "};\n",
+                          "  void* outputs[] = {", absl::StrJoin(out_names, ", "), "};\n",
+                          "  int rc = ", entry, "(inputs, outputs);\n",
+                          "  std::printf(\"", entry, " returned %d\\n\", rc);\n",
+                          "  return rc;\n}\n");
+
+  yirage::v1::GetKernelResponse response;
+  response.set_candidate_id(best.candidate.candidate_id());
+  AddFile(&response, "kernel.cpp", best.source);
+  AddFile(&response, "manifest.json", manifest.dump(2) + "\n");
+  AddFile(&response, "call_example.cpp", example);
+  AddFile(&response, "build.sh",
+          absl::StrCat("#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n", build,
+                       "\ng++ -O2 call_example.cpp -L. -lyirage_kernel -Wl,-rpath,. -o "
+                       "call_example\n"));
+  return response;
+}
+
+}  // namespace yirage::server

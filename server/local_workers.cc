@@ -1,0 +1,147 @@
+#include "server/local_workers.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc_util.h"
+#include "spdlog/spdlog.h"
+
+namespace yirage::server {
+
+absl::StatusOr<std::vector<LocalWorkers::Spec>> LocalWorkers::SpecsForMode(
+    const std::string& mode) {
+  if (mode == "none") return std::vector<Spec>{};
+  if (mode == "cpu") return std::vector<Spec>{{"cpu", {}}};
+  if (mode == "auto") {
+    // The CPU always; GPU backends join here as they are built (each worker
+    // probes its backend and exits with a "no device" message if absent).
+    return std::vector<Spec>{{"cpu", {}}};
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--local-workers: expected auto, cpu or none, got '", mode, "'"));
+}
+
+LocalWorkers::LocalWorkers(std::string worker_binary, std::string scheduler_address)
+    : worker_binary_(std::move(worker_binary)),
+      scheduler_address_(std::move(scheduler_address)) {}
+
+LocalWorkers::~LocalWorkers() { Stop(); }
+
+pid_t LocalWorkers::Spawn(const Spec& spec) {
+  std::vector<std::string> args = {worker_binary_, "--scheduler", scheduler_address_,
+                                   "--backend", spec.backend};
+  args.insert(args.end(), spec.extra_args.begin(), spec.extra_args.end());
+  pid_t pid = fork();
+  if (pid == 0) {
+    // Child: die with the server rather than linger as an orphan (its batch
+    // lease then expires and the work goes to the next worker).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(worker_binary_.c_str(), argv.data());
+    _exit(127);
+  }
+  if (pid < 0) {
+    spdlog::error("cannot fork a {} worker: {}", spec.backend, strerror(errno));
+  } else {
+    spdlog::info("started local {} worker (pid {})", spec.backend, pid);
+  }
+  return pid;
+}
+
+absl::Status LocalWorkers::Start(const std::vector<Spec>& specs) {
+  if (specs.empty()) return absl::OkStatus();
+  if (access(worker_binary_.c_str(), X_OK) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("worker binary '", worker_binary_, "' is missing or not executable"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    for (const Spec& spec : specs) {
+      Child child;
+      child.spec = spec;
+      child.pid = Spawn(spec);
+      children_.push_back(child);
+    }
+  }
+  supervisor_ = std::thread([this] { SuperviseLoop(); });
+  return absl::OkStatus();
+}
+
+void LocalWorkers::SuperviseLoop() {
+  while (!stop_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    absl::MutexLock lock(&mu_);
+    if (stop_) break;
+    double now = UnixNow();
+    for (Child& child : children_) {
+      if (child.pid > 0) {
+        int status = 0;
+        pid_t r = waitpid(child.pid, &status, WNOHANG);
+        if (r == child.pid) {
+          std::string how = WIFSIGNALED(status)
+                                ? absl::StrCat("killed by signal ", WTERMSIG(status))
+                                : absl::StrCat("exited with code ", WEXITSTATUS(status));
+          // Exit code 3 is a worker's "no device for this backend": final.
+          if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+            spdlog::warn("local {} worker (pid {}) {}: no device; not restarting it",
+                         child.spec.backend, child.pid, how);
+            child.pid = -2;
+            continue;
+          }
+          child.restarts++;
+          double backoff = std::min(10.0, 0.2 * (1 << std::min(child.restarts, 6)));
+          spdlog::warn("local {} worker (pid {}) {}; restarting in {:.1f} s", child.spec.backend,
+                       child.pid, how, backoff);
+          child.pid = -1;
+          child.next_start = now + backoff;
+        }
+      } else if (child.pid == -1 && now >= child.next_start) {
+        child.pid = Spawn(child.spec);
+        if (child.pid < 0) child.next_start = now + 5;
+      }
+    }
+  }
+}
+
+void LocalWorkers::Stop() {
+  if (stop_.exchange(true)) return;
+  if (supervisor_.joinable()) supervisor_.join();
+  absl::MutexLock lock(&mu_);
+  for (Child& child : children_) {
+    if (child.pid > 0) kill(child.pid, SIGTERM);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (Child& child : children_) {
+    if (child.pid <= 0) continue;
+    for (;;) {
+      int status = 0;
+      pid_t r = waitpid(child.pid, &status, WNOHANG);
+      if (r == child.pid || r < 0) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(child.pid, SIGKILL);
+        waitpid(child.pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    child.pid = -2;
+  }
+}
+
+std::vector<pid_t> LocalWorkers::Pids() {
+  absl::MutexLock lock(&mu_);
+  std::vector<pid_t> pids;
+  for (const Child& child : children_) {
+    if (child.pid > 0) pids.push_back(child.pid);
+  }
+  return pids;
+}
+
+}  // namespace yirage::server

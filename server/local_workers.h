@@ -1,0 +1,62 @@
+// Spawns yirage-worker processes for the local devices and restarts them when
+// they die, with a growing back-off so a worker that cannot start does not
+// spin.
+#ifndef YIRAGE_SERVER_LOCAL_WORKERS_H_
+#define YIRAGE_SERVER_LOCAL_WORKERS_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace yirage::server {
+
+class LocalWorkers {
+ public:
+  struct Spec {
+    std::string backend;  // "cpu", ...
+    std::vector<std::string> extra_args;
+  };
+
+  // mode: "none", "cpu" or "auto". InvalidArgument for anything else.
+  static absl::StatusOr<std::vector<Spec>> SpecsForMode(const std::string& mode);
+
+  LocalWorkers(std::string worker_binary, std::string scheduler_address);
+  ~LocalWorkers();
+
+  // Starts one supervised worker per spec. Thread-safe.
+  absl::Status Start(const std::vector<Spec>& specs);
+  // Sends SIGTERM to every worker, waits (then SIGKILL), stops supervising.
+  void Stop();
+
+  // PIDs of running workers (tests kill them).
+  std::vector<pid_t> Pids();
+
+ private:
+  struct Child {
+    Spec spec;
+    pid_t pid = -1;
+    int restarts = 0;
+    double next_start = 0;
+  };
+  pid_t Spawn(const Spec& spec);
+  void SuperviseLoop();
+
+  const std::string worker_binary_;
+  const std::string scheduler_address_;
+  absl::Mutex mu_;
+  std::vector<Child> children_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> stop_{false};
+  std::thread supervisor_;
+};
+
+}  // namespace yirage::server
+
+#endif  // YIRAGE_SERVER_LOCAL_WORKERS_H_

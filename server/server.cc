@@ -1,0 +1,89 @@
+#include "server/server.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "spdlog/spdlog.h"
+
+namespace yirage::server {
+namespace {
+
+std::string HostOf(const std::string& address) {
+  auto colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(const std::string& listen,
+                                                             grpc::Service* service,
+                                                             std::string* bound) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service);
+  builder.SetMaxReceiveMessageSize(256 << 20);
+  builder.SetMaxSendMessageSize(256 << 20);
+  auto server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on '", listen,
+                                               "' (address in use or invalid)"));
+  }
+  *bound = absl::StrCat(HostOf(listen), ":", port);
+  return server;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  std::unique_ptr<Server> s(new Server());
+  s->options_ = options;
+  YIRAGE_ASSIGN_OR_RETURN(auto specs, LocalWorkers::SpecsForMode(options.local_workers));
+  YIRAGE_ASSIGN_OR_RETURN(s->store_, JobStore::Open(options.db_path, options.store));
+  YIRAGE_ASSIGN_OR_RETURN(s->metrics_, Metrics::Start(options.metrics_listen));
+  s->scheduler_ = std::make_unique<Scheduler>(options, s->store_.get(), s->metrics_.get());
+  s->job_service_ = std::make_unique<JobServiceImpl>(s->scheduler_.get());
+  s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->scheduler_.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  YIRAGE_ASSIGN_OR_RETURN(s->client_server_, BuildGrpcServer(options.client_listen,
+                                                             s->job_service_.get(),
+                                                             &s->client_address_));
+  YIRAGE_ASSIGN_OR_RETURN(s->worker_server_, BuildGrpcServer(options.worker_listen,
+                                                             s->worker_service_.get(),
+                                                             &s->worker_address_));
+  // A restart first settles what the crash left: expired leases go back to
+  // the queue, finished jobs are closed.
+  if (auto st = s->scheduler_->MaintainOnce(); !st.ok()) return st;
+  s->scheduler_->StartMaintenance();
+
+  std::string worker_binary = options.worker_binary;
+  if (worker_binary.empty()) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    std::string exe = n > 0 ? std::string(self, n) : std::string("yirage-server");
+    worker_binary = exe.substr(0, exe.rfind('/') + 1) + "yirage-worker";
+  }
+  std::string worker_target = s->worker_address_;
+  if (HostOf(worker_target) == "0.0.0.0" || HostOf(worker_target) == "[::]") {
+    worker_target = "127.0.0.1" + worker_target.substr(worker_target.rfind(':'));
+  }
+  s->local_workers_ = std::make_unique<LocalWorkers>(worker_binary, worker_target);
+  YIRAGE_RETURN_IF_ERROR(s->local_workers_->Start(specs));
+  return s;
+}
+
+void Server::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  spdlog::info("shutting down: draining RPCs");
+  auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
+  if (client_server_) client_server_->Shutdown(deadline);
+  if (worker_server_) worker_server_->Shutdown(deadline);
+  if (local_workers_) local_workers_->Stop();
+  if (scheduler_) scheduler_->StopMaintenance();
+}
+
+Server::~Server() { Shutdown(); }
+
+}  // namespace yirage::server

@@ -1,0 +1,278 @@
+// Process-level tests: the real yirage-server, yirage-worker and yirage-client
+// talking over loopback ports, each test with its own database and ports.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/integration/process_harness.h"
+
+namespace yirage::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+std::string Example(const std::string& name) {
+  return SourceDir() + "/examples/graphs/" + name + ".json";
+}
+
+bool IsFinal(const std::string& status) {
+  return status == "VERIFIED" || status == "MISMATCH" || status == "ERROR";
+}
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      std::cerr << "---- server log ----\n" << server_.Log() << "\n";
+    }
+    server_.Kill();
+    std::filesystem::remove_all(dir_);
+  }
+  void StartServer(const std::vector<std::string>& args) {
+    std::string error;
+    ASSERT_TRUE(server_.Start(dir_ + "/yirage.db", args, &error)) << error;
+  }
+  // Submits without waiting; returns the job id.
+  std::string Submit(const std::string& graph, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"submit", graph, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult r = server_.Client(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    json j = r.Json();
+    if (!j.is_object() || !j.contains("job_id")) return "";
+    return j["job_id"];
+  }
+  json Candidates(const std::string& job_id) {
+    CommandResult r = server_.Client({"candidates", job_id, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    json j = r.Json();
+    return j.is_object() ? j["candidates"] : json::array();
+  }
+  json Workers() {
+    CommandResult r = server_.Client({"workers", "--json"});
+    json j = r.Json();
+    return j.is_object() ? j["workers"] : json::array();
+  }
+
+  std::string dir_;
+  ServerProcess server_;
+};
+
+TEST_F(EndToEndTest, EveryExampleGraphSucceedsVerifiedAndExportsAKernel) {
+  StartServer({"--local-workers", "cpu"});
+  std::vector<std::string> graphs;
+  for (const auto& entry : std::filesystem::directory_iterator(SourceDir() + "/examples/graphs")) {
+    if (entry.path().extension() == ".json") graphs.push_back(entry.path().stem());
+  }
+  ASSERT_GE(graphs.size(), 5u);
+  for (const std::string& name : graphs) {
+    SCOPED_TRACE(name);
+    CommandResult r = server_.Client(
+        {"submit", Example(name), "--wait", "--json", "--budget-candidates", "6"}, seconds(300));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    json job = r.Json();
+    ASSERT_TRUE(job.is_object()) << r.out;
+    EXPECT_EQ(job["state"], "SUCCEEDED");
+    EXPECT_EQ(job["candidates_generated"], 6);
+    EXPECT_EQ(job["candidates_evaluated"], 6);
+    ASSERT_TRUE(job["best"].is_object());
+    EXPECT_TRUE(job["best"]["verified"].get<bool>());
+    EXPECT_GT(job["best"]["time_us"].get<double>(), 0);
+    EXPECT_GT(job["best"]["baseline_time_us"].get<double>(), 0);
+    EXPECT_GT(job["best"]["speedup"].get<double>(), 0);
+
+    // The exported kernel builds and runs with no YiRage code at all.
+    std::string out = dir_ + "/kernel_" + name;
+    CommandResult k = server_.Client({"kernel", job["job_id"], "--out", out});
+    ASSERT_EQ(k.exit_code, 0) << k.err;
+    std::ifstream manifest_file(out + "/manifest.json");
+    json manifest = json::parse(manifest_file, nullptr, false);
+    ASSERT_TRUE(manifest.is_object());
+    EXPECT_EQ(manifest["candidate_id"], job["best"]["candidate_id"]);
+    EXPECT_FALSE(manifest["inputs"].empty());
+    CommandResult build = RunCommand({"/bin/sh", out + "/build.sh"}, seconds(180));
+    ASSERT_EQ(build.exit_code, 0) << build.out << build.err;
+    CommandResult call = RunCommand({out + "/call_example"});
+    EXPECT_EQ(call.exit_code, 0) << call.out << call.err;
+  }
+}
+
+TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {
+  StartServer({"--local-workers", "none"});
+  struct Case {
+    std::string json_text;
+    std::vector<std::string> expected;  // fragments of the error
+  };
+  std::vector<Case> cases = {
+      {R"({"name":"g","inputs":[{"name":"A","shape":[4,8],"dtype":"float32"},
+          {"name":"B","shape":[9,4],"dtype":"float32"}],
+          "ops":[{"name":"Y","op":"matmul","inputs":["A","B"]}],"outputs":["Y"]})",
+       {"'Y'", "[4, 8]", "[9, 4]"}},
+      {R"({"name":"g","inputs":[{"name":"A","shape":[4],"dtype":"float32"}],
+          "ops":[{"name":"Y","op":"frobnicate","inputs":["A"]}],"outputs":["Y"]})",
+       {"'Y'", "frobnicate"}},
+      {R"({"name":"g","inputs":[{"name":"A","shape":[4],"dtype":"float64"}],
+          "ops":[{"name":"Y","op":"exp","inputs":["A"]}],"outputs":["Y"]})",
+       {"float64"}},
+      {R"({"name":"g","inputs":[{"name":"A","shape":[4],"dtype":"float32"}],
+          "ops":[{"name":"Y","op":"exp","inputs":["Q"]}],"outputs":["Y"]})",
+       {"'Y'", "'Q'"}},
+      {R"({"name":"g","inputs":[{"name":"A","shape":[4],"dtype":"float32"}],
+          "ops":[{"name":"Y","op":"exp","inputs":["A"]}],"outputs":["Z"]})",
+       {"'Z'"}},
+      {R"({"name":"g", "inputs": [})", {"JSON"}},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].json_text);
+    std::string path = dir_ + "/bad" + std::to_string(i) + ".json";
+    std::ofstream(path) << cases[i].json_text;
+    CommandResult r = server_.Client({"submit", path});
+    EXPECT_NE(r.exit_code, 0);
+    for (const auto& fragment : cases[i].expected) {
+      EXPECT_NE(r.err.find(fragment), std::string::npos) << "missing '" << fragment << "' in "
+                                                         << r.err;
+    }
+  }
+  // A graph that parses locally but fails server-side validation is refused
+  // by the server itself with the same kind of message (the client does not
+  // validate shapes).
+  CommandResult list = server_.Client({"list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_TRUE(list.Json()["jobs"].empty()) << "nothing may be queued for a bad graph";
+  // Unknown job ids and bad backends get clear errors too.
+  CommandResult missing = server_.Client({"get", "job-doesnotexist"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("job-doesnotexist"), std::string::npos) << missing.err;
+  CommandResult backend = server_.Client({"submit", Example("softmax"), "--backend", "tpu9"});
+  EXPECT_NE(backend.exit_code, 0);
+  EXPECT_NE(backend.err.find("tpu9"), std::string::npos) << backend.err;
+  // Still serving: a good job is accepted.
+  std::string job = Submit(Example("softmax"));
+  EXPECT_FALSE(job.empty());
+  CommandResult get = server_.Client({"get", job, "--json"});
+  EXPECT_EQ(get.exit_code, 0);
+  EXPECT_EQ(get.Json()["state"], "QUEUED");  // no workers in this test
+}
+
+TEST_F(EndToEndTest, KilledWorkerIsReplacedAndNoCandidateIsLost) {
+  StartServer({"--local-workers", "cpu", "--lease-seconds", "3", "--batch-size", "3"});
+  std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "18"});
+  ASSERT_FALSE(job_id.empty());
+  // Wait until a worker is in the middle of a batch, then SIGKILL it.
+  int killed = 0;
+  auto deadline = std::chrono::steady_clock::now() + seconds(120);
+  while (!killed && std::chrono::steady_clock::now() < deadline) {
+    for (const auto& w : Workers()) {
+      if (w["state"] == "executing" && w["connected"].get<bool>()) {
+        json job = server_.Client({"get", job_id, "--json"}).Json();
+        if (job.is_object() && job["candidates_evaluated"].get<int>() >= 1) {
+          killed = w["pid"];
+          ASSERT_EQ(kill(killed, SIGKILL), 0);
+          break;
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(killed, 0) << "never saw an executing worker";
+  json job = server_.WaitForJob(job_id, seconds(300));
+  ASSERT_TRUE(job.is_object());
+  EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
+  json candidates = Candidates(job_id);
+  EXPECT_EQ(candidates.size(), 18u);
+  int verified = 0;
+  for (const auto& c : candidates) {
+    EXPECT_TRUE(IsFinal(c["status"])) << c.dump();
+    verified += c["status"] == "VERIFIED";
+  }
+  EXPECT_GT(verified, 0);
+  // The server restarted the worker: a live one with another pid.
+  bool replaced = false;
+  for (const auto& w : Workers()) {
+    replaced |= w["connected"].get<bool>() && w["pid"].get<int>() != killed;
+  }
+  EXPECT_TRUE(replaced);
+  EXPECT_NE(server_.Log().find("killed by signal 9"), std::string::npos);
+}
+
+TEST_F(EndToEndTest, KilledServerResumesTheJobKeepingEveryMeasuredResult) {
+  StartServer({"--local-workers", "cpu", "--lease-seconds", "3", "--batch-size", "2"});
+  std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "14"});
+  ASSERT_FALSE(job_id.empty());
+  auto deadline = std::chrono::steady_clock::now() + seconds(120);
+  json before;
+  while (std::chrono::steady_clock::now() < deadline) {
+    json job = server_.Client({"get", job_id, "--json"}).Json();
+    if (job.is_object() && job["candidates_evaluated"].get<int>() >= 3 &&
+        job["state"] == "RUNNING") {
+      before = Candidates(job_id);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(before.empty()) << "the job never got going";
+  server_.Kill();  // SIGKILL: no chance to clean up
+
+  StartServer({"--local-workers", "cpu", "--lease-seconds", "3", "--batch-size", "2"});
+  json job = server_.WaitForJob(job_id, seconds(300));
+  ASSERT_TRUE(job.is_object());
+  EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
+  json after = Candidates(job_id);
+  ASSERT_EQ(after.size(), before.size());
+  int kept = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_TRUE(IsFinal(after[i]["status"])) << after[i].dump();
+    if (IsFinal(before[i]["status"])) {
+      // Measured before the crash: kept exactly.
+      EXPECT_EQ(after[i]["status"], before[i]["status"]);
+      EXPECT_EQ(after[i]["time_us"], before[i]["time_us"]);
+      EXPECT_EQ(after[i]["worker_id"], before[i]["worker_id"]);
+      ++kept;
+    }
+  }
+  EXPECT_GE(kept, 3);
+}
+
+TEST_F(EndToEndTest, CancelMetricsAndCleanShutdown) {
+  StartServer({"--local-workers", "none"});
+  std::string job_id = Submit(Example("gated_mlp"));
+  ASSERT_FALSE(job_id.empty());
+  CommandResult cancel = server_.Client({"cancel", job_id, "--json"});
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_EQ(cancel.Json()["state"], "CANCELLED");
+  CommandResult again = server_.Client({"cancel", job_id});
+  EXPECT_NE(again.exit_code, 0);
+  // Waiting on a cancelled job is not success.
+  EXPECT_EQ(server_.Client({"watch", job_id}).exit_code, 1);
+
+  // Metrics are refreshed by the maintenance loop.
+  std::string metrics;
+  for (int i = 0; i < 50; ++i) {
+    metrics = HttpGet(server_.metrics_address(), "/metrics");
+    if (metrics.find("yirage_jobs{state=\"cancelled\"} 1") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(metrics.find("yirage_jobs{state=\"cancelled\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("yirage_workers_connected"), std::string::npos);
+  EXPECT_NE(metrics.find("yirage_candidates_evaluated_total"), std::string::npos);
+  EXPECT_NE(metrics.find("yirage_candidate_evaluation_seconds"), std::string::npos);
+  EXPECT_NE(metrics.find("yirage_job_submissions_total{result=\"accepted\"} 1"),
+            std::string::npos);
+
+  int status = server_.Stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_NE(server_.Log().find("yirage-server stopped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace yirage::testing

@@ -1,0 +1,153 @@
+#include "workers/batch_evaluator.h"
+
+#include <chrono>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/graph.h"
+#include "core/tensor.h"
+#include "spdlog/spdlog.h"
+
+namespace yirage::worker {
+namespace {
+
+using yirage::v1::CandidateResult;
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Output buffers for one run, in graph output order.
+struct OutputBuffers {
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<void*> pointers;
+};
+
+OutputBuffers MakeOutputs(const core::Graph& graph) {
+  OutputBuffers out;
+  for (int id : graph.outputs()) {
+    const auto& t = graph.tensor(id);
+    // Filled with a NaN-ish pattern so an output the kernel never writes
+    // cannot pass by accident.
+    out.bytes.emplace_back(t.num_elements() * core::DTypeSize(t.dtype), 0xFF);
+  }
+  for (auto& b : out.bytes) out.pointers.push_back(b.data());
+  return out;
+}
+
+std::vector<core::HostTensor> DecodeOutputs(const core::Graph& graph, const OutputBuffers& out) {
+  std::vector<core::HostTensor> tensors;
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    const auto& t = graph.tensor(graph.outputs()[i]);
+    tensors.push_back(core::DecodeTensor(out.bytes[i].data(), t.shape, t.dtype));
+  }
+  return tensors;
+}
+
+}  // namespace
+
+absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch,
+                                      const Callbacks& callbacks) {
+  auto fail_all = [&](const std::string& error) {
+    for (const auto& c : batch.candidates()) {
+      CandidateResult r;
+      r.set_candidate_id(c.candidate_id());
+      r.set_status(yirage::v1::ERROR);
+      r.set_error(error);
+      callbacks.on_result(r);
+    }
+    return absl::OkStatus();
+  };
+  auto graph = core::Graph::FromProto(batch.graph());
+  if (!graph.ok()) return fail_all(absl::StrCat("graph: ", std::string(graph.status().message())));
+  core::Tolerance tolerance{batch.tolerance().rtol(), batch.tolerance().atol()};
+
+  std::vector<core::HostTensor> inputs = core::MakeRandomInputs(*graph, batch.seed());
+  auto reference = core::EvaluateReference(*graph, inputs);
+  if (!reference.ok()) {
+    return fail_all(absl::StrCat("reference: ", std::string(reference.status().message())));
+  }
+  std::vector<std::vector<uint8_t>> input_bytes;
+  std::vector<const void*> input_pointers;
+  for (int i = 0; i < graph->num_inputs(); ++i) {
+    input_bytes.push_back(core::EncodeTensor(inputs[i], graph->tensor(i).dtype));
+  }
+  for (auto& b : input_bytes) input_pointers.push_back(b.data());
+
+  // Plan 0 is the baseline; plan i+1 is candidate i.
+  yirage::v1::CompileRequest request;
+  *request.mutable_graph() = batch.graph();
+  *request.add_plans() = batch.baseline();
+  for (const auto& c : batch.candidates()) *request.add_plans() = c.plan();
+  auto compile_start = std::chrono::steady_clock::now();
+  yirage::v1::CompileResponse compiled;
+  auto module = backend_->Compile(request, &compiled);
+  if (!module.ok()) return fail_all(std::string(module.status().message()));
+  double compile_share = SecondsSince(compile_start) / request.plans_size();
+
+  // Runs, verifies and (if it matches) times plan `index`.
+  auto evaluate = [&](int index, int64_t candidate_id) {
+    auto start = std::chrono::steady_clock::now();
+    CandidateResult r;
+    r.set_candidate_id(candidate_id);
+    const auto& plan = compiled.plans(index);
+    r.set_source(plan.source());
+    if (!plan.ok()) {
+      r.set_status(yirage::v1::ERROR);
+      r.set_error(absl::StrCat("compile failed: ", plan.error()));
+    } else {
+      OutputBuffers out = MakeOutputs(*graph);
+      if (auto s = (*module)->Run(index, input_pointers, out.pointers); !s.ok()) {
+        r.set_status(yirage::v1::ERROR);
+        r.set_error(absl::StrCat("run failed: ", std::string(s.message())));
+      } else {
+        core::CompareResult cmp =
+            core::CompareOutputs(*graph, *reference, DecodeOutputs(*graph, out), tolerance);
+        r.set_max_abs_error(cmp.max_abs_error);
+        r.set_max_rel_error(cmp.max_rel_error);
+        if (!cmp.ok) {
+          r.set_status(yirage::v1::MISMATCH);
+          r.set_error(cmp.message);
+        } else {
+          auto timing = (*module)->Time(index, input_pointers, out.pointers, timing_);
+          if (!timing.ok()) {
+            r.set_status(yirage::v1::ERROR);
+            r.set_error(absl::StrCat("timing failed: ", std::string(timing.status().message())));
+          } else {
+            r.set_status(yirage::v1::VERIFIED);
+            r.set_time_us(timing->median_us);
+          }
+        }
+      }
+    }
+    r.set_evaluation_seconds(compile_share + SecondsSince(start));
+    return r;
+  };
+
+  callbacks.on_start(batch.baseline_candidate_id());
+  CandidateResult baseline = evaluate(0, batch.baseline_candidate_id());
+  double baseline_time = baseline.status() == yirage::v1::VERIFIED ? baseline.time_us() : 0;
+  if (baseline_time == 0) {
+    spdlog::warn("batch {}: baseline did not verify ({}); speedups of this batch are unknown",
+                 batch.batch_id(), baseline.error());
+  }
+  for (int i = 0; i < batch.candidates_size(); ++i) {
+    if (callbacks.should_stop()) return absl::OkStatus();
+    int64_t id = batch.candidates(i).candidate_id();
+    CandidateResult r;
+    if (id == batch.baseline_candidate_id()) {
+      r = baseline;
+    } else {
+      callbacks.on_start(id);
+      r = evaluate(i + 1, id);
+    }
+    r.set_baseline_time_us(baseline_time);
+    spdlog::info("candidate {}: {} {:.1f} us (baseline {:.1f} us){}{}", id,
+                 yirage::v1::CandidateStatus_Name(r.status()), r.time_us(), baseline_time,
+                 r.error().empty() ? "" : " - ", r.error().substr(0, 200));
+    callbacks.on_result(r);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace yirage::worker

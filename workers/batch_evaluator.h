@@ -1,0 +1,46 @@
+// Evaluates one leased batch on a backend: seeded inputs and the float64
+// reference, one compile for the batch's plans, then per candidate: run,
+// compare every output, and time the ones that match. The baseline plan is
+// timed in the same batch so speedups compare like with like.
+#ifndef YIRAGE_WORKERS_BATCH_EVALUATOR_H_
+#define YIRAGE_WORKERS_BATCH_EVALUATOR_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "backends/backend_api.h"
+#include "workers/backend_library.h"
+#include "yirage/v1/worker.pb.h"
+
+namespace yirage::worker {
+
+class BatchEvaluator {
+ public:
+  struct Callbacks {
+    // Called before a candidate (or the baseline) starts running; the
+    // scheduler blames that candidate if the worker dies before the next call.
+    std::function<void(int64_t candidate_id)> on_start;
+    // Called once per batch candidate with its final result.
+    std::function<void(const yirage::v1::CandidateResult&)> on_result;
+    // Polled between candidates; true stops the batch early.
+    std::function<bool()> should_stop;
+  };
+
+  // REQUIRES: backend outlives the evaluator.
+  BatchEvaluator(BackendLibrary* backend, const YirageTimingOptions& timing)
+      : backend_(backend), timing_(timing) {}
+
+  // Every candidate of the batch gets exactly one on_result unless
+  // should_stop cut the batch short. Errors of single candidates are results,
+  // not a failed status.
+  absl::Status Evaluate(const yirage::v1::Batch& batch, const Callbacks& callbacks);
+
+ private:
+  BackendLibrary* const backend_;
+  const YirageTimingOptions timing_;
+};
+
+}  // namespace yirage::worker
+
+#endif  // YIRAGE_WORKERS_BATCH_EVALUATOR_H_

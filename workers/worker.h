@@ -1,0 +1,73 @@
+// The worker's side of the scheduler protocol: say what we are doing, do what
+// the scheduler answers, call again when it says. Evaluation runs on its own
+// thread so heartbeats (which renew the batch lease) keep flowing while a
+// candidate compiles or runs. Results are kept until acknowledged, so a
+// scheduler restart loses none of them.
+#ifndef YIRAGE_WORKERS_WORKER_H_
+#define YIRAGE_WORKERS_WORKER_H_
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "backends/backend_api.h"
+#include "workers/backend_library.h"
+#include "yirage/v1/worker.grpc.pb.h"
+
+namespace yirage::worker {
+
+struct WorkerOptions {
+  std::string scheduler = "127.0.0.1:50052";
+  std::string backend = "cpu";
+  std::string backend_dir;  // where libyirage_backend_<name>.so lives
+  std::string worker_id;    // generated when empty
+  double rpc_timeout_seconds = 10;
+  YirageTimingOptions timing{/*warmup_runs=*/3, /*max_runs=*/100, /*target_seconds=*/0.05,
+                             /*min_runs=*/5, /*flush_bytes=*/0};
+};
+
+class Worker {
+ public:
+  // REQUIRES: backend has a device (Probe said so).
+  Worker(const WorkerOptions& options, std::unique_ptr<BackendLibrary> backend,
+         std::string device_description);
+  ~Worker();
+
+  const std::string& worker_id() const { return worker_id_; }
+
+  // Runs until *stop becomes true. Returns only then, after a last attempt
+  // to deliver finished results.
+  absl::Status Run(const std::atomic<bool>* stop);
+
+ private:
+  yirage::v1::SynchronizeRequest BuildRequest() ABSL_LOCKS_EXCLUDED(mu_);
+  void HandleResponse(const yirage::v1::SynchronizeResponse& response) ABSL_LOCKS_EXCLUDED(mu_);
+  void StartBatch(const yirage::v1::Batch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void JoinFinishedEvaluation() ABSL_LOCKS_EXCLUDED(mu_);
+
+  const WorkerOptions options_;
+  std::unique_ptr<BackendLibrary> backend_;
+  const std::string device_description_;
+  std::string worker_id_;
+  std::string hostname_;
+  std::unique_ptr<yirage::v1::WorkerService::Stub> stub_;
+
+  absl::Mutex mu_;
+  std::optional<std::string> batch_id_ ABSL_GUARDED_BY(mu_);
+  int64_t current_candidate_ ABSL_GUARDED_BY(mu_) = 0;
+  bool evaluation_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool abandon_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<yirage::v1::CandidateResult> unacknowledged_ ABSL_GUARDED_BY(mu_);
+  std::thread evaluation_;
+  std::atomic<bool> wake_{false};
+};
+
+}  // namespace yirage::worker
+
+#endif  // YIRAGE_WORKERS_WORKER_H_
