@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
+  // Logs often go to a file or pipe: flush every line so nothing is lost to
+  // a crash and a reader sees events as they happen.
+  spdlog::flush_on(spdlog::level::trace);
 
   // SIGTERM/SIGINT are taken synchronously by sigwait below, so no handler
   // runs in a random thread.

@@ -73,7 +73,12 @@ void Worker::HandleResponse(const yirage::v1::SynchronizeResponse& response) {
     }
   }
   if (response.has_abandon() && batch_id_ == response.abandon().batch_id()) {
-    spdlog::warn("abandoning {}: {}", response.abandon().batch_id(), response.abandon().reason());
+    // After the last result of a batch is stored the scheduler closes it; only
+    // an early close means work is being dropped.
+    if (results_left_ > 0) {
+      spdlog::warn("abandoning {}: {}", response.abandon().batch_id(),
+                   response.abandon().reason());
+    }
     abandon_ = true;
   }
   // A batch is over once its evaluation ended and every result is stored (or
@@ -94,6 +99,7 @@ void Worker::StartBatch(const yirage::v1::Batch& batch) {
     mu_.Lock();
   }
   batch_id_ = batch.batch_id();
+  results_left_ = batch.candidates_size();
   current_candidate_ = 0;
   evaluation_done_ = false;
   abandon_ = false;
@@ -109,6 +115,7 @@ void Worker::StartBatch(const yirage::v1::Batch& batch) {
     callbacks.on_result = [this](const yirage::v1::CandidateResult& r) {
       absl::MutexLock lock(&mu_);
       unacknowledged_.push_back(r);
+      --results_left_;
       wake_ = true;  // deliver results promptly
     };
     callbacks.should_stop = [this] {

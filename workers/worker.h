@@ -63,6 +63,7 @@ class Worker {
   int64_t current_candidate_ ABSL_GUARDED_BY(mu_) = 0;
   bool evaluation_done_ ABSL_GUARDED_BY(mu_) = false;
   bool abandon_ ABSL_GUARDED_BY(mu_) = false;
+  int results_left_ ABSL_GUARDED_BY(mu_) = 0;  // candidates of the batch not yet evaluated
   std::deque<yirage::v1::CandidateResult> unacknowledged_ ABSL_GUARDED_BY(mu_);
   std::thread evaluation_;
   std::atomic<bool> wake_{false};

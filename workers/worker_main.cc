@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
+  // Logs often go to a file or pipe: flush every line so nothing is lost to
+  // a crash and a reader sees events as they happen.
+  spdlog::flush_on(spdlog::level::trace);
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [worker " + std::to_string(getpid()) + "] [%l] %v");
 
   if (options.backend_dir.empty()) {

@@ -546,9 +546,10 @@ class RowKernelEmitter {
       for (int u = 0; u < kRows; ++u) {
         const std::string iv = absl::StrCat("i", u);
         code->L("const int64_t ", iv, " = i + ", u, ";");
-        code->L("const int64_t r", u, " = r0 + ", iv, ";");
-        code->L("(void)r", u, ";");
-        OperandRow(j, 0, Space(k), absl::StrCat("pa", u), code, iv, absl::StrCat("r", u));
+        const std::string rv = absl::StrCat("rr", u);  // not r0: the block's first row
+        code->L("const int64_t ", rv, " = r0 + ", iv, ";");
+        code->L("(void)", rv, ";");
+        OperandRow(j, 0, Space(k), absl::StrCat("pa", u), code, iv, rv);
         code->L("float* __restrict const q", u, " = b", j, " + ", iv, " * ", n, " + n0;");
       }
       code->L("const ", ctx_.ReadType(tb), "* const pb = ", ctx_.Var(tb), ";");

