@@ -318,10 +318,13 @@ int ClientCommands::Workers() {
     return 0;
   }
   out_ << std::left << std::setw(40) << "WORKER" << std::setw(8) << "BACKEND" << std::setw(11)
-       << "STATE" << std::setw(11) << "CONNECTED" << "DEVICE\n";
+       << "STATE" << std::setw(11) << "CONNECTED" << std::setw(34) << "CHIP" << "DEVICE\n";
   for (const auto& w : response.workers()) {
     nlohmann::json device = WorkerToJson(w)["device"];
-    std::string name = device.is_object() && device.contains("model_name") &&
+    std::string name = device.is_object() && device.contains("model") &&
+                               device["model"].is_string()
+                           ? device["model"].get<std::string>()
+                       : device.is_object() && device.contains("model_name") &&
                                device["model_name"].is_string()
                            ? device["model_name"].get<std::string>()
                            : (device.is_object() && device.contains("name") &&
@@ -329,8 +332,8 @@ int ClientCommands::Workers() {
                                   ? device["name"].get<std::string>()
                                   : "");
     out_ << std::left << std::setw(40) << w.worker_id() << std::setw(8) << w.backend()
-         << std::setw(11) << w.state() << std::setw(11) << (w.connected() ? "yes" : "no") << name
-         << "\n";
+         << std::setw(11) << w.state() << std::setw(11) << (w.connected() ? "yes" : "no")
+         << std::setw(34) << (w.chip_id().empty() ? "-" : w.chip_id()) << name << "\n";
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "client/chip_commands.h"
 #include "client/client_commands.h"
 
 int main(int argc, char** argv) {
@@ -56,10 +57,70 @@ int main(int argc, char** argv) {
   auto* workers_cmd = app.add_subcommand("workers", "workers and their devices");
   workers_cmd->add_flag("--json", json, "print one JSON object");
 
+  auto* chips_cmd = app.add_subcommand("chips", "the chip registry");
+  chips_cmd->require_subcommand(1);
+  yirage::client::ChipListOptions chip_filter;
+  std::string chip_id, chip_file;
+  bool overwrite = false;
+  int watch_count = 0;
+  double watch_seconds = 0;
+  auto* chips_list_cmd = chips_cmd->add_subcommand("list", "list chips");
+  chips_list_cmd->add_option("--vendor", chip_filter.vendor, "only this vendor");
+  chips_list_cmd->add_option("--backend", chip_filter.backend, "only this backend");
+  chips_list_cmd->add_option("--category", chip_filter.category, "only this category");
+  chips_list_cmd->add_flag("--json", json, "print one JSON object");
+  auto* chips_get_cmd = chips_cmd->add_subcommand("get", "show one chip (JSON)");
+  chips_get_cmd->add_option("chip", chip_id)->required();
+  chips_get_cmd->add_flag("--json", json, "include server timestamps");
+  auto* chips_register_cmd =
+      chips_cmd->add_subcommand("register", "register a chip from a JSON file (one chip object)");
+  chips_register_cmd->add_option("file", chip_file)->required();
+  chips_register_cmd->add_flag("--overwrite", overwrite, "replace a chip of the same id");
+  chips_register_cmd->add_flag("--json", json, "print one JSON object");
+  auto* chips_delete_cmd = chips_cmd->add_subcommand("delete", "delete a chip");
+  chips_delete_cmd->add_option("chip", chip_id)->required();
+  chips_delete_cmd->add_flag("--json", json, "print one JSON object");
+  auto* chips_import_cmd =
+      chips_cmd->add_subcommand("import", "import a JSON list of chips (all or nothing)");
+  chips_import_cmd->add_option("file", chip_file)->required();
+  chips_import_cmd->add_flag("--overwrite", overwrite, "replace chips that exist and differ");
+  chips_import_cmd->add_flag("--json", json, "print one JSON object");
+  auto* chips_export_cmd = chips_cmd->add_subcommand("export", "write chips to a JSON file");
+  chips_export_cmd->add_option("file", chip_file)->required();
+  chips_export_cmd->add_option("--vendor", chip_filter.vendor, "only this vendor");
+  chips_export_cmd->add_option("--backend", chip_filter.backend, "only this backend");
+  chips_export_cmd->add_option("--category", chip_filter.category, "only this category");
+  chips_export_cmd->add_flag("--json", json, "print one JSON object");
+  auto* chips_watch_cmd =
+      chips_cmd->add_subcommand("watch", "print chip registrations, changes and deletions");
+  chips_watch_cmd->add_option("--count", watch_count, "stop after N events (0 = never)")
+      ->check(CLI::NonNegativeNumber);
+  chips_watch_cmd->add_option("--for", watch_seconds, "stop after S seconds (0 = never)")
+      ->check(CLI::NonNegativeNumber);
+  chips_watch_cmd->add_flag("--json", json, "one JSON object per line");
+  auto* chips_search_cmd =
+      chips_cmd->add_subcommand("search-config", "the search space a chip's jobs get");
+  chips_search_cmd->add_option("chip", chip_id)->required();
+  chips_search_cmd->add_flag("--json", json, "print one JSON object");
+
   CLI11_PARSE(app, argc, argv);
   yirage::client::ClientCommands commands(
       server, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json,
       std::cout, std::cerr);
+  if (*chips_cmd) {
+    yirage::client::ChipCommands chips(
+        server, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json,
+        std::cout, std::cerr);
+    if (*chips_list_cmd) return chips.List(chip_filter);
+    if (*chips_get_cmd) return chips.Get(chip_id);
+    if (*chips_register_cmd) return chips.Register(chip_file, overwrite);
+    if (*chips_delete_cmd) return chips.Delete(chip_id);
+    if (*chips_import_cmd) return chips.Import(chip_file, overwrite);
+    if (*chips_export_cmd) return chips.Export(chip_file, chip_filter);
+    if (*chips_watch_cmd) return chips.Watch(watch_count, watch_seconds);
+    if (*chips_search_cmd) return chips.SearchConfig(chip_id);
+    return 2;
+  }
   if (*submit_cmd) return commands.Submit(submit);
   if (*watch_cmd) return commands.Watch(job_id);
   if (*get_cmd) return commands.Get(job_id);

@@ -68,7 +68,7 @@ nlohmann::json WorkerToJson(const yirage::v1::WorkerInfo& w) {
           {"hostname", w.hostname()},     {"pid", w.pid()},
           {"state", w.state()},           {"current_batch", w.current_batch()},
           {"connected", w.connected()},   {"last_seen_unix", w.last_seen_unix()},
-          {"device", device}};
+          {"chip_id", w.chip_id()},       {"device", device}};
 }
 
 }  // namespace yirage::client

@@ -1,6 +1,10 @@
 #include "core/candidate_generator.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -17,6 +21,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "core/cost_model.h"
+#include "core/fingerprint.h"
+#include "core/graph_hash.h"
+#include "core/rewrite.h"
 #include "core/graph.h"
 #include "core/partition_enumerator.h"
 #include "core/row_group.h"
@@ -327,9 +334,7 @@ absl::Status CheckTensorList(const Graph& graph, const KernelPlan& kernel, const
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status ValidatePlan(const Graph& graph, const Plan& plan) {
+absl::Status ValidatePlanAgainst(const Graph& graph, const Plan& plan) {
   const int num_ops = static_cast<int>(graph.ops().size());
   if (plan.kernels_size() == 0) return absl::InvalidArgumentError("plan has no kernels");
 
@@ -442,7 +447,8 @@ absl::Status ValidatePlan(const Graph& graph, const Plan& plan) {
   return absl::OkStatus();
 }
 
-double EstimatePlanCost(const Graph& graph, const Plan& plan, const SearchOptions& options) {
+double EstimatePlanCostAgainst(const Graph& graph, const Plan& plan,
+                               const SearchOptions& options) {
   double cost = 0;
   for (const KernelPlan& kernel : plan.kernels()) {
     std::vector<int> ops;
@@ -462,9 +468,9 @@ double EstimatePlanCost(const Graph& graph, const Plan& plan, const SearchOption
   return cost;
 }
 
-absl::StatusOr<std::vector<Plan>> GenerateCandidates(const Graph& graph,
-                                                     const SearchOptions& options) {
-  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+// The plans of one graph (no rewrites), baseline first.
+absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
+                                                        const SearchOptions& options) {
   if (graph.ops().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' has no ops"));
   }
@@ -549,7 +555,7 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidates(const Graph& graph,
     Plan plan = MakePlan(graph, partitions[c.partition], schedules);
     plan.set_description(absl::StrCat(PartitionToString(graph, partitions[c.partition]), " ",
                                       VariantToString(graph, variants[c.variant], plan, options)));
-    plan.set_estimated_cost(EstimatePlanCost(graph, plan, options));
+    plan.set_estimated_cost(EstimatePlanCostAgainst(graph, plan, options));
     ranked.emplace_back(std::move(plan), c);
   }
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
@@ -561,7 +567,7 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidates(const Graph& graph,
   Plan baseline = MakePlan(graph, partitions[0], baseline_schedules);
   baseline.set_baseline(true);
   baseline.set_description(absl::StrCat(PartitionToString(graph, partitions[0]), " baseline"));
-  baseline.set_estimated_cost(EstimatePlanCost(graph, baseline, options));
+  baseline.set_estimated_cost(EstimatePlanCostAgainst(graph, baseline, options));
   plans.push_back(std::move(baseline));
   for (auto& [plan, combo] : ranked) {
     if (options.max_candidates > 0 && static_cast<int>(plans.size()) >= options.max_candidates) {
@@ -570,11 +576,198 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidates(const Graph& graph,
     plans.push_back(std::move(plan));
   }
   for (const Plan& plan : plans) {
-    if (absl::Status s = ValidatePlan(graph, plan); !s.ok()) {
+    if (absl::Status s = ValidatePlanAgainst(graph, plan); !s.ok()) {
       return absl::InternalError(
           absl::StrCat("generated plan '", plan.description(), "' is invalid: ", s.message()));
     }
   }
+  return plans;
+}
+
+// (job graph hash, rewritten graph hash) pairs whose fingerprints matched in
+// this process.
+std::mutex verified_mu;
+std::set<std::pair<Hash128, Hash128>>& VerifiedPairs() {
+  static auto* pairs = new std::set<std::pair<Hash128, Hash128>>();
+  return *pairs;
+}
+void RecordVerified(const Hash128& job, const Hash128& rewritten) {
+  std::lock_guard<std::mutex> lock(verified_mu);
+  VerifiedPairs().insert({job, rewritten});
+}
+bool WasVerified(const Hash128& job, const Hash128& rewritten) {
+  std::lock_guard<std::mutex> lock(verified_mu);
+  return VerifiedPairs().contains({job, rewritten});
+}
+
+// Runs f(i) for i in [0, n) on up to `threads` threads.
+template <typename F>
+void ParallelFor(int n, int threads, F f) {
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int i = next++; i < n; i = next++) f(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
+absl::Status ValidatePlan(const Graph& graph, const Plan& plan) {
+  if (!plan.has_graph()) return ValidatePlanAgainst(graph, plan);
+  absl::StatusOr<Graph> own = Graph::FromProto(plan.graph());
+  if (!own.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan.graph is invalid: ", own.status().message()));
+  }
+  if (absl::Status s = CheckSameSignature(graph, *own); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan.graph does not keep the job graph's inputs and outputs: ", s.message()));
+  }
+  if (!plan.fingerprint_verified()) {
+    return absl::InvalidArgumentError(
+        "plan.graph is set but fingerprint_verified is false: rewritten graphs must pass the "
+        "fingerprint check before dispatch");
+  }
+  const Hash128 job_hash = CanonicalGraphHash(graph);
+  const Hash128 own_hash = CanonicalGraphHash(*own);
+  if (job_hash != own_hash && !WasVerified(job_hash, own_hash)) {
+    FingerprintOptions fo;
+    fo.trials = std::max(1, plan.fingerprint_trials());
+    const FingerprintResult r = CheckFingerprintEquivalent(graph, *own, fo);
+    if (!r.equivalent) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plan.graph is not fingerprint-equivalent to the job graph: ", r.message));
+    }
+    RecordVerified(job_hash, own_hash);
+  }
+  if (absl::Status s = ValidatePlanAgainst(*own, plan); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("against plan.graph: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+double EstimatePlanCost(const Graph& graph, const Plan& plan, const SearchOptions& options) {
+  if (!plan.has_graph()) return EstimatePlanCostAgainst(graph, plan, options);
+  absl::StatusOr<Graph> own = Graph::FromProto(plan.graph());
+  if (!own.ok()) return EstimatePlanCostAgainst(graph, plan, options);  // meaningless, harmless
+  return EstimatePlanCostAgainst(*own, plan, options);
+}
+
+absl::StatusOr<std::vector<Plan>> GenerateCandidates(const Graph& graph,
+                                                     const SearchOptions& options) {
+  return GenerateCandidatesWithStats(graph, options, nullptr);
+}
+
+absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph,
+                                                              const SearchOptions& options,
+                                                              SearchStats* stats) {
+  const auto start = std::chrono::steady_clock::now();
+  SearchStats local;
+  SearchStats& st = stats != nullptr ? *stats : local;
+  st = SearchStats{};
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (graph.ops().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' has no ops"));
+  }
+  const int threads =
+      std::max(1, options.search_threads > 0
+                      ? options.search_threads
+                      : static_cast<int>(std::thread::hardware_concurrency()));
+
+  // 1. Rewritten graphs, fingerprint-verified.
+  std::vector<RewrittenGraph> rewritten;
+  if (options.enable_rewrites) {
+    RewriteOptions ro;
+    ro.max_graphs = options.max_rewrite_graphs;
+    ro.time_budget_seconds = options.rewrite_time_budget_seconds;
+    ro.threads = threads;
+    ro.fingerprint.trials = options.fingerprint_trials;
+    RewriteStats rs;
+    absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(graph, ro, &rs);
+    if (!found.ok()) return found.status();
+    rewritten = *std::move(found);
+    st.graphs_explored = rs.graphs_explored;
+    st.rewrites_generated = rs.rewrites_generated;
+    st.duplicates = rs.duplicates;
+    st.rewrites_verified = rs.rewrites_verified;
+    st.rewrites_rejected = rs.rewrites_rejected;
+    st.fingerprint_checks = rs.fingerprint_checks;
+    st.budget_exhausted = rs.budget_exhausted;
+    st.rewrite_seconds = rs.seconds;
+    st.rewrites_skipped = rs.skipped;
+    const Hash128 job_hash = CanonicalGraphHash(graph);
+    for (const RewrittenGraph& r : rewritten) RecordVerified(job_hash, r.hash);
+  }
+
+  // 2. Plans of every graph, in parallel.
+  const int num_graphs = 1 + static_cast<int>(rewritten.size());
+  std::vector<absl::StatusOr<std::vector<Plan>>> per_graph(num_graphs,
+                                                          absl::UnknownError("not run"));
+  SearchOptions inner = options;
+  inner.max_candidates = 0;
+  ParallelFor(num_graphs, threads, [&](int i) {
+    const Graph& g = i == 0 ? graph : *rewritten[i - 1].graph;
+    per_graph[i] = GeneratePlansForGraph(g, inner);
+  });
+  if (!per_graph[0].ok()) return per_graph[0].status();
+
+  // 3. Merge: baseline, then every other plan by cost (ties: the original
+  // graph's first, in their own order).
+  std::vector<Plan> rest;
+  for (int i = 0; i < num_graphs; ++i) {
+    if (!per_graph[i].ok()) continue;  // a rewritten graph with no plans: skip it
+    std::vector<Plan>& plans = *per_graph[i];
+    if (i == 0) {
+      for (size_t k = 1; k < plans.size(); ++k) rest.push_back(std::move(plans[k]));
+      continue;
+    }
+    const RewrittenGraph& r = rewritten[i - 1];
+    std::vector<Plan> own;
+    for (Plan& p : plans) {
+      p.set_baseline(false);
+      own.push_back(std::move(p));
+    }
+    std::stable_sort(own.begin(), own.end(), [](const Plan& a, const Plan& b) {
+      return a.estimated_cost() < b.estimated_cost();
+    });
+    if (static_cast<int>(own.size()) > options.max_plans_per_rewrite) {
+      own.resize(std::max(1, options.max_plans_per_rewrite));
+    }
+    const std::string tag = absl::StrCat("rw:", absl::StrJoin(r.rewrites, "+"), " ");
+    for (size_t k = 0; k < own.size(); ++k) {
+      Plan& p = own[k];
+      *p.mutable_graph() = r.graph->proto();
+      p.mutable_graph()->set_name(absl::StrCat(graph.name(), "/", HashToString(r.hash).substr(0, 8)));
+      for (const std::string& name : r.rewrites) p.add_rewrites(name);
+      p.set_fingerprint_verified(true);
+      p.set_fingerprint_trials(r.fingerprint.trials);
+      p.set_fingerprint_false_pass_bound(r.fingerprint.false_pass_bound);
+      p.set_description(tag + p.description());
+      rest.push_back(std::move(p));
+    }
+  }
+  auto by_cost = [](const Plan& a, const Plan& b) { return a.estimated_cost() < b.estimated_cost(); };
+  std::stable_sort(rest.begin(), rest.end(), by_cost);
+  std::vector<Plan> plans;
+  plans.push_back(std::move((*per_graph[0])[0]));
+  const int limit = options.max_candidates > 0 ? options.max_candidates : kMaxGeneratedPlans;
+  for (Plan& p : rest) {
+    if (static_cast<int>(plans.size()) >= limit) break;
+    plans.push_back(std::move(p));
+  }
+  for (const Plan& plan : plans) {
+    if (!plan.has_graph()) continue;  // checked by GeneratePlansForGraph
+    if (absl::Status s = ValidatePlan(graph, plan); !s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("generated plan '", plan.description(), "' is invalid: ", s.message()));
+    }
+    ++st.rewritten_plans;
+  }
+  st.plans = static_cast<int>(plans.size());
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return plans;
 }
 

@@ -3,6 +3,7 @@
 #ifndef YIRAGE_CORE_CANDIDATE_GENERATOR_H_
 #define YIRAGE_CORE_CANDIDATE_GENERATOR_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,44 @@ struct SearchOptions {
   int num_threads = 0;     // 0 = unknown
   int64_t cache_bytes = 0; // last-level cache per core, 0 = unknown
   int simd_width_floats = 8;
+
+  // ---- The target chip (set by core/chip_search.h from the chip registry;
+  // 0 / empty = unknown, keep the generator's defaults). ----
+  std::string chip_id;
+  int warp_size = 0;              // threads of a warp/wavefront/sub-group; 1 on CPUs
+  int num_compute_units = 0;      // SMs, CUs, Xe cores, CPU cores
+  int max_threads_per_block = 0;  // GPU block (work-group) limit
+  // On-chip bytes the operand tiles of one kernel may occupy: shared memory
+  // per block on GPUs, L2 per core on CPUs.
+  int64_t max_tile_bytes = 0;
+  std::vector<int> tile_sizes;     // tile_n / tile_k choices, ascending, each fitting max_tile_bytes
+  std::vector<int> block_threads;  // threads per block: multiples of warp_size <= the limits
+  std::vector<int> grid_blocks;    // grid sizes: whole waves over num_compute_units
+
+  // ---- Algebraic rewrites (core/rewrite.h): the original graph and every
+  // fingerprint-verified rewritten graph are planned and ranked together. ----
+  bool enable_rewrites = true;
+  int max_rewrite_graphs = 32;       // distinct rewritten graphs fingerprinted, at most
+  int fingerprint_trials = 3;
+  int max_plans_per_rewrite = 40;    // plans kept per rewritten graph (cheapest first)
+  double rewrite_time_budget_seconds = 0;  // 0 = no limit (max_rewrite_graphs bounds the work)
+  int search_threads = 0;            // scheduler threads; 0 = hardware_concurrency()
+};
+
+// What a search did (GenerateCandidatesWithStats), for logs and users.
+struct SearchStats {
+  int graphs_explored = 0;     // distinct rewritten graphs fingerprinted
+  int rewrites_generated = 0;  // rewritten graphs produced by rules, duplicates included
+  int duplicates = 0;          // dropped: canonical hash already seen
+  int rewrites_verified = 0;   // passed the fingerprint (planned)
+  int rewrites_rejected = 0;   // failed the fingerprint (never dispatched)
+  int64_t fingerprint_checks = 0;
+  int plans = 0;               // plans returned
+  int rewritten_plans = 0;     // of which on a rewritten graph
+  bool budget_exhausted = false;
+  std::string rewrites_skipped;  // why no rewrite was tried (graph too large), or empty
+  double rewrite_seconds = 0;  // wall time of the rewrite search and fingerprints
+  double seconds = 0;          // wall time of the whole search
 };
 
 // Returns the plans, baseline first (one kernel per op, default schedules,
@@ -29,14 +68,28 @@ struct SearchOptions {
 absl::StatusOr<std::vector<yirage::v1::Plan>> GenerateCandidates(
     const Graph& graph, const SearchOptions& options);
 
+// GenerateCandidates plus what the search did. Rewritten plans carry their own
+// graph (Plan.graph), the rules applied (Plan.rewrites) and their fingerprint
+// (Plan.fingerprint_*); they rank with the original graph's plans by cost,
+// after the baseline (at most 200 plans in all when max_candidates is 0).
+// `stats` may be null. Fingerprinting and per-graph planning run on
+// options.search_threads threads.
+absl::StatusOr<std::vector<yirage::v1::Plan>> GenerateCandidatesWithStats(
+    const Graph& graph, const SearchOptions& options, SearchStats* stats);
+
 // Checks a plan against its graph: every op in exactly one kernel, kernels in
 // an order where every input is available, inputs/outputs lists complete and
 // exact, KERNEL_ROW groups legal (AnalyzeRowGroup), KERNEL_GENERIC kernels
-// holding one op, schedule fields positive.
+// holding one op, schedule fields positive. A plan with its own graph
+// (Plan.graph) is checked against that graph, which must keep `graph`'s
+// signature (CheckSameSignature), carry fingerprint_verified, and be
+// fingerprint-equivalent to `graph`: pairs verified in this process are
+// remembered, others are fingerprinted here.
 absl::Status ValidatePlan(const Graph& graph, const yirage::v1::Plan& plan);
 
 // Relative cost estimate of a plan (bytes moved plus flops, weighted); used to
-// rank candidates and shown to users. Lower is better.
+// rank candidates and shown to users. Lower is better. A plan with its own
+// graph is costed against that graph.
 double EstimatePlanCost(const Graph& graph, const yirage::v1::Plan& plan,
                         const SearchOptions& options);
 

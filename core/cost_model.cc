@@ -55,6 +55,7 @@ double OpFlops(const Graph& graph, int op_index) {
     case OpType::kSoftmax:
       return (kTranscendentalFlops + 4.0) * out;
     case OpType::kConcat:
+    case OpType::kSlice:
       return 0.0;
     default:  // cheap elementwise
       return out;

@@ -52,6 +52,7 @@ constexpr OpDef kOpDefs[] = {
     {OpType::kLayerNorm, "layer_norm"},
     {OpType::kSoftmax, "softmax"},
     {OpType::kConcat, "concat"},
+    {OpType::kSlice, "slice"},
 };
 
 // This absl build's string_view is not std::string_view; StrCat needs its own.
@@ -105,6 +106,7 @@ std::vector<std::string_view> AllowedAttrs(OpType type) {
   if (IsUnaryElementwise(type)) return {};
   if (IsReduction(type)) return {"axis", "keepdim"};
   if (type == OpType::kRmsNorm || type == OpType::kLayerNorm) return {"axis", "eps"};
+  if (type == OpType::kSlice) return {"axis", "start", "end"};
   return {"axis"};  // softmax, concat
 }
 
@@ -393,6 +395,26 @@ absl::Status InferConcat(const OpContext& ctx, const AttrReader& attrs, OpInfo* 
   return absl::OkStatus();
 }
 
+absl::Status InferSlice(const OpContext& ctx, const AttrReader& attrs, OpInfo* op,
+                        std::vector<int64_t>* shape) {
+  if (absl::Status s = CheckInputCount(ctx, 1, 1); !s.ok()) return s;
+  const int rank = static_cast<int>(ctx.in[0]->shape.size());
+  if (absl::Status s = ReadAxis(ctx, attrs, rank, true, -1, &op->axis); !s.ok()) return s;
+  if (!attrs.Has("end")) return ctx.Error("attrs.end is required (an integer)");
+  op->slice_start = 0;
+  if (absl::Status s = attrs.GetInt("start", &op->slice_start); !s.ok()) return s;
+  if (absl::Status s = attrs.GetInt("end", &op->slice_end); !s.ok()) return s;
+  const int64_t dim = ctx.in[0]->shape[op->axis];
+  if (op->slice_start < 0 || op->slice_end > dim || op->slice_start >= op->slice_end) {
+    return ctx.Error(absl::StrCat("attrs.start ", op->slice_start, " and attrs.end ",
+                                  op->slice_end, " must satisfy 0 <= start < end <= ", dim,
+                                  " (dim ", op->axis, " of ", ctx.OperandWithShape(0), ")"));
+  }
+  *shape = ctx.in[0]->shape;
+  (*shape)[op->axis] = op->slice_end - op->slice_start;
+  return absl::OkStatus();
+}
+
 // Finds one cycle among the ops not emitted by the topological sort and
 // describes it as "'A' (ops[0]) -> 'B' (ops[1]) -> 'A' (ops[0])", in data-flow
 // order. `deps[j]` are the file indices of the ops op j reads from.
@@ -521,6 +543,40 @@ int DTypeSize(yirage::v1::DType dtype) {
   }
 }
 
+absl::Status CheckSameSignature(const Graph& reference, const Graph& other) {
+  auto same = [](const TensorInfo& a, const TensorInfo& b) {
+    return a.name == b.name && a.shape == b.shape && a.dtype == b.dtype;
+  };
+  auto describe = [](const TensorInfo& t) {
+    return absl::StrCat("'", t.name, "' ", ShapeToString(t.shape), " ", Sv(DTypeName(t.dtype)));
+  };
+  if (reference.num_inputs() != other.num_inputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("the graph has ", other.num_inputs(),
+                                                   " inputs, expected ", reference.num_inputs()));
+  }
+  for (int i = 0; i < reference.num_inputs(); ++i) {
+    if (!same(reference.tensor(i), other.tensor(i))) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs[", i, "] is ",
+                                                     describe(other.tensor(i)), ", expected ",
+                                                     describe(reference.tensor(i))));
+    }
+  }
+  if (reference.outputs().size() != other.outputs().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the graph has ", other.outputs().size(),
+                                                   " outputs, expected ",
+                                                   reference.outputs().size()));
+  }
+  for (size_t o = 0; o < reference.outputs().size(); ++o) {
+    const TensorInfo& a = reference.tensor(reference.outputs()[o]);
+    const TensorInfo& b = other.tensor(other.outputs()[o]);
+    if (!same(a, b)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("outputs[", o, "] is ", describe(b), ", expected ", describe(a)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 int Graph::FindTensor(std::string_view name) const {
   for (int i = 0; i < num_tensors(); ++i) {
     if (tensors_[i].name == name) return i;
@@ -535,7 +591,10 @@ int Graph::FindOp(std::string_view name) const {
   return -1;
 }
 
-absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& proto) {
+absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original) {
+  absl::StatusOr<yirage::v1::Graph> expanded = ExpandCompoundOps(original);
+  if (!expanded.ok()) return expanded.status();
+  const yirage::v1::Graph& proto = *expanded;
   const int num_inputs = proto.inputs_size();
   const int num_ops = proto.ops_size();
 
@@ -700,6 +759,8 @@ absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& proto) {
       status = InferNorm(ctx, attrs, &op, &shape);
     } else if (op.type == OpType::kSoftmax) {
       status = InferSoftmax(ctx, attrs, &op, &shape);
+    } else if (op.type == OpType::kSlice) {
+      status = InferSlice(ctx, attrs, &op, &shape);
     } else {
       status = InferConcat(ctx, attrs, &op, &shape);
     }

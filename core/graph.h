@@ -26,6 +26,9 @@ enum class OpType {
   // Normalizations and softmax over one axis.
   kRmsNorm, kLayerNorm, kSoftmax,
   kConcat,
+  // Contiguous slice [start, end) of one axis (public; rewrites use it to split
+  // the output of a matmul over concatenated weights).
+  kSlice,
 };
 
 // "matmul" -> kMatmul, ...; false for an unknown name.
@@ -60,11 +63,21 @@ struct OpInfo {
   double scalar = 0;
   bool transpose_b = false;  // matmul: B is [..., N, K]
   bool gelu_tanh = false;    // gelu approximate == "tanh"
+  int64_t slice_start = 0;   // slice: [slice_start, slice_end) of `axis`
+  int64_t slice_end = 0;
 };
+
+// The compound operations of the graph builders (gated_mlp, rms_norm_linear,
+// gemm_softmax, gemm_layernorm, self_attention) expanded into primitive ops;
+// the compound op's name names its final op, the others are named
+// "<name>/<part>". Graphs without compound ops are returned unchanged.
+// Graph::FromProto calls this first. Expansions: docs/graph-format.md.
+bool IsCompoundOp(std::string_view name);
+absl::StatusOr<yirage::v1::Graph> ExpandCompoundOps(const yirage::v1::Graph& proto);
 
 class Graph {
  public:
-  // Validates `proto` and builds the IR. Errors name the op (or input) and the
+  // Expands compound ops (ExpandCompoundOps), validates and builds the IR. Errors name the op (or input) and the
   // field, and say what was expected: unknown op, missing input, shape
   // mismatch (with both shapes), bad dtype, bad rank, cycle, unknown or
   // unused output, duplicate name, bad attribute. Outputs must name ops (not
@@ -96,6 +109,10 @@ class Graph {
   std::vector<int> outputs_;
   int num_inputs_ = 0;
 };
+
+// OK when `other` has the same inputs and outputs as `reference`: names,
+// shapes and dtypes, in the same order (what a rewritten graph must keep).
+absl::Status CheckSameSignature(const Graph& reference, const Graph& other);
 
 // NumPy broadcast of two shapes; error text names both shapes.
 absl::StatusOr<std::vector<int64_t>> BroadcastShapes(

@@ -16,7 +16,7 @@ std::string OpLabel(const OpInfo& op) {
 
 bool IsLastAxisOp(OpType type) {
   return IsReduction(type) || type == OpType::kRmsNorm || type == OpType::kLayerNorm ||
-         type == OpType::kSoftmax || type == OpType::kConcat;
+         type == OpType::kSoftmax || type == OpType::kConcat || type == OpType::kSlice;
 }
 
 }  // namespace
@@ -132,6 +132,7 @@ absl::StatusOr<RowGroupInfo> AnalyzeRowGroup(const Graph& graph, absl::Span<cons
       // The row a reduction or concat reads is the operand itself; every other
       // op broadcasts its operands along its own row width.
       const bool own_width = IsReduction(op.type) || op.type == OpType::kConcat ||
+                             op.type == OpType::kSlice ||
                              ((op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
                                op.type == OpType::kSoftmax) &&
                               slot == 0);

@@ -9,8 +9,8 @@
 //     (keepdim or not) the lead dims are the input's dims but the last and the
 //     row width is 1; for every other op they are out_shape[:-1] and the row
 //     width is out_shape[-1]. A rank-1 output has lead dims [] (one row).
-//  2. Allowed ops: elementwise; reduce_*, rms_norm, layer_norm, softmax and
-//     concat over the last axis; matmul.
+//  2. Allowed ops: elementwise; reduce_*, rms_norm, layer_norm, softmax,
+//     concat and slice over the last axis; matmul.
 //  3. An operand produced inside the group ("in-group") must have shape
 //     [lead..., w] with w equal to the consumer's row width or 1 (broadcast
 //     along the row). A keepdim=false reduction therefore has no in-group

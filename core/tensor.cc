@@ -290,6 +290,20 @@ HostTensor EvalConcat(const OpInfo& op, const std::vector<const HostTensor*>& in
   return out;
 }
 
+HostTensor EvalSlice(const OpInfo& op, const HostTensor& x, const std::vector<int64_t>& out_shape) {
+  const int64_t outer = Product(x.shape, 0, op.axis);
+  const int64_t len = x.shape[op.axis];
+  const int64_t inner = Product(x.shape, op.axis + 1, x.shape.size());
+  const int64_t width = op.slice_end - op.slice_start;
+  HostTensor out{out_shape, {}};
+  out.data.reserve(NumElements(out_shape));
+  for (int64_t o = 0; o < outer; ++o) {
+    const auto begin = x.data.begin() + (o * len + op.slice_start) * inner;
+    out.data.insert(out.data.end(), begin, begin + width * inner);
+  }
+  return out;
+}
+
 HostTensor EvalOp(const OpInfo& op, const std::vector<const HostTensor*>& in,
                   const std::vector<int64_t>& out_shape) {
   if (op.type == OpType::kMatmul) return EvalMatmul(op, *in[0], *in[1], out_shape);
@@ -312,6 +326,7 @@ HostTensor EvalOp(const OpInfo& op, const std::vector<const HostTensor*>& in,
   }
   if (IsReduction(op.type)) return EvalReduction(op, *in[0], out_shape);
   if (op.type == OpType::kConcat) return EvalConcat(op, in, out_shape);
+  if (op.type == OpType::kSlice) return EvalSlice(op, *in[0], out_shape);
   return EvalRowwise(op, in);
 }
 

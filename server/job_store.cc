@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
+#include "core/builtin_chips.h"
+#include "core/chip.h"
 #include "core/status_macros.h"
 
 namespace yirage::server {
@@ -13,6 +15,49 @@ using yirage::v1::Candidate;
 using yirage::v1::CandidateStatus;
 using yirage::v1::Job;
 using yirage::v1::JobState;
+
+std::string SqlQuote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    out.push_back(c);
+    if (c == '\'') out.push_back('\'');
+  }
+  return out + "'";
+}
+
+// Version 2: the chip registry, seeded with the built-in catalog, and the
+// chip each worker's device matched. (A later change to the catalog needs a
+// new migration: databases at version 2 never run this one again.)
+std::vector<std::string> ChipRegistryMigration() {
+  std::vector<std::string> sql = {
+      R"sql(CREATE TABLE chips (
+           chip_id TEXT PRIMARY KEY,
+           vendor TEXT NOT NULL,
+           backend TEXT NOT NULL,
+           category TEXT NOT NULL,
+           body TEXT NOT NULL,
+           created REAL NOT NULL,
+           updated REAL NOT NULL))sql",
+      "CREATE INDEX chips_by_backend ON chips(backend, vendor)",
+      "ALTER TABLE workers ADD COLUMN chip_id TEXT NOT NULL DEFAULT ''"};
+  auto chips = core::BuiltinChips();
+  if (!chips.ok()) {
+    // A broken catalog is a build defect (core/chip_test.cc guards it): fail
+    // the migration, naming the problem, rather than start without chips.
+    sql.push_back(absl::StrCat("SELECT * FROM ", SqlQuote(absl::StrCat(
+                                                     "invalid built-in chip catalog: ",
+                                                     std::string(chips.status().message())))));
+    return sql;
+  }
+  for (const auto& chip : *chips) {
+    sql.push_back(absl::StrCat(
+        "INSERT INTO chips (chip_id, vendor, backend, category, body, created, updated) VALUES (",
+        SqlQuote(chip.chip_id()), ", ", SqlQuote(chip.vendor()), ", ", SqlQuote(chip.backend()),
+        ", ", SqlQuote(chip.category()), ", ", SqlQuote(core::ChipToJson(chip).dump()),
+        ", (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0)"));
+  }
+  return sql;
+}
 
 // Schema history. Never edit a released migration: append a new one.
 std::vector<std::vector<std::string>> Migrations() {
@@ -72,6 +117,7 @@ std::vector<std::vector<std::string>> Migrations() {
            current_batch TEXT NOT NULL DEFAULT '',
            first_seen REAL NOT NULL,
            last_seen REAL NOT NULL))sql"},
+      ChipRegistryMigration(),
   };
 }
 
@@ -105,6 +151,8 @@ bool IsFinal(JobState state) {
 }
 
 }  // namespace
+
+std::vector<std::vector<std::string>> SchemaMigrations() { return Migrations(); }
 
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path,
                                                          const JobStoreOptions& options) {
@@ -379,6 +427,14 @@ absl::Status JobStore::UpsertWorker(const yirage::v1::SynchronizeRequest& reques
       .Bind(7, executing ? request.status().executing().batch_id() : "")
       .Bind(8, now)
       .Bind(9, now);
+  return s.Run();
+}
+
+absl::Status JobStore::SetWorkerChip(const std::string& worker_id, const std::string& chip_id) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("UPDATE workers SET chip_id = ? WHERE worker_id = ?"));
+  s.Bind(1, chip_id).Bind(2, worker_id);
   return s.Run();
 }
 
@@ -687,7 +743,7 @@ absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> JobStore::ListWorkers(double
   absl::MutexLock lock(&mu_);
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s, db_->Prepare("SELECT worker_id, backend, hostname, pid, device, state, "
-                                "current_batch, last_seen FROM workers ORDER BY first_seen"));
+                                "current_batch, last_seen, chip_id FROM workers ORDER BY first_seen"));
   std::vector<yirage::v1::WorkerInfo> out;
   for (;;) {
     YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -702,6 +758,7 @@ absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> JobStore::ListWorkers(double
     w.set_current_batch(s.ColumnText(6));
     w.set_last_seen_unix(s.ColumnDouble(7));
     w.set_connected(now - w.last_seen_unix() <= options_.worker_timeout_seconds);
+    w.set_chip_id(s.ColumnText(8));
     out.push_back(std::move(w));
   }
   return out;

@@ -46,6 +46,10 @@ struct RecordReport {
   std::vector<std::string> jobs_finished;
 };
 
+// Every schema migration of the server's database, oldest first (shared by
+// every store that opens it: JobStore, ChipStore).
+std::vector<std::vector<std::string>> SchemaMigrations();
+
 // Thread-safe: every method takes the store's mutex (SQLite has one writer).
 class JobStore {
  public:
@@ -77,6 +81,8 @@ class JobStore {
 
   // ---- Worker protocol ----
   absl::Status UpsertWorker(const yirage::v1::SynchronizeRequest& request, double now);
+  // Records the registry chip a worker's device matched ("" = none).
+  absl::Status SetWorkerChip(const std::string& worker_id, const std::string& chip_id);
   // Stores results of candidates still leased to `batch_id`; results for
   // candidates no longer in that batch are acknowledged but dropped.
   absl::StatusOr<RecordReport> RecordResults(

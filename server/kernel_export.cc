@@ -108,7 +108,7 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
   AddFile(&response, "call_example.cpp", example);
   AddFile(&response, "build.sh",
           absl::StrCat("#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n", build,
-                       "\ng++ -O2 call_example.cpp -L. -lyirage_kernel -Wl,-rpath,. -o "
+                       "\ng++ -O2 call_example.cpp -L. -lyirage_kernel -Wl,-rpath,'$ORIGIN' -o "
                        "call_example\n"));
   return response;
 }

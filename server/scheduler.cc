@@ -1,11 +1,14 @@
 #include "server/scheduler.h"
 
 #include <chrono>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/rpc_util.h"
 #include "core/candidate_generator.h"
+#include "core/chip.h"
+#include "core/chip_search.h"
 #include "core/graph.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
@@ -20,20 +23,42 @@ const char* const kKnownBackends[] = {"cpu", "cuda", "hip", "level_zero"};
 
 }  // namespace
 
-Scheduler::Scheduler(const ServerOptions& options, JobStore* store, Metrics* metrics)
-    : options_(options), store_(store), metrics_(metrics) {}
+Scheduler::Scheduler(const ServerOptions& options, JobStore* store, Metrics* metrics,
+                     ChipStore* chips)
+    : options_(options), store_(store), metrics_(metrics), chips_(chips) {}
 
 Scheduler::~Scheduler() { StopMaintenance(); }
 
 absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     const yirage::v1::SubmitJobRequest& input) {
   yirage::v1::SubmitJobRequest request = input;
-  if (request.backend().empty()) request.set_backend("cpu");
   auto reject = [&](absl::Status status) {
     if (metrics_) metrics_->JobRejected();
     spdlog::info("rejected job for graph '{}': {}", request.graph().name(), std::string(status.message()));
     return status;
   };
+  std::optional<yirage::v1::Chip> target;
+  if (!request.chip_id().empty()) {
+    if (chips_ == nullptr) {
+      return reject(absl::FailedPreconditionError("chip_id: this server has no chip registry"));
+    }
+    auto chip = chips_->Get(request.chip_id());
+    if (absl::IsNotFound(chip.status())) {
+      return reject(absl::InvalidArgumentError(
+          absl::StrCat("chip_id: no chip '", request.chip_id(),
+                       "' in the registry (see `yirage-client chips list`)")));
+    }
+    if (!chip.ok()) return chip.status();
+    if (request.backend().empty()) request.set_backend(chip->backend());
+    const bool portable = request.backend() == "triton" || request.backend() == "mlir";
+    if (request.backend() != chip->backend() && !portable) {
+      return reject(absl::InvalidArgumentError(
+          absl::StrCat("chip_id: chip '", chip->chip_id(), "' is a ", chip->backend(),
+                       " chip; backend '", request.backend(), "' cannot target it")));
+    }
+    target = std::move(*chip);
+  }
+  if (request.backend().empty()) request.set_backend("cpu");
   bool known = false;
   for (const char* b : kKnownBackends) known |= request.backend() == b;
   if (!known) {
@@ -55,10 +80,15 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     return reject(absl::InvalidArgumentError(
         absl::StrCat("graph '", request.graph().name(), "': ", std::string(graph.status().message()))));
   }
+  if (!target.has_value() && chips_ != nullptr) {
+    YIRAGE_ASSIGN_OR_RETURN(target, ConnectedWorkersChip(request.backend()));
+    if (target.has_value()) request.set_chip_id(target->chip_id());
+  }
   core::SearchOptions search;
   search.backend = request.backend();
-  search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates()
-                                                          : options_.max_candidates_default;
+  search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates() : 0;
+  if (target.has_value()) search = core::SearchOptionsForChip(*target, search);
+  if (search.max_candidates == 0) search.max_candidates = options_.max_candidates_default;
   auto start = std::chrono::steady_clock::now();
   auto plans = core::GenerateCandidates(*graph, search);
   if (!plans.ok()) {
@@ -71,8 +101,10 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
                           store_->CreateJob(request, tolerance, *plans, UnixNow()));
   if (metrics_) metrics_->JobSubmitted();
-  spdlog::info("job {} queued: graph '{}', backend {}, {} candidates ({:.1f} ms search)", job_id,
-               request.graph().name(), request.backend(), plans->size(), search_seconds * 1e3);
+  spdlog::info("job {} queued: graph '{}', backend {}, chip {}, {} candidates ({:.1f} ms search)",
+               job_id, request.graph().name(), request.backend(),
+               request.chip_id().empty() ? std::string("(none)") : request.chip_id(),
+               plans->size(), search_seconds * 1e3);
   yirage::v1::SubmitJobResponse response;
   response.set_job_id(job_id);
   response.set_candidates_generated(static_cast<int32_t>(plans->size()));
@@ -89,6 +121,13 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
   }
   double now = UnixNow();
   YIRAGE_RETURN_IF_ERROR(store_->UpsertWorker(request, now));
+  if (chips_ != nullptr) {
+    // A worker whose device cannot be resolved still works; it just has no chip.
+    if (auto chip = ResolveWorkerChip(request); !chip.ok()) {
+      spdlog::warn("worker {}: cannot resolve its chip: {}", request.worker_id(),
+                   std::string(chip.status().message()));
+    }
+  }
   yirage::v1::SynchronizeResponse response;
   response.set_next_call_after_seconds(options_.worker_poll_seconds);
 
@@ -132,6 +171,74 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
     response.mutable_idle();
   }
   return response;
+}
+
+absl::StatusOr<std::string> Scheduler::ResolveWorkerChip(
+    const yirage::v1::SynchronizeRequest& request) {
+  const uint64_t generation = chips_->generation();
+  {
+    absl::MutexLock lock(&worker_chips_mu_);
+    auto it = worker_chips_.find(request.worker_id());
+    if (it != worker_chips_.end() &&
+        it->second.device_description == request.device_description() &&
+        it->second.generation == generation) {
+      return it->second.chip_id;
+    }
+  }
+  YIRAGE_ASSIGN_OR_RETURN(std::string chip_id,
+                          MatchOrRegisterDevice(request.backend(), request.device_description()));
+  YIRAGE_RETURN_IF_ERROR(store_->SetWorkerChip(request.worker_id(), chip_id));
+  absl::MutexLock lock(&worker_chips_mu_);
+  auto& entry = worker_chips_[request.worker_id()];
+  if (entry.chip_id != chip_id || entry.device_description != request.device_description()) {
+    spdlog::info("worker {} runs on chip '{}'", request.worker_id(), chip_id);
+  }
+  // Registering a detected chip bumped the generation: take the new one.
+  entry = {request.device_description(), chips_->generation(), chip_id};
+  return chip_id;
+}
+
+absl::StatusOr<std::string> Scheduler::MatchOrRegisterDevice(
+    const std::string& backend, const std::string& device_description) {
+  nlohmann::json device = nlohmann::json::parse(device_description, nullptr, false);
+  if (device.is_discarded() || !device.is_object()) {
+    return absl::InvalidArgumentError("device_description: not a JSON object");
+  }
+  YIRAGE_ASSIGN_OR_RETURN(std::vector<yirage::v1::Chip> registry, chips_->List({}));
+  if (auto match = core::MatchDevice(device, backend, registry); match.has_value()) {
+    spdlog::debug("device matched chip '{}': {}", match->chip_id, match->reason);
+    return match->chip_id;
+  }
+  YIRAGE_ASSIGN_OR_RETURN(yirage::v1::Chip chip, core::ChipFromDevice(device, backend));
+  bool created = false;
+  auto stored = chips_->Register(chip, /*overwrite=*/false, UnixNow(), &created);
+  if (absl::IsAlreadyExists(stored.status())) return chip.chip_id();  // a racing worker's
+  if (!stored.ok()) return stored.status();
+  spdlog::info("registered unknown {} device '{}' as chip '{}'", backend, chip.chip_name(),
+               chip.chip_id());
+  return chip.chip_id();
+}
+
+absl::StatusOr<std::optional<yirage::v1::Chip>> Scheduler::ConnectedWorkersChip(
+    const std::string& backend) {
+  YIRAGE_ASSIGN_OR_RETURN(auto workers, store_->ListWorkers(UnixNow()));
+  std::map<std::string, int> counts;
+  for (const auto& w : workers) {
+    if (w.connected() && w.backend() == backend && !w.chip_id().empty()) ++counts[w.chip_id()];
+  }
+  std::string best;
+  int best_count = 0;
+  for (const auto& [id, n] : counts) {
+    if (n > best_count) {
+      best = id;
+      best_count = n;
+    }
+  }
+  if (best.empty()) return std::optional<yirage::v1::Chip>();
+  auto chip = chips_->Get(best);
+  if (absl::IsNotFound(chip.status())) return std::optional<yirage::v1::Chip>();  // deleted since
+  if (!chip.ok()) return chip.status();
+  return std::optional<yirage::v1::Chip>(std::move(*chip));
 }
 
 absl::Status Scheduler::MaintainOnce() {

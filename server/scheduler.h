@@ -8,10 +8,15 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/chip_store.h"
 #include "server/job_store.h"
 #include "server/metrics.h"
 #include "server/server_options.h"
@@ -23,12 +28,17 @@ namespace yirage::server {
 // Thread-safe.
 class Scheduler {
  public:
-  // REQUIRES: store and metrics outlive the scheduler.
-  Scheduler(const ServerOptions& options, JobStore* store, Metrics* metrics);
+  // REQUIRES: store, metrics and chips outlive the scheduler. Without a chip
+  // store, jobs get no chip-derived search space and workers no chip.
+  Scheduler(const ServerOptions& options, JobStore* store, Metrics* metrics,
+            ChipStore* chips = nullptr);
   ~Scheduler();
 
   // Validates and queues a job. InvalidArgument (naming the op and field) for
-  // a bad graph or request; nothing is stored then.
+  // a bad graph or request; nothing is stored then. The search space follows
+  // from the target chip: request.chip_id (which must exist; an empty backend
+  // then means the chip's), else the chip most connected workers of the
+  // backend matched, if any.
   absl::StatusOr<yirage::v1::SubmitJobResponse> Submit(
       const yirage::v1::SubmitJobRequest& request);
 
@@ -44,10 +54,31 @@ class Scheduler {
 
   JobStore* store() { return store_; }
 
+  // The registry chip a worker's device description matches; an unknown
+  // device is registered from its measured properties (metadata detected =
+  // unknown-device). "" when the description names no device. Cached per
+  // worker until its description or the registry changes.
+  absl::StatusOr<std::string> ResolveWorkerChip(const yirage::v1::SynchronizeRequest& request);
+
  private:
+  absl::StatusOr<std::string> MatchOrRegisterDevice(const std::string& backend,
+                                                    const std::string& device_description);
+  // The chip for a job without chip_id: that of the connected workers of
+  // `backend` (the most common one). nullopt when none has one.
+  absl::StatusOr<std::optional<yirage::v1::Chip>> ConnectedWorkersChip(const std::string& backend);
+
+  struct WorkerChip {
+    std::string device_description;
+    uint64_t generation = 0;
+    std::string chip_id;
+  };
+
   const ServerOptions options_;
   JobStore* const store_;
   Metrics* const metrics_;
+  ChipStore* const chips_;
+  absl::Mutex worker_chips_mu_;
+  absl::flat_hash_map<std::string, WorkerChip> worker_chips_ ABSL_GUARDED_BY(worker_chips_mu_);
   std::atomic<bool> stop_{false};
   std::thread maintenance_;
 };

@@ -14,13 +14,12 @@ std::string HostOf(const std::string& address) {
   return colon == std::string::npos ? address : address.substr(0, colon);
 }
 
-absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(const std::string& listen,
-                                                             grpc::Service* service,
-                                                             std::string* bound) {
+absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(
+    const std::string& listen, const std::vector<grpc::Service*>& services, std::string* bound) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(service);
+  for (grpc::Service* service : services) builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(256 << 20);
   builder.SetMaxSendMessageSize(256 << 20);
   auto server = builder.BuildAndStart();
@@ -39,18 +38,26 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->options_ = options;
   YIRAGE_ASSIGN_OR_RETURN(auto specs, LocalWorkers::SpecsForMode(options.local_workers));
   YIRAGE_ASSIGN_OR_RETURN(s->store_, JobStore::Open(options.db_path, options.store));
+  YIRAGE_ASSIGN_OR_RETURN(s->chip_store_, ChipStore::Open(options.db_path));
+  s->chip_broadcaster_ = std::make_unique<ChipBroadcaster>();
+  s->chip_store_->SetListener(
+      [b = s->chip_broadcaster_.get()](const yirage::v1::ChipEvent& e) { b->Publish(e); });
   YIRAGE_ASSIGN_OR_RETURN(s->metrics_, Metrics::Start(options.metrics_listen));
-  s->scheduler_ = std::make_unique<Scheduler>(options, s->store_.get(), s->metrics_.get());
+  s->scheduler_ = std::make_unique<Scheduler>(options, s->store_.get(), s->metrics_.get(),
+                                              s->chip_store_.get());
   s->job_service_ = std::make_unique<JobServiceImpl>(s->scheduler_.get());
+  s->registry_service_ = std::make_unique<RegistryServiceImpl>(
+      s->chip_store_.get(), s->chip_broadcaster_.get(), options.max_candidates_default);
   s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->scheduler_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  YIRAGE_ASSIGN_OR_RETURN(s->client_server_, BuildGrpcServer(options.client_listen,
-                                                             s->job_service_.get(),
-                                                             &s->client_address_));
+  YIRAGE_ASSIGN_OR_RETURN(
+      s->client_server_,
+      BuildGrpcServer(options.client_listen, {s->job_service_.get(), s->registry_service_.get()},
+                      &s->client_address_));
   YIRAGE_ASSIGN_OR_RETURN(s->worker_server_, BuildGrpcServer(options.worker_listen,
-                                                             s->worker_service_.get(),
+                                                             {s->worker_service_.get()},
                                                              &s->worker_address_));
   // A restart first settles what the crash left: expired leases go back to
   // the queue, finished jobs are closed.
@@ -78,6 +85,8 @@ void Server::Shutdown() {
   shut_down_ = true;
   spdlog::info("shutting down: draining RPCs");
   auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
+  // Open WatchChips streams would otherwise hold the drain until the deadline.
+  if (chip_broadcaster_) chip_broadcaster_->CloseAll();
   if (client_server_) client_server_->Shutdown(deadline);
   if (worker_server_) worker_server_->Shutdown(deadline);
   if (local_workers_) local_workers_->Stop();

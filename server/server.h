@@ -8,9 +8,11 @@
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
+#include "server/chip_store.h"
 #include "server/job_service.h"
 #include "server/local_workers.h"
 #include "server/metrics.h"
+#include "server/registry_service.h"
 #include "server/scheduler.h"
 #include "server/server_options.h"
 #include "server/worker_service.h"
@@ -36,9 +38,13 @@ class Server {
   Server() = default;
   ServerOptions options_;
   std::unique_ptr<JobStore> store_;
+  std::unique_ptr<ChipStore> chip_store_;
+  // Declared before the gRPC servers: outlives every WatchChips stream.
+  std::unique_ptr<ChipBroadcaster> chip_broadcaster_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<JobServiceImpl> job_service_;
+  std::unique_ptr<RegistryServiceImpl> registry_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> client_server_;
   std::unique_ptr<grpc::Server> worker_server_;

@@ -19,7 +19,11 @@ std::string TakeString(const YirageBackendV1* api, char* text) {
 absl::StatusOr<std::unique_ptr<BackendLibrary>> BackendLibrary::Load(
     const std::string& name, const std::string& directory) {
   std::string file = absl::StrCat("libyirage_backend_", name, ".so");
-  std::string path = directory.empty() ? file : absl::StrCat(directory, "/", file);
+  return LoadFile(name, directory.empty() ? file : absl::StrCat(directory, "/", file));
+}
+
+absl::StatusOr<std::unique_ptr<BackendLibrary>> BackendLibrary::LoadFile(
+    const std::string& name, const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     return absl::NotFoundError(absl::StrCat("cannot load backend '", name, "' from ", path, ": ",

@@ -21,6 +21,9 @@ class BackendLibrary {
   // path when empty) and checks its ABI version.
   static absl::StatusOr<std::unique_ptr<BackendLibrary>> Load(const std::string& name,
                                                               const std::string& directory);
+  // Loads the backend named `name` from the library file `path`.
+  static absl::StatusOr<std::unique_ptr<BackendLibrary>> LoadFile(const std::string& name,
+                                                                  const std::string& path);
   ~BackendLibrary();
 
   const std::string& name() const { return name_; }

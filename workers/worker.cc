@@ -61,9 +61,13 @@ void Worker::JoinFinishedEvaluation() {
   if (done && evaluation_.joinable()) evaluation_.join();
 }
 
-void Worker::HandleResponse(const yirage::v1::SynchronizeResponse& response) {
+void Worker::HandleResponse(const yirage::v1::SynchronizeRequest& request,
+                            const yirage::v1::SynchronizeResponse& response) {
   JoinFinishedEvaluation();
   absl::MutexLock lock(&mu_);
+  if (request.status().has_executing()) {
+    reported_candidate_ = request.status().executing().current_candidate_id();
+  }
   for (int64_t id : response.acknowledged()) {
     for (auto it = unacknowledged_.begin(); it != unacknowledged_.end(); ++it) {
       if (it->candidate_id() == id) {
@@ -109,8 +113,16 @@ void Worker::StartBatch(const yirage::v1::Batch& batch) {
     BatchEvaluator evaluator(backend_.get(), options_.timing);
     BatchEvaluator::Callbacks callbacks;
     callbacks.on_start = [this](int64_t id) {
+      // The scheduler must know which candidate runs before it runs: if it
+      // kills us, that is the one to blame. Wait (bounded) for the next
+      // Synchronize to carry it.
       absl::MutexLock lock(&mu_);
       current_candidate_ = id;
+      wake_ = true;
+      auto told = [this, id]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return reported_candidate_ == id || abandon_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&told), absl::Seconds(options_.rpc_timeout_seconds));
     };
     callbacks.on_result = [this](const yirage::v1::CandidateResult& r) {
       absl::MutexLock lock(&mu_);
@@ -154,7 +166,7 @@ absl::Status Worker::Run(const std::atomic<bool>* stop) {
     if (!was_connected) spdlog::info("connected to scheduler {}", options_.scheduler);
     was_connected = true;
     backoff = 0.5;
-    HandleResponse(response);
+    HandleResponse(request, response);
     *next_call = response.next_call_after_seconds() > 0 ? response.next_call_after_seconds() : 1.0;
     return true;
   };

@@ -47,7 +47,8 @@ class Worker {
 
  private:
   yirage::v1::SynchronizeRequest BuildRequest() ABSL_LOCKS_EXCLUDED(mu_);
-  void HandleResponse(const yirage::v1::SynchronizeResponse& response) ABSL_LOCKS_EXCLUDED(mu_);
+  void HandleResponse(const yirage::v1::SynchronizeRequest& request,
+                      const yirage::v1::SynchronizeResponse& response) ABSL_LOCKS_EXCLUDED(mu_);
   void StartBatch(const yirage::v1::Batch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void JoinFinishedEvaluation() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -61,6 +62,8 @@ class Worker {
   absl::Mutex mu_;
   std::optional<std::string> batch_id_ ABSL_GUARDED_BY(mu_);
   int64_t current_candidate_ ABSL_GUARDED_BY(mu_) = 0;
+  // The current candidate the scheduler last acknowledged hearing about.
+  int64_t reported_candidate_ ABSL_GUARDED_BY(mu_) = 0;
   bool evaluation_done_ ABSL_GUARDED_BY(mu_) = false;
   bool abandon_ ABSL_GUARDED_BY(mu_) = false;
   int results_left_ ABSL_GUARDED_BY(mu_) = 0;  // candidates of the batch not yet evaluated

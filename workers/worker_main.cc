@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   app.add_option("--backend", options.backend, "backend: cpu, cuda, ...")->capture_default_str();
   app.add_option("--backend-dir", options.backend_dir,
                  "directory holding libyirage_backend_<name>.so (default: beside this binary)");
+  std::string backend_library;
+  app.add_option("--backend-library", backend_library,
+                 "load the backend from this .so instead of libyirage_backend_<name>.so");
   app.add_option("--worker-id", options.worker_id, "stable id (default: host-backend-pid-random)");
   app.add_option("--rpc-timeout", options.rpc_timeout_seconds, "deadline of each call, seconds")
       ->capture_default_str();
@@ -49,7 +52,9 @@ int main(int argc, char** argv) {
     std::string exe = n > 0 ? std::string(self, n) : std::string("./yirage-worker");
     options.backend_dir = exe.substr(0, exe.rfind('/'));
   }
-  auto backend = yirage::worker::BackendLibrary::Load(options.backend, options.backend_dir);
+  auto backend = backend_library.empty()
+                     ? yirage::worker::BackendLibrary::Load(options.backend, options.backend_dir)
+                     : yirage::worker::BackendLibrary::LoadFile(options.backend, backend_library);
   if (!backend.ok()) {
     std::fprintf(stderr, "yirage-worker: %s\n", std::string(backend.status().message()).c_str());
     return 2;

@@ -451,6 +451,12 @@ class RowKernelEmitter {
                 ";");
         off += in.back();
       }
+    } else if (op.type == OpType::kSlice) {
+      const std::vector<int64_t>& in = g_.tensor(op.inputs[0]).shape;
+      const bool stride = OperandRow(j, 0, in, "p0", code);
+      code->Line(Simd(s_));
+      code->L("for (int64_t c = 0; c < ", w, "; ++c) q[c] = ",
+              stride ? absl::StrCat("yr_ld(p0, c + ", op.slice_start, ")") : "yr_ld(p0, 0)", ";");
     }
     code->Close();
   }
@@ -759,6 +765,21 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
       code->Close();
       off += dk;
     }
+  } else if (op.type == OpType::kSlice) {
+    int64_t outer, dout, inner;
+    axis_view(out, &outer, &dout, &inner);
+    const int64_t din = g.tensor(op.inputs[0]).shape[op.axis];
+    code->Line(par2);
+    code->L("for (int64_t o = 0; o < ", outer, "; ++o)");
+    code->Open(absl::StrCat("for (int64_t c = 0; c < ", dout, "; ++c) {"));
+    code->Open(absl::StrCat("for (int64_t n = 0; n < ", inner, "; ++n) {"));
+    code->L("const float v = ",
+            ld(op.inputs[0],
+               absl::StrCat("(o * ", din, " + ", op.slice_start, " + c) * ", inner, " + n")),
+            ";");
+    EmitStores(dsts, absl::StrCat("(o * ", dout, " + c) * ", inner, " + n"), "v", code);
+    code->Close();
+    code->Close();
   } else if (op.type == OpType::kMatmul) {
     const std::vector<int64_t>& a = g.tensor(op.inputs[0]).shape;
     const std::vector<int64_t>& b = g.tensor(op.inputs[1]).shape;
@@ -916,9 +937,11 @@ static void yr_free(float* p) { std::free(p); }
 )";
 }
 
-absl::StatusOr<std::string> CpuCodegen::GeneratePlan(const yirage::v1::Plan& plan,
-                                                     int index) const {
-  const Graph& g = graph_;
+namespace {
+
+// GeneratePlan against `g`: the job's graph, or the plan's own rewritten graph.
+absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Plan& plan,
+                                            int index) {
   const int num_ops = static_cast<int>(g.ops().size());
   const int num_tensors = g.num_tensors();
   auto kernel_label = [&](int k) {
@@ -1097,6 +1120,25 @@ absl::StatusOr<std::string> CpuCodegen::GeneratePlan(const yirage::v1::Plan& pla
   out.L("return 0;");
   out.Close();
   return out.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CpuCodegen::GeneratePlan(const yirage::v1::Plan& plan,
+                                                     int index) const {
+  if (!plan.has_graph()) return GeneratePlanFor(graph_, plan, index);
+  // A rewritten plan: its kernels name the ops of its own graph, which must
+  // keep the job graph's inputs and outputs so the entry point's buffers match.
+  absl::StatusOr<Graph> own = Graph::FromProto(plan.graph());
+  if (!own.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan.graph is invalid: ", own.status().message()));
+  }
+  if (absl::Status s = core::CheckSameSignature(graph_, *own); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan.graph does not keep the job graph's inputs and outputs: ", s.message()));
+  }
+  return GeneratePlanFor(*own, plan, index);
 }
 
 }  // namespace yirage::backends::cpu

@@ -241,6 +241,42 @@ TEST_F(EndToEndTest, KilledServerResumesTheJobKeepingEveryMeasuredResult) {
   EXPECT_GE(kept, 3);
 }
 
+TEST_F(EndToEndTest, CandidateThatKeepsKillingWorkersIsMarkedFailed) {
+  // Workers whose backend segfaults when it runs the fully fused plans.
+  std::string wrapper = dir_ + "/crashing-worker.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\nexec " << BinDir() << "/yirage-worker \"$@\" "
+                         << "--backend-library " << BinDir()
+                         << "/libyirage_backend_crashtest.so\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  setenv("YIRAGE_TEST_CRASH_PLAN", "[N+S+Y]", 1);
+  StartServer({"--local-workers", "cpu", "--worker-binary", wrapper, "--lease-seconds", "2",
+               "--max-attempts", "2", "--batch-size", "2"});
+  unsetenv("YIRAGE_TEST_CRASH_PLAN");
+  std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "8"});
+  ASSERT_FALSE(job_id.empty());
+  json job = server_.WaitForJob(job_id, seconds(400));
+  ASSERT_TRUE(job.is_object());
+  EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
+  int crashed = 0, verified = 0;
+  for (const auto& c : Candidates(job_id)) {
+    std::string description = c["description"];
+    if (description.find("[N+S+Y]") != std::string::npos) {
+      EXPECT_EQ(c["status"], "ERROR") << c.dump();
+      EXPECT_EQ(c["attempts"], 2) << c.dump();
+      EXPECT_NE(c["error"].get<std::string>().find("killed its worker 2 times"), std::string::npos)
+          << c.dump();
+      ++crashed;
+    } else {
+      EXPECT_EQ(c["status"], "VERIFIED") << c.dump();  // innocent bystanders are unharmed
+      EXPECT_EQ(c["attempts"], 0) << c.dump();
+      ++verified;
+    }
+  }
+  EXPECT_GT(crashed, 0);
+  EXPECT_GT(verified, 0);
+  EXPECT_EQ(job["best"]["plan"].get<std::string>().find("[N+S+Y]"), std::string::npos);
+}
+
 TEST_F(EndToEndTest, CancelMetricsAndCleanShutdown) {
   StartServer({"--local-workers", "none"});
   std::string job_id = Submit(Example("gated_mlp"));

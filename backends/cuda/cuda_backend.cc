@@ -1,0 +1,160 @@
+// The CUDA backend's exported C ABI table (backends/backend_api.h). Plans are
+// generated as CUDA C++, compiled by NVRTC for the device's architecture and
+// launched through the driver API; libcuda and libnvrtc are dlopen'd, so this
+// library loads on machines without CUDA (probe() then says so). No exception
+// crosses this boundary: every entry point catches everything.
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "backends/backend_api.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_module.h"
+#include "yirage/v1/backend.pb.h"
+
+struct YirageModule {
+  std::unique_ptr<yirage::backends::cuda::CudaModule> impl;
+};
+
+namespace yirage::backends::cuda {
+namespace {
+
+char* CopyString(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+void SetError(char** error, const std::string& message) {
+  if (error != nullptr) *error = CopyString(message);
+}
+
+template <typename F>
+int Guard(char** error, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    SetError(error, absl::StrCat("cuda backend: exception: ", e.what()));
+  } catch (...) {
+    SetError(error, "cuda backend: unknown exception");
+  }
+  return YIRAGE_ERROR;
+}
+
+int Probe(char** json_out) {
+  char* unused = nullptr;
+  const int rc = Guard(&unused, [&] {
+    bool usable = false;
+    const std::string json = ProbeJson(&usable);
+    if (json_out != nullptr) *json_out = CopyString(json);
+    return usable ? YIRAGE_OK : YIRAGE_NO_DEVICE;
+  });
+  std::free(unused);
+  return rc;
+}
+
+int Compile(const void* request, size_t request_len, YirageModule** module, void** response,
+            size_t* response_len, char** error) {
+  return Guard(error, [&] {
+    if (module == nullptr || response == nullptr || response_len == nullptr) {
+      SetError(error, "compile: null output pointer");
+      return YIRAGE_ERROR;
+    }
+    *module = nullptr;
+    *response = nullptr;
+    *response_len = 0;
+    yirage::v1::CompileRequest req;
+    if (request == nullptr || !req.ParseFromArray(request, static_cast<int>(request_len))) {
+      SetError(error, "compile: the request is not a serialized yirage.v1.CompileRequest");
+      return YIRAGE_ERROR;
+    }
+    yirage::v1::CompileResponse resp;
+    absl::StatusOr<std::unique_ptr<CudaModule>> built = BuildModule(req, &resp);
+    if (!built.ok()) {
+      SetError(error, absl::StrCat("compile: ", built.status().message()));
+      return YIRAGE_ERROR;
+    }
+    const std::string bytes = resp.SerializeAsString();
+    void* buf = std::malloc(bytes.size() > 0 ? bytes.size() : 1);
+    if (buf == nullptr) {
+      SetError(error, "compile: out of memory");
+      return YIRAGE_ERROR;
+    }
+    std::memcpy(buf, bytes.data(), bytes.size());
+    *response = buf;
+    *response_len = bytes.size();
+    *module = new YirageModule{*std::move(built)};
+    return YIRAGE_OK;
+  });
+}
+
+int Run(YirageModule* module, int32_t plan_index, const void* const* inputs, void* const* outputs,
+        char** error) {
+  return Guard(error, [&] {
+    if (module == nullptr || module->impl == nullptr) {
+      SetError(error, "run: null module");
+      return YIRAGE_ERROR;
+    }
+    if (absl::Status s = module->impl->Run(plan_index, inputs, outputs); !s.ok()) {
+      SetError(error, absl::StrCat("run: ", s.message()));
+      return YIRAGE_ERROR;
+    }
+    return YIRAGE_OK;
+  });
+}
+
+int Time(YirageModule* module, int32_t plan_index, const void* const* inputs, void* const* outputs,
+         const YirageTimingOptions* options, YirageTiming* timing, char** error) {
+  return Guard(error, [&] {
+    if (module == nullptr || module->impl == nullptr || timing == nullptr) {
+      SetError(error, "time: null module or timing");
+      return YIRAGE_ERROR;
+    }
+    absl::StatusOr<YirageTiming> t = module->impl->Time(plan_index, inputs, outputs, options);
+    if (!t.ok()) {
+      SetError(error, absl::StrCat("time: ", t.status().message()));
+      return YIRAGE_ERROR;
+    }
+    *timing = *t;
+    return YIRAGE_OK;
+  });
+}
+
+void Release(YirageModule* module) {
+  try {
+    delete module;
+  } catch (...) {
+  }
+}
+
+void FreeBuffer(void* buffer) { std::free(buffer); }
+
+const YirageBackendV1 kBackend = {
+    YIRAGE_BACKEND_ABI_VERSION, "cuda", &Probe, &Compile, &Run, &Time, &Release, &FreeBuffer,
+};
+
+}  // namespace
+}  // namespace yirage::backends::cuda
+
+extern "C" __attribute__((visibility("default"))) const YirageBackendV1* YirageBackendGetV1() {
+  return &yirage::backends::cuda::kBackend;
+}
+
+// Test-only: plan `plan_index` of every later compile request fails to
+// compile (an injected #error); -1 turns it off.
+extern "C" __attribute__((visibility("default"))) void YirageCudaBackendTestInjectCompileError(
+    int32_t plan_index) {
+  yirage::backends::cuda::SetInjectedCompileError(plan_index);
+}
+
+// Test-only: the first kernel of plan `plan_index` of every later compile
+// request writes through a null pointer (an illegal-address fault); -1 turns
+// it off.
+extern "C" __attribute__((visibility("default"))) void YirageCudaBackendTestInjectFault(
+    int32_t plan_index) {
+  yirage::backends::cuda::SetInjectedFault(plan_index);
+}

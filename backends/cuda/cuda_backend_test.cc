@@ -1,0 +1,291 @@
+// The CUDA backend through its C ABI: probe, compiling every candidate of the
+// example graphs (NVRTC only: runs on the CPU-only CI machine), per-plan
+// compile errors, and (NEEDS A GPU) fault isolation, timing and the
+// benchmark graphs.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_test_util.h"
+#include "gtest/gtest.h"
+
+namespace yirage::backends::cuda::testing {
+namespace {
+
+constexpr int kMaxCandidates = 40;
+
+TEST(CudaBackendTest, ExportsTheAbi) {
+  ASSERT_NE(Backend(), nullptr);
+  EXPECT_EQ(Backend()->abi_version, YIRAGE_BACKEND_ABI_VERSION);
+  EXPECT_STREQ(Backend()->name, "cuda");
+  EXPECT_NE(BackendSymbol("YirageCudaBackendTestInjectCompileError"), nullptr);
+  EXPECT_NE(BackendSymbol("YirageCudaBackendTestInjectFault"), nullptr);
+}
+
+TEST(CudaBackendTest, ProbeDescribesTheDeviceOrSaysWhyNot) {
+  const ProbeResult p = Probe();
+  ASSERT_TRUE(p.json.is_object()) << "probe JSON does not parse";
+  EXPECT_EQ(p.json.value("backend", ""), "cuda");
+  std::printf("[ probe    ] %s\n", p.json.dump().c_str());
+  if (p.rc == YIRAGE_NO_DEVICE) {
+    EXPECT_FALSE(p.json.value("reason", "").empty());
+    return;
+  }
+  ASSERT_EQ(p.rc, YIRAGE_OK);
+  for (const char* key : {"name", "compute_capability", "arch", "sm_count", "memory_bytes",
+                          "l2_bytes", "shared_mem_per_block", "shared_mem_per_sm", "clock_khz",
+                          "memory_clock_khz", "bus_width_bits", "warp_size",
+                          "max_threads_per_block", "driver_version", "nvrtc_version"}) {
+    EXPECT_TRUE(p.json.contains(key)) << key;
+  }
+  EXPECT_GT(p.json.value("sm_count", 0), 0);
+  EXPECT_GT(p.json.value("l2_bytes", 0), 0);
+  EXPECT_EQ(p.json.value("warp_size", 0), 32);
+  const std::string cc = p.json.value("compute_capability", "");
+  const std::string arch = p.json.value("arch", "");
+  ASSERT_EQ(cc.size(), 3u);
+  EXPECT_EQ(arch.substr(0, 5), std::string("sm_") + cc[0] + cc[2]);
+}
+
+// CPU-only (CI): every candidate the generator gives (up to kMaxCandidates)
+// for every example graph and every benchmark graph compiles with NVRTC. One
+// test per graph file.
+class CandidatesCompileTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CandidatesCompileTest, AllCandidatesCompileWithNvrtc) {
+  const std::string& file = GetParam();
+  absl::StatusOr<yirage::v1::Graph> proto = LoadGraph(file);
+  ASSERT_TRUE(proto.ok()) << file << ": " << proto.status();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  core::SearchOptions options;
+  options.backend = "cuda";
+  options.max_candidates = kMaxCandidates;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  ASSERT_FALSE(plans->empty());
+  Compiled c;
+  CompileThroughAbi(*proto, *plans, &c);
+  ExpectAllCompiled(c);
+  int ok = 0;
+  for (const auto& p : c.response.plans()) ok += p.ok() ? 1 : 0;
+  std::printf("[ compiled ] %-28s %d/%d candidates in %.1f s\n", proto->name().c_str(), ok,
+              c.response.plans_size(), c.response.compile_seconds());
+}
+
+std::vector<std::string> AllGraphFiles() {
+  std::vector<std::string> files = ExampleGraphFiles(false);
+  for (const std::string& f : ExampleGraphFiles(true)) files.push_back(f);
+  return files;
+}
+
+INSTANTIATE_TEST_SUITE_P(ExampleGraphs, CandidatesCompileTest, ::testing::ValuesIn(AllGraphFiles()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = std::filesystem::path(info.param).stem();
+                           if (info.param.find("/bench/") != std::string::npos) {
+                             name = "bench_" + name;
+                           }
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+yirage::v1::Graph SmallGraph() {
+  GraphBuilder b("small");
+  b.Input("x", {4, 64}).Input("w", {64, 32});
+  b.Op("m", "matmul", {"x", "w"}).Op("y", "silu", {"m"}).Output("y");
+  return b.proto();
+}
+
+std::vector<std::vector<KernelSpec>> ThreePlans(const yirage::v1::Graph& g) {
+  return {AllGeneric(g), OneRowGroup(g, Rows(2, 16)), AllRowSingles(g, Rows(4, 32))};
+}
+
+TEST(CudaBackendTest, InjectedCompileErrorFailsOnlyThatPlan) {
+  auto inject =
+      reinterpret_cast<void (*)(int32_t)>(BackendSymbol("YirageCudaBackendTestInjectCompileError"));
+  ASSERT_NE(inject, nullptr);
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  inject(1);
+  Compiled c;
+  CompileThroughAbi(proto, MakePlans(*g, ThreePlans(proto)), &c);
+  inject(-1);
+  EXPECT_TRUE(c.response.plans(0).ok()) << c.response.plans(0).error();
+  EXPECT_FALSE(c.response.plans(1).ok());
+  EXPECT_NE(c.response.plans(1).error().find("injected by the test hook"), std::string::npos)
+      << c.response.plans(1).error();
+  EXPECT_TRUE(c.response.plans(2).ok()) << c.response.plans(2).error();
+}
+
+TEST(CudaBackendTest, BadPlanIsReportedNotFatal) {
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  std::vector<yirage::v1::Plan> plans = MakePlans(*g, ThreePlans(proto));
+  plans[0].mutable_kernels(0)->set_ops(0, "nope");
+  Compiled c;
+  CompileThroughAbi(proto, plans, &c);
+  EXPECT_FALSE(c.response.plans(0).ok());
+  EXPECT_NE(c.response.plans(0).error().find("unknown op 'nope'"), std::string::npos)
+      << c.response.plans(0).error();
+  EXPECT_TRUE(c.response.plans(1).ok()) << c.response.plans(1).error();
+}
+
+TEST(CudaBackendTest, BadRequestIsAnError) {
+  const char junk[] = "\xff\xff\xff";
+  YirageModule* module = nullptr;
+  void* resp = nullptr;
+  size_t len = 0;
+  char* error = nullptr;
+  EXPECT_EQ(Backend()->compile(junk, 3, &module, &resp, &len, &error), YIRAGE_ERROR);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("not a serialized"), std::string::npos) << error;
+  Backend()->free_buffer(error);
+}
+
+TEST(CudaBackendTest, RunWithoutDeviceSaysSo) {
+  if (HasGpu()) GTEST_SKIP() << "a GPU is present: this checks the compile-only path";
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  Compiled c;
+  CompileThroughAbi(proto, MakePlans(*g, ThreePlans(proto)), &c);
+  const core::CompareResult r = RunAndCompare(*g, c, 0);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.message.find("no CUDA device"), std::string::npos) << r.message;
+}
+
+// NEEDS A GPU: a faulting kernel fails its plan only; the context is reset and
+// later plans of the same module, and new modules, run correctly.
+TEST(CudaBackendGpuTest, FaultingKernelFailsOnlyItself) {
+  YR_REQUIRE_GPU();
+  auto inject =
+      reinterpret_cast<void (*)(int32_t)>(BackendSymbol("YirageCudaBackendTestInjectFault"));
+  ASSERT_NE(inject, nullptr);
+  const yirage::v1::Graph proto = SmallGraph();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  inject(1);
+  Compiled c;
+  CompileThroughAbi(proto, MakePlans(*g, ThreePlans(proto)), &c);
+  inject(-1);
+  ExpectAllCompiled(c);
+  Compiled other;  // compiled and loaded before the fault
+  CompileThroughAbi(proto, MakePlans(*g, ThreePlans(proto)), &other);
+  const core::CompareResult before = RunAndCompare(*g, other, 0);
+  EXPECT_TRUE(before.ok) << before.message;
+
+  const core::CompareResult r0 = RunAndCompare(*g, c, 0);
+  EXPECT_TRUE(r0.ok) << r0.message;
+  const core::CompareResult r1 = RunAndCompare(*g, c, 1);
+  EXPECT_FALSE(r1.ok);
+  EXPECT_NE(r1.message.find("context was reset"), std::string::npos) << r1.message;
+  for (int i : {0, 2}) {
+    const core::CompareResult r = RunAndCompare(*g, c, i);
+    EXPECT_TRUE(r.ok) << "plan " << i << " after the fault: " << r.message;
+  }
+  const core::CompareResult after = RunAndCompare(*g, other, 1);
+  EXPECT_TRUE(after.ok) << "module loaded before the fault: " << after.message;
+  Compiled fresh;
+  CompileThroughAbi(proto, MakePlans(*g, ThreePlans(proto)), &fresh);
+  const core::CompareResult f = RunAndCompare(*g, fresh, 1);
+  EXPECT_TRUE(f.ok) << "new module after the fault: " << f.message;
+}
+
+YirageTiming TimePlan(const core::Graph& g, Compiled& c, int plan, int runs, std::string* error) {
+  const std::vector<core::HostTensor> inputs = core::MakeRandomInputs(g, 7);
+  Buffers b = MakeBuffers(g, inputs);
+  YirageTimingOptions o{3, runs, 0.0, runs, 0};
+  YirageTiming t{};
+  char* err = nullptr;
+  if (Backend()->time(c.module, plan, b.in_ptrs.data(), b.out_ptrs.data(), &o, &t, &err) !=
+      YIRAGE_OK) {
+    *error = err != nullptr ? err : "time failed";
+    Backend()->free_buffer(err);
+  }
+  return t;
+}
+
+// NEEDS A GPU: timing returns the requested runs, min <= median, and a kernel
+// that moves 64x the bytes takes longer.
+TEST(CudaBackendGpuTest, TimingIsSane) {
+  YR_REQUIRE_GPU();
+  auto graph = [](int64_t rows) {
+    GraphBuilder b("scale");
+    b.Input("x", {rows, 4096}, yirage::v1::FLOAT16);
+    b.Op("y", "mul", {"x"}, {F("scalar", 2.0)}).Output("y");
+    return b.proto();
+  };
+  double medians[2];
+  int idx = 0;
+  for (int64_t rows : {16, 1024}) {
+    const yirage::v1::Graph proto = graph(rows);
+    absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+    ASSERT_TRUE(g.ok());
+    Compiled c;
+    CompileThroughAbi(proto, MakePlans(*g, {OneRowGroup(proto, Rows(4))}), &c);
+    ExpectAllCompiled(c);
+    std::string error;
+    const YirageTiming t = TimePlan(*g, c, 0, 50, &error);
+    ASSERT_TRUE(error.empty()) << error;
+    EXPECT_EQ(t.runs, 50);
+    EXPECT_GT(t.min_us, 0.0);
+    EXPECT_LE(t.min_us, t.median_us);
+    EXPECT_LT(t.median_us, 1e5);
+    medians[idx++] = t.median_us;
+    const core::CompareResult r = RunAndCompare(*g, c, 0);
+    EXPECT_TRUE(r.ok) << r.message;
+  }
+  EXPECT_LT(medians[0], medians[1]) << "16 rows vs 1024 rows";
+}
+
+// NEEDS A GPU: every candidate of every benchmark graph is verified against
+// the reference; the fastest verified one is timed and printed next to the
+// PyTorch H200 numbers (../shared/reference/h200-torch-baselines.csv).
+TEST(CudaBackendGpuTest, BenchmarkGraphsVerifyAndTime) {
+  YR_REQUIRE_GPU();
+  for (const std::string& file : ExampleGraphFiles(true)) {
+    SCOPED_TRACE(file);
+    absl::StatusOr<yirage::v1::Graph> proto = LoadGraph(file);
+    ASSERT_TRUE(proto.ok()) << proto.status();
+    absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
+    ASSERT_TRUE(g.ok());
+    core::SearchOptions options;
+    options.backend = "cuda";
+    options.max_candidates = kMaxCandidates;
+    absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
+    ASSERT_TRUE(plans.ok()) << plans.status();
+    Compiled c;
+    CompileThroughAbi(*proto, *plans, &c);
+    double best = 1e30, baseline = 0;
+    int best_plan = -1, verified = 0;
+    for (int i = 0; i < c.response.plans_size(); ++i) {
+      const core::CompareResult r = RunAndCompare(*g, c, i);
+      EXPECT_TRUE(r.ok) << proto->name() << " plan " << i << " (" << (*plans)[i].description()
+                        << "): " << r.message;
+      if (!r.ok) continue;
+      ++verified;
+      std::string error;
+      const YirageTiming t = TimePlan(*g, c, i, 100, &error);
+      EXPECT_TRUE(error.empty()) << error;
+      if (i == 0) baseline = t.median_us;
+      if (error.empty() && t.median_us < best) {
+        best = t.median_us;
+        best_plan = i;
+      }
+    }
+    std::printf("[ bench    ] %-24s verified %2d/%2d  baseline %9.2f us  best %9.2f us  (%s)\n",
+                proto->name().c_str(), verified, c.response.plans_size(), baseline, best,
+                best_plan >= 0 ? (*plans)[best_plan].description().c_str() : "-");
+  }
+}
+
+}  // namespace
+}  // namespace yirage::backends::cuda::testing

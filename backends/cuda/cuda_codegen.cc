@@ -1,0 +1,1275 @@
+#include "backends/cuda/cuda_codegen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/row_group.h"
+
+namespace yirage::backends::cuda {
+namespace {
+
+using core::Graph;
+using core::OpInfo;
+using core::OpType;
+using core::TensorInfo;
+using yirage::v1::KernelPlan;
+using yirage::v1::Schedule;
+
+constexpr int kDefaultBlockRows = 8;
+constexpr int kMaxBlockRows = 64;
+constexpr int kDefaultTileN = 128;
+constexpr int kGenericThreads = 256;
+constexpr int kMaxAccumulators = 64;  // per thread in SIMT matmul tiles
+
+class Code {
+ public:
+  void Line(std::string_view text) {
+    if (!text.empty() && text[0] != '#') out_.append(2 * indent_, ' ');
+    out_.append(text);
+    out_.push_back('\n');
+  }
+  template <typename... Args>
+  void L(const Args&... args) {
+    Line(absl::StrCat(args...));
+  }
+  void Open(std::string_view text) {
+    Line(text);
+    ++indent_;
+  }
+  void Close(std::string_view text = "}") {
+    --indent_;
+    Line(text);
+  }
+  const std::string& str() const { return out_; }
+
+ private:
+  std::string out_;
+  int indent_ = 0;
+};
+
+std::string CType(yirage::v1::DType dtype) {
+  switch (dtype) {
+    case yirage::v1::FLOAT16:
+      return "__half";
+    case yirage::v1::BFLOAT16:
+      return "__nv_bfloat16";
+    default:
+      return "float";
+  }
+}
+
+bool Is16Bit(yirage::v1::DType dtype) {
+  return dtype == yirage::v1::FLOAT16 || dtype == yirage::v1::BFLOAT16;
+}
+
+std::string Lit(double value) {
+  if (std::isnan(value)) return "__int_as_float(0x7fc00000)";
+  if (std::isinf(value))
+    return value > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  std::string s = absl::StrFormat("%.9g", value);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return absl::StrCat("(", s, "f)");
+}
+
+std::string CommentText(std::string_view text) {
+  std::string out;
+  for (char c : text) out.push_back((c >= 32 && c < 127) ? c : '?');
+  return out;
+}
+
+int64_t Numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> Slice(const std::vector<int64_t>& v, size_t begin, size_t end) {
+  return std::vector<int64_t>(v.begin() + begin, v.begin() + end);
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int FloorPow2(int64_t v) {
+  int p = 1;
+  while (2 * static_cast<int64_t>(p) <= v) p *= 2;
+  return p;
+}
+
+// Element strides of `shape` broadcast against `space` (NumPy rules).
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& shape,
+                                      const std::vector<int64_t>& space) {
+  std::vector<int64_t> contiguous(shape.size());
+  int64_t s = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    contiguous[d] = s;
+    s *= shape[d];
+  }
+  std::vector<int64_t> strides(space.size(), 0);
+  const int shift = static_cast<int>(space.size()) - static_cast<int>(shape.size());
+  for (int d = 0; d < static_cast<int>(space.size()); ++d) {
+    const int sd = d - shift;
+    if (sd >= 0 && shape[sd] != 1) strides[d] = contiguous[sd];
+  }
+  return strides;
+}
+
+// Offset of the element whose multi-index in `space` decomposes the flat
+// index `var` (an i64 expression), given per-dim strides.
+std::string OffsetExpr(const std::vector<int64_t>& space, const std::vector<int64_t>& strides,
+                       const std::string& var) {
+  const int rank = static_cast<int>(space.size());
+  std::vector<int64_t> inner(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) inner[d] = inner[d + 1] * space[d + 1];
+  bool contiguous = rank > 0 && strides[rank - 1] != 0;
+  for (int d = 0; d < rank && contiguous; ++d) {
+    if (space[d] != 1 && strides[d] != inner[d] * strides[rank - 1]) contiguous = false;
+  }
+  if (contiguous) {
+    return strides[rank - 1] == 1 ? absl::StrCat("(", var, ")")
+                                  : absl::StrCat("(", var, ") * ", strides[rank - 1], "LL");
+  }
+  std::vector<std::string> terms;
+  for (int d = 0; d < rank; ++d) {
+    if (strides[d] == 0 || space[d] == 1) continue;
+    std::string t = inner[d] == 1 ? absl::StrCat("(", var, ")")
+                                  : absl::StrCat("((", var, ") / ", inner[d], "LL)");
+    if (d > 0) t = absl::StrCat("(", t, " % ", space[d], "LL)");
+    if (strides[d] != 1) t = absl::StrCat(t, " * ", strides[d], "LL");
+    terms.push_back(t);
+  }
+  if (terms.empty()) return "0LL";
+  return absl::StrCat("(", absl::StrJoin(terms, " + "), ")");
+}
+
+std::string UnaryExpr(const OpInfo& op, const std::string& x) {
+  switch (op.type) {
+    case OpType::kNeg:
+      return absl::StrCat("(-", x, ")");
+    case OpType::kExp:
+      return absl::StrCat("expf(", x, ")");
+    case OpType::kLog:
+      return absl::StrCat("logf(", x, ")");
+    case OpType::kSqrt:
+      return absl::StrCat("sqrtf(", x, ")");
+    case OpType::kRsqrt:
+      return absl::StrCat("(1.0f / sqrtf(", x, "))");
+    case OpType::kSquare:
+      return absl::StrCat("(", x, " * ", x, ")");
+    case OpType::kAbs:
+      return absl::StrCat("fabsf(", x, ")");
+    case OpType::kRelu:
+      return absl::StrCat("yr_relu(", x, ")");
+    case OpType::kSigmoid:
+      return absl::StrCat("(1.0f / (1.0f + expf(-", x, ")))");
+    case OpType::kTanh:
+      return absl::StrCat("tanhf(", x, ")");
+    case OpType::kSilu:
+      return absl::StrCat("yr_silu(", x, ")");
+    case OpType::kGelu:
+      return op.gelu_tanh ? absl::StrCat("yr_gelu_tanh(", x, ")")
+                          : absl::StrCat("yr_gelu(", x, ")");
+    default:
+      return "";
+  }
+}
+
+std::string BinaryExpr(OpType type, const std::string& a, const std::string& b) {
+  switch (type) {
+    case OpType::kAdd:
+      return absl::StrCat("(", a, " + ", b, ")");
+    case OpType::kSub:
+      return absl::StrCat("(", a, " - ", b, ")");
+    case OpType::kMul:
+      return absl::StrCat("(", a, " * ", b, ")");
+    case OpType::kDiv:
+      return absl::StrCat("(", a, " / ", b, ")");
+    case OpType::kMaximum:
+      return absl::StrCat("yr_max(", a, ", ", b, ")");
+    case OpType::kMinimum:
+      return absl::StrCat("yr_min(", a, ", ", b, ")");
+    case OpType::kPow:
+      return absl::StrCat("powf(", a, ", ", b, ")");
+    default:
+      return "";
+  }
+}
+
+bool IsRowWise(OpType t) {
+  return t == OpType::kRmsNorm || t == OpType::kLayerNorm || t == OpType::kSoftmax ||
+         core::IsReduction(t) || t == OpType::kConcat || t == OpType::kSlice;
+}
+
+// Per-plan state shared by the kernel emitters.
+struct PlanContext {
+  const Graph& graph;
+  const CudaTarget& target;
+  int plan_index;
+  int num_outputs;
+  std::vector<int> scratch_buffer;             // per tensor: plan buffer index or -1
+  std::vector<std::vector<int>> out_position;  // per tensor: graph output slots
+  PlanCode* code;
+
+  int AddBuffer(int64_t bytes, bool zero, const std::string& what) {
+    code->buffers.push_back(PlanBuffer{std::max<int64_t>(bytes, 4), zero, what});
+    return static_cast<int>(code->buffers.size()) - 1;
+  }
+  int PlanBufferId(int b) const { return graph.num_inputs() + num_outputs + b; }
+  std::string Var(int t) const { return absl::StrCat("t", t); }
+  std::string ReadType(int t) const {
+    return graph.tensor(t).producer < 0 ? CType(graph.tensor(t).dtype) : "float";
+  }
+  // Adds the parameter reading tensor `t` to `params`/`args`.
+  void AddReadParam(int t, std::vector<std::string>* params, std::vector<int>* args) const {
+    params->push_back(absl::StrCat("const ", ReadType(t), "* __restrict__ ", Var(t)));
+    args->push_back(graph.tensor(t).producer < 0 ? t : PlanBufferId(scratch_buffer[t]));
+  }
+  // Adds the parameters writing tensor `t`; returns the destination variables.
+  std::vector<std::string> AddWriteParams(int t, std::vector<std::string>* params,
+                                          std::vector<int>* args) const {
+    std::vector<std::string> dsts;
+    if (scratch_buffer[t] >= 0) {
+      dsts.push_back(absl::StrCat("s", t));
+      params->push_back(absl::StrCat("float* __restrict__ s", t));
+      args->push_back(PlanBufferId(scratch_buffer[t]));
+    }
+    for (int slot : out_position[t]) {
+      dsts.push_back(absl::StrCat("o", slot));
+      params->push_back(absl::StrCat(CType(graph.tensor(t).dtype), "* __restrict__ o", slot));
+      args->push_back(graph.num_inputs() + slot);
+    }
+    return dsts;
+  }
+};
+
+void EmitStores(const std::vector<std::string>& dsts, const std::string& index,
+                const std::string& value, Code* code) {
+  for (const std::string& d : dsts) code->L("yr_st(", d, ", ", index, ", ", value, ");");
+}
+
+std::string FaultLine() {
+  return "if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile int*)(0) = 1;  // injected fault";
+}
+
+// ---------------------------------------------------------------------------
+// KERNEL_ROW
+// ---------------------------------------------------------------------------
+
+class RowKernelEmitter {
+ public:
+  RowKernelEmitter(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                   std::vector<int> ops, core::RowGroupInfo info)
+      : ctx_(ctx),
+        g_(ctx.graph),
+        kernel_(kernel),
+        kernel_index_(kernel_index),
+        ops_(std::move(ops)),
+        info_(std::move(info)),
+        s_(kernel.schedule()) {
+    for (size_t j = 0; j < ops_.size(); ++j) group_pos_[g_.op(ops_[j]).output] = j;
+  }
+
+  absl::Status Emit(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    Plan();
+    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
+    std::vector<std::string> params;
+    KernelLaunch launch;
+    launch.name = name;
+    for (const std::string& in : kernel_.inputs()) {
+      ctx_.AddReadParam(g_.FindTensor(in), &params, &launch.args);
+    }
+    for (int t : outputs) dsts_[t] = ctx_.AddWriteParams(t, &params, &launch.args);
+    // Split-K workspaces: one float matrix per T matmul plus tile counters.
+    if (split_ > 1) {
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        if (f_[j] || g_.op(ops_[j]).type != OpType::kMatmul) continue;
+        const int b = ctx_.AddBuffer(info_.num_rows * info_.row_width[j] * 4, true,
+                                     absl::StrCat(name, " split-K sums of op ", j));
+        params.push_back(absl::StrCat("float* __restrict__ ws", j));
+        launch.args.push_back(ctx_.PlanBufferId(b));
+      }
+      const int b = ctx_.AddBuffer(grid_x_ * grid_y_ * 4, true, name + " split-K counters");
+      params.push_back("unsigned* __restrict__ cnt");
+      launch.args.push_back(ctx_.PlanBufferId(b));
+    }
+    if (arena_global_) {
+      const int b =
+          ctx_.AddBuffer(grid_x_ * grid_y_ * split_ * f_floats_ * 4, false, name + " row arena");
+      params.push_back("float* __restrict__ arena");
+      launch.args.push_back(ctx_.PlanBufferId(b));
+    }
+    launch.grid[0] = grid_x_;
+    launch.grid[1] = grid_y_;
+    launch.grid[2] = split_;
+    launch.block = threads_;
+    launch.smem_bytes = static_cast<int>(smem_bytes_);
+
+    Code& c = *out;
+    c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
+        info_.num_rows, " rows, BR ", br_, ", threads ", threads_, ", tile_n ", tn_, ", split_k ",
+        split_, arena_global_ ? ", rows in global arena" : "");
+    c.L("extern \"C\" __global__ void __launch_bounds__(", threads_, ") ", name, "(",
+        absl::StrJoin(params, ", "), ") {");
+    c.Open("{");
+    c.L("extern __shared__ __align__(16) float yr_sm[];");
+    c.L("const int tid = threadIdx.x;");
+    c.L("const i64 r0 = (i64)blockIdx.x * ", br_, ";");
+    c.L("const int nr = (int)(", info_.num_rows, "LL - r0 < ", br_, " ? ", info_.num_rows,
+        "LL - r0 : ", br_, ");");
+    c.L("const int n0 = (int)blockIdx.y * ", tn_, ";");
+    c.L("(void)n0;");
+    c.L("float* const red = yr_sm + ", red_off_, ";");
+    c.L("(void)red;");
+    if (arena_global_) {
+      c.L("float* const fbase = arena + (((i64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + "
+          "blockIdx.x) * ",
+          f_floats_, "LL;");
+    } else {
+      c.L("float* const fbase = yr_sm;");
+    }
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (f_[j]) {
+        c.L("float* const b", j, " = fbase + ", off_[j], ";");
+      } else {
+        c.L("float* const tl", j, " = yr_sm + ", off_[j], ";");
+      }
+    }
+    if (inject_fault) c.Line(FaultLine());
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (f_[j]) EmitFullRowOp(j, &c);
+    }
+    EmitFullRowStores(outputs, &c);
+    if (has_t_) EmitTilePhase(outputs, &c);
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
+ private:
+  // Chooses phases, block shape and memory layout.
+  void Plan() {
+    const size_t n = ops_.size();
+    f_.assign(n, false);
+    for (int j = static_cast<int>(n) - 1; j >= 0; --j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      // Width-1 ops are computed whole too, so the tile phase only holds ops
+      // as wide as its tiles walk.
+      if (IsRowWise(op.type) || info_.row_width[j] == 1) f_[j] = true;
+      for (size_t s = 0; s < op.inputs.size(); ++s) {
+        if (!info_.in_group[j][s]) continue;
+        const bool full = f_[j] || IsRowWise(op.type) || (op.type == OpType::kMatmul && s == 0);
+        if (full) f_[group_pos_.at(op.inputs[s])] = true;
+      }
+    }
+    int64_t t_width = 0;
+    int64_t min_k = 1LL << 40;
+    bool t_matmul = false;
+    for (size_t j = 0; j < n; ++j) {
+      if (f_[j]) continue;
+      has_t_ = true;
+      t_width = std::max(t_width, info_.row_width[j]);
+      const OpInfo& op = g_.op(ops_[j]);
+      if (op.type == OpType::kMatmul) {
+        t_matmul = true;
+        min_k = std::min(min_k, g_.tensor(op.inputs[0]).shape.back());
+      }
+    }
+    const int warps = s_.warps() > 0 ? std::min(32, s_.warps()) : (t_matmul ? 4 : 8);
+    threads_ = 32 * warps;
+    const int64_t rows = info_.num_rows;
+    int64_t br = s_.parallel() == yirage::v1::PARALLEL_COLS
+                     ? rows
+                     : (s_.block_rows() > 0 ? s_.block_rows() : kDefaultBlockRows);
+    br = std::max<int64_t>(1, std::min<int64_t>({br, rows, kMaxBlockRows}));
+    tn_ = 1;
+    if (has_t_) {
+      int64_t tn = s_.tile_n() > 0 ? s_.tile_n() : kDefaultTileN;
+      tn = std::max<int64_t>(1, std::min(tn, t_width));
+      while (CeilDiv(t_width, tn) > 65535) tn *= 2;  // grid.y limit
+      tn_ = static_cast<int>(tn);
+    }
+    split_ = 1;
+    if (t_matmul && s_.split_k() > 1) {
+      split_ = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(s_.split_k(), min_k / 16)));
+    }
+    // Shared memory: shrink BR until it fits, then move F rows to global memory.
+    for (;;) {
+      Layout(br);
+      if (smem_bytes_ <= ctx_.target.max_smem_per_block || br == 1) break;
+      br = std::max<int64_t>(1, br / 2);
+    }
+    if (smem_bytes_ > ctx_.target.max_smem_per_block) {
+      arena_global_ = true;
+      Layout(br);
+    }
+    grid_x_ = CeilDiv(rows, br_);
+    grid_y_ = has_t_ ? CeilDiv(t_width, tn_) : 1;
+    tpr_ = std::max(1, std::min(threads_, FloorPow2(std::max<int64_t>(1, threads_ / br_))));
+  }
+
+  void Layout(int64_t br) {
+    br_ = static_cast<int>(br);
+    int64_t f = 0;
+    int64_t sm = 0;
+    off_.assign(ops_.size(), 0);
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (!f_[j]) continue;
+      off_[j] = f;
+      f += (br * info_.row_width[j] + 3) / 4 * 4;
+    }
+    f_floats_ = f;
+    if (!arena_global_) sm = f;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (f_[j]) continue;
+      off_[j] = sm;
+      sm += (br * tn_ + 3) / 4 * 4;
+    }
+    red_off_ = sm;
+    sm += 64;  // reduction scratch and the split-K flag
+    smem_bytes_ = sm * 4;
+  }
+
+  bool InF(int t) const {
+    auto it = group_pos_.find(t);
+    return it != group_pos_.end() && f_[it->second];
+  }
+
+  // Expression reading operand `slot` of group op j at block row `i` (int
+  // expr), global row `r` (i64 expr) and column `c` (int expr); the operand is
+  // indexed in the space [lead..., w].
+  std::string Operand(size_t j, int slot, int64_t w, const std::string& i, const std::string& r,
+                      const std::string& c) const {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int t = op.inputs[slot];
+    if (info_.in_group[j][slot]) {
+      const size_t src = group_pos_.at(t);
+      const int64_t ws = info_.row_width[src];
+      if (f_[src]) {
+        return ws == 1 ? absl::StrCat("b", src, "[", i, "]")
+                       : absl::StrCat("b", src, "[(", i, ") * ", ws, " + (", c, ")]");
+      }
+      return ws == 1 ? absl::StrCat("tl", src, "[(", i, ") * ", tn_, "]")
+                     : absl::StrCat("tl", src, "[(", i, ") * ", tn_, " + (", c, ") - n0]");
+    }
+    std::vector<int64_t> space = info_.lead_dims;
+    space.push_back(w);
+    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+    const size_t l = info_.lead_dims.size();
+    const std::vector<int64_t> lead(strides.begin(), strides.begin() + l);
+    std::string off = OffsetExpr(info_.lead_dims, lead, r);
+    const int64_t cs = strides[l];
+    if (cs != 0) {
+      off = absl::StrCat(off, " + (i64)(", c, ")", cs == 1 ? "" : absl::StrCat(" * ", cs));
+    }
+    return absl::StrCat("yr_ld(", ctx_.Var(t), ", ", off, ")");
+  }
+
+  std::string ElementwiseValue(size_t j, int64_t w, const std::string& i, const std::string& r,
+                               const std::string& c) const {
+    const OpInfo& op = g_.op(ops_[j]);
+    const std::string x0 = Operand(j, 0, w, i, r, c);
+    if (core::IsUnaryElementwise(op.type)) return UnaryExpr(op, x0);
+    const std::string x1 = op.has_scalar ? Lit(op.scalar) : Operand(j, 1, w, i, r, c);
+    return BinaryExpr(op.type, x0, x1);
+  }
+
+  // Opens the row-group loop used by row reductions: TPR threads per row.
+  void OpenRowGroups(Code* c) {
+    c->Open(absl::StrCat("for (int i0 = 0; i0 < ", br_, "; i0 += ", threads_ / tpr_, ") {"));
+    c->L("const int i = i0 + tid / ", tpr_, ";");
+    c->L("const int g = tid % ", tpr_, ";");
+    c->L("const bool ok = i < nr;");
+    c->L("const i64 r = r0 + i;");
+    c->L("(void)r;");
+  }
+
+  void EmitFullRowOp(size_t j, Code* c) {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int64_t w = info_.row_width[j];
+    const std::string q = absl::StrCat("b", j);
+    c->L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)),
+         " (full rows, ", w, " wide)");
+    if (core::IsElementwise(op.type)) {
+      c->Open(absl::StrCat("for (int x = tid; x < nr * ", w, "; x += ", threads_, ") {"));
+      c->L("const int i = x / ", w, ";");
+      c->L("const int c = x % ", w, ";");
+      c->L("const i64 r = r0 + i;");
+      c->L("(void)r; (void)c;");
+      c->L(q, "[x] = ", ElementwiseValue(j, w, "i", "r", "c"), ";");
+      c->Close();
+    } else if (op.type == OpType::kConcat) {
+      int64_t off = 0;
+      for (int s = 0; s < static_cast<int>(op.inputs.size()); ++s) {
+        const int64_t ds = g_.tensor(op.inputs[s]).shape.back();
+        c->Open(absl::StrCat("for (int x = tid; x < nr * ", ds, "; x += ", threads_, ") {"));
+        c->L("const int i = x / ", ds, ";");
+        c->L("const int c = x % ", ds, ";");
+        c->L("const i64 r = r0 + i;");
+        c->L("(void)r;");
+        c->L(q, "[i * ", w, " + ", off, " + c] = ", Operand(j, s, ds, "i", "r", "c"), ";");
+        c->Close();
+        off += ds;
+      }
+    } else if (op.type == OpType::kSlice) {
+      const int64_t d = g_.tensor(op.inputs[0]).shape.back();
+      c->Open(absl::StrCat("for (int x = tid; x < nr * ", w, "; x += ", threads_, ") {"));
+      c->L("const int i = x / ", w, ";");
+      c->L("const int c = x % ", w, " + ", op.slice_start, ";");
+      c->L("const i64 r = r0 + i;");
+      c->L("(void)r;");
+      c->L(q, "[x] = ", Operand(j, 0, d, "i", "r", "c"), ";");
+      c->Close();
+    } else if (core::IsReduction(op.type)) {
+      const int64_t d = g_.tensor(op.inputs[0]).shape.back();
+      const std::string x = Operand(j, 0, d, "i", "r", "c");
+      OpenRowGroups(c);
+      const bool mx = op.type == OpType::kReduceMax;
+      c->L("float acc = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
+      c->L("if (ok) for (int c = g; c < ", d, "; c += ", tpr_,
+           ") acc = ", mx ? absl::StrCat("yr_max(acc, ", x, ")") : absl::StrCat("acc + ", x), ";");
+      c->L("acc = ", mx ? "yr_gmax<" : "yr_gsum<", tpr_, ">(acc, red);");
+      c->L("if (ok && g == 0) ", q, "[i] = acc",
+           op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0f") : "", ";");
+      c->Close();
+    } else if (op.type == OpType::kMatmul) {
+      const int64_t n = w;
+      const int64_t tile = std::min<int64_t>(n, std::max(tn_, 128));
+      c->Open(absl::StrCat("for (int nf = 0; nf < ", n, "; nf += ", tile, ") {"));
+      EmitMatmulTile(
+          j, "nf", tile, "0", absl::StrCat(g_.tensor(op.inputs[0]).shape.back()),
+          [&](const std::string& i, const std::string& cc) {
+            return absl::StrCat(q, "[(", i, ") * ", n, " + ", cc, "]");
+          },
+          c);
+      c->Close();
+    } else {
+      // rms_norm, layer_norm, softmax over the row.
+      std::vector<std::string> x;
+      for (int s = 0; s < static_cast<int>(op.inputs.size()); ++s) {
+        x.push_back(Operand(j, s, w, "i", "r", "c"));
+      }
+      const std::string qi = absl::StrCat(q, "[i * ", w, " + c]");
+      const std::string loop = absl::StrCat("for (int c = g; c < ", w, "; c += ", tpr_, ")");
+      OpenRowGroups(c);
+      if (op.type == OpType::kSoftmax) {
+        c->L("float mx = -__int_as_float(0x7f800000);");
+        c->L("if (ok) ", loop, " mx = yr_max(mx, ", x[0], ");");
+        c->L("mx = yr_gmax<", tpr_, ">(mx, red);");
+        c->L("float sum = 0.0f;");
+        c->Open(absl::StrCat("if (ok) ", loop, " {"));
+        c->L("const float e = expf(", x[0], " - mx);");
+        c->L(qi, " = e;");
+        c->L("sum += e;");
+        c->Close();
+        c->L("sum = yr_gsum<", tpr_, ">(sum, red);");
+        c->L("const float inv = 1.0f / sum;");
+        c->L("if (ok) ", loop, " ", qi, " *= inv;");
+      } else {
+        std::string value;
+        if (op.type == OpType::kRmsNorm) {
+          c->L("float ss = 0.0f;");
+          c->Open(absl::StrCat("if (ok) ", loop, " {"));
+          c->L("const float v = ", x[0], ";");
+          c->L("ss += v * v;");
+          c->Close();
+          c->L("ss = yr_gsum<", tpr_, ">(ss, red);");
+          c->L("const float inv = 1.0f / sqrtf(ss / ", w, ".0f + ", Lit(op.eps), ");");
+          value = absl::StrCat(x[0], " * inv");
+        } else {
+          c->L("float sum = 0.0f;");
+          c->L("if (ok) ", loop, " sum += ", x[0], ";");
+          c->L("const float mean = yr_gsum<", tpr_, ">(sum, red) / ", w, ".0f;");
+          c->L("float var = 0.0f;");
+          c->Open(absl::StrCat("if (ok) ", loop, " {"));
+          c->L("const float dv = ", x[0], " - mean;");
+          c->L("var += dv * dv;");
+          c->Close();
+          c->L("var = yr_gsum<", tpr_, ">(var, red);");
+          c->L("const float inv = 1.0f / sqrtf(var / ", w, ".0f + ", Lit(op.eps), ");");
+          value = absl::StrCat("(", x[0], " - mean) * inv");
+        }
+        if (x.size() > 1) value = absl::StrCat("(", value, ") * ", x[1]);
+        if (x.size() > 2) value = absl::StrCat(value, " + ", x[2]);
+        c->L("if (ok) ", loop, " ", qi, " = ", value, ";");
+      }
+      c->Close();
+    }
+    c->L("__syncthreads();");
+  }
+
+  // Adds into dst(i, c) the product of the block's A rows with B columns
+  // [cbeg, cbeg + ncols) (clipped to N) over K range [ka, kb). Zeroes the
+  // destination first; ends with __syncthreads().
+  template <typename Dst>
+  void EmitMatmulTile(size_t j, const std::string& cbeg, int64_t ncols, const std::string& ka,
+                      const std::string& kb, Dst dst, Code* c) {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int ta = op.inputs[0];
+    const int tb = op.inputs[1];
+    const TensorInfo& b = g_.tensor(tb);
+    const int64_t k = g_.tensor(ta).shape.back();
+    const int64_t n = info_.row_width[j];
+    const size_t l = info_.lead_dims.size();
+    // B's batch offset per row: batch dims broadcast, the M dim does not move B.
+    std::vector<int64_t> b_lead =
+        BroadcastStrides(Slice(b.shape, 0, b.shape.size() - 2), Slice(info_.lead_dims, 0, l - 1));
+    for (int64_t& st : b_lead) st *= k * n;
+    b_lead.push_back(0);
+    const bool b_fixed =
+        std::all_of(b_lead.begin(), b_lead.end(), [](int64_t st) { return st == 0; });
+    const int64_t m = l > 0 ? info_.lead_dims.back() : 1;
+    const bool shared_b = b_fixed || m % br_ == 0;
+    const int rb = shared_b ? br_ : 1;
+    // Vector width along N (row-major B) from the dtype, the hint and the
+    // accumulator budget.
+    int v = 1;
+    if (!op.transpose_b) {
+      const bool half = b.producer < 0 && Is16Bit(b.dtype);
+      v = half ? 8 : 4;
+      if (s_.vector_width() > 0) v = std::min(v, FloorPow2(s_.vector_width()));
+      while (v > 1 && (n % v != 0 || ncols % v != 0 || rb * v > kMaxAccumulators)) v /= 2;
+      if (v != 1 && v != 8 && v != 4) v = 1;
+      if (v == 8 && !half) v = 4;
+    }
+    const int64_t groups = ncols / v;  // column groups
+    const int64_t kl = std::max<int64_t>(1, threads_ / std::max<int64_t>(1, groups));
+    const int64_t ng = threads_ / kl;
+    const int unroll = s_.unroll() > 0 ? s_.unroll() : 4;
+    c->Open("{");
+    c->Open(absl::StrCat("for (int x = tid; x < ", br_ * ncols, "; x += ", threads_, ") {"));
+    c->L("const int i = x / ", ncols, ";");
+    c->L("const int cc = (", cbeg, ") + x % ", ncols, ";");
+    c->L("if (cc < ", n, ") ", dst("i", "cc"), " = 0.0f;");
+    c->Close();
+    c->L("__syncthreads();");
+    if (op.transpose_b) {
+      c->L("const int kl = tid % ", kl, ";");
+      c->L("const int g0 = tid / ", kl, ";");
+    } else {
+      c->L("const int g0 = tid % ", ng, ";");
+      c->L("const int kl = tid / ", ng, ";");
+    }
+    c->Open(
+        absl::StrCat("if (kl < ", kl, ") for (int gi = g0; gi < ", groups, "; gi += ", ng, ") {"));
+    c->L("const int cb = (", cbeg, ") + gi * ", v, ";");
+    c->Open(absl::StrCat("if (cb < ", n, ") for (int ib = 0; ib < ", br_, "; ib += ", rb, ") {"));
+    c->L("const i64 rb = r0 + ib;");
+    c->L("const ", ctx_.ReadType(tb), "* const pb = ", ctx_.Var(tb), " + ",
+         OffsetExpr(info_.lead_dims, b_lead, "rb"), ";");
+    c->L("float acc[", rb, "][", v, "];");
+    c->L("#pragma unroll");
+    c->L("for (int u = 0; u < ", rb, "; ++u) {");
+    c->L("#pragma unroll");
+    c->L("  for (int e = 0; e < ", v, "; ++e) acc[u][e] = 0.0f;");
+    c->L("}");
+    c->L("#pragma unroll ", unroll);
+    c->Open(absl::StrCat("for (int kk = (", ka, ") + kl; kk < (", kb, "); kk += ", kl, ") {"));
+    c->L("float bv[", v, "];");
+    if (op.transpose_b) {
+      c->L("bv[0] = yr_ld(pb, (i64)cb * ", k, " + kk);");
+    } else if (v == 1) {
+      c->L("bv[0] = yr_ld(pb, (i64)kk * ", n, " + cb);");
+    } else {
+      c->L("yr_ld", v, "(pb + (i64)kk * ", n, " + cb, bv);");
+    }
+    c->L("#pragma unroll");
+    c->Open(absl::StrCat("for (int u = 0; u < ", rb, "; ++u) {"));
+    c->L("const int ia = ib + u;");
+    c->L("const float av = ia < nr ? ", Operand(j, 0, k, "ia", "(r0 + ia)", "kk"), " : 0.0f;");
+    c->L("#pragma unroll");
+    c->L("for (int e = 0; e < ", v, "; ++e) acc[u][e] = fmaf(av, bv[e], acc[u][e]);");
+    c->Close();
+    c->Close();
+    c->L("#pragma unroll");
+    c->Open(absl::StrCat("for (int u = 0; u < ", rb, "; ++u) {"));
+    c->L("const int ia = ib + u;");
+    c->L("#pragma unroll");
+    c->L("for (int e = 0; e < ", v, "; ++e) if (ia < nr && cb + e < ", n, ") atomicAdd(&",
+         dst("ia", "cb + e"), ", acc[u][e]);");
+    c->Close();
+    c->Close();
+    c->Close();
+    c->L("__syncthreads();");
+    c->Close();
+  }
+
+  void EmitFullRowStores(const std::vector<int>& outputs, Code* c) {
+    bool any = false;
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      if (f_[j] && !dsts_[t].empty()) any = true;
+    }
+    if (!any) return;
+    c->Open("if (blockIdx.y == 0 && blockIdx.z == 0) {");
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      if (!f_[j] || dsts_[t].empty()) continue;
+      const int64_t w = info_.row_width[j];
+      c->L("// store ", CommentText(g_.tensor(t).name));
+      c->Open(absl::StrCat("for (int x = tid; x < nr * ", w, "; x += ", threads_, ") {"));
+      EmitStores(dsts_[t], absl::StrCat("r0 * ", w, " + x"), absl::StrCat("b", j, "[x]"), c);
+      c->Close();
+    }
+    c->Close();
+  }
+
+  void EmitTilePhase(const std::vector<int>& outputs, Code* c) {
+    c->L("// ---- tile phase: columns [n0, n0 + ", tn_, ") ----");
+    auto tile_loop = [&](int64_t w) {
+      c->Open(absl::StrCat("for (int x = tid; x < ", br_ * tn_, "; x += ", threads_, ") {"));
+      c->L("const int i = x / ", tn_, ";");
+      c->L("const int cc = x % ", tn_, ";");
+      c->L("const int c = ", w == 1 ? "0" : "n0 + cc", ";");
+      c->L("const i64 r = r0 + i;");
+      c->L("(void)r;");
+      c->L("if (i >= nr || ", w == 1 ? "cc != 0" : absl::StrCat("c >= ", w), ") continue;");
+    };
+    // Matmuls first (their A operands are F or memory), summing over this
+    // block's K slice.
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (f_[j] || op.type != OpType::kMatmul) continue;
+      const int64_t k = g_.tensor(op.inputs[0]).shape.back();
+      const int64_t kc = CeilDiv(CeilDiv(k, split_), 16) * 16;
+      c->L("// ", CommentText(op.name), " = matmul tile, K ", k, split_ > 1 ? " split" : "");
+      const std::string ka = split_ > 1 ? absl::StrCat("(int)blockIdx.z * ", kc) : "0";
+      const std::string kb = split_ > 1
+                                 ? absl::StrCat("min(", k, ", ((int)blockIdx.z + 1) * ", kc, ")")
+                                 : absl::StrCat(k);
+      const std::string tl = absl::StrCat("tl", j);
+      EmitMatmulTile(
+          j, "n0", tn_, ka, kb,
+          [&](const std::string& i, const std::string& cc) {
+            return absl::StrCat(tl, "[(", i, ") * ", tn_, " + (", cc, ") - n0]");
+          },
+          c);
+    }
+    if (split_ > 1) {
+      c->L("// split-K: add this block's partial tiles; the last block of the tile goes on");
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        if (f_[j] || g_.op(ops_[j]).type != OpType::kMatmul) continue;
+        const int64_t n = info_.row_width[j];
+        tile_loop(n);
+        c->L("atomicAdd(&ws", j, "[r * ", n, " + c], tl", j, "[x]);");
+        c->Close();
+      }
+      c->L("__threadfence();");
+      c->L("__syncthreads();");
+      c->L("int* const last = (int*)(red + 32);");
+      c->Open("if (tid == 0) {");
+      c->L("const unsigned prev = atomicAdd(&cnt[blockIdx.x * gridDim.y + blockIdx.y], 1u);");
+      c->L("*last = prev == gridDim.z - 1;");
+      c->Close();
+      c->L("__syncthreads();");
+      c->L("if (!*last) return;");
+      c->L("__threadfence();");
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        if (f_[j] || g_.op(ops_[j]).type != OpType::kMatmul) continue;
+        const int64_t n = info_.row_width[j];
+        tile_loop(n);
+        c->L("tl", j, "[x] = __ldcg(&ws", j, "[r * ", n, " + c]);");
+        c->L("__stcg(&ws", j, "[r * ", n, " + c], 0.0f);");
+        c->Close();
+      }
+      c->L("if (tid == 0) cnt[blockIdx.x * gridDim.y + blockIdx.y] = 0u;");
+      c->L("__syncthreads();");
+    }
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (f_[j] || op.type == OpType::kMatmul) continue;
+      const int64_t w = info_.row_width[j];
+      c->L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " (tile)");
+      tile_loop(w);
+      c->L("tl", j, "[x] = ", ElementwiseValue(j, w, "i", "r", "c"), ";");
+      c->Close();
+      c->L("__syncthreads();");
+    }
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      if (f_[j] || dsts_[t].empty()) continue;
+      const int64_t w = info_.row_width[j];
+      c->L("// store ", CommentText(g_.tensor(t).name));
+      if (w == 1) c->Open("if (blockIdx.y == 0) {");
+      tile_loop(w);
+      EmitStores(dsts_[t], absl::StrCat("r * ", w, " + c"), absl::StrCat("tl", j, "[x]"), c);
+      c->Close();
+      if (w == 1) c->Close();
+    }
+  }
+
+  PlanContext& ctx_;
+  const Graph& g_;
+  const KernelPlan& kernel_;
+  const int kernel_index_;
+  const std::vector<int> ops_;
+  const core::RowGroupInfo info_;
+  const Schedule& s_;
+  std::map<int, size_t> group_pos_;
+  std::map<int, std::vector<std::string>> dsts_;
+  std::vector<bool> f_;
+  std::vector<int64_t> off_;
+  bool has_t_ = false;
+  bool arena_global_ = false;
+  int threads_ = 128;
+  int br_ = 1;
+  int tn_ = 1;
+  int tpr_ = 32;
+  int split_ = 1;
+  int64_t f_floats_ = 0;
+  int64_t red_off_ = 0;
+  int64_t smem_bytes_ = 0;
+  int64_t grid_x_ = 1;
+  int64_t grid_y_ = 1;
+};
+
+// ---------------------------------------------------------------------------
+// KERNEL_GENERIC
+// ---------------------------------------------------------------------------
+
+void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
+                       bool inject_fault, Code* code) {
+  const Graph& g = ctx.graph;
+  const OpInfo& op = g.op(op_id);
+  const std::vector<int64_t>& out = g.tensor(op.output).shape;
+  const std::string name = KernelName(ctx.plan_index, kernel_index);
+  KernelLaunch launch;
+  launch.name = name;
+  launch.block = kGenericThreads;
+  std::vector<std::string> params;
+  for (const std::string& in : kernel.inputs()) {
+    ctx.AddReadParam(g.FindTensor(in), &params, &launch.args);
+  }
+  const std::vector<std::string> dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
+  auto ld = [&](int t, const std::string& index) {
+    return absl::StrCat("yr_ld(", ctx.Var(t), ", ", index, ")");
+  };
+  auto axis_view = [&](const std::vector<int64_t>& shape, int64_t* outer, int64_t* d,
+                       int64_t* inner) {
+    *outer = Numel(Slice(shape, 0, op.axis));
+    *d = shape[op.axis];
+    *inner = Numel(Slice(shape, op.axis + 1, shape.size()));
+  };
+  Code body;
+  int64_t total = Numel(out);
+  if (core::IsElementwise(op.type)) {
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      body.L("const float x", k, " = ",
+             ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "e")), ";");
+    }
+    std::string value;
+    if (core::IsUnaryElementwise(op.type)) {
+      value = UnaryExpr(op, "x0");
+    } else {
+      if (op.has_scalar) body.L("const float x1 = ", Lit(op.scalar), ";");
+      value = BinaryExpr(op.type, "x0", "x1");
+    }
+    body.L("const float v = ", value, ";");
+    EmitStores(dsts, "e", "v", &body);
+    body.Close();
+  } else if (core::IsReduction(op.type)) {
+    int64_t outer, d, inner;
+    axis_view(g.tensor(op.inputs[0]).shape, &outer, &d, &inner);
+    total = outer * inner;
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 o = e / ", inner, "LL;");
+    body.L("const i64 n = e % ", inner, "LL;");
+    const std::string x = ld(op.inputs[0], absl::StrCat("(o * ", d, "LL + c) * ", inner, "LL + n"));
+    if (op.type == OpType::kReduceMax) {
+      body.L("float acc = -__int_as_float(0x7f800000);");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) acc = yr_max(acc, ", x, ");");
+    } else {
+      body.L("float acc = 0.0f;");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) acc += ", x, ";");
+      if (op.type == OpType::kReduceMean) body.L("acc /= ", d, ".0f;");
+    }
+    EmitStores(dsts, "e", "acc", &body);
+    body.Close();
+  } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
+             op.type == OpType::kSoftmax) {
+    int64_t outer, d, inner;
+    axis_view(out, &outer, &d, &inner);
+    total = outer * inner;
+    const std::string idx = absl::StrCat("(o * ", d, "LL + c) * ", inner, "LL + n");
+    const std::string x = ld(op.inputs[0], idx);
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 o = e / ", inner, "LL;");
+    body.L("const i64 n = e % ", inner, "LL;");
+    std::string value;
+    if (op.type == OpType::kSoftmax) {
+      body.L("float mx = -__int_as_float(0x7f800000);");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) mx = yr_max(mx, ", x, ");");
+      body.L("float sum = 0.0f;");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) sum += expf(", x, " - mx);");
+      body.L("const float inv = 1.0f / sum;");
+      value = absl::StrCat("expf(", x, " - mx) * inv");
+    } else if (op.type == OpType::kRmsNorm) {
+      body.L("float ss = 0.0f;");
+      body.Open(absl::StrCat("for (i64 c = 0; c < ", d, "; ++c) {"));
+      body.L("const float v = ", x, ";");
+      body.L("ss += v * v;");
+      body.Close();
+      body.L("const float inv = 1.0f / sqrtf(ss / ", d, ".0f + ", Lit(op.eps), ");");
+      value = absl::StrCat(x, " * inv");
+    } else {
+      body.L("float sum = 0.0f;");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) sum += ", x, ";");
+      body.L("const float mean = sum / ", d, ".0f;");
+      body.L("float var = 0.0f;");
+      body.Open(absl::StrCat("for (i64 c = 0; c < ", d, "; ++c) {"));
+      body.L("const float dv = ", x, " - mean;");
+      body.L("var += dv * dv;");
+      body.Close();
+      body.L("const float inv = 1.0f / sqrtf(var / ", d, ".0f + ", Lit(op.eps), ");");
+      value = absl::StrCat("(", x, " - mean) * inv");
+    }
+    body.Open(absl::StrCat("for (i64 c = 0; c < ", d, "; ++c) {"));
+    body.L("const i64 q = ", idx, ";");
+    std::string v = value;
+    for (size_t k = 1; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      const std::string p = ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "q"));
+      v = k == 1 ? absl::StrCat("(", v, ") * ", p) : absl::StrCat(v, " + ", p);
+    }
+    body.L("const float v = ", v, ";");
+    EmitStores(dsts, "q", "v", &body);
+    body.Close();
+    body.Close();
+  } else if (op.type == OpType::kConcat) {
+    int64_t outer, dout, inner;
+    axis_view(out, &outer, &dout, &inner);
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 o = e / ", dout * inner, "LL;");
+    body.L("const i64 c = (e / ", inner, "LL) % ", dout, "LL;");
+    body.L("const i64 n = e % ", inner, "LL;");
+    body.L("float v;");
+    int64_t off = 0;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      const int64_t dk = g.tensor(t).shape[op.axis];
+      body.L(k == 0 ? "" : "else ",
+             k + 1 < op.inputs.size() ? absl::StrCat("if (c < ", off + dk, "LL) ") : "", "v = ",
+             ld(t, absl::StrCat("(o * ", dk, "LL + (c - ", off, "LL)) * ", inner, "LL + n")), ";");
+      off += dk;
+    }
+    EmitStores(dsts, "e", "v", &body);
+    body.Close();
+  } else if (op.type == OpType::kSlice) {
+    int64_t outer, dout, inner;
+    axis_view(out, &outer, &dout, &inner);
+    const int64_t din = g.tensor(op.inputs[0]).shape[op.axis];
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 o = e / ", dout * inner, "LL;");
+    body.L("const i64 c = (e / ", inner, "LL) % ", dout, "LL;");
+    body.L("const i64 n = e % ", inner, "LL;");
+    body.L("const float v = ",
+           ld(op.inputs[0],
+              absl::StrCat("(o * ", din, "LL + ", op.slice_start, "LL + c) * ", inner, "LL + n")),
+           ";");
+    EmitStores(dsts, "e", "v", &body);
+    body.Close();
+  } else if (op.type == OpType::kMatmul) {
+    const std::vector<int64_t>& a = g.tensor(op.inputs[0]).shape;
+    const std::vector<int64_t>& b = g.tensor(op.inputs[1]).shape;
+    const int64_t k = a.back();
+    const int64_t n = out.back();
+    const std::vector<int64_t> lead = Slice(out, 0, out.size() - 1);
+    std::vector<int64_t> a_lead = BroadcastStrides(Slice(a, 0, a.size() - 1), lead);
+    for (int64_t& st : a_lead) st *= k;
+    std::vector<int64_t> b_lead =
+        BroadcastStrides(Slice(b, 0, b.size() - 2), Slice(out, 0, out.size() - 2));
+    for (int64_t& st : b_lead) st *= k * n;
+    b_lead.push_back(0);
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 r = e / ", n, "LL;");
+    body.L("const i64 c = e % ", n, "LL;");
+    body.L("const ", ctx.ReadType(op.inputs[0]), "* const pa = ", ctx.Var(op.inputs[0]), " + ",
+           OffsetExpr(lead, a_lead, "r"), ";");
+    body.L("const ", ctx.ReadType(op.inputs[1]), "* const pb = ", ctx.Var(op.inputs[1]), " + ",
+           OffsetExpr(lead, b_lead, "r"), ";");
+    body.L("float acc = 0.0f;");
+    body.L("for (i64 kk = 0; kk < ", k, "; ++kk) acc = fmaf(yr_ld(pa, kk), yr_ld(pb, ",
+           op.transpose_b ? absl::StrCat("c * ", k, "LL + kk") : absl::StrCat("kk * ", n, "LL + c"),
+           "), acc);");
+    EmitStores(dsts, "e", "acc", &body);
+    body.Close();
+  }
+  const int64_t blocks = std::max<int64_t>(
+      1, std::min<int64_t>(CeilDiv(total, kGenericThreads), int64_t{ctx.target.sm_count} * 16));
+  launch.grid[0] = blocks;
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
+          CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
+          core::ShapeToString(out));
+  code->L("extern \"C\" __global__ void __launch_bounds__(", kGenericThreads, ") ", name, "(",
+          absl::StrJoin(params, ", "), ") {");
+  code->Open("{");
+  code->L("const i64 i0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
+  code->L("const i64 step = (i64)gridDim.x * blockDim.x;");
+  if (inject_fault) code->Line(FaultLine());
+  code->Line(body.str());
+  code->Close();
+  code->Line("}");
+  ctx.code->launches.push_back(std::move(launch));
+}
+
+}  // namespace
+
+std::string KernelName(int plan, int kernel) { return absl::StrCat("yr_p", plan, "_k", kernel); }
+
+std::string CudaCodegen::Prelude() {
+  return R"(// Generated by the YiRage CUDA backend.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+typedef long long i64;
+static __device__ __forceinline__ float yr_ld(const float* p, i64 i) { return p[i]; }
+static __device__ __forceinline__ float yr_ld(const __half* p, i64 i) { return __half2float(p[i]); }
+static __device__ __forceinline__ float yr_ld(const __nv_bfloat16* p, i64 i) {
+  return __bfloat162float(p[i]);
+}
+static __device__ __forceinline__ void yr_st(float* p, i64 i, float v) { p[i] = v; }
+static __device__ __forceinline__ void yr_st(__half* p, i64 i, float v) { p[i] = __float2half_rn(v); }
+static __device__ __forceinline__ void yr_st(__nv_bfloat16* p, i64 i, float v) {
+  p[i] = __float2bfloat16_rn(v);
+}
+// Vector loads of B rows: 8 halves (16 bytes) or 4 floats.
+static __device__ __forceinline__ void yr_ld8(const __half* p, float* out) {
+  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 f = __half22float2(h[e]);
+    out[2 * e] = f.x;
+    out[2 * e + 1] = f.y;
+  }
+}
+static __device__ __forceinline__ void yr_ld8(const __nv_bfloat16* p, float* out) {
+  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 f = __bfloat1622float2(h[e]);
+    out[2 * e] = f.x;
+    out[2 * e + 1] = f.y;
+  }
+}
+static __device__ __forceinline__ void yr_ld4(const float* p, float* out) {
+  const float4 f = __ldg(reinterpret_cast<const float4*>(p));
+  out[0] = f.x; out[1] = f.y; out[2] = f.z; out[3] = f.w;
+}
+static __device__ __forceinline__ void yr_ld4(const __half* p, float* out) {
+  const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p));
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+  const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
+  out[0] = a.x; out[1] = a.y; out[2] = b.x; out[3] = b.y;
+}
+static __device__ __forceinline__ void yr_ld4(const __nv_bfloat16* p, float* out) {
+  const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p));
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+  const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
+  out[0] = a.x; out[1] = a.y; out[2] = b.x; out[3] = b.y;
+}
+// NaN-propagating, like the reference.
+static __device__ __forceinline__ float yr_max(float a, float b) { return (a > b || a != a) ? a : b; }
+static __device__ __forceinline__ float yr_min(float a, float b) { return (a < b || a != a) ? a : b; }
+static __device__ __forceinline__ float yr_relu(float x) { return x > 0.0f ? x : (x != x ? x : 0.0f); }
+static __device__ __forceinline__ float yr_silu(float x) { return x / (1.0f + expf(-x)); }
+static __device__ __forceinline__ float yr_gelu(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+}
+static __device__ __forceinline__ float yr_gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+// Sum / max over the TPR consecutive threads of a row group. Every thread of
+// the block calls it (it may __syncthreads); `red` holds blockDim.x/32 floats.
+template <int TPR>
+static __device__ __forceinline__ float yr_gsum(float v, float* red) {
+#pragma unroll
+  for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (TPR > 32) {
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    const int g0 = (threadIdx.x / TPR) * (TPR / 32);
+    v = 0.0f;
+    for (int x = 0; x < TPR / 32; ++x) v += red[g0 + x];
+  }
+  return v;
+}
+template <int TPR>
+static __device__ __forceinline__ float yr_gmax(float v, float* red) {
+#pragma unroll
+  for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o >>= 1) {
+    v = yr_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  }
+  if (TPR > 32) {
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    const int g0 = (threadIdx.x / TPR) * (TPR / 32);
+    v = red[g0];
+    for (int x = 1; x < TPR / 32; ++x) v = yr_max(v, red[g0 + x]);
+  }
+  return v;
+}
+)";
+}
+
+absl::StatusOr<PlanCode> CudaCodegen::GeneratePlan(const yirage::v1::Plan& plan, int index,
+                                                   bool inject_fault) const {
+  if (!plan.has_graph()) return GeneratePlanFor(graph_, plan, index, inject_fault);
+  // A rewritten plan: its kernels name the ops of its own graph, which must
+  // keep the job graph's inputs and outputs so the buffers match.
+  absl::StatusOr<Graph> own = Graph::FromProto(plan.graph());
+  if (!own.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan.graph is invalid: ", own.status().message()));
+  }
+  if (absl::Status s = core::CheckSameSignature(graph_, *own); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan.graph does not keep the job graph's inputs and outputs: ", s.message()));
+  }
+  return GeneratePlanFor(*own, plan, index, inject_fault);
+}
+
+absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yirage::v1::Plan& plan,
+                                                      int index, bool inject_fault) const {
+  const int num_ops = static_cast<int>(g.ops().size());
+  const int num_tensors = g.num_tensors();
+  auto kernel_label = [&](int k) {
+    return absl::StrCat("kernel ", k, " ('", plan.kernels(k).name(), "')");
+  };
+
+  std::vector<int> op_kernel(num_ops, -1);
+  std::vector<std::vector<int>> kernel_ops(plan.kernels_size());
+  std::vector<std::vector<int>> kernel_outputs(plan.kernels_size());
+  std::vector<bool> available(num_tensors, false);
+  std::vector<bool> read_by_kernel(num_tensors, false);
+  for (int t = 0; t < g.num_inputs(); ++t) available[t] = true;
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const KernelPlan& kernel = plan.kernels(k);
+    if (kernel.kind() != yirage::v1::KERNEL_ROW && kernel.kind() != yirage::v1::KERNEL_GENERIC) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kernel_label(k), ": kind must be KERNEL_ROW or KERNEL_GENERIC"));
+    }
+    if (kernel.ops().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": has no ops"));
+    }
+    if (kernel.kind() == yirage::v1::KERNEL_GENERIC && kernel.ops_size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": KERNEL_GENERIC holds ",
+                                                     kernel.ops_size(), " ops, must hold 1"));
+    }
+    for (const std::string& name : kernel.ops()) {
+      const int id = g.FindOp(name);
+      if (id < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k), ": unknown op '", name, "'"));
+      }
+      if (op_kernel[id] >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kernel_label(k), ": op '", name, "' is already in ", kernel_label(op_kernel[id])));
+      }
+      op_kernel[id] = k;
+      kernel_ops[k].push_back(id);
+    }
+    std::vector<bool> is_input(num_tensors, false);
+    for (const std::string& name : kernel.inputs()) {
+      const int t = g.FindTensor(name);
+      if (t < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k), ": unknown input tensor '", name, "'"));
+      }
+      if (!available[t]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k), ": input '", name,
+                         "' is neither a graph input nor an output of an earlier kernel"));
+      }
+      if (is_input[t]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k), ": input '", name, "' is listed twice"));
+      }
+      is_input[t] = true;
+      read_by_kernel[t] = true;
+    }
+    for (int id : kernel_ops[k]) {
+      for (int t : g.op(id).inputs) {
+        const int producer = g.tensor(t).producer;
+        if (producer >= 0 && op_kernel[producer] == k) continue;
+        if (!is_input[t]) {
+          return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": op '", g.op(id).name,
+                                                         "' reads '", g.tensor(t).name,
+                                                         "', which is not in the kernel's inputs"));
+        }
+      }
+    }
+    for (const std::string& name : kernel.outputs()) {
+      const int t = g.FindTensor(name);
+      if (t < 0 || g.tensor(t).producer < 0 || op_kernel[g.tensor(t).producer] != k) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kernel_label(k), ": output '", name, "' is not produced by an op of this kernel"));
+      }
+      if (std::find(kernel_outputs[k].begin(), kernel_outputs[k].end(), t) ==
+          kernel_outputs[k].end()) {
+        kernel_outputs[k].push_back(t);
+      }
+      available[t] = true;
+    }
+  }
+  for (int id = 0; id < num_ops; ++id) {
+    if (op_kernel[id] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", g.op(id).name, "' is in no kernel of the plan"));
+    }
+  }
+  for (int t : g.outputs()) {
+    if (!available[t]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", g.tensor(t).name, "' is not in any kernel's outputs"));
+    }
+  }
+
+  PlanCode result;
+  PlanContext ctx{g, target_, index, static_cast<int>(g.outputs().size()), {}, {}, &result};
+  ctx.scratch_buffer.assign(num_tensors, -1);
+  ctx.out_position.assign(num_tensors, {});
+  for (int t = g.num_inputs(); t < num_tensors; ++t) {
+    if (read_by_kernel[t]) {
+      ctx.scratch_buffer[t] = ctx.AddBuffer(g.tensor(t).num_elements() * 4, false,
+                                            absl::StrCat("tensor '", g.tensor(t).name, "'"));
+    }
+  }
+  for (size_t slot = 0; slot < g.outputs().size(); ++slot) {
+    ctx.out_position[g.outputs()[slot]].push_back(static_cast<int>(slot));
+  }
+  Code code;
+  code.L("// ---- plan ", index, ": ", CommentText(plan.description()), " ----");
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const KernelPlan& kernel = plan.kernels(k);
+    const bool fault = inject_fault && k == 0;
+    if (kernel.kind() == yirage::v1::KERNEL_GENERIC) {
+      EmitGenericKernel(ctx, kernel, k, kernel_ops[k][0], fault, &code);
+      continue;
+    }
+    absl::StatusOr<core::RowGroupInfo> info = core::AnalyzeRowGroup(g, kernel_ops[k]);
+    if (!info.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kernel_label(k), ": ", info.status().message()));
+    }
+    RowKernelEmitter emitter(ctx, kernel, k, kernel_ops[k], *std::move(info));
+    if (absl::Status s = emitter.Emit(kernel_outputs[k], fault, &code); !s.ok()) return s;
+  }
+  result.source = code.str();
+  return result;
+}
+
+}  // namespace yirage::backends::cuda

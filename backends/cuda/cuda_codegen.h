@@ -1,0 +1,111 @@
+// Plan -> CUDA C++ (compiled by NVRTC) for the CUDA backend.
+//
+// Every kernel of a plan becomes one extern "C" __global__ function
+// yr_p<plan>_k<kernel>, plus a launch record (grid, block, dynamic shared
+// memory, arguments) the module replays in order. All shapes are compile-time
+// constants. Arguments are device buffers, numbered:
+//   [0, num_inputs)                        graph inputs, in their dtype
+//   [num_inputs, num_inputs + num_outputs) graph outputs, in their dtype
+//   num_inputs + num_outputs + b           the plan's own buffer b (PlanBuffer)
+// Tensors passed between kernels live in float32 plan buffers.
+//
+// KERNEL_ROW (see core/row_group.h): a thread block owns `BR` rows. The group's
+// ops split into two phases:
+//  * F ("full row") ops: the ones some in-group op needs whole rows of (the A
+//    operand of a matmul, the input of a norm, softmax, reduction or concat),
+//    and everything they depend on; norms, softmax, reductions and concat are
+//    always F. They are computed over whole rows into float buffers in shared
+//    memory (or a global per-block arena when the rows do not fit), one pass
+//    per op, with warp/block reductions over the row (a group of threads per
+//    row).
+//  * T ("tile") ops: matmuls whose output is only consumed elementwise, and the
+//    elementwise ops after them. The grid's y dimension walks tiles of tile_n
+//    output columns; each block computes its tile of every T matmul (sharing
+//    the staged A rows, e.g. the two weights of a gated MLP) and applies the
+//    elementwise epilogue in shared memory before storing.
+//  Matmuls (SIMT, float accumulate): each thread owns a vector of up to 8
+//  output columns (16-byte loads of 16-bit B, float4 of float B) for all the
+//  block's rows, and the block's threads split K, adding into the float tile
+//  with shared-memory atomics. split_k > 1 also splits every T matmul's K
+//  across grid.z blocks: partial tiles are added atomically into a float
+//  workspace and the last block of each tile (an atomic counter) runs the
+//  epilogue and resets the workspace and counter for the next launch.
+//  NOT YET: tensor cores (mma.sync / WMMA), cp.async pipelining (`stages` is
+//  accepted but unused), split-KV attention decode.
+// KERNEL_GENERIC: one op, grid-stride loops (one thread per output element or
+//  per reduced row).
+//
+// Schedule mapping: block_rows -> BR (PARALLEL_COLS: all rows, up to 64),
+// tile_n -> T tile width (F matmuls: column chunk, at least 128), warps ->
+// threads per block / 32 (default 4 with a T matmul, else 8), split_k ->
+// grid.z, vector_width -> max elements per vector load of B, unroll -> K-loop
+// unroll; tile_k and stages are not used yet.
+#ifndef YIRAGE_BACKENDS_CUDA_CUDA_CODEGEN_H_
+#define YIRAGE_BACKENDS_CUDA_CUDA_CODEGEN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/graph.h"
+#include "yirage/v1/plan.pb.h"
+
+namespace yirage::backends::cuda {
+
+struct PlanBuffer {
+  int64_t bytes = 0;
+  bool zero_init = false;  // must hold zeros before the first launch
+  std::string what;        // for messages
+};
+
+struct KernelLaunch {
+  std::string name;  // the __global__ function
+  int64_t grid[3] = {1, 1, 1};
+  int block = 128;        // threads
+  int smem_bytes = 0;     // dynamic shared memory
+  std::vector<int> args;  // buffer ids (see the file comment)
+};
+
+struct PlanCode {
+  std::string source;  // this plan's kernels (compile after Prelude())
+  std::vector<PlanBuffer> buffers;
+  std::vector<KernelLaunch> launches;  // in execution order
+};
+
+struct CudaTarget {
+  int sm = 90;                          // compute capability * 10
+  int64_t max_smem_per_block = 232448;  // opt-in dynamic shared memory limit
+  int sm_count = 132;
+};
+
+// Names of the generated kernels.
+std::string KernelName(int plan, int kernel);  // "yr_p<plan>_k<kernel>"
+
+class CudaCodegen {
+ public:
+  // REQUIRES: `graph` outlives the codegen.
+  CudaCodegen(const core::Graph& graph, CudaTarget target) : graph_(graph), target_(target) {}
+
+  // Includes and device helpers shared by every plan of a translation unit.
+  static std::string Prelude();
+
+  // Returns InvalidArgument naming the kernel and the problem when the plan
+  // does not fit the graph (same checks as the CPU backend). A plan with its
+  // own (rewritten) graph, Plan.graph, is generated against that graph, which
+  // must keep the job graph's inputs and outputs. `inject_fault`
+  // (tests only) makes the plan's first kernel write through a null pointer.
+  absl::StatusOr<PlanCode> GeneratePlan(const yirage::v1::Plan& plan, int index,
+                                        bool inject_fault = false) const;
+
+ private:
+  absl::StatusOr<PlanCode> GeneratePlanFor(const core::Graph& g, const yirage::v1::Plan& plan,
+                                           int index, bool inject_fault) const;
+
+  const core::Graph& graph_;
+  const CudaTarget target_;
+};
+
+}  // namespace yirage::backends::cuda
+
+#endif  // YIRAGE_BACKENDS_CUDA_CUDA_CODEGEN_H_

@@ -1,0 +1,393 @@
+#include "backends/cuda/cuda_module.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/graph.h"
+
+namespace yirage::backends::cuda {
+namespace {
+
+std::atomic<int> injected_error_plan{-1};
+std::atomic<int> injected_fault_plan{-1};
+
+std::string Truncate(std::string text) {
+  if (text.size() > kMaxDiagnosticBytes) {
+    text.resize(kMaxDiagnosticBytes);
+    text += "\n... (diagnostics truncated)";
+  }
+  return text;
+}
+
+}  // namespace
+
+void SetInjectedCompileError(int plan_index) { injected_error_plan.store(plan_index); }
+void SetInjectedFault(int plan_index) { injected_fault_plan.store(plan_index); }
+
+CudaModule::CudaModule(Device* device, std::vector<int64_t> input_bytes,
+                       std::vector<int64_t> output_bytes, int num_plans)
+    : device_(device),
+      input_bytes_(std::move(input_bytes)),
+      output_bytes_(std::move(output_bytes)),
+      plans_(num_plans) {}
+
+CudaModule::~CudaModule() {
+  if (device_ == nullptr) return;
+  DeviceLock lock;
+  if (device_->MakeCurrent().ok()) FreeDeviceState();
+}
+
+void CudaModule::FreeDeviceState() {
+  if (gen_ != device_->generation()) return;  // the context was reset: nothing to free
+  const CudaDriver& cu = device_->cu();
+  for (PlanState& p : plans_) {
+    if (p.generation != gen_) continue;
+    for (CUdeviceptr b : p.buffers) cu.cuMemFree(b);
+    p.buffers.clear();
+    p.generation = -1;
+  }
+  for (CUdeviceptr b : io_) cu.cuMemFree(b);
+  io_.clear();
+  if (flush_ != 0) cu.cuMemFree(flush_);
+  flush_ = 0;
+  for (CUmodule m : cu_modules_) {
+    if (m != nullptr) cu.cuModuleUnload(m);
+  }
+  cu_modules_.clear();
+  gen_ = -1;
+}
+
+int CudaModule::AddImage(std::string cubin) {
+  images_.push_back(std::move(cubin));
+  return static_cast<int>(images_.size()) - 1;
+}
+
+void CudaModule::SetPlan(int plan, PlanCode code, int image) {
+  plans_[plan].ok = true;
+  plans_[plan].code = std::move(code);
+  plans_[plan].image = image;
+}
+
+absl::Status CudaModule::CheckPlan(int plan) const {
+  if (plan < 0 || plan >= num_plans()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan index ", plan, " out of range (module has ", num_plans(), " plans)"));
+  }
+  if (!plans_[plan].ok) {
+    return absl::FailedPreconditionError(absl::StrCat("plan ", plan, " did not compile"));
+  }
+  if (device_ == nullptr) {
+    return absl::FailedPreconditionError("no CUDA device: this module was compiled only");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaModule::Fail(CUresult rc, const std::string& what) {
+  std::string text = absl::StrCat(what, ": ", DriverErrorText(device_->cu(), rc));
+  if (IsStickyError(rc)) {
+    absl::Status reset = device_->ResetAfterFault();
+    absl::StrAppend(&text, reset.ok() ? "; the CUDA context was reset"
+                                      : absl::StrCat("; resetting the context failed: ",
+                                                     std::string(reset.message())));
+  }
+  return absl::InternalError(text);
+}
+
+absl::Status CudaModule::Prepare(int plan) {
+  const CudaDriver& cu = device_->cu();
+  if (gen_ != device_->generation()) {
+    // First use, or the context was reset: everything old is gone.
+    cu_modules_.assign(images_.size(), nullptr);
+    io_.clear();
+    flush_ = 0;
+    flush_bytes_ = 0;
+    for (PlanState& p : plans_) {
+      p.generation = -1;
+      p.fns.clear();
+      p.buffers.clear();
+    }
+    gen_ = device_->generation();
+    std::vector<int64_t> sizes = input_bytes_;
+    sizes.insert(sizes.end(), output_bytes_.begin(), output_bytes_.end());
+    for (int64_t bytes : sizes) {
+      CUdeviceptr p = 0;
+      if (CUresult rc = cu.cuMemAlloc(&p, static_cast<size_t>(std::max<int64_t>(bytes, 16)));
+          rc != CUDA_SUCCESS) {
+        return Fail(rc, "cuMemAlloc (graph inputs/outputs)");
+      }
+      io_.push_back(p);
+    }
+  }
+  PlanState& ps = plans_[plan];
+  if (ps.generation == gen_) return absl::OkStatus();
+  if (cu_modules_[ps.image] == nullptr) {
+    CUmodule m = nullptr;
+    if (CUresult rc = cu.cuModuleLoadData(&m, images_[ps.image].data()); rc != CUDA_SUCCESS) {
+      return Fail(rc, "cuModuleLoadData");
+    }
+    cu_modules_[ps.image] = m;
+  }
+  ps.fns.clear();
+  for (const KernelLaunch& l : ps.code.launches) {
+    CUfunction fn = nullptr;
+    if (CUresult rc = cu.cuModuleGetFunction(&fn, cu_modules_[ps.image], l.name.c_str());
+        rc != CUDA_SUCCESS) {
+      return Fail(rc, absl::StrCat("cuModuleGetFunction(", l.name, ")"));
+    }
+    if (l.smem_bytes > 48 * 1024) {
+      if (CUresult rc = cu.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                              l.smem_bytes);
+          rc != CUDA_SUCCESS) {
+        return Fail(rc, absl::StrCat(l.name, ": ", l.smem_bytes, " bytes of shared memory"));
+      }
+    }
+    ps.fns.push_back(fn);
+  }
+  for (CUdeviceptr b : ps.buffers) cu.cuMemFree(b);
+  ps.buffers.clear();
+  for (const PlanBuffer& b : ps.code.buffers) {
+    CUdeviceptr p = 0;
+    if (CUresult rc = cu.cuMemAlloc(&p, static_cast<size_t>(b.bytes)); rc != CUDA_SUCCESS) {
+      for (CUdeviceptr q : ps.buffers) cu.cuMemFree(q);
+      ps.buffers.clear();
+      return Fail(rc, absl::StrCat("cuMemAlloc(", b.bytes, " bytes for ", b.what, ")"));
+    }
+    ps.buffers.push_back(p);
+    if (b.zero_init) {
+      if (CUresult rc = cu.cuMemsetD8(p, 0, static_cast<size_t>(b.bytes)); rc != CUDA_SUCCESS) {
+        return Fail(rc, "cuMemsetD8");
+      }
+    }
+  }
+  ps.generation = gen_;
+  return absl::OkStatus();
+}
+
+absl::Status CudaModule::CopyIn(const void* const* inputs) {
+  for (size_t i = 0; i < input_bytes_.size(); ++i) {
+    if (CUresult rc = device_->cu().cuMemcpyHtoD(io_[i], inputs[i], input_bytes_[i]);
+        rc != CUDA_SUCCESS) {
+      return Fail(rc, absl::StrCat("copying input ", i, " to the device"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaModule::CopyOut(void* const* outputs) {
+  for (size_t i = 0; i < output_bytes_.size(); ++i) {
+    if (CUresult rc =
+            device_->cu().cuMemcpyDtoH(outputs[i], io_[input_bytes_.size() + i], output_bytes_[i]);
+        rc != CUDA_SUCCESS) {
+      return Fail(rc, absl::StrCat("copying output ", i, " from the device"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaModule::Launch(int plan) {
+  PlanState& ps = plans_[plan];
+  const int num_io = static_cast<int>(io_.size());
+  std::vector<CUdeviceptr> values;
+  std::vector<void*> params;
+  for (size_t k = 0; k < ps.code.launches.size(); ++k) {
+    const KernelLaunch& l = ps.code.launches[k];
+    values.assign(l.args.size(), 0);
+    params.assign(l.args.size(), nullptr);
+    for (size_t a = 0; a < l.args.size(); ++a) {
+      const int id = l.args[a];
+      values[a] = id < num_io ? io_[id] : ps.buffers[id - num_io];
+      params[a] = &values[a];
+    }
+    CUresult rc = device_->cu().cuLaunchKernel(
+        ps.fns[k], static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]),
+        static_cast<unsigned>(l.grid[2]), static_cast<unsigned>(l.block), 1, 1,
+        static_cast<unsigned>(l.smem_bytes), nullptr, params.data(), nullptr);
+    if (rc != CUDA_SUCCESS) return Fail(rc, absl::StrCat("plan ", plan, ": launching ", l.name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaModule::Run(int plan, const void* const* inputs, void* const* outputs) {
+  if (absl::Status s = CheckPlan(plan); !s.ok()) return s;
+  DeviceLock lock;
+  if (absl::Status s = device_->MakeCurrent(); !s.ok()) return s;
+  if (absl::Status s = Prepare(plan); !s.ok()) return s;
+  if (absl::Status s = CopyIn(inputs); !s.ok()) return s;
+  if (absl::Status s = Launch(plan); !s.ok()) return s;
+  if (CUresult rc = device_->cu().cuCtxSynchronize(); rc != CUDA_SUCCESS) {
+    return Fail(rc, absl::StrCat("plan ", plan, ": kernel failed"));
+  }
+  return CopyOut(outputs);
+}
+
+absl::StatusOr<YirageTiming> CudaModule::Time(int plan, const void* const* inputs,
+                                              void* const* outputs,
+                                              const YirageTimingOptions* options) {
+  if (absl::Status s = CheckPlan(plan); !s.ok()) return s;
+  DeviceLock lock;
+  if (absl::Status s = device_->MakeCurrent(); !s.ok()) return s;
+  if (absl::Status s = Prepare(plan); !s.ok()) return s;
+  const CudaDriver& cu = device_->cu();
+  YirageTimingOptions o{3, 100, 0.05, 10, 0};
+  if (options != nullptr) o = *options;
+  const int warmup = std::max(0, o.warmup_runs);
+  const int max_runs = o.max_runs > 0 ? o.max_runs : 100;
+  const double target = o.target_seconds > 0 ? o.target_seconds : 0.05;
+  const int min_runs = std::min(max_runs, std::max(1, o.min_runs));
+  const int64_t flush_bytes = o.flush_bytes == 0
+                                  ? std::max<int64_t>(2 * device_->info().l2_bytes, 64 << 20)
+                                  : std::max<int64_t>(0, o.flush_bytes);
+  if (flush_bytes > 0 && flush_bytes_ != flush_bytes) {
+    if (flush_ != 0) cu.cuMemFree(flush_);
+    flush_ = 0;
+    flush_bytes_ = 0;
+    if (CUresult rc = cu.cuMemAlloc(&flush_, static_cast<size_t>(flush_bytes));
+        rc != CUDA_SUCCESS) {
+      return Fail(rc, "cuMemAlloc (L2 flush buffer)");
+    }
+    flush_bytes_ = flush_bytes;
+  }
+  if (absl::Status s = CopyIn(inputs); !s.ok()) return s;
+  for (int i = 0; i < warmup; ++i) {
+    if (absl::Status s = Launch(plan); !s.ok()) return s;
+  }
+  if (CUresult rc = cu.cuCtxSynchronize(); rc != CUDA_SUCCESS) {
+    return Fail(rc, absl::StrCat("plan ", plan, ": kernel failed"));
+  }
+  CUevent start = nullptr, stop = nullptr;
+  if (CUresult rc = cu.cuEventCreate(&start, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) {
+    return Fail(rc, "cuEventCreate");
+  }
+  if (CUresult rc = cu.cuEventCreate(&stop, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) {
+    cu.cuEventDestroy(start);
+    return Fail(rc, "cuEventCreate");
+  }
+  std::vector<double> times;
+  double total = 0;
+  absl::Status status;
+  while (static_cast<int>(times.size()) < max_runs &&
+         (total < target || static_cast<int>(times.size()) < min_runs)) {
+    if (flush_bytes_ > 0) {
+      if (CUresult rc = cu.cuMemsetD8(flush_, static_cast<unsigned char>(times.size() & 0xff),
+                                      static_cast<size_t>(flush_bytes_));
+          rc != CUDA_SUCCESS) {
+        status = Fail(rc, "L2 flush");
+        break;
+      }
+    }
+    CUresult rc = cu.cuEventRecord(start, nullptr);
+    if (rc == CUDA_SUCCESS) {
+      status = Launch(plan);
+      if (!status.ok()) break;
+      rc = cu.cuEventRecord(stop, nullptr);
+    }
+    if (rc == CUDA_SUCCESS) rc = cu.cuEventSynchronize(stop);
+    float ms = 0;
+    if (rc == CUDA_SUCCESS) rc = cu.cuEventElapsedTime(&ms, start, stop);
+    if (rc != CUDA_SUCCESS) {
+      status = Fail(rc, absl::StrCat("plan ", plan, ": timed run failed"));
+      break;
+    }
+    times.push_back(1000.0 * ms);
+    total += ms * 1e-3;
+  }
+  if (device_->generation() == gen_) {  // else the reset context took the events
+    cu.cuEventDestroy(start);
+    cu.cuEventDestroy(stop);
+  }
+  if (!status.ok()) return status;
+  if (absl::Status s = CopyOut(outputs); !s.ok()) return s;
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  YirageTiming timing;
+  timing.median_us = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  timing.min_us = sorted.front();
+  timing.runs = static_cast<int32_t>(n);
+  return timing;
+}
+
+absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::CompileRequest& request,
+                                                        yirage::v1::CompileResponse* response) {
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<core::Graph> graph = core::Graph::FromProto(request.graph());
+  if (!graph.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CompileRequest.graph is invalid: ", graph.status().message()));
+  }
+  absl::StatusOr<Device*> device = Device::Get();
+  CudaTarget target;
+  std::string arch = "sm_90a";
+  if (device.ok()) {
+    target = (*device)->info().Target();
+    arch = (*device)->info().Arch();
+  } else if (const char* env = std::getenv("YIRAGE_CUDA_ARCH"); env != nullptr && env[0] != '\0') {
+    arch = env;
+  }
+  std::vector<int64_t> in_bytes, out_bytes;
+  for (int t = 0; t < graph->num_inputs(); ++t) {
+    in_bytes.push_back(graph->tensor(t).num_elements() * core::DTypeSize(graph->tensor(t).dtype));
+  }
+  for (int t : graph->outputs()) {
+    out_bytes.push_back(graph->tensor(t).num_elements() * core::DTypeSize(graph->tensor(t).dtype));
+  }
+  const int num_plans = request.plans_size();
+  auto module =
+      std::make_unique<CudaModule>(device.ok() ? *device : nullptr, in_bytes, out_bytes, num_plans);
+  response->Clear();
+  const std::string prelude = CudaCodegen::Prelude();
+  const CudaCodegen codegen(*graph, target);
+  std::vector<PlanCode> code(num_plans);
+  std::vector<int> pending;
+  for (int i = 0; i < num_plans; ++i) {
+    yirage::v1::CompiledPlan* out = response->add_plans();
+    absl::StatusOr<PlanCode> pc =
+        codegen.GeneratePlan(request.plans(i), i, injected_fault_plan.load() == i);
+    if (!pc.ok()) {
+      out->set_ok(false);
+      out->set_error(Truncate(absl::StrCat("code generation failed: ", pc.status().message())));
+      continue;
+    }
+    code[i] = *std::move(pc);
+    if (injected_error_plan.load() == i) {
+      code[i].source += "\n#error \"injected by the test hook\"\n";
+    }
+    out->set_source(prelude + code[i].source);
+    pending.push_back(i);
+  }
+  auto compile = [&](const std::vector<int>& plans) -> absl::StatusOr<std::string> {
+    std::string all = prelude;
+    for (int i : plans) all += code[i].source;
+    return CompileCubin(all, arch, absl::StrCat(request.graph().name(), ".cu"));
+  };
+  auto accept = [&](int i, int image) {
+    response->mutable_plans(i)->set_ok(true);
+    module->SetPlan(i, std::move(code[i]), image);
+  };
+  if (!pending.empty()) {
+    absl::StatusOr<std::string> all = compile(pending);
+    if (all.ok()) {
+      const int image = module->AddImage(*std::move(all));
+      for (int i : pending) accept(i, image);
+    } else {
+      for (int i : pending) {
+        absl::StatusOr<std::string> one = pending.size() == 1 ? all : compile(std::vector<int>{i});
+        if (one.ok()) {
+          accept(i, module->AddImage(*std::move(one)));
+        } else {
+          response->mutable_plans(i)->set_ok(false);
+          response->mutable_plans(i)->set_error(Truncate(std::string(one.status().message())));
+        }
+      }
+    }
+  }
+  response->set_compile_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return module;
+}
+
+}  // namespace yirage::backends::cuda

@@ -1,0 +1,231 @@
+// Test helpers for the CUDA backend: load the built backend through the C ABI,
+// compile plans, run them and compare with the float64 reference. Graph and
+// plan builders are shared with the CPU backend tests (cpu_test_util.h).
+#ifndef YIRAGE_BACKENDS_CUDA_CUDA_TEST_UTIL_H_
+#define YIRAGE_BACKENDS_CUDA_CUDA_TEST_UTIL_H_
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/backend_api.h"
+#include "backends/cpu/cpu_test_util.h"
+#include "core/candidate_generator.h"
+#include "core/graph.h"
+#include "core/graph_json.h"
+#include "core/tensor.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "yirage/v1/backend.pb.h"
+
+namespace yirage::backends::cuda::testing {
+
+using cpu::testing::AllGeneric;
+using cpu::testing::AllRowSingles;
+using cpu::testing::B;
+using cpu::testing::Buffers;
+using cpu::testing::Cols;
+using cpu::testing::F;
+using cpu::testing::Generic;
+using cpu::testing::GraphBuilder;
+using cpu::testing::I;
+using cpu::testing::KernelSpec;
+using cpu::testing::MakeBuffers;
+using cpu::testing::MakePlan;
+using cpu::testing::OneRowGroup;
+using cpu::testing::Row;
+using cpu::testing::Rows;
+using cpu::testing::S;
+
+// $YIRAGE_CUDA_BACKEND_LIB (a bundle shipped to a GPU host), else the build's.
+inline std::string BackendPath() {
+  const char* env = std::getenv("YIRAGE_CUDA_BACKEND_LIB");
+  if (env != nullptr && env[0] != '\0') return env;
+  return std::string(YIRAGE_BIN_DIR) + "/libyirage_backend_cuda.so";
+}
+
+// $YIRAGE_SOURCE_DIR (a checkout on a GPU host), else the build's source tree.
+inline std::string SourceDir() {
+  const char* env = std::getenv("YIRAGE_SOURCE_DIR");
+  if (env != nullptr && env[0] != '\0') return env;
+  return YIRAGE_SOURCE_DIR;
+}
+
+inline void* BackendHandle() {
+  static void* handle = dlopen(BackendPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+  return handle;
+}
+
+inline const YirageBackendV1* Backend() {
+  static const YirageBackendV1* backend = []() -> const YirageBackendV1* {
+    void* h = BackendHandle();
+    if (h == nullptr) {
+      ADD_FAILURE() << "dlopen " << BackendPath() << ": " << dlerror();
+      return nullptr;
+    }
+    auto get = reinterpret_cast<YirageBackendGetV1Fn>(dlsym(h, YIRAGE_BACKEND_ENTRY_POINT));
+    return get != nullptr ? get() : nullptr;
+  }();
+  return backend;
+}
+
+inline void* BackendSymbol(const char* name) {
+  void* h = BackendHandle();
+  return h != nullptr ? dlsym(h, name) : nullptr;
+}
+
+// probe(): the JSON and whether a device is usable.
+struct ProbeResult {
+  int rc = YIRAGE_ERROR;
+  nlohmann::json json;
+};
+inline ProbeResult Probe() {
+  ProbeResult r;
+  char* out = nullptr;
+  r.rc = Backend()->probe(&out);
+  if (out != nullptr) {
+    r.json = nlohmann::json::parse(out, nullptr, false);
+    Backend()->free_buffer(out);
+  }
+  return r;
+}
+inline bool HasGpu() {
+  static const bool has = Probe().rc == YIRAGE_OK;
+  return has;
+}
+#define YR_REQUIRE_GPU()                                                                   \
+  do {                                                                                     \
+    if (!::yirage::backends::cuda::testing::HasGpu()) {                                    \
+      GTEST_SKIP() << "NEEDS A GPU: the CUDA backend's probe() found no usable device ("   \
+                   << ::yirage::backends::cuda::testing::Probe().json.value("reason", "?") \
+                   << "); run bench/gpu_check.sh on a GPU host";                           \
+    }                                                                                      \
+  } while (0)
+
+inline yirage::v1::Schedule WithGpu(yirage::v1::Schedule s, int split_k, int warps = 0,
+                                    int stages = 0) {
+  s.set_split_k(split_k);
+  s.set_warps(warps);
+  s.set_stages(stages);
+  return s;
+}
+
+struct Compiled {
+  YirageModule* module = nullptr;
+  yirage::v1::CompileResponse response;
+  Compiled() = default;
+  Compiled(const Compiled&) = delete;
+  Compiled& operator=(const Compiled&) = delete;
+  ~Compiled() {
+    if (module != nullptr) Backend()->release(module);
+  }
+};
+
+inline void CompileThroughAbi(const yirage::v1::Graph& graph,
+                              const std::vector<yirage::v1::Plan>& plans, Compiled* out) {
+  yirage::v1::CompileRequest req;
+  *req.mutable_graph() = graph;
+  for (const auto& p : plans) *req.add_plans() = p;
+  const std::string bytes = req.SerializeAsString();
+  void* resp = nullptr;
+  size_t resp_len = 0;
+  char* error = nullptr;
+  const int rc =
+      Backend()->compile(bytes.data(), bytes.size(), &out->module, &resp, &resp_len, &error);
+  ASSERT_EQ(rc, YIRAGE_OK) << (error != nullptr ? error : "");
+  ASSERT_TRUE(out->response.ParseFromArray(resp, static_cast<int>(resp_len)));
+  Backend()->free_buffer(resp);
+  ASSERT_EQ(out->response.plans_size(), static_cast<int>(plans.size()));
+}
+
+inline std::vector<yirage::v1::Plan> MakePlans(const core::Graph& g,
+                                               const std::vector<std::vector<KernelSpec>>& specs) {
+  std::vector<yirage::v1::Plan> ps;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    ps.push_back(MakePlan(g, specs[i], "plan " + std::to_string(i)));
+  }
+  return ps;
+}
+
+// Every plan compiled; the message shows the first error.
+inline void ExpectAllCompiled(const Compiled& c) {
+  for (int i = 0; i < c.response.plans_size(); ++i) {
+    const yirage::v1::CompiledPlan& p = c.response.plans(i);
+    EXPECT_TRUE(p.ok()) << "plan " << i << ": " << p.error() << "\n" << p.source();
+    if (!p.ok()) return;
+  }
+}
+
+// Runs plan `index` and compares every output with the float64 reference.
+// Returns the comparison.
+inline core::CompareResult RunAndCompare(const core::Graph& g, Compiled& c, int index,
+                                         core::Tolerance tol = {}) {
+  core::CompareResult result;
+  const yirage::v1::CompiledPlan& cp = c.response.plans(index);
+  if (!cp.ok()) {
+    result.message = "did not compile: " + cp.error();
+    return result;
+  }
+  const std::vector<core::HostTensor> inputs = core::MakeRandomInputs(g, 42 + index);
+  absl::StatusOr<std::vector<core::HostTensor>> ref = core::EvaluateReference(g, inputs);
+  if (!ref.ok()) {
+    result.message = std::string(ref.status().message());
+    return result;
+  }
+  Buffers b = MakeBuffers(g, inputs);
+  char* error = nullptr;
+  if (Backend()->run(c.module, index, b.in_ptrs.data(), b.out_ptrs.data(), &error) != YIRAGE_OK) {
+    result.message = std::string("run failed: ") + (error != nullptr ? error : "");
+    Backend()->free_buffer(error);
+    return result;
+  }
+  std::vector<core::HostTensor> got;
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    const core::TensorInfo& t = g.tensor(g.outputs()[k]);
+    got.push_back(core::DecodeTensor(b.out[k].data(), t.shape, t.dtype));
+  }
+  if (tol.rtol == 0 && tol.atol == 0) tol = core::ResolveTolerance(g, g.proto().tolerance());
+  return core::CompareOutputs(g, *ref, got, tol);
+}
+
+inline void CheckCudaPlans(const yirage::v1::Graph& proto,
+                           const std::vector<std::vector<KernelSpec>>& specs,
+                           core::Tolerance tol = {}) {
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Compiled c;
+  CompileThroughAbi(proto, MakePlans(*g, specs), &c);
+  for (int i = 0; i < static_cast<int>(specs.size()); ++i) {
+    const core::CompareResult r = RunAndCompare(*g, c, i, tol);
+    EXPECT_TRUE(r.ok) << proto.name() << " plan " << i << ": " << r.message << "\n"
+                      << c.response.plans(i).source();
+  }
+}
+
+// Example graphs: examples/graphs/*.json and examples/graphs/bench/*.json.
+inline std::vector<std::string> ExampleGraphFiles(bool bench) {
+  std::vector<std::string> files;
+  const std::string dir = SourceDir() + (bench ? "/examples/graphs/bench" : "/examples/graphs");
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+inline absl::StatusOr<yirage::v1::Graph> LoadGraph(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return core::ParseGraphJson(ss.str());
+}
+
+}  // namespace yirage::backends::cuda::testing
+
+#endif  // YIRAGE_BACKENDS_CUDA_CUDA_TEST_UTIL_H_

@@ -1,0 +1,581 @@
+#include "core/rewrite.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace yirage::core {
+namespace rewrite_util {
+
+yirage::v1::OpNode MakeOp(const std::string& name, const std::string& op,
+                          const std::vector<std::string>& inputs) {
+  yirage::v1::OpNode n;
+  n.set_name(name);
+  n.set_op(op);
+  for (const std::string& s : inputs) n.add_inputs(s);
+  return n;
+}
+void SetInt(yirage::v1::OpNode* op, const std::string& key, int64_t v) {
+  (*op->mutable_attrs())[key].set_i(v);
+}
+void SetFloat(yirage::v1::OpNode* op, const std::string& key, double v) {
+  (*op->mutable_attrs())[key].set_f(v);
+}
+void SetBool(yirage::v1::OpNode* op, const std::string& key, bool v) {
+  (*op->mutable_attrs())[key].set_b(v);
+}
+
+std::string FreshName(const Graph& graph, const std::string& base,
+                      std::vector<std::string>* taken) {
+  auto used = [&](const std::string& n) {
+    return graph.FindTensor(n) >= 0 || std::find(taken->begin(), taken->end(), n) != taken->end();
+  };
+  std::string name = base;
+  for (int i = 1; used(name); ++i) name = absl::StrCat(base, "_", i);
+  taken->push_back(name);
+  return name;
+}
+
+yirage::v1::Graph ReplaceOps(const Graph& graph, const std::vector<int>& op_indices,
+                             const std::vector<yirage::v1::OpNode>& replacement) {
+  const yirage::v1::Graph& src = graph.proto();
+  yirage::v1::Graph out = src;
+  out.clear_ops();
+  const int first = *std::min_element(op_indices.begin(), op_indices.end());
+  std::vector<yirage::v1::OpNode> ops;
+  for (int j = 0; j < src.ops_size(); ++j) {
+    if (j == first) ops.insert(ops.end(), replacement.begin(), replacement.end());
+    if (std::find(op_indices.begin(), op_indices.end(), j) != op_indices.end()) continue;
+    ops.push_back(src.ops(j));
+  }
+  // Dead code elimination: drop ops whose results nothing reads.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::set<std::string> read(src.outputs().begin(), src.outputs().end());
+    for (const auto& op : ops) read.insert(op.inputs().begin(), op.inputs().end());
+    std::vector<yirage::v1::OpNode> kept;
+    for (auto& op : ops) {
+      if (read.contains(op.name())) {
+        kept.push_back(std::move(op));
+      } else {
+        changed = true;
+      }
+    }
+    ops = std::move(kept);
+  }
+  for (auto& op : ops) *out.add_ops() = std::move(op);
+  return out;
+}
+
+}  // namespace rewrite_util
+
+namespace {
+
+using namespace rewrite_util;  // NOLINT: the rules below are written in its terms
+using yirage::v1::OpNode;
+using Protos = std::vector<yirage::v1::Graph>;
+
+const std::string& TName(const Graph& g, int t) { return g.tensor(t).name; }
+
+// The op producing tensor t when t is an op result read only by one op and not
+// a graph output; -1 otherwise.
+int SingleUseProducer(const Graph& g, int t) {
+  const TensorInfo& info = g.tensor(t);
+  if (info.producer < 0 || info.is_graph_output || info.consumers.size() != 1) return -1;
+  return info.producer;
+}
+
+// A copy of op j's node with a new name and inputs (attrs kept).
+OpNode Retarget(const Graph& g, int j, const std::string& name,
+                const std::vector<std::string>& inputs) {
+  OpNode n = g.proto().ops(j);
+  n.set_name(name);
+  n.clear_inputs();
+  for (const std::string& s : inputs) n.add_inputs(s);
+  return n;
+}
+
+// ---- expansions ----
+
+Protos ExpandRmsNorm(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& op = g.op(j);
+    if (op.type != OpType::kRmsNorm) continue;
+    std::vector<std::string> taken;
+    const std::string x = TName(g, op.inputs[0]);
+    const std::string sq = FreshName(g, op.name + "_sq", &taken);
+    const std::string ms = FreshName(g, op.name + "_ms", &taken);
+    const std::string me = FreshName(g, op.name + "_mse", &taken);
+    const std::string r = FreshName(g, op.name + "_rs", &taken);
+    std::vector<OpNode> rep = {MakeOp(sq, "square", {x}), MakeOp(ms, "reduce_mean", {sq}),
+                               MakeOp(me, "add", {ms}), MakeOp(r, "rsqrt", {me})};
+    SetInt(&rep[1], "axis", op.axis);
+    SetFloat(&rep[2], "scalar", op.eps);
+    if (op.inputs.size() > 1) {
+      const std::string xn = FreshName(g, op.name + "_xn", &taken);
+      rep.push_back(MakeOp(xn, "mul", {x, r}));
+      rep.push_back(MakeOp(op.name, "mul", {xn, TName(g, op.inputs[1])}));
+    } else {
+      rep.push_back(MakeOp(op.name, "mul", {x, r}));
+    }
+    out.push_back(ReplaceOps(g, {j}, rep));
+  }
+  return out;
+}
+
+Protos ExpandLayerNorm(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& op = g.op(j);
+    if (op.type != OpType::kLayerNorm) continue;
+    std::vector<std::string> taken;
+    const std::string x = TName(g, op.inputs[0]);
+    const std::string mu = FreshName(g, op.name + "_mean", &taken);
+    const std::string d = FreshName(g, op.name + "_d", &taken);
+    const std::string d2 = FreshName(g, op.name + "_d2", &taken);
+    const std::string v = FreshName(g, op.name + "_var", &taken);
+    const std::string ve = FreshName(g, op.name + "_vare", &taken);
+    const std::string r = FreshName(g, op.name + "_rs", &taken);
+    std::vector<OpNode> rep = {MakeOp(mu, "reduce_mean", {x}), MakeOp(d, "sub", {x, mu}),
+                               MakeOp(d2, "square", {d}),      MakeOp(v, "reduce_mean", {d2}),
+                               MakeOp(ve, "add", {v}),         MakeOp(r, "rsqrt", {ve})};
+    SetInt(&rep[0], "axis", op.axis);
+    SetInt(&rep[3], "axis", op.axis);
+    SetFloat(&rep[4], "scalar", op.eps);
+    std::string last = d;
+    std::vector<std::string> factors = {r};
+    if (op.inputs.size() > 1) factors.push_back(TName(g, op.inputs[1]));
+    for (size_t f = 0; f < factors.size(); ++f) {
+      const bool final_op = f + 1 == factors.size() && op.inputs.size() < 3;
+      const std::string name = final_op ? op.name : FreshName(g, op.name + "_y", &taken);
+      rep.push_back(MakeOp(name, "mul", {last, factors[f]}));
+      last = name;
+    }
+    if (op.inputs.size() > 2) rep.push_back(MakeOp(op.name, "add", {last, TName(g, op.inputs[2])}));
+    out.push_back(ReplaceOps(g, {j}, rep));
+  }
+  return out;
+}
+
+Protos ExpandSoftmax(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& op = g.op(j);
+    if (op.type != OpType::kSoftmax) continue;
+    std::vector<std::string> taken;
+    const std::string s = TName(g, op.inputs[0]);
+    const std::string m = FreshName(g, op.name + "_max", &taken);
+    const std::string z = FreshName(g, op.name + "_z", &taken);
+    const std::string e = FreshName(g, op.name + "_exp", &taken);
+    const std::string sum = FreshName(g, op.name + "_sum", &taken);
+    std::vector<OpNode> rep = {MakeOp(m, "reduce_max", {s}), MakeOp(z, "sub", {s, m}),
+                               MakeOp(e, "exp", {z}), MakeOp(sum, "reduce_sum", {e}),
+                               MakeOp(op.name, "div", {e, sum})};
+    SetInt(&rep[0], "axis", op.axis);
+    SetInt(&rep[3], "axis", op.axis);
+    out.push_back(ReplaceOps(g, {j}, rep));
+  }
+  return out;
+}
+
+// ---- elementwise chains ----
+
+bool IsMulDiv(OpType t) { return t == OpType::kMul || t == OpType::kDiv; }
+
+// Second operand of a mul/div op: a tensor name, or the scalar attr.
+struct Operand {
+  bool scalar = false;
+  double value = 0;
+  std::string name;
+};
+Operand SecondOperand(const Graph& g, const OpInfo& op) {
+  if (op.has_scalar) return {true, op.scalar, ""};
+  return {false, 0, TName(g, op.inputs[1])};
+}
+OpNode MulDiv(const std::string& name, OpType type, const std::string& a, const Operand& b) {
+  OpNode n = MakeOp(name, type == OpType::kMul ? "mul" : "div", {a});
+  if (b.scalar) {
+    SetFloat(&n, "scalar", b.value);
+  } else {
+    n.add_inputs(b.name);
+  }
+  return n;
+}
+
+Protos ReorderMulChain(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& outer = g.op(j);
+    if (!IsMulDiv(outer.type)) continue;
+    // The inner op is the first operand (and, for mul, also the second).
+    for (int slot = 0; slot < (outer.type == OpType::kMul && !outer.has_scalar ? 2 : 1); ++slot) {
+      const int i = SingleUseProducer(g, outer.inputs[slot]);
+      if (i < 0 || !IsMulDiv(g.op(i).type)) continue;
+      const OpInfo& inner = g.op(i);
+      Operand c =
+          slot == 0 ? SecondOperand(g, outer) : Operand{false, 0, TName(g, outer.inputs[0])};
+      const Operand b = SecondOperand(g, inner);
+      if (!c.scalar && !b.scalar && c.name == b.name) continue;  // a no-op swap
+      std::vector<std::string> taken;
+      const std::string t = FreshName(g, inner.name + "_r", &taken);
+      out.push_back(ReplaceOps(g, {i, j},
+                               {MulDiv(t, outer.type, TName(g, inner.inputs[0]), c),
+                                MulDiv(outer.name, inner.type, t, b)}));
+    }
+  }
+  return out;
+}
+
+// ---- matmul rewrites ----
+
+Protos ScaleThroughMatmul(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& mm = g.op(j);
+    if (mm.type != OpType::kMatmul) continue;
+    std::vector<std::string> taken;
+    // A side: (A * r) @ B, r scalar or [..., M, 1].
+    if (int s = SingleUseProducer(g, mm.inputs[0]); s >= 0 && IsMulDiv(g.op(s).type)) {
+      const OpInfo& sc = g.op(s);
+      const std::vector<int64_t>& a_shape = g.tensor(mm.inputs[0]).shape;
+      for (int slot = 0; slot < (sc.has_scalar ? 1 : 2); ++slot) {
+        if (slot == 1 && sc.type == OpType::kDiv) break;
+        const int x = sc.inputs[slot];
+        if (g.tensor(x).shape != a_shape) continue;
+        Operand r =
+            sc.has_scalar ? SecondOperand(g, sc) : Operand{false, 0, TName(g, sc.inputs[1 - slot])};
+        if (!r.scalar) {
+          const std::vector<int64_t>& rs = g.tensor(sc.inputs[1 - slot]).shape;
+          if (rs.back() != 1 || rs.size() > g.tensor(mm.output).shape.size()) continue;
+        }
+        const std::string t = FreshName(g, mm.name + "_mm", &taken);
+        out.push_back(ReplaceOps(g, {s, j},
+                                 {Retarget(g, j, t, {TName(g, x), TName(g, mm.inputs[1])}),
+                                  MulDiv(mm.name, sc.type, t, r)}));
+      }
+    }
+    // B side: A @ (B * c), c scalar or a per-column [N] / [1, N].
+    if (int s = SingleUseProducer(g, mm.inputs[1]);
+        s >= 0 && !mm.transpose_b && IsMulDiv(g.op(s).type)) {
+      const OpInfo& sc = g.op(s);
+      const std::vector<int64_t>& b_shape = g.tensor(mm.inputs[1]).shape;
+      for (int slot = 0; slot < (sc.has_scalar ? 1 : 2); ++slot) {
+        if (slot == 1 && sc.type == OpType::kDiv) break;
+        const int x = sc.inputs[slot];
+        if (g.tensor(x).shape != b_shape) continue;
+        Operand c =
+            sc.has_scalar ? SecondOperand(g, sc) : Operand{false, 0, TName(g, sc.inputs[1 - slot])};
+        if (!c.scalar) {
+          const std::vector<int64_t>& cs = g.tensor(sc.inputs[1 - slot]).shape;
+          if (cs.size() > 2 || (cs.size() == 2 && cs[0] != 1)) continue;
+        }
+        const std::string t = FreshName(g, mm.name + "_mm", &taken);
+        out.push_back(ReplaceOps(g, {s, j},
+                                 {Retarget(g, j, t, {TName(g, mm.inputs[0]), TName(g, x)}),
+                                  MulDiv(mm.name, sc.type, t, c)}));
+      }
+    }
+  }
+  return out;
+}
+
+Protos SharedOperandMatmul(const Graph& g) {
+  Protos out;
+  const int n = static_cast<int>(g.ops().size());
+  for (int j1 = 0; j1 < n; ++j1) {
+    const OpInfo& m1 = g.op(j1);
+    if (m1.type != OpType::kMatmul || m1.transpose_b) continue;
+    for (int j2 = j1 + 1; j2 < n; ++j2) {
+      const OpInfo& m2 = g.op(j2);
+      if (m2.type != OpType::kMatmul || m2.transpose_b || m2.inputs[0] != m1.inputs[0]) continue;
+      const std::vector<int64_t>& b1 = g.tensor(m1.inputs[1]).shape;
+      const std::vector<int64_t>& b2 = g.tensor(m2.inputs[1]).shape;
+      if (b1.size() != 2 || b2.size() != 2 || b1[0] != b2[0]) continue;
+      // m2 must not depend on m1 (its B operand is produced before either).
+      const int p2 = g.tensor(m2.inputs[1]).producer;
+      if (p2 >= j1) continue;
+      std::vector<std::string> taken;
+      const std::string cat = FreshName(g, m1.name + "_" + m2.name + "_w", &taken);
+      const std::string z = FreshName(g, m1.name + "_" + m2.name, &taken);
+      const int axis = static_cast<int>(g.tensor(m1.output).shape.size()) - 1;
+      OpNode c = MakeOp(cat, "concat", {TName(g, m1.inputs[1]), TName(g, m2.inputs[1])});
+      SetInt(&c, "axis", 1);
+      OpNode s1 = MakeOp(m1.name, "slice", {z});
+      SetInt(&s1, "axis", axis);
+      SetInt(&s1, "start", 0);
+      SetInt(&s1, "end", b1[1]);
+      OpNode s2 = MakeOp(m2.name, "slice", {z});
+      SetInt(&s2, "axis", axis);
+      SetInt(&s2, "start", b1[1]);
+      SetInt(&s2, "end", b1[1] + b2[1]);
+      out.push_back(
+          ReplaceOps(g, {j1, j2}, {c, MakeOp(z, "matmul", {TName(g, m1.inputs[0]), cat}), s1, s2}));
+    }
+  }
+  return out;
+}
+
+double MatmulFlops(int64_t m, int64_t k, int64_t n) {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+}
+
+Protos AssociateMatmul(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& outer = g.op(j);
+    if (outer.type != OpType::kMatmul || outer.transpose_b) continue;
+    std::vector<std::string> taken;
+    // (X @ A) @ B -> X @ (A @ B)
+    if (int i = SingleUseProducer(g, outer.inputs[0]);
+        i >= 0 && g.op(i).type == OpType::kMatmul && !g.op(i).transpose_b) {
+      const OpInfo& inner = g.op(i);
+      const std::vector<int64_t>& x = g.tensor(inner.inputs[0]).shape;
+      const std::vector<int64_t>& a = g.tensor(inner.inputs[1]).shape;
+      const std::vector<int64_t>& b = g.tensor(outer.inputs[1]).shape;
+      if (a.size() == 2 && b.size() == 2) {
+        int64_t rows = 1;
+        for (size_t d = 0; d + 1 < x.size(); ++d) rows *= x[d];
+        const double before = MatmulFlops(rows, a[0], a[1]) + MatmulFlops(rows, a[1], b[1]);
+        const double after = MatmulFlops(a[0], a[1], b[1]) + MatmulFlops(rows, a[0], b[1]);
+        if (after < before) {
+          const std::string ab = FreshName(g, inner.name + "_assoc", &taken);
+          out.push_back(ReplaceOps(
+              g, {i, j},
+              {MakeOp(ab, "matmul", {TName(g, inner.inputs[1]), TName(g, outer.inputs[1])}),
+               MakeOp(outer.name, "matmul", {TName(g, inner.inputs[0]), ab})}));
+        }
+      }
+    }
+    // X @ (A @ B) -> (X @ A) @ B
+    if (int i = SingleUseProducer(g, outer.inputs[1]);
+        i >= 0 && g.op(i).type == OpType::kMatmul && !g.op(i).transpose_b) {
+      const OpInfo& inner = g.op(i);
+      const std::vector<int64_t>& x = g.tensor(outer.inputs[0]).shape;
+      const std::vector<int64_t>& a = g.tensor(inner.inputs[0]).shape;
+      const std::vector<int64_t>& b = g.tensor(inner.inputs[1]).shape;
+      if (a.size() == 2 && b.size() == 2) {
+        int64_t rows = 1;
+        for (size_t d = 0; d + 1 < x.size(); ++d) rows *= x[d];
+        const double before = MatmulFlops(a[0], a[1], b[1]) + MatmulFlops(rows, a[0], b[1]);
+        const double after = MatmulFlops(rows, a[0], a[1]) + MatmulFlops(rows, a[1], b[1]);
+        if (after < before) {
+          const std::string xa = FreshName(g, outer.name + "_xa", &taken);
+          out.push_back(ReplaceOps(
+              g, {i, j},
+              {MakeOp(xa, "matmul", {TName(g, outer.inputs[0]), TName(g, inner.inputs[0])}),
+               MakeOp(outer.name, "matmul", {xa, TName(g, inner.inputs[1])})}));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Protos FactorMatmulAdd(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& op = g.op(j);
+    if ((op.type != OpType::kAdd && op.type != OpType::kSub) || op.has_scalar) continue;
+    const int i1 = SingleUseProducer(g, op.inputs[0]);
+    const int i2 = SingleUseProducer(g, op.inputs[1]);
+    if (i1 < 0 || i2 < 0 || i1 == i2) continue;
+    const OpInfo& m1 = g.op(i1);
+    const OpInfo& m2 = g.op(i2);
+    if (m1.type != OpType::kMatmul || m2.type != OpType::kMatmul) continue;
+    if (m1.inputs[0] != m2.inputs[0] || m1.transpose_b != m2.transpose_b) continue;
+    if (g.tensor(m1.inputs[1]).shape != g.tensor(m2.inputs[1]).shape) continue;
+    if (g.tensor(m1.output).shape != g.tensor(op.output).shape) continue;
+    std::vector<std::string> taken;
+    const std::string w = FreshName(g, op.name + "_w", &taken);
+    out.push_back(ReplaceOps(g, {i1, i2, j},
+                             {MakeOp(w, std::string(OpTypeName(op.type)),
+                                     {TName(g, m1.inputs[1]), TName(g, m2.inputs[1])}),
+                              Retarget(g, i1, op.name, {TName(g, m1.inputs[0]), w})}));
+  }
+  return out;
+}
+
+Protos OnePassVariance(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& v = g.op(j);
+    if (v.type != OpType::kReduceMean || !v.keepdim) continue;
+    const int sq = g.tensor(v.inputs[0]).producer;
+    if (sq < 0 || g.op(sq).type != OpType::kSquare) continue;
+    const int d = g.tensor(g.op(sq).inputs[0]).producer;
+    if (d < 0 || g.op(d).type != OpType::kSub || g.op(d).has_scalar) continue;
+    const int mu = g.tensor(g.op(d).inputs[1]).producer;
+    if (mu < 0 || g.op(mu).type != OpType::kReduceMean || !g.op(mu).keepdim ||
+        g.op(mu).axis != v.axis || g.op(mu).inputs[0] != g.op(d).inputs[0]) {
+      continue;
+    }
+    std::vector<std::string> taken;
+    const std::string x = TName(g, g.op(d).inputs[0]);
+    const std::string x2 = FreshName(g, v.name + "_x2", &taken);
+    const std::string ex2 = FreshName(g, v.name + "_ex2", &taken);
+    const std::string mu2 = FreshName(g, v.name + "_mu2", &taken);
+    OpNode mean = MakeOp(ex2, "reduce_mean", {x2});
+    SetInt(&mean, "axis", v.axis);
+    out.push_back(ReplaceOps(
+        g, {j},
+        {MakeOp(x2, "square", {x}), mean, MakeOp(mu2, "square", {TName(g, g.op(d).inputs[1])}),
+         MakeOp(v.name, "sub", {ex2, mu2})}));
+  }
+  return out;
+}
+
+}  // namespace
+
+double FingerprintWork(const Graph& graph) {
+  double work = 0;
+  for (int t = 0; t < graph.num_tensors(); ++t) {
+    work += static_cast<double>(graph.tensor(t).num_elements());
+  }
+  for (const OpInfo& op : graph.ops()) {
+    if (op.type != OpType::kMatmul) continue;
+    work += static_cast<double>(graph.tensor(op.output).num_elements()) *
+            static_cast<double>(graph.tensor(op.inputs[0]).shape.back());
+  }
+  return work;
+}
+
+const std::vector<RewriteRule>& DefaultRewriteRules() {
+  static const std::vector<RewriteRule>* rules = new std::vector<RewriteRule>{
+      {"expand_rms_norm", ExpandRmsNorm},
+      {"expand_layer_norm", ExpandLayerNorm},
+      {"expand_softmax", ExpandSoftmax},
+      {"reorder_mul_chain", ReorderMulChain},
+      {"scale_through_matmul", ScaleThroughMatmul},
+      {"shared_operand_matmul", SharedOperandMatmul},
+      {"associate_matmul", AssociateMatmul},
+      {"factor_matmul_add", FactorMatmulAdd},
+      {"one_pass_variance", OnePassVariance},
+  };
+  return *rules;
+}
+
+absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
+                                                            const RewriteOptions& options,
+                                                            RewriteStats* stats) {
+  const auto start = std::chrono::steady_clock::now();
+  RewriteStats local;
+  RewriteStats& st = stats != nullptr ? *stats : local;
+  st = RewriteStats{};
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const std::vector<RewriteRule>& rules =
+      options.rules.empty() ? DefaultRewriteRules() : options.rules;
+  if (options.max_fingerprint_work > 0 && FingerprintWork(graph) > options.max_fingerprint_work) {
+    st.budget_exhausted = true;
+    st.skipped = absl::StrCat("the graph's fingerprint would cost ", FingerprintWork(graph),
+                              " modular operations per trial, above the limit ",
+                              options.max_fingerprint_work);
+    st.seconds = elapsed();
+    return std::vector<RewrittenGraph>{};
+  }
+  absl::StatusOr<std::unique_ptr<Fingerprinter>> fp =
+      Fingerprinter::Create(graph, options.fingerprint);
+  if (!fp.ok()) return fp.status();
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::max(1, threads);
+
+  std::vector<RewrittenGraph> verified;
+  std::unordered_set<Hash128, Hash128Hasher> seen = {CanonicalGraphHash(graph)};
+  struct Node {
+    std::shared_ptr<const Graph> graph;
+    std::vector<std::string> rewrites;
+  };
+  std::vector<Node> frontier = {{std::make_shared<const Graph>(graph), {}}};
+  while (!frontier.empty()) {
+    // Expand the frontier: every rule at every site.
+    std::vector<RewrittenGraph> pending;
+    for (const Node& node : frontier) {
+      for (const RewriteRule& rule : rules) {
+        for (const yirage::v1::Graph& proto : rule.apply(*node.graph)) {
+          absl::StatusOr<Graph> g = Graph::FromProto(proto);
+          if (!g.ok() || !CheckSameSignature(graph, *g).ok()) continue;
+          ++st.rewrites_generated;
+          const Hash128 h = CanonicalGraphHash(*g);
+          if (!seen.insert(h).second) {
+            ++st.duplicates;
+            continue;
+          }
+          if (st.graphs_explored + static_cast<int>(pending.size()) >= options.max_graphs) {
+            st.budget_exhausted = true;
+            continue;
+          }
+          if (options.max_fingerprint_work > 0 &&
+              FingerprintWork(*g) > 2 * options.max_fingerprint_work) {
+            st.budget_exhausted = true;
+            continue;
+          }
+          RewrittenGraph r;
+          r.graph = std::make_shared<const Graph>(*std::move(g));
+          r.rewrites = node.rewrites;
+          r.rewrites.push_back(rule.name);
+          r.hash = h;
+          pending.push_back(std::move(r));
+        }
+      }
+    }
+    // Fingerprint the new graphs in parallel.
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < pending.size(); i = next++) {
+        if (options.time_budget_seconds > 0 && elapsed() > options.time_budget_seconds) {
+          pending[i].fingerprint.message = "not checked: time budget spent";
+          continue;
+        }
+        pending[i].fingerprint = (*fp)->Check(*pending[i].graph);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::min<int>(threads, static_cast<int>(pending.size())); ++t) {
+      pool.emplace_back(work);
+    }
+    work();
+    for (std::thread& t : pool) t.join();
+    frontier.clear();
+    for (RewrittenGraph& r : pending) {
+      if (r.fingerprint.trials == 0 && !r.fingerprint.equivalent &&
+          r.fingerprint.message.starts_with("not checked")) {
+        st.budget_exhausted = true;
+        continue;
+      }
+      ++st.graphs_explored;
+      if (!r.fingerprint.equivalent) {
+        ++st.rewrites_rejected;
+        if (st.rejections.size() < 16) {
+          st.rejections.push_back(
+              absl::StrCat(absl::StrJoin(r.rewrites, "+"), ": ", r.fingerprint.message));
+        }
+        continue;
+      }
+      ++st.rewrites_verified;
+      frontier.push_back({r.graph, r.rewrites});
+      verified.push_back(std::move(r));
+    }
+    if (options.time_budget_seconds > 0 && elapsed() > options.time_budget_seconds) {
+      st.budget_exhausted = st.budget_exhausted || !frontier.empty();
+      break;
+    }
+  }
+  st.fingerprint_checks = (*fp)->checks();
+  st.seconds = elapsed();
+  return verified;
+}
+
+}  // namespace yirage::core

@@ -1,0 +1,124 @@
+// Algebraic rewrites of graphs, explored to a fixed point and admitted only
+// when a finite-field fingerprint (core/fingerprint.h) proves them equivalent
+// to the original graph. The candidate generator turns every admitted graph
+// into plans (core/candidate_generator.h).
+//
+// Rules (each application rewrites one match site; names are what plans list
+// in Plan.rewrites):
+//  * expand_rms_norm: rms_norm(X[, w]) -> X * rsqrt(reduce_mean(X^2) + eps) [* w]
+//  * expand_layer_norm: layer_norm(X[, w[, b]]) -> d = X - mean(X);
+//    d * rsqrt(mean(d^2) + eps) [* w] [+ b]
+//  * expand_softmax: softmax(S) -> e = exp(S - reduce_max(S)); e / reduce_sum(e)
+//  * reorder_mul_chain: (a op1 b) op2 c -> (a op2 c) op1 b for op1, op2 in
+//    {mul, div} (operands tensors or scalars), when a op1 b has no other use.
+//  * scale_through_matmul: (A * r) @ B -> (A @ B) * r and (A / r) @ B ->
+//    (A @ B) / r for a scalar or a per-row r ([..., M, 1]); A @ (B * c) ->
+//    (A @ B) * c for a per-column c ([N] or [1, N]). With expand_rms_norm and
+//    reorder_mul_chain this is deferred normalization:
+//    (rms_norm(X) * G) @ W == ((X * G) @ W) * rsqrt(mean(X^2) + eps), the norm's
+//    reduction running in the matmul's pass; with expand_softmax it is
+//    deferred softmax division: softmax(S) @ V == (e @ V) / rowsum(e).
+//  * shared_operand_matmul: X @ W1 and X @ W2 -> Z = X @ concat(W1, W2, -1),
+//    slices of Z (gated MLP; LoRA's X @ W and X @ A).
+//  * associate_matmul: (X @ A) @ B <-> X @ (A @ B) (2-d A and B), only in the
+//    direction that lowers the flop count.
+//  * factor_matmul_add: X @ W1 + X @ W2 -> X @ (W1 + W2) (and sub).
+//  * one_pass_variance: mean((X - mean(X))^2) -> mean(X^2) - mean(X)^2, so the
+//    two reductions of a layer_norm read X in one pass.
+// Several reductions over the same rows (norm_transformer's two rms_norms)
+// end up in one KERNEL_ROW kernel once expanded; the partitioner fuses them.
+#ifndef YIRAGE_CORE_REWRITE_H_
+#define YIRAGE_CORE_REWRITE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/fingerprint.h"
+#include "core/graph.h"
+#include "core/graph_hash.h"
+#include "yirage/v1/graph.pb.h"
+
+namespace yirage::core {
+
+struct RewriteRule {
+  std::string name;
+  // Every graph one application of the rule yields (one per match site). The
+  // protos need not validate; those that fail Graph::FromProto are dropped.
+  std::function<std::vector<yirage::v1::Graph>(const Graph&)> apply;
+};
+
+// The rules listed in the file comment.
+const std::vector<RewriteRule>& DefaultRewriteRules();
+
+struct RewriteOptions {
+  int max_graphs = 64;               // distinct rewritten graphs fingerprinted, at most
+  double time_budget_seconds = 5.0;  // 0 = no limit
+  int threads = 0;                   // 0 = std::thread::hardware_concurrency()
+  FingerprintOptions fingerprint;
+  std::vector<RewriteRule> rules;  // empty = DefaultRewriteRules()
+  // Fingerprinting costs FingerprintWork(graph) modular multiply-adds per
+  // trial and graph; graphs above this are not rewritten (stats say so), and
+  // rewritten graphs above twice this are not checked.
+  double max_fingerprint_work = 1e8;
+};
+
+struct RewrittenGraph {
+  std::shared_ptr<const Graph> graph;
+  std::vector<std::string> rewrites;  // rule names, in application order
+  Hash128 hash;
+  FingerprintResult fingerprint;
+};
+
+struct RewriteStats {
+  int graphs_explored = 0;     // distinct graphs fingerprinted (original excluded)
+  int rewrites_generated = 0;  // valid rewritten graphs produced by rules
+  int duplicates = 0;          // of those, already seen (equal canonical hash)
+  int rewrites_verified = 0;
+  int rewrites_rejected = 0;  // failed the fingerprint: never explored or dispatched
+  int64_t fingerprint_checks = 0;
+  double seconds = 0;
+  bool budget_exhausted = false;        // stopped by max_graphs or the time budget
+  std::vector<std::string> rejections;  // "rule chain: reason", first few
+  std::string skipped;                  // why no rewrite was tried, when none was
+};
+
+// Modular multiply-adds (and element operations) one fingerprint trial of
+// `graph` costs: matmuls M*N*K, every other tensor its elements.
+double FingerprintWork(const Graph& graph);
+
+// Breadth-first search from `graph`: applies every rule at every site of
+// every verified graph, deduplicates by canonical hash, fingerprints new
+// graphs against `graph` (in parallel), and continues from the verified ones
+// until no new graph appears or the budget is spent. Returns the verified
+// graphs (not the original), in discovery order.
+absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
+                                                            const RewriteOptions& options,
+                                                            RewriteStats* stats);
+
+// Helpers shared by the rules and by tests that build wrong rewrites.
+namespace rewrite_util {
+
+yirage::v1::OpNode MakeOp(const std::string& name, const std::string& op,
+                          const std::vector<std::string>& inputs);
+void SetInt(yirage::v1::OpNode* op, const std::string& key, int64_t v);
+void SetFloat(yirage::v1::OpNode* op, const std::string& key, double v);
+void SetBool(yirage::v1::OpNode* op, const std::string& key, bool v);
+
+// A name not used by the graph nor in `taken`, derived from `base`; added to `taken`.
+std::string FreshName(const Graph& graph, const std::string& base, std::vector<std::string>* taken);
+
+// graph.proto() with op `op_index` replaced by `replacement` (inserted where
+// it was; the replacement's last op should carry the replaced op's name) and
+// ops whose results became unused removed.
+yirage::v1::Graph ReplaceOps(const Graph& graph, const std::vector<int>& op_indices,
+                             const std::vector<yirage::v1::OpNode>& replacement);
+
+}  // namespace rewrite_util
+
+}  // namespace yirage::core
+
+#endif  // YIRAGE_CORE_REWRITE_H_
