@@ -25,6 +25,10 @@ extern "C" {
 #define YIRAGE_OK 0
 #define YIRAGE_ERROR 1      // the call failed; *error says why
 #define YIRAGE_NO_DEVICE 2  // probe: runtime or device absent
+// run/time: the call failed and left the device unusable for this process
+// (a CUDA "sticky" error such as an illegal address). The worker reports the
+// candidate as failed, gives its batch back and restarts.
+#define YIRAGE_DEVICE_LOST 3
 
 typedef struct YirageModule YirageModule;  // compiled plans, opaque
 

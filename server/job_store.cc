@@ -516,6 +516,26 @@ absl::StatusOr<bool> JobStore::RenewLease(const std::string& worker_id,
   return db_->Changes() > 0;
 }
 
+absl::StatusOr<int> JobStore::ReleaseWorkerBatches(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement requeue,
+      db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL WHERE status=? AND batch_id IN "
+                   "(SELECT batch_id FROM batches WHERE worker_id=?)"));
+  requeue.Bind(1, static_cast<int64_t>(yirage::v1::PENDING))
+      .Bind(2, static_cast<int64_t>(yirage::v1::LEASED))
+      .Bind(3, worker_id);
+  YIRAGE_RETURN_IF_ERROR(requeue.Run());
+  int released = db_->Changes();
+  YIRAGE_ASSIGN_OR_RETURN(Statement del, db_->Prepare("DELETE FROM batches WHERE worker_id=?"));
+  del.Bind(1, worker_id);
+  YIRAGE_RETURN_IF_ERROR(del.Run());
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  return released;
+}
+
 absl::StatusOr<std::optional<yirage::v1::Batch>> JobStore::LeaseBatch(const std::string& worker_id,
                                                                       const std::string& backend,
                                                                       double now) {

@@ -97,6 +97,9 @@ class JobStore {
   absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseBatch(const std::string& worker_id,
                                                               const std::string& backend,
                                                               double now);
+  // Puts the candidates of every batch leased to `worker_id` back in the
+  // queue, without blame (the worker says it holds none). Returns how many.
+  absl::StatusOr<int> ReleaseWorkerBatches(const std::string& worker_id);
   // Expires leases (blaming the candidate that was running), enforces time
   // budgets and finishes jobs with nothing left to evaluate.
   absl::StatusOr<MaintenanceReport> Maintain(double now);

@@ -64,8 +64,14 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
       {"max_rel_error", best.candidate.max_rel_error()},
       {"source", "kernel.cpp"},
       {"entry_point", entry},
+      {"init", entry + "_init"},
+      {"fini", entry + "_fini"},
       {"signature", absl::StrCat("extern \"C\" int ", entry,
                                  "(const void* const* inputs, void* const* outputs)")},
+      {"calling", absl::StrCat("call int ", entry, "_init(void) once (allocates the scratch "
+                               "buffers; 0 on success), then ", entry,
+                               " as often as needed (0 on success; not reentrant), then void ",
+                               entry, "_fini(void) to free the scratch")},
       {"returns", "0 on success"},
       {"inputs", inputs},
       {"outputs", outputs},
@@ -80,8 +86,14 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
       "// Build: ", build, "\n//        g++ -O2 call_example.cpp -L. -lyirage_kernel -Wl,-rpath,. "
       "-o call_example\n"
       "#include <cstdio>\n#include <vector>\n\n"
-      "extern \"C\" int ", entry, "(const void* const* inputs, void* const* outputs);\n\n"
-      "int main() {\n");
+      "extern \"C\" int ", entry, "_init(void);\n",
+      "extern \"C\" int ", entry, "(const void* const* inputs, void* const* outputs);\n",
+      "extern \"C\" void ", entry, "_fini(void);\n\n"
+      "int main() {\n"
+      "  if (", entry, "_init() != 0) {\n"
+      "    std::printf(\"", entry, "_init failed\\n\");\n"
+      "    return 1;\n"
+      "  }\n");
   std::vector<std::string> in_names, out_names;
   for (const auto& t : inputs) {
     std::string v = "in_" + t["name"].get<std::string>();
@@ -98,6 +110,7 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
   example += absl::StrCat("  const void* inputs[] = {", absl::StrJoin(in_names, ", "), "};\n",
                           "  void* outputs[] = {", absl::StrJoin(out_names, ", "), "};\n",
                           "  int rc = ", entry, "(inputs, outputs);\n",
+                          "  ", entry, "_fini();\n",
                           "  std::printf(\"", entry, " returned %d\\n\", rc);\n",
                           "  return rc;\n}\n");
 

@@ -14,13 +14,16 @@
 namespace yirage::server {
 
 absl::StatusOr<std::vector<LocalWorkers::Spec>> LocalWorkers::SpecsForMode(
-    const std::string& mode) {
+    const std::string& mode, const std::string& backend_dir) {
   if (mode == "none") return std::vector<Spec>{};
   if (mode == "cpu") return std::vector<Spec>{{"cpu", {}}};
   if (mode == "auto") {
-    // The CPU always; GPU backends join here as they are built (each worker
-    // probes its backend and exits with a "no device" message if absent).
-    return std::vector<Spec>{{"cpu", {}}};
+    std::vector<Spec> specs = {{"cpu", {}}};
+    for (const char* gpu : {"cuda", "hip", "level_zero"}) {
+      std::string lib = absl::StrCat(backend_dir, "/libyirage_backend_", gpu, ".so");
+      if (access(lib.c_str(), R_OK) == 0) specs.push_back({gpu, {}});
+    }
+    return specs;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--local-workers: expected auto, cpu or none, got '", mode, "'"));
@@ -95,8 +98,11 @@ void LocalWorkers::SuperviseLoop() {
             child.pid = -2;
             continue;
           }
-          child.restarts++;
-          double backoff = std::min(10.0, 0.2 * (1 << std::min(child.restarts, 6)));
+          // Exit code 4: the device was lost for that process (a kernel
+          // fault); a fresh process is what it needs, right away.
+          bool device_lost = WIFEXITED(status) && WEXITSTATUS(status) == 4;
+          if (!device_lost) child.restarts++;
+          double backoff = device_lost ? 0.1 : std::min(10.0, 0.2 * (1 << std::min(child.restarts, 6)));
           spdlog::warn("local {} worker (pid {}) {}; restarting in {:.1f} s", child.spec.backend,
                        child.pid, how, backoff);
           child.pid = -1;

@@ -25,8 +25,11 @@ class LocalWorkers {
     std::vector<std::string> extra_args;
   };
 
-  // mode: "none", "cpu" or "auto". InvalidArgument for anything else.
-  static absl::StatusOr<std::vector<Spec>> SpecsForMode(const std::string& mode);
+  // mode: "none", "cpu" or "auto" (the CPU, plus one worker per GPU backend
+  // library found in `backend_dir`; a worker whose backend finds no device
+  // exits with code 3 and is not restarted). InvalidArgument otherwise.
+  static absl::StatusOr<std::vector<Spec>> SpecsForMode(const std::string& mode,
+                                                        const std::string& backend_dir);
 
   LocalWorkers(std::string worker_binary, std::string scheduler_address);
   ~LocalWorkers();

@@ -160,6 +160,18 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
       return response;
     }
   }
+  if (request.status().has_idle()) {
+    YIRAGE_ASSIGN_OR_RETURN(int released, store_->ReleaseWorkerBatches(request.worker_id()));
+    if (released > 0) {
+      spdlog::info("worker {} is idle: {} candidate(s) of its batch back in the queue",
+                   request.worker_id(), released);
+      if (metrics_) metrics_->CandidatesRequeued(released);
+    }
+    if (request.status().idle().stopping()) {
+      response.mutable_idle();
+      return response;
+    }
+  }
   YIRAGE_ASSIGN_OR_RETURN(auto batch,
                           store_->LeaseBatch(request.worker_id(), request.backend(), now));
   if (batch.has_value()) {

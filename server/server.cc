@@ -34,9 +34,13 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  if (options.local_workers != "none" && options.local_workers != "cpu" &&
+      options.local_workers != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--local-workers: expected auto, cpu or none, got '", options.local_workers, "'"));
+  }
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
-  YIRAGE_ASSIGN_OR_RETURN(auto specs, LocalWorkers::SpecsForMode(options.local_workers));
   YIRAGE_ASSIGN_OR_RETURN(s->store_, JobStore::Open(options.db_path, options.store));
   YIRAGE_ASSIGN_OR_RETURN(s->chip_store_, ChipStore::Open(options.db_path));
   s->chip_broadcaster_ = std::make_unique<ChipBroadcaster>();
@@ -75,6 +79,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (HostOf(worker_target) == "0.0.0.0" || HostOf(worker_target) == "[::]") {
     worker_target = "127.0.0.1" + worker_target.substr(worker_target.rfind(':'));
   }
+  YIRAGE_ASSIGN_OR_RETURN(
+      auto specs, LocalWorkers::SpecsForMode(options.local_workers,
+                                             worker_binary.substr(0, worker_binary.rfind('/'))));
   s->local_workers_ = std::make_unique<LocalWorkers>(worker_binary, worker_target);
   YIRAGE_RETURN_IF_ERROR(s->local_workers_->Start(specs));
   return s;

@@ -103,6 +103,7 @@ absl::Status CompiledModule::Run(int plan_index, const std::vector<const void*>&
   char* error = nullptr;
   int rc = api_->run(module_, plan_index, inputs.data(), outputs.data(), &error);
   std::string message = TakeString(api_, error);
+  if (rc == YIRAGE_DEVICE_LOST) return absl::AbortedError("device lost: " + message);
   if (rc != YIRAGE_OK) return absl::InternalError(message.empty() ? "run failed" : message);
   return absl::OkStatus();
 }
@@ -115,6 +116,7 @@ absl::StatusOr<YirageTiming> CompiledModule::Time(int plan_index,
   char* error = nullptr;
   int rc = api_->time(module_, plan_index, inputs.data(), outputs.data(), &options, &timing, &error);
   std::string message = TakeString(api_, error);
+  if (rc == YIRAGE_DEVICE_LOST) return absl::AbortedError("device lost: " + message);
   if (rc != YIRAGE_OK) return absl::InternalError(message.empty() ? "timing failed" : message);
   return timing;
 }

@@ -45,6 +45,12 @@ class BackendLibrary {
   std::string path_;
 };
 
+// Run and Time return Aborted when the backend says the device is lost for
+// this process (a CUDA sticky error): nothing more can run here.
+inline bool IsDeviceLost(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kAborted;
+}
+
 // Plans compiled together. Not thread-safe.
 class CompiledModule {
  public:

@@ -119,6 +119,7 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch,
     return std::make_pair(m, with_baseline ? median(base) : m);
   };
 
+  absl::Status device_lost = absl::OkStatus();
   // Runs, verifies and (if it matches) times plan `index`.
   auto evaluate = [&](int index, int64_t candidate_id, bool with_baseline) {
     auto start = std::chrono::steady_clock::now();
@@ -134,6 +135,7 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch,
       if (auto s = (*module)->Run(index, input_pointers, out.pointers); !s.ok()) {
         r.set_status(yirage::v1::ERROR);
         r.set_error(absl::StrCat("run failed: ", std::string(s.message())));
+        if (IsDeviceLost(s)) device_lost = s;
       } else {
         core::CompareResult cmp =
             core::CompareOutputs(*graph, *reference, DecodeOutputs(*graph, out), tolerance);
@@ -145,6 +147,7 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch,
         } else {
           auto times = time_plan(index, with_baseline, &out);
           if (!times.ok()) {
+            if (IsDeviceLost(times.status())) device_lost = times.status();
             r.set_status(yirage::v1::ERROR);
             r.set_error(absl::StrCat("timing failed: ", std::string(times.status().message())));
           } else {
@@ -161,6 +164,14 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch,
 
   callbacks.on_start(batch.baseline_candidate_id());
   CandidateResult baseline = evaluate(0, batch.baseline_candidate_id(), /*with_baseline=*/false);
+  if (!device_lost.ok()) {
+    // The baseline itself broke the device: nothing in this batch can run.
+    if (batch.candidates_size() > 0 &&
+        batch.candidates(0).candidate_id() == batch.baseline_candidate_id()) {
+      callbacks.on_result(baseline);
+    }
+    return device_lost;
+  }
   bool baseline_ok = baseline.status() == yirage::v1::VERIFIED;
   if (!baseline_ok) {
     spdlog::warn("batch {}: baseline did not verify ({}); speedups of this batch are unknown",
@@ -181,6 +192,7 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch,
                  yirage::v1::CandidateStatus_Name(r.status()), r.time_us(), r.baseline_time_us(),
                  r.error().empty() ? "" : " - ", r.error().substr(0, 200));
     callbacks.on_result(r);
+    if (!device_lost.ok()) return device_lost;
   }
   return absl::OkStatus();
 }

@@ -33,7 +33,8 @@ class BatchEvaluator {
 
   // Every candidate of the batch gets exactly one on_result unless
   // should_stop cut the batch short. Errors of single candidates are results,
-  // not a failed status.
+  // not a failed status. Returns Aborted (after reporting the candidate that
+  // caused it) when the device was lost: the process must restart.
   absl::Status Evaluate(const yirage::v1::Batch& batch, const Callbacks& callbacks);
 
  private:

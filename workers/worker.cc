@@ -91,7 +91,9 @@ void Worker::HandleResponse(const yirage::v1::SynchronizeRequest& request,
     batch_id_.reset();
     unacknowledged_.clear();
   }
-  if (response.has_execute() && !batch_id_.has_value()) StartBatch(response.execute().batch());
+  if (response.has_execute() && !batch_id_.has_value() && !stopping_) {
+    StartBatch(response.execute().batch());
+  }
 }
 
 void Worker::StartBatch(const yirage::v1::Batch& batch) {
@@ -137,6 +139,10 @@ void Worker::StartBatch(const yirage::v1::Batch& batch) {
     absl::Status status = evaluator.Evaluate(batch, callbacks);
     if (!status.ok()) spdlog::error("batch {}: {}", batch.batch_id(), std::string(status.message()));
     absl::MutexLock lock(&mu_);
+    if (IsDeviceLost(status)) {
+      device_lost_status_ = status;
+      device_lost_ = true;
+    }
     evaluation_done_ = true;
     wake_ = true;
   });
@@ -148,8 +154,9 @@ absl::Status Worker::Run(const std::atomic<bool>* stop) {
   double backoff = 0.5;
   bool was_connected = false;
   auto timeout = std::chrono::milliseconds(static_cast<int>(options_.rpc_timeout_seconds * 1000));
-  auto sync_once = [&](double* next_call) {
+  auto sync_once = [&](double* next_call, bool stopping = false) {
     yirage::v1::SynchronizeRequest request = BuildRequest();
+    if (stopping) request.mutable_status()->mutable_idle()->set_stopping(true);
     yirage::v1::SynchronizeResponse response;
     auto context = ContextWithDeadline(timeout);
     grpc::Status status = stub_->Synchronize(context.get(), request, &response);
@@ -171,16 +178,18 @@ absl::Status Worker::Run(const std::atomic<bool>* stop) {
     return true;
   };
 
-  while (!*stop) {
+  while (!*stop && !device_lost_) {
     double next_call = 1.0;
     sync_once(&next_call);
     // Sleep until the next call is due, a result is ready, or we must stop.
     auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(next_call);
-    while (!*stop && !wake_.exchange(false) && std::chrono::steady_clock::now() < until) {
+    while (!*stop && !device_lost_ && !wake_.exchange(false) &&
+           std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  // Stop: finish nothing new, deliver what is finished.
+  // Stop: start nothing new, deliver what is finished.
+  stopping_ = true;
   {
     absl::MutexLock lock(&mu_);
     abandon_ = true;
@@ -192,8 +201,24 @@ absl::Status Worker::Run(const std::atomic<bool>* stop) {
     absl::MutexLock lock(&mu_);
     pending = batch_id_.has_value() && !unacknowledged_.empty();
   }
-  if (pending) sync_once(&ignored);
+  // Deliver what is finished (a few tries), then give the rest of the batch
+  // back so it need not wait for the lease to expire.
+  for (int attempt = 0; pending && attempt < 3; ++attempt) {
+    if (!sync_once(&ignored)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    absl::MutexLock lock(&mu_);
+    pending = !unacknowledged_.empty();
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    batch_id_.reset();
+    unacknowledged_.clear();
+  }
+  sync_once(&ignored, /*stopping=*/true);
   spdlog::info("worker {} stopped", worker_id_);
+  if (device_lost_) {
+    absl::MutexLock lock(&mu_);
+    return device_lost_status_;
+  }
   return absl::OkStatus();
 }
 

@@ -41,8 +41,9 @@ class Worker {
 
   const std::string& worker_id() const { return worker_id_; }
 
-  // Runs until *stop becomes true. Returns only then, after a last attempt
-  // to deliver finished results.
+  // Runs until *stop becomes true, or until the device is lost. Returns only
+  // then, after a last attempt to deliver finished results and to give back
+  // the batch. Aborted means the device was lost: restart the process.
   absl::Status Run(const std::atomic<bool>* stop);
 
  private:
@@ -70,6 +71,9 @@ class Worker {
   std::deque<yirage::v1::CandidateResult> unacknowledged_ ABSL_GUARDED_BY(mu_);
   std::thread evaluation_;
   std::atomic<bool> wake_{false};
+  std::atomic<bool> device_lost_{false};
+  std::atomic<bool> stopping_{false};
+  absl::Status device_lost_status_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace yirage::worker

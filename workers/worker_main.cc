@@ -83,6 +83,12 @@ int main(int argc, char** argv) {
 
   yirage::worker::Worker worker(options, std::move(*backend), *device);
   auto status = worker.Run(&g_stop);
+  if (yirage::worker::IsDeviceLost(status)) {
+    // The device context is gone for this process; a fresh one works again.
+    std::fprintf(stderr, "yirage-worker: %s; exiting so a fresh process takes over\n",
+                 std::string(status.message()).c_str());
+    return 4;
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "yirage-worker: %s\n", std::string(status.message()).c_str());
     return 1;

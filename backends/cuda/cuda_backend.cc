@@ -101,7 +101,7 @@ int Run(YirageModule* module, int32_t plan_index, const void* const* inputs, voi
     }
     if (absl::Status s = module->impl->Run(plan_index, inputs, outputs); !s.ok()) {
       SetError(error, absl::StrCat("run: ", s.message()));
-      return YIRAGE_ERROR;
+      return IsDeviceLost(s) ? YIRAGE_DEVICE_LOST : YIRAGE_ERROR;
     }
     return YIRAGE_OK;
   });
@@ -117,7 +117,7 @@ int Time(YirageModule* module, int32_t plan_index, const void* const* inputs, vo
     absl::StatusOr<YirageTiming> t = module->impl->Time(plan_index, inputs, outputs, options);
     if (!t.ok()) {
       SetError(error, absl::StrCat("time: ", t.status().message()));
-      return YIRAGE_ERROR;
+      return IsDeviceLost(t.status()) ? YIRAGE_DEVICE_LOST : YIRAGE_ERROR;
     }
     *timing = *t;
     return YIRAGE_OK;

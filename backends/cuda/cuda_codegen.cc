@@ -30,6 +30,7 @@ constexpr int kMaxBlockRows = 64;
 constexpr int kDefaultTileN = 128;
 constexpr int kGenericThreads = 256;
 constexpr int kMaxAccumulators = 64;  // per thread in SIMT matmul tiles
+constexpr int kTcChunkK = 32;        // K rows of B per pipeline stage (tensor-core path)
 
 class Code {
  public:
@@ -320,7 +321,7 @@ class RowKernelEmitter {
     c.L("extern \"C\" __global__ void __launch_bounds__(", threads_, ") ", name, "(",
         absl::StrJoin(params, ", "), ") {");
     c.Open("{");
-    c.L("extern __shared__ __align__(16) float yr_sm[];");
+    c.L("extern __shared__ __align__(128) float yr_sm[];");
     c.L("const int tid = threadIdx.x;");
     c.L("const i64 r0 = (i64)blockIdx.x * ", br_, ";");
     c.L("const int nr = (int)(", info_.num_rows, "LL - r0 < ", br_, " ? ", info_.num_rows,
@@ -385,57 +386,148 @@ class RowKernelEmitter {
       }
     }
     const int warps = s_.warps() > 0 ? std::min(32, s_.warps()) : (t_matmul ? 4 : 8);
-    threads_ = 32 * warps;
     const int64_t rows = info_.num_rows;
-    int64_t br = s_.parallel() == yirage::v1::PARALLEL_COLS
-                     ? rows
-                     : (s_.block_rows() > 0 ? s_.block_rows() : kDefaultBlockRows);
-    br = std::max<int64_t>(1, std::min<int64_t>({br, rows, kMaxBlockRows}));
-    tn_ = 1;
-    if (has_t_) {
-      int64_t tn = s_.tile_n() > 0 ? s_.tile_n() : kDefaultTileN;
-      tn = std::max<int64_t>(1, std::min(tn, t_width));
-      while (CeilDiv(t_width, tn) > 65535) tn *= 2;  // grid.y limit
-      tn_ = static_cast<int>(tn);
-    }
-    split_ = 1;
-    if (t_matmul && s_.split_k() > 1) {
-      split_ = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(s_.split_k(), min_k / 16)));
-    }
-    // Shared memory: shrink BR until it fits, then move F rows to global memory.
-    for (;;) {
-      Layout(br);
-      if (smem_bytes_ <= ctx_.target.max_smem_per_block || br == 1) break;
-      br = std::max<int64_t>(1, br / 2);
-    }
-    if (smem_bytes_ > ctx_.target.max_smem_per_block) {
-      arena_global_ = true;
-      Layout(br);
-    }
+    // The SIMT sizing.
+    auto simt = [&] {
+      tc_ = false;
+      arena_global_ = false;
+      threads_ = 32 * warps;
+      int64_t br = s_.parallel() == yirage::v1::PARALLEL_COLS
+                       ? rows
+                       : (s_.block_rows() > 0 ? s_.block_rows() : kDefaultBlockRows);
+      br = std::max<int64_t>(1, std::min<int64_t>({br, rows, kMaxBlockRows}));
+      tn_ = 1;
+      if (has_t_) {
+        int64_t tn = s_.tile_n() > 0 ? s_.tile_n() : kDefaultTileN;
+        tn = std::max<int64_t>(1, std::min(tn, t_width));
+        while (CeilDiv(t_width, tn) > 65535) tn *= 2;  // grid.y limit
+        tn_ = static_cast<int>(tn);
+      }
+      split_ = 1;
+      if (t_matmul && s_.split_k() > 1) {
+        split_ =
+            static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(s_.split_k(), min_k / 16)));
+      }
+      // Shared memory: shrink BR until it fits, then move F rows to global memory.
+      for (;;) {
+        Layout(br);
+        if (smem_bytes_ <= ctx_.target.max_smem_per_block || br == 1) break;
+        br = std::max<int64_t>(1, br / 2);
+      }
+      if (smem_bytes_ > ctx_.target.max_smem_per_block) {
+        arena_global_ = true;
+        Layout(br);
+      }
+    };
+    if (!(t_matmul && PlanTensorCores(t_width))) simt();
     grid_x_ = CeilDiv(rows, br_);
     grid_y_ = has_t_ ? CeilDiv(t_width, tn_) : 1;
     tpr_ = std::max(1, std::min(threads_, FloorPow2(std::max<int64_t>(1, threads_ / br_))));
   }
 
+  // Tensor-core tile phase (see the file comment). True when every T matmul
+  // fits it and a shape fits shared memory; then sets the block shape.
+  bool PlanTensorCores(int64_t t_width) {
+    if (ctx_.target.sm < 80) return false;
+    const int64_t rows = info_.num_rows;
+    tc_k_ = -1;
+    tc_b_dtype_ = yirage::v1::DTYPE_UNSPECIFIED;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (f_[j] || op.type != OpType::kMatmul) continue;
+      const TensorInfo& b = g_.tensor(op.inputs[1]);
+      const int64_t k = g_.tensor(op.inputs[0]).shape.back();
+      if (b.producer >= 0 || !Is16Bit(b.dtype) || op.transpose_b || b.shape.size() != 2) {
+        return false;
+      }
+      if (info_.row_width[j] != t_width || k % kTcChunkK != 0) return false;
+      if (tc_k_ >= 0 && (k != tc_k_ || b.dtype != tc_b_dtype_)) return false;
+      tc_k_ = k;
+      tc_b_dtype_ = b.dtype;
+    }
+    if (tc_k_ < 0) return false;
+    // Every row of a skinny problem in one block, so B streams from memory once.
+    const int64_t br = std::min<int64_t>(rows, kMaxBlockRows);
+    const int64_t want_tn = s_.tile_n() > 0 ? s_.tile_n() : 128;
+    const int stages = s_.stages() >= 2 ? std::min(s_.stages(), 8) : 4;
+    // First shapes that leave room for two blocks per SM, then any that fits.
+    for (const int64_t budget : {ctx_.target.max_smem_per_block / 2, ctx_.target.max_smem_per_block}) {
+      for (const int64_t tn : {int64_t{128}, int64_t{64}}) {
+        if (tn > std::max<int64_t>(64, want_tn) || t_width % tn != 0) continue;
+        if (CeilDiv(t_width, tn) > 65535) continue;
+        for (int st = stages; st >= 2; --st) {
+          for (const bool arena : {false, true}) {
+            tc_ = true;
+            arena_global_ = arena;
+            tn_ = static_cast<int>(tn);
+            threads_ = 32 * static_cast<int>(tn / 16);
+            tc_stages_ = st;
+            tc_mp_ = static_cast<int>(CeilDiv(br, 16) * 16);
+            // split-K: explicit, or enough blocks for two per SM when M is small.
+            const int64_t tiles = CeilDiv(rows, br) * (t_width / tn);
+            int64_t split = s_.split_k() > 0 ? s_.split_k() : 1;
+            if (s_.split_k() == 0 && rows <= kMaxBlockRows && !arena) {
+              while (tiles * split < 2 * ctx_.target.sm_count && tc_k_ / (2 * split) >= 128) {
+                split *= 2;
+              }
+            }
+            split = std::max<int64_t>(1, std::min<int64_t>(split, tc_k_ / kTcChunkK));
+            tc_kc_ = CeilDiv(CeilDiv(tc_k_, split), kTcChunkK) * kTcChunkK;
+            // Shared A slices must fit: more split when automatic.
+            while (s_.split_k() == 0 && tc_kc_ > kTcChunkK &&
+                   tc_mp_ * (tc_kc_ + 8) * 2 > 96 * 1024) {
+              tc_kc_ = CeilDiv(tc_kc_ / 2, kTcChunkK) * kTcChunkK;
+            }
+            split_ = static_cast<int>(CeilDiv(tc_k_, tc_kc_));
+            Layout(br);
+            if (smem_bytes_ <= budget) return true;
+          }
+        }
+      }
+    }
+    tc_ = false;
+    arena_global_ = false;
+    return false;
+  }
+
   void Layout(int64_t br) {
     br_ = static_cast<int>(br);
+    const int64_t align = tc_ ? 8 : 4;  // floats: 32 bytes for WMMA pointers
+    auto up = [&](int64_t v) { return (v + align - 1) / align * align; };
     int64_t f = 0;
     int64_t sm = 0;
     off_.assign(ops_.size(), 0);
     for (size_t j = 0; j < ops_.size(); ++j) {
       if (!f_[j]) continue;
       off_[j] = f;
-      f += (br * info_.row_width[j] + 3) / 4 * 4;
+      f += up(br * info_.row_width[j]);
     }
     f_floats_ = f;
     if (!arena_global_) sm = f;
     for (size_t j = 0; j < ops_.size(); ++j) {
       if (f_[j]) continue;
       off_[j] = sm;
-      sm += (br * tn_ + 3) / 4 * 4;
+      const bool mm = g_.op(ops_[j]).type == OpType::kMatmul;
+      sm += up((tc_ && mm ? tc_mp_ : br) * tn_);
     }
     red_off_ = sm;
     sm += 64;  // reduction scratch and the split-K flag
+    if (tc_) {
+      // Per distinct A operand: [MP][KC + 8] 16-bit; per matmul: B stages of
+      // [kTcChunkK][TN + 8] 16-bit.
+      a_off_.clear();
+      b_off_.assign(ops_.size(), 0);
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        const OpInfo& op = g_.op(ops_[j]);
+        if (f_[j] || op.type != OpType::kMatmul) continue;
+        if (!a_off_.count(op.inputs[0])) {
+          a_off_[op.inputs[0]] = sm;
+          sm += up((tc_mp_ * (tc_kc_ + 8) + 1) / 2);
+        }
+        b_off_[j] = sm;
+        sm += up(int64_t{tc_stages_} * kTcChunkK * (tn_ + 8) / 2);
+      }
+    }
     smem_bytes_ = sm * 4;
   }
 
@@ -703,6 +795,108 @@ class RowKernelEmitter {
     c->Close();
   }
 
+  // Every T matmul's [MP x TN] tile over this block's K slice with tensor
+  // cores (WMMA 16x16x16, float accumulate): the A rows of the slice are staged
+  // once in shared memory as 16-bit; B streams through a cp.async pipeline of
+  // tc_stages_ chunks of kTcChunkK rows (16-byte copies); warp w owns columns
+  // [16w, 16w + 16) of the tile and all MP rows. Leaves the float tiles tl<j>
+  // (MP rows, stride TN) in shared memory; ends with __syncthreads().
+  void EmitTensorCoreTiles(Code* c) {
+    const std::string ty = CType(tc_b_dtype_);
+    const int64_t lda = tc_kc_ + 8;
+    const int64_t ldb = tn_ + 8;
+    std::vector<size_t> mms;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (!f_[j] && g_.op(ops_[j]).type == OpType::kMatmul) mms.push_back(j);
+    }
+    c->L("// tensor cores: ", mms.size(), " matmul tile(s), K ", tc_k_, ", slice ", tc_kc_,
+         ", B chunks of ", kTcChunkK, " x ", tn_, ", ", tc_stages_, " stages");
+    c->Open("{");
+    c->L("using namespace nvcuda;");
+    c->L("const int kbeg = ", split_ > 1 ? absl::StrCat("(int)blockIdx.z * ", tc_kc_) : "0", ";");
+    c->L("const int klen = min(", tc_kc_, ", ", tc_k_, " - kbeg);");
+    c->L("const int nch = klen / ", kTcChunkK, ";");
+    c->L("const int warp = tid >> 5;");
+    // Stage A slices.
+    for (const auto& [t, off] : a_off_) {
+      size_t j = 0;
+      for (size_t q : mms) {
+        if (g_.op(ops_[q]).inputs[0] == t) j = q;
+      }
+      c->L(ty, "* const as", t, " = reinterpret_cast<", ty, "*>(yr_sm + ", off, ");");
+      c->Open(absl::StrCat("for (int x = tid; x < ", tc_mp_ * tc_kc_, "; x += ", threads_, ") {"));
+      c->L("const int i = x / ", tc_kc_, ";");
+      c->L("const int kk = x % ", tc_kc_, ";");
+      c->L("float v = 0.0f;");
+      c->L("if (i < nr && kk < klen) v = ",
+           Operand(j, 0, tc_k_, "i", "(r0 + i)", "(kbeg + kk)"), ";");
+      c->L("yr_sth(as", t, " + i * ", lda, " + kk, v);");
+      c->Close();
+    }
+    for (size_t j : mms) {
+      const int tb = g_.op(ops_[j]).inputs[1];
+      c->L(ty, "* const bs", j, " = reinterpret_cast<", ty, "*>(yr_sm + ", b_off_[j], ");");
+      c->L("const ", ty, "* const gb", j, " = ", ctx_.Var(tb), " + (i64)kbeg * ",
+           info_.row_width[j], " + n0;");
+    }
+    // Issues chunk `ch` into stage `st` (every thread, then one commit).
+    const int64_t vecs = int64_t{kTcChunkK} * tn_ / 8;
+    c->Open("auto issue = [&](int ch, int st) {");
+    c->Open("if (ch < nch) {");
+    c->Open(absl::StrCat("for (int v = tid; v < ", vecs, "; v += ", threads_, ") {"));
+    c->L("const int row = v / ", tn_ / 8, ";");
+    c->L("const int col = (v % ", tn_ / 8, ") * 8;");
+    for (size_t j : mms) {
+      c->L("yr_cp_async16(bs", j, " + (st * ", kTcChunkK, " + row) * ", ldb, " + col, gb", j,
+           " + (i64)(ch * ", kTcChunkK, " + row) * ", info_.row_width[j], " + col);");
+    }
+    c->Close();
+    c->Close();
+    c->L("yr_cp_async_commit();");
+    c->Close("};");
+    const int mt = tc_mp_ / 16;
+    for (size_t j : mms) {
+      c->L("wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc", j, "[", mt, "];");
+      c->L("#pragma unroll");
+      c->L("for (int m = 0; m < ", mt, "; ++m) wmma::fill_fragment(acc", j, "[m], 0.0f);");
+    }
+    c->L("__syncthreads();  // A staged");
+    c->L("for (int s = 0; s < ", tc_stages_ - 1, "; ++s) issue(s, s);");
+    c->Open("for (int ch = 0; ch < nch; ++ch) {");
+    c->L("issue(ch + ", tc_stages_ - 1, ", (ch + ", tc_stages_ - 1, ") % ", tc_stages_, ");");
+    c->L("yr_cp_async_wait<", tc_stages_ - 1, ">();");
+    c->L("__syncthreads();");
+    c->L("const int st = ch % ", tc_stages_, ";");
+    c->L("#pragma unroll");
+    c->Open(absl::StrCat("for (int ks = 0; ks < ", kTcChunkK / 16, "; ++ks) {"));
+    for (size_t j : mms) {
+      const int ta = g_.op(ops_[j]).inputs[0];
+      c->Open("{");
+      c->L("wmma::fragment<wmma::matrix_b, 16, 16, 16, ", ty, ", wmma::row_major> fb;");
+      c->L("wmma::load_matrix_sync(fb, bs", j, " + (st * ", kTcChunkK, " + ks * 16) * ", ldb,
+           " + warp * 16, ", ldb, ");");
+      c->L("#pragma unroll");
+      c->Open(absl::StrCat("for (int m = 0; m < ", mt, "; ++m) {"));
+      c->L("wmma::fragment<wmma::matrix_a, 16, 16, 16, ", ty, ", wmma::row_major> fa;");
+      c->L("wmma::load_matrix_sync(fa, as", ta, " + m * ", 16 * lda, " + ch * ", kTcChunkK,
+           " + ks * 16, ", lda, ");");
+      c->L("wmma::mma_sync(acc", j, "[m], fa, fb, acc", j, "[m]);");
+      c->Close();
+      c->Close();
+    }
+    c->Close();
+    c->L("__syncthreads();  // the stage is free again");
+    c->Close();
+    c->L("yr_cp_async_wait<0>();");
+    for (size_t j : mms) {
+      c->L("#pragma unroll");
+      c->L("for (int m = 0; m < ", mt, "; ++m) wmma::store_matrix_sync(tl", j, " + m * ",
+           16 * tn_, " + warp * 16, acc", j, "[m], ", tn_, ", wmma::mem_row_major);");
+    }
+    c->L("__syncthreads();");
+    c->Close();
+  }
+
   void EmitFullRowStores(const std::vector<int>& outputs, Code* c) {
     bool any = false;
     for (int t : outputs) {
@@ -736,7 +930,8 @@ class RowKernelEmitter {
     };
     // Matmuls first (their A operands are F or memory), summing over this
     // block's K slice.
-    for (size_t j = 0; j < ops_.size(); ++j) {
+    if (tc_) EmitTensorCoreTiles(c);
+    for (size_t j = 0; j < ops_.size() && !tc_; ++j) {
       const OpInfo& op = g_.op(ops_[j]);
       if (f_[j] || op.type != OpType::kMatmul) continue;
       const int64_t k = g_.tensor(op.inputs[0]).shape.back();
@@ -830,6 +1025,15 @@ class RowKernelEmitter {
   int64_t smem_bytes_ = 0;
   int64_t grid_x_ = 1;
   int64_t grid_y_ = 1;
+  // Tensor-core tile phase.
+  bool tc_ = false;
+  int64_t tc_k_ = -1;  // K of every T matmul
+  yirage::v1::DType tc_b_dtype_ = yirage::v1::DTYPE_UNSPECIFIED;
+  int tc_stages_ = 4;
+  int tc_mp_ = 16;       // block rows rounded up to 16
+  int64_t tc_kc_ = 0;    // K slice per block (multiple of kTcChunkK)
+  std::map<int, int64_t> a_off_;  // A tensor -> its staged 16-bit slice (float offset)
+  std::vector<int64_t> b_off_;    // per T matmul: its B stages (float offset)
 };
 
 // ---------------------------------------------------------------------------
@@ -1031,6 +1235,7 @@ std::string CudaCodegen::Prelude() {
   return R"(// Generated by the YiRage CUDA backend.
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <mma.h>
 typedef long long i64;
 static __device__ __forceinline__ float yr_ld(const float* p, i64 i) { return p[i]; }
 static __device__ __forceinline__ float yr_ld(const __half* p, i64 i) { return __half2float(p[i]); }
@@ -1078,6 +1283,31 @@ static __device__ __forceinline__ void yr_ld4(const __nv_bfloat16* p, float* out
   const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
   const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
   out[0] = a.x; out[1] = a.y; out[2] = b.x; out[3] = b.y;
+}
+// Tensor-core path: 16-bit stores of staged A, cp.async copies of B.
+static __device__ __forceinline__ void yr_sth(__half* p, float v) { *p = __float2half_rn(v); }
+static __device__ __forceinline__ void yr_sth(__nv_bfloat16* p, float v) {
+  *p = __float2bfloat16_rn(v);
+}
+template <typename T>
+static __device__ __forceinline__ void yr_cp_async16(T* dst, const T* src) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+#else
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+static __device__ __forceinline__ void yr_cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+static __device__ __forceinline__ void yr_cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
 }
 // NaN-propagating, like the reference.
 static __device__ __forceinline__ float yr_max(float a, float b) { return (a > b || a != a) ? a : b; }

@@ -84,21 +84,20 @@ absl::StatusOr<Device*> Device::Get() {
 }
 
 absl::Status Device::MakeCurrent() {
+  if (lost()) {
+    return absl::UnavailableError(absl::StrCat(
+        "the CUDA device is lost for this process (an earlier kernel fault: ", lost_reason_,
+        "); restart the process"));
+  }
   return CheckCu(*cu_, cu_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }
 
-absl::Status Device::ResetAfterFault() {
-  ++generation_;
-  if (absl::Status s = CheckCu(*cu_, cu_->cuDevicePrimaryCtxReset(dev_), "cuDevicePrimaryCtxReset");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          CheckCu(*cu_, cu_->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
-      !s.ok()) {
-    return s;
-  }
-  return MakeCurrent();
+void Device::MarkLost(const std::string& why) {
+  if (lost_reason_.empty()) lost_reason_ = why.empty() ? std::string("unknown fault") : why;
+}
+
+bool IsDeviceLost(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable;
 }
 
 absl::StatusOr<std::string> NvrtcVersion() {

@@ -1,13 +1,13 @@
 // The process's CUDA device (device 0, its primary context), NVRTC
 // compilation and the probe() description.
 //
-// Fault recovery: a kernel that faults (illegal address, launch failure, ...)
-// leaves the context unusable. The caller reports the error for that plan and
-// calls ResetAfterFault(), which resets the primary context
-// (cuDevicePrimaryCtxReset) and retains it again. Every device allocation and
-// loaded module of the old context is gone; generation() changes, and modules
-// re-create their device state lazily on next use, so later plans (of this or
-// any module) run.
+// Faults: a kernel that faults (illegal address, launch failure, ...) leaves a
+// "sticky" error: the context, and on current drivers the whole process, can
+// no longer use the GPU (cuDevicePrimaryCtxReset + Retain was tried on an H200
+// and failed with CUDA_ERROR_ILLEGAL_ADDRESS). The caller marks the device lost
+// (MarkLost); every later use fails at once with an Unavailable status that
+// names the first fault, which the C ABI reports as YIRAGE_DEVICE_LOST. The
+// worker restarts its process.
 #ifndef YIRAGE_BACKENDS_CUDA_CUDA_DEVICE_H_
 #define YIRAGE_BACKENDS_CUDA_CUDA_DEVICE_H_
 
@@ -67,13 +67,16 @@ class Device {
   const CudaDriver& cu() const { return *cu_; }
   const DeviceInfo& info() const { return info_; }
   CUcontext context() const { return ctx_; }
-  // Bumped by every ResetAfterFault.
+  // The context's generation: device state made in another one is gone. The
+  // primary context is never re-created (see the file comment), so it is 0.
   int64_t generation() const { return generation_; }
 
-  // Makes the context current on this thread. REQUIRES: a DeviceLock held.
+  // Makes the context current on this thread; Unavailable once the device is
+  // lost. REQUIRES: a DeviceLock held.
   absl::Status MakeCurrent();
-  // REQUIRES: a DeviceLock held. See the file comment.
-  absl::Status ResetAfterFault();
+  // Records a sticky error (see the file comment). REQUIRES: a DeviceLock held.
+  void MarkLost(const std::string& why);
+  bool lost() const { return !lost_reason_.empty(); }
 
   static std::mutex& mutex();
 
@@ -84,7 +87,11 @@ class Device {
   CUcontext ctx_ = nullptr;
   DeviceInfo info_;
   int64_t generation_ = 0;
+  std::string lost_reason_;
 };
+
+// True for the status of a call that failed because the device is lost.
+bool IsDeviceLost(const absl::Status& status);
 
 // Compiles CUDA C++ to a cubin for `arch` ("sm_90a") with NVRTC; the error
 // holds the compiler log. Needs no GPU. Thread-safe.

@@ -36,13 +36,13 @@ CudaModule::CudaModule(Device* device, std::vector<int64_t> input_bytes,
       plans_(num_plans) {}
 
 CudaModule::~CudaModule() {
-  if (device_ == nullptr) return;
+  if (device_ == nullptr || device_->lost()) return;
   DeviceLock lock;
   if (device_->MakeCurrent().ok()) FreeDeviceState();
 }
 
 void CudaModule::FreeDeviceState() {
-  if (gen_ != device_->generation()) return;  // the context was reset: nothing to free
+  if (gen_ != device_->generation()) return;  // nothing was made
   const CudaDriver& cu = device_->cu();
   for (PlanState& p : plans_) {
     if (p.generation != gen_) continue;
@@ -87,12 +87,11 @@ absl::Status CudaModule::CheckPlan(int plan) const {
 }
 
 absl::Status CudaModule::Fail(CUresult rc, const std::string& what) {
-  std::string text = absl::StrCat(what, ": ", DriverErrorText(device_->cu(), rc));
-  if (IsStickyError(rc)) {
-    absl::Status reset = device_->ResetAfterFault();
-    absl::StrAppend(&text, reset.ok() ? "; the CUDA context was reset"
-                                      : absl::StrCat("; resetting the context failed: ",
-                                                     std::string(reset.message())));
+  const std::string text = absl::StrCat(what, ": ", DriverErrorText(device_->cu(), rc));
+  if (IsStickyError(rc) || device_->lost()) {
+    device_->MarkLost(text);
+    return absl::UnavailableError(
+        absl::StrCat(text, "; the CUDA device is lost for this process (sticky error)"));
   }
   return absl::InternalError(text);
 }
@@ -100,7 +99,7 @@ absl::Status CudaModule::Fail(CUresult rc, const std::string& what) {
 absl::Status CudaModule::Prepare(int plan) {
   const CudaDriver& cu = device_->cu();
   if (gen_ != device_->generation()) {
-    // First use, or the context was reset: everything old is gone.
+    // First use in this context.
     cu_modules_.assign(images_.size(), nullptr);
     io_.clear();
     flush_ = 0;
@@ -295,7 +294,7 @@ absl::StatusOr<YirageTiming> CudaModule::Time(int plan, const void* const* input
     times.push_back(1000.0 * ms);
     total += ms * 1e-3;
   }
-  if (device_->generation() == gen_) {  // else the reset context took the events
+  if (!device_->lost()) {  // a lost context cannot destroy anything
     cu.cuEventDestroy(start);
     cu.cuEventDestroy(stop);
   }

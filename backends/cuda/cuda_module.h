@@ -21,8 +21,7 @@ inline constexpr size_t kMaxDiagnosticBytes = 8192;
 
 // Thread-safe: all device work is serialized by the device lock.
 //
-// Device state is created lazily on first use and again after a fault reset
-// the context (see cuda_device.h): buffers are allocated once per module per
+// Device state is created lazily on first use: buffers are allocated once per module per
 // context, inputs are copied host-to-device on every run/time call and
 // outputs back at the end.
 class CudaModule {
@@ -38,6 +37,8 @@ class CudaModule {
   int AddImage(std::string cubin);
   void SetPlan(int plan, PlanCode code, int image);
 
+  // Both fail with IsDeviceLost(status) after a sticky error (this call's or
+  // an earlier one's): the process can no longer use the GPU.
   absl::Status Run(int plan, const void* const* inputs, void* const* outputs);
   // Warm-up runs, then timed runs: each flushes L2 (cuMemsetD8 of a buffer of
   // `flush_bytes`, default 2x L2) then records CUDA events around all of the
@@ -62,7 +63,8 @@ class CudaModule {
   absl::Status Launch(int plan);
   absl::Status CopyIn(const void* const* inputs);
   absl::Status CopyOut(void* const* outputs);
-  // Turns a driver error into a status; resets the context after a fault.
+  // Turns a driver error into a status: Unavailable (IsDeviceLost) for a sticky
+  // error, which also marks the device lost (see cuda_device.h).
   absl::Status Fail(CUresult rc, const std::string& what);
   void FreeDeviceState();
 
