@@ -81,6 +81,14 @@ void ClientCommands::PrintJob(const yirage::v1::Job& job) {
        << job.candidates_pending() << " pending\n"
        << "tolerance  rtol " << job.tolerance().rtol() << " atol " << job.tolerance().atol()
        << "\n";
+  if (!job.chip_id().empty()) out_ << "chip       " << job.chip_id() << "\n";
+  const auto& search = job.search();
+  out_ << "search     " << Fixed(search.search_seconds() * 1e3, 1) << " ms: "
+       << search.graphs_explored() << " rewritten graphs explored, "
+       << search.rewrites_verified() << " proved equivalent by fingerprint, "
+       << search.rewrites_rejected() << " rejected; " << search.rewritten_plans() << " of "
+       << job.candidates_generated() << " candidates run a rewritten graph\n";
+  if (!search.note().empty()) out_ << "           " << search.note() << "\n";
   if (job.has_best()) {
     const auto& b = job.best();
     out_ << "best       candidate " << b.candidate_id() << " [" << b.description() << "]\n"
@@ -242,10 +250,25 @@ int ClientCommands::Candidates(const std::string& job_id) {
     out_ << nlohmann::json{{"job_id", job_id}, {"candidates", list}}.dump(2) << "\n";
     return 0;
   }
+  // STATUS is the numeric check on the device; PROOF is the fingerprint
+  // check of a rewritten graph against the job's graph ("original": no
+  // rewrite, nothing to prove).
   out_ << std::left << std::setw(8) << "ID" << std::setw(10) << "STATUS" << std::setw(12)
-       << "TIME_US" << std::setw(9) << "SPEEDUP" << std::setw(11) << "MAX_ABS" << "PLAN / ERROR\n";
+       << "TIME_US" << std::setw(9) << "SPEEDUP" << std::setw(11) << "MAX_ABS" << std::setw(14)
+       << "PROOF" << "PLAN / ERROR\n";
   for (const auto& c : response.candidates()) {
     bool timed = c.time_us() > 0;
+    std::string proof = "original";
+    if (c.plan().has_graph()) {
+      std::ostringstream p;
+      if (c.plan().fingerprint_verified()) {
+        p << "fp x" << c.plan().fingerprint_trials() << " <" << std::setprecision(1)
+          << c.plan().fingerprint_false_pass_bound();
+      } else {
+        p << "UNPROVED";
+      }
+      proof = p.str();
+    }
     out_ << std::left << std::setw(8) << c.candidate_id() << std::setw(10)
          << yirage::v1::CandidateStatus_Name(c.status()) << std::setw(12)
          << (timed ? Fixed(c.time_us(), 2) : "-") << std::setw(9)
@@ -255,7 +278,7 @@ int ClientCommands::Candidates(const std::string& job_id) {
          << (c.status() == yirage::v1::VERIFIED || c.status() == yirage::v1::MISMATCH
                  ? Fixed(c.max_abs_error(), 6)
                  : "-")
-         << c.plan().description();
+         << std::setw(14) << proof << c.plan().description();
     if (!c.error().empty()) out_ << "  ! " << c.error().substr(0, 160);
     out_ << "\n";
   }

@@ -22,6 +22,17 @@ nlohmann::json JobToJson(const yirage::v1::Job& job) {
       {"finished_unix", job.finished_unix()},
       {"message", job.message()},
   };
+  const auto& search = job.search();
+  j["chip_id"] = job.chip_id();
+  j["search"] = {{"graphs_explored", search.graphs_explored()},
+                 {"rewrites_verified", search.rewrites_verified()},
+                 {"rewrites_rejected", search.rewrites_rejected()},
+                 {"fingerprint_checks", search.fingerprint_checks()},
+                 {"plans_generated", search.plans_generated()},
+                 {"rewritten_plans", search.rewritten_plans()},
+                 {"search_seconds", search.search_seconds()},
+                 {"rewrite_seconds", search.rewrite_seconds()},
+                 {"note", search.note()}};
   if (job.has_best()) {
     const auto& b = job.best();
     j["best"] = {{"candidate_id", b.candidate_id()},
@@ -43,7 +54,11 @@ nlohmann::json CandidateToJson(const yirage::v1::Candidate& c) {
   std::string plan_json;
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(c.plan(), &plan_json, options);
+  // A rewritten plan carries its whole graph; list its ops instead of
+  // repeating every attribute (the kernels name them).
+  yirage::v1::Plan shown = c.plan();
+  shown.clear_graph();
+  (void)google::protobuf::util::MessageToJsonString(shown, &plan_json, options);
   nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, /*allow_exceptions=*/false);
   return {{"candidate_id", c.candidate_id()},
           {"status", yirage::v1::CandidateStatus_Name(c.status())},
@@ -58,6 +73,16 @@ nlohmann::json CandidateToJson(const yirage::v1::Candidate& c) {
           {"error", c.error()},
           {"attempts", c.attempts()},
           {"worker_id", c.worker_id()},
+          {"rewrites", c.plan().rewrites()},
+          {"rewritten_graph_ops", c.plan().graph().ops_size()},
+          {"fingerprint",
+           {{"verified", c.plan().fingerprint_verified()},
+            {"trials", c.plan().fingerprint_trials()},
+            {"false_pass_bound", c.plan().fingerprint_false_pass_bound()},
+            {"checked", !c.plan().has_graph() || c.plan().fingerprint_verified()}}},
+          {"numeric_check", c.status() == yirage::v1::VERIFIED   ? "passed"
+                            : c.status() == yirage::v1::MISMATCH ? "failed"
+                                                                 : "not run"},
           {"plan", plan}};
 }
 

@@ -183,7 +183,8 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
   return absl::StrCat("cols ", knobs, " + rows b", v.block_rows);
 }
 
-std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerator& enumerator) {
+std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerator& enumerator,
+                                          const SearchOptions& options) {
   int64_t max_rows = 1;
   bool has_matmul = false;
   for (int i = 0; i < enumerator.num_ops(); ++i) {
@@ -201,6 +202,16 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
   if (has_matmul) {
     tiles.assign(std::begin(kTileNChoices), std::end(kTileNChoices));
     unrolls.assign(std::begin(kUnrollChoices), std::end(kUnrollChoices));
+    // The target chip bounds the tiles (shared memory per block on GPUs, cache
+    // per core on CPUs): drop choices it cannot hold, keep its largest if none fit.
+    if (!options.tile_sizes.empty()) {
+      const int largest = options.tile_sizes.back();
+      std::vector<int> fitting;
+      for (int t : tiles) {
+        if (t <= largest) fitting.push_back(t);
+      }
+      tiles = fitting.empty() ? std::vector<int>{largest} : fitting;
+    }
   }
   std::vector<ScheduleVariant> variants;
   for (bool cols : {false, true}) {
@@ -476,7 +487,7 @@ absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
   }
   PartitionEnumerator enumerator(graph);
   const std::vector<Partition> partitions = enumerator.Enumerate();  // [0] is the baseline
-  const std::vector<ScheduleVariant> variants = MakeVariants(graph, enumerator);
+  const std::vector<ScheduleVariant> variants = MakeVariants(graph, enumerator, options);
   KernelCache cache;
 
   // The baseline: singletons, default schedule.

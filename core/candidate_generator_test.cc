@@ -262,6 +262,28 @@ TEST(CandidateGeneratorTest, OptionsShapeTheSchedules) {
   EXPECT_THAT(block_rows, ::testing::ElementsAre(1, 4, 16, 64));
 }
 
+TEST(CandidateGeneratorTest, ChipTileBoundLimitsMatmulTiles) {
+  Graph graph = MustBuild(testing::RmsNormLinearProto());
+  SearchOptions unbounded;
+  unbounded.enable_rewrites = false;
+  std::set<int> free_tiles;
+  for (const Plan& plan : MustGenerate(graph, unbounded)) {
+    for (const KernelPlan& kernel : plan.kernels()) free_tiles.insert(kernel.schedule().tile_n());
+  }
+  ASSERT_TRUE(free_tiles.count(256)) << "the unbounded search should try 256-wide tiles";
+  SearchOptions bounded = unbounded;
+  bounded.tile_sizes = {16, 32, 64, 128};  // what a chip with little on-chip memory allows
+  std::set<int> tiles;
+  for (const Plan& plan : MustGenerate(graph, bounded)) {
+    for (const KernelPlan& kernel : plan.kernels()) {
+      if (plan.baseline()) continue;
+      tiles.insert(kernel.schedule().tile_n());
+    }
+  }
+  EXPECT_FALSE(tiles.empty());
+  EXPECT_LE(*tiles.rbegin(), 128);
+}
+
 TEST(CandidateGeneratorTest, SkinnyElementwiseGraphGetsColumnSchedules) {
   // 2 rows < 8 threads: PARALLEL_COLS qualifies without a matmul.
   Graph graph = MustBuild(testing::ElementwiseChainProto(3, /*rows=*/2));

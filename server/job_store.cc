@@ -118,12 +118,14 @@ std::vector<std::vector<std::string>> Migrations() {
            first_seen REAL NOT NULL,
            last_seen REAL NOT NULL))sql"},
       ChipRegistryMigration(),
+      // Version 3: what the search did, per job.
+      {"ALTER TABLE jobs ADD COLUMN search BLOB NOT NULL DEFAULT x''"},
   };
 }
 
 constexpr char kJobColumns[] =
     "job_id, graph_name, backend, state, rtol, atol, budget_candidates, budget_seconds, "
-    "created, started, finished, message";
+    "created, started, finished, message, search, chip_id";
 
 constexpr char kCandidateColumns[] =
     "candidate_id, job_id, plan, status, time_us, baseline_time_us, max_abs_error, "
@@ -163,6 +165,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
 absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobRequest& request,
                                                 const core::Tolerance& tolerance,
                                                 const std::vector<yirage::v1::Plan>& plans,
+                                                const yirage::v1::SearchSummary& search,
                                                 double now) {
   if (plans.empty() || !plans[0].baseline()) {
     return absl::InternalError("CreateJob: the first plan must be the baseline");
@@ -179,8 +182,8 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
     YIRAGE_ASSIGN_OR_RETURN(
         Statement insert,
         db_->Prepare("INSERT INTO jobs (job_id, graph_name, graph, backend, chip_id, state, rtol, "
-                     "atol, budget_candidates, budget_seconds, created, seed) "
-                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"));
+                     "atol, budget_candidates, budget_seconds, created, seed, search) "
+                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
     insert.Bind(1, job_id)
         .Bind(2, request.graph().name())
         .BindBlob(3, graph_bytes)
@@ -192,7 +195,8 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
         .Bind(9, static_cast<int64_t>(request.budget_candidates()))
         .Bind(10, request.budget_seconds())
         .Bind(11, now)
-        .Bind(12, seed);
+        .Bind(12, seed)
+        .BindBlob(13, search.SerializeAsString());
     YIRAGE_RETURN_IF_ERROR(insert.Run());
   }
   YIRAGE_ASSIGN_OR_RETURN(
@@ -244,6 +248,8 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
   job.set_started_unix(s.ColumnDouble(9));
   job.set_finished_unix(s.ColumnDouble(10));
   job.set_message(s.ColumnText(11));
+  job.mutable_search()->ParseFromString(s.ColumnBlob(12));
+  job.set_chip_id(s.ColumnText(13));
 
   YIRAGE_ASSIGN_OR_RETURN(
       Statement counts,
@@ -278,11 +284,15 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
   job.set_candidates_failed(failed);
   job.set_candidates_pending(pending);
 
+  // The best candidate is the one with the highest speedup over the baseline
+  // timed beside it: on a shared, noisy machine that ratio is far steadier
+  // than absolute times taken minutes apart.
   YIRAGE_ASSIGN_OR_RETURN(
       Statement best,
       db_->Prepare("SELECT candidate_id, time_us, baseline_time_us, max_abs_error, max_rel_error, "
                    "worker_id, description FROM candidates WHERE job_id=? AND status=? "
-                   "ORDER BY time_us ASC, ordinal ASC LIMIT 1"));
+                   "ORDER BY CASE WHEN baseline_time_us > 0 THEN baseline_time_us / time_us "
+                   "ELSE 0 END DESC, time_us ASC, ordinal ASC LIMIT 1"));
   best.Bind(1, job_id).Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED));
   YIRAGE_ASSIGN_OR_RETURN(bool has_best, best.Step());
   if (has_best) {

@@ -60,7 +60,8 @@ class JobStore {
   // REQUIRES: plans non-empty, plans[0] is the baseline.
   absl::StatusOr<std::string> CreateJob(const yirage::v1::SubmitJobRequest& request,
                                         const core::Tolerance& tolerance,
-                                        const std::vector<yirage::v1::Plan>& plans, double now);
+                                        const std::vector<yirage::v1::Plan>& plans,
+                                        const yirage::v1::SearchSummary& search, double now);
 
   absl::StatusOr<yirage::v1::Job> GetJob(const std::string& job_id);
   absl::StatusOr<std::vector<yirage::v1::Job>> ListJobs(int limit);

@@ -79,7 +79,7 @@ class JobStoreTest : public ::testing::Test {
 };
 
 TEST_F(JobStoreTest, CreateAndGetJob) {
-  auto id = store_->CreateJob(MakeRequest(), {1e-3, 1e-4}, MakePlans(5), 1000);
+  auto id = store_->CreateJob(MakeRequest(), {1e-3, 1e-4}, MakePlans(5), {}, 1000);
   ASSERT_TRUE(id.ok()) << id.status();
   auto job = store_->GetJob(*id);
   ASSERT_TRUE(job.ok());
@@ -93,11 +93,11 @@ TEST_F(JobStoreTest, CreateAndGetJob) {
 
 TEST_F(JobStoreTest, RejectsPlansWithoutBaselineFirst) {
   std::vector<yirage::v1::Plan> plans = {MakePlan("x", false)};
-  EXPECT_FALSE(store_->CreateJob(MakeRequest(), {1, 1}, plans, 1).ok());
+  EXPECT_FALSE(store_->CreateJob(MakeRequest(), {1, 1}, plans, {}, 1).ok());
 }
 
 TEST_F(JobStoreTest, LeaseRecordAndFinish) {
-  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(3), 1000);
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(3), {}, 1000);
   ASSERT_TRUE(id.ok());
   auto batch = store_->LeaseBatch("w1", "cpu", 1001);
   ASSERT_TRUE(batch.ok() && batch->has_value());
@@ -151,7 +151,7 @@ TEST_F(JobStoreTest, LeaseRecordAndFinish) {
 }
 
 TEST_F(JobStoreTest, ExpiredLeaseBlamesRunningCandidateAndRequeuesOthers) {
-  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), 1000);
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000);
   ASSERT_TRUE(id.ok());
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     double now = 1000 + attempt * 100;
@@ -181,7 +181,7 @@ TEST_F(JobStoreTest, ExpiredLeaseBlamesRunningCandidateAndRequeuesOthers) {
 }
 
 TEST_F(JobStoreTest, StateSurvivesReopen) {
-  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), 1000);
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000);
   ASSERT_TRUE(id.ok());
   auto batch = store_->LeaseBatch("w1", "cpu", 1001);
   ASSERT_TRUE(batch.ok() && batch->has_value());
@@ -203,7 +203,7 @@ TEST_F(JobStoreTest, StateSurvivesReopen) {
 }
 
 TEST_F(JobStoreTest, CancelSkipsRemainingWork) {
-  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(4), 1000);
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(4), {}, 1000);
   ASSERT_TRUE(id.ok());
   auto batch = store_->LeaseBatch("w1", "cpu", 1001);
   ASSERT_TRUE(batch.ok() && batch->has_value());
@@ -220,7 +220,7 @@ TEST_F(JobStoreTest, CancelSkipsRemainingWork) {
 TEST_F(JobStoreTest, TimeBudgetSkipsPendingCandidates) {
   auto request = MakeRequest();
   request.set_budget_seconds(5);
-  auto id = store_->CreateJob(request, {1e-2, 1e-2}, MakePlans(5), 1000);
+  auto id = store_->CreateJob(request, {1e-2, 1e-2}, MakePlans(5), {}, 1000);
   ASSERT_TRUE(id.ok());
   auto batch = store_->LeaseBatch("w1", "cpu", 1001);  // starts the clock
   ASSERT_TRUE(batch.ok() && batch->has_value());

@@ -89,8 +89,11 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates() : 0;
   if (target.has_value()) search = core::SearchOptionsForChip(*target, search);
   if (search.max_candidates == 0) search.max_candidates = options_.max_candidates_default;
+  // A job with a time budget spends at most a quarter of it searching rewrites.
+  if (request.budget_seconds() > 0) search.rewrite_time_budget_seconds = request.budget_seconds() / 4;
   auto start = std::chrono::steady_clock::now();
-  auto plans = core::GenerateCandidates(*graph, search);
+  core::SearchStats stats;
+  auto plans = core::GenerateCandidatesWithStats(*graph, search, &stats);
   if (!plans.ok()) {
     return reject(absl::InvalidArgumentError(
         absl::StrCat("graph '", request.graph().name(), "': ", std::string(plans.status().message()))));
@@ -98,13 +101,30 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   double search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
+  yirage::v1::SearchSummary summary;
+  summary.set_graphs_explored(stats.graphs_explored);
+  summary.set_rewrites_verified(stats.rewrites_verified);
+  summary.set_rewrites_rejected(stats.rewrites_rejected);
+  summary.set_fingerprint_checks(stats.fingerprint_checks);
+  summary.set_plans_generated(static_cast<int32_t>(plans->size()));
+  int rewritten = 0;
+  for (const auto& plan : *plans) rewritten += plan.has_graph() ? 1 : 0;
+  summary.set_rewritten_plans(rewritten);
+  summary.set_search_seconds(search_seconds);
+  summary.set_rewrite_seconds(stats.rewrite_seconds);
+  summary.set_note(stats.budget_exhausted ? "rewrite search stopped at its budget"
+                                          : stats.rewrites_skipped);
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
-                          store_->CreateJob(request, tolerance, *plans, UnixNow()));
+                          store_->CreateJob(request, tolerance, *plans, summary, UnixNow()));
   if (metrics_) metrics_->JobSubmitted();
-  spdlog::info("job {} queued: graph '{}', backend {}, chip {}, {} candidates ({:.1f} ms search)",
-               job_id, request.graph().name(), request.backend(),
-               request.chip_id().empty() ? std::string("(none)") : request.chip_id(),
-               plans->size(), search_seconds * 1e3);
+  spdlog::info(
+      "job {} queued: graph '{}', backend {}, chip {}, {} candidates ({} on rewritten graphs); "
+      "search {:.1f} ms: {} graphs explored, {} rewrites verified, {} rejected, {} fingerprint "
+      "checks",
+      job_id, request.graph().name(), request.backend(),
+      request.chip_id().empty() ? std::string("(none)") : request.chip_id(), plans->size(),
+      rewritten, search_seconds * 1e3, stats.graphs_explored, stats.rewrites_verified,
+      stats.rewrites_rejected, stats.fingerprint_checks);
   yirage::v1::SubmitJobResponse response;
   response.set_job_id(job_id);
   response.set_candidates_generated(static_cast<int32_t>(plans->size()));

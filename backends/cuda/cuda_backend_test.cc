@@ -326,9 +326,23 @@ TEST(CudaBackendGpuTest, BenchmarkGraphsVerifyAndTime) {
         best_plan = i;
       }
     }
+    int tensor_core_plans = 0;
+    for (const auto& p : c.response.plans()) {
+      if (p.ok() && p.source().find("// tensor cores:") != std::string::npos) ++tensor_core_plans;
+    }
+    const bool best_tc = best_plan >= 0 &&
+                         c.response.plans(best_plan).source().find("// tensor cores:") !=
+                             std::string::npos;
     std::printf("[ bench    ] %-24s verified %2d/%2d  baseline %9.2f us  best %9.2f us  (%s)\n",
                 proto->name().c_str(), verified, c.response.plans_size(), baseline, best,
                 best_plan >= 0 ? (*plans)[best_plan].description().c_str() : "-");
+    // One greppable line per graph (bench/gpu_e2e.sh collects them).
+    std::printf("BENCH %s best_us=%.2f baseline_us=%.2f best_plan=%d tensor_core=%d "
+                "tc_plans=%d/%d plan=\"%s\"\n",
+                proto->name().c_str(), best, baseline, best_plan, best_tc ? 1 : 0,
+                tensor_core_plans, c.response.plans_size(),
+                best_plan >= 0 ? (*plans)[best_plan].description().c_str() : "-");
+    std::fflush(stdout);
   }
 }
 

@@ -30,8 +30,18 @@
 //  across grid.z blocks: partial tiles are added atomically into a float
 //  workspace and the last block of each tile (an atomic counter) runs the
 //  epilogue and resets the workspace and counter for the next launch.
-//  NOT YET: tensor cores (mma.sync / WMMA), cp.async pipelining (`stages` is
-//  accepted but unused), split-KV attention decode.
+//  Tensor cores: when every T matmul has a 16-bit, 2-D, non-transposed B that
+//  is a graph input, N a multiple of the tile (128 or 64) and K a multiple of
+//  32, and the target is sm_80+, the T matmuls use WMMA 16x16x16 (float
+//  accumulate) instead: a block holds all rows (up to 64, padded to 16), its
+//  K slice of each distinct A operand staged once in shared memory as 16-bit,
+//  and streams B through a cp.async pipeline (`stages` chunks of 32 x tile_n,
+//  16-byte copies); warp w computes columns [16w, 16w+16) (tile_n/16 warps).
+//  split_k 0 then means automatic: the smallest power of two giving at least
+//  two blocks per SM (while the K slice stays >= 128). The split-K combine and
+//  the fused epilogue are the SIMT path's.
+//  NOT YET: a K-sliced prologue (norm rows are still materialized whole per
+//  block), split-KV attention decode.
 // KERNEL_GENERIC: one op, grid-stride loops (one thread per output element or
 //  per reduced row).
 //
@@ -39,7 +49,7 @@
 // tile_n -> T tile width (F matmuls: column chunk, at least 128), warps ->
 // threads per block / 32 (default 4 with a T matmul, else 8), split_k ->
 // grid.z, vector_width -> max elements per vector load of B, unroll -> K-loop
-// unroll; tile_k and stages are not used yet.
+// unroll; stages -> tensor-core pipeline depth (default 4); tile_k unused.
 #ifndef YIRAGE_BACKENDS_CUDA_CUDA_CODEGEN_H_
 #define YIRAGE_BACKENDS_CUDA_CUDA_CODEGEN_H_
 

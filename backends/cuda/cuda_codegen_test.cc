@@ -1,6 +1,8 @@
 // Generated CUDA code for every op and plan kind: compile-only checks (NVRTC,
 // no GPU needed; they run on the CPU-only CI machine) and numerics against the
 // float64 reference (NEEDS A GPU: skipped, saying so, without one).
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -178,7 +180,40 @@ TEST(CudaCodegenGpuTest, LargeFusedMatmulsMatchReference) {
   YR_REQUIRE_GPU();
   const yirage::v1::Graph g = GatedMlpGraph(FLOAT16, 8, 2048, 1024);
   CheckCudaPlans(g, {OneRowGroup(g, Rows(8, 128)), OneRowGroup(g, WithGpu(Rows(8, 64), 8)),
-                     OneRowGroup(g, WithGpu(Cols(256), 16, 8))});
+                     OneRowGroup(g, WithGpu(Cols(256), 16, 8)),
+                     OneRowGroup(g, WithGpu(Cols(128), 1, 0, 2))});
+  // Tensor-core tiles with M not a multiple of 16, bf16, several row blocks.
+  const yirage::v1::Graph b = GatedMlpGraph(BFLOAT16, 24, 1024, 512);
+  CheckCudaPlans(b, {OneRowGroup(b, Cols(128)), OneRowGroup(b, WithGpu(Cols(64), 3, 0, 3)),
+                     {Row({"N", "S"}, Rows(4)), Row({"A", "Sg", "Bm", "Y"}, Cols(128))}});
+  const yirage::v1::Graph many = GatedMlpGraph(FLOAT16, 100, 512, 256);
+  CheckCudaPlans(many, {OneRowGroup(many, Cols(128)), OneRowGroup(many, Rows(16, 64))});
+}
+
+std::string PlanSource(const yirage::v1::Graph& proto, const std::vector<KernelSpec>& spec) {
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  EXPECT_TRUE(g.ok());
+  Compiled c;
+  CompileThroughAbi(proto, MakePlans(*g, {spec}), &c);
+  ExpectAllCompiled(c);
+  return c.response.plans_size() > 0 ? c.response.plans(0).source() : "";
+}
+
+// CPU-only (CI): skinny 16-bit matmuls take the tensor-core path, with split-K
+// chosen automatically (split_k 0) or as given; float32 keeps SIMT.
+TEST(CudaCodegenCompileTest, SkinnyHalfMatmulsUseTensorCores) {
+  const yirage::v1::Graph g = GatedMlpGraph(FLOAT16, 8, 4096, 4096);
+  const std::string src = PlanSource(g, OneRowGroup(g, Cols(128)));
+  EXPECT_NE(src.find("// tensor cores: 2 matmul tile(s), K 4096"), std::string::npos) << src;
+  EXPECT_NE(src.find("wmma::mma_sync"), std::string::npos);
+  if (std::getenv("YIRAGE_DUMP_SOURCE") != nullptr) std::printf("%s\n", src.c_str());
+  EXPECT_NE(src.find("cp.async"), std::string::npos);
+  EXPECT_EQ(src.find(", split_k 1"), std::string::npos) << "expected an automatic split-K";
+  const std::string explicit_split = PlanSource(g, OneRowGroup(g, WithGpu(Cols(128), 2)));
+  EXPECT_NE(explicit_split.find(", split_k 2"), std::string::npos);
+  EXPECT_NE(explicit_split.find("slice 2048"), std::string::npos);
+  const yirage::v1::Graph f = GatedMlpGraph(FLOAT32, 8, 512, 512);
+  EXPECT_EQ(PlanSource(f, OneRowGroup(f, Cols(128))).find("tensor cores"), std::string::npos);
 }
 
 }  // namespace
