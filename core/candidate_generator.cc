@@ -202,9 +202,12 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
   if (has_matmul) {
     tiles.assign(std::begin(kTileNChoices), std::end(kTileNChoices));
     unrolls.assign(std::begin(kUnrollChoices), std::end(kUnrollChoices));
-    // The target chip bounds the tiles (shared memory per block on GPUs, cache
-    // per core on CPUs): drop choices it cannot hold, keep its largest if none fit.
-    if (!options.tile_sizes.empty()) {
+    // On CPUs the target chip's cache per core bounds the tiles: drop choices
+    // it cannot hold, keep its largest if none fit. GPU backends size their
+    // shared-memory staging per kernel themselves (and fall back when a shape
+    // does not fit), so the coarse square-tile bound would only cut good plans.
+    const bool gpu = options.warp_size > 1;
+    if (!options.tile_sizes.empty() && !gpu) {
       const int largest = options.tile_sizes.back();
       std::vector<int> fitting;
       for (int t : tiles) {

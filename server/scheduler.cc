@@ -112,8 +112,9 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   summary.set_rewritten_plans(rewritten);
   summary.set_search_seconds(search_seconds);
   summary.set_rewrite_seconds(stats.rewrite_seconds);
-  summary.set_note(stats.budget_exhausted ? "rewrite search stopped at its budget"
-                                          : stats.rewrites_skipped);
+  summary.set_note(!stats.rewrites_skipped.empty() ? stats.rewrites_skipped
+                   : stats.budget_exhausted      ? "rewrite search stopped at its budget"
+                                                 : "");
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
                           store_->CreateJob(request, tolerance, *plans, summary, UnixNow()));
   if (metrics_) metrics_->JobSubmitted();
