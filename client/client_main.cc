@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   int limit = 50;
   auto* watch_cmd = app.add_subcommand("watch", "show a job's progress until it ends");
   watch_cmd->add_option("job", job_id)->required();
+  watch_cmd->add_flag("--json", json, "print the final job as one JSON object");
   auto* get_cmd = app.add_subcommand("get", "show a job");
   get_cmd->add_option("job", job_id)->required();
   get_cmd->add_flag("--json", json, "print one JSON object");
