@@ -34,6 +34,7 @@ echo "== candidates"
 "${CLIENT[@]}" candidates "$JOB"
 echo "== best kernel"
 "${CLIENT[@]}" kernel "$JOB" --out "$WORK/kernel"
+sleep 1  # the job gauges refresh every maintenance pass (0.5 s)
 echo "== metrics (excerpt)"
 curl -s "http://$(grep -o 'metrics=[^ ]*' "$WORK/server.log" | cut -d= -f2)/metrics" \
   | grep -E '^yirage_(jobs|candidates_evaluated_total|workers_connected)' || true

@@ -296,7 +296,11 @@ TEST(CudaBackendGpuTest, TimingIsSane) {
 // PyTorch H200 numbers (../shared/reference/h200-torch-baselines.csv).
 TEST(CudaBackendGpuTest, BenchmarkGraphsVerifyAndTime) {
   YR_REQUIRE_GPU();
+  // A short GPU session can cap the candidates per graph and pick graphs.
+  const char* cap = std::getenv("YIRAGE_BENCH_MAX_CANDIDATES");
+  const char* only = std::getenv("YIRAGE_BENCH_GRAPHS");  // substring of the file name
   for (const std::string& file : ExampleGraphFiles(true)) {
+    if (only != nullptr && file.find(only) == std::string::npos) continue;
     SCOPED_TRACE(file);
     absl::StatusOr<yirage::v1::Graph> proto = LoadGraph(file);
     ASSERT_TRUE(proto.ok()) << proto.status();
@@ -304,7 +308,7 @@ TEST(CudaBackendGpuTest, BenchmarkGraphsVerifyAndTime) {
     ASSERT_TRUE(g.ok());
     core::SearchOptions options;
     options.backend = "cuda";
-    options.max_candidates = kMaxCandidates;
+    options.max_candidates = cap != nullptr ? std::atoi(cap) : kMaxCandidates;
     absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
     ASSERT_TRUE(plans.ok()) << plans.status();
     Compiled c;
