@@ -59,17 +59,16 @@ typedef struct YirageBackendV1 {
   // CompileResponse (one CompiledPlan per plan) to *response. A plan that fails
   // to compile is reported in the response; it does not fail the call.
   // Returns YIRAGE_ERROR (and *error) only when the request itself is bad.
-  int (*compile)(const void* request, size_t request_len, YirageModule** module,
-                 void** response, size_t* response_len, char** error);
+  int (*compile)(const void* request, size_t request_len, YirageModule** module, void** response,
+                 size_t* response_len, char** error);
 
   // Runs plan `plan_index` once. REQUIRES: the plan compiled.
-  int (*run)(YirageModule* module, int32_t plan_index,
-             const void* const* inputs, void* const* outputs, char** error);
+  int (*run)(YirageModule* module, int32_t plan_index, const void* const* inputs,
+             void* const* outputs, char** error);
 
   // Times plan `plan_index` as the options say (median of the runs).
-  int (*time)(YirageModule* module, int32_t plan_index,
-              const void* const* inputs, void* const* outputs,
-              const YirageTimingOptions* options, YirageTiming* timing,
+  int (*time)(YirageModule* module, int32_t plan_index, const void* const* inputs,
+              void* const* outputs, const YirageTimingOptions* options, YirageTiming* timing,
               char** error);
 
   void (*release)(YirageModule* module);

@@ -83,8 +83,8 @@ void ClientCommands::PrintJob(const yirage::v1::Job& job) {
        << "\n";
   if (!job.chip_id().empty()) out_ << "chip       " << job.chip_id() << "\n";
   const auto& search = job.search();
-  out_ << "search     " << Fixed(search.search_seconds() * 1e3, 1) << " ms: "
-       << search.graphs_explored() << " rewritten graphs explored, "
+  out_ << "search     " << Fixed(search.search_seconds() * 1e3, 1)
+       << " ms: " << search.graphs_explored() << " rewritten graphs explored, "
        << search.rewrites_verified() << " proved equivalent by fingerprint, "
        << search.rewrites_rejected() << " rejected; " << search.rewritten_plans() << " of "
        << job.candidates_generated() << " candidates run a rewritten graph\n";
@@ -212,7 +212,8 @@ int ClientCommands::List(int limit) {
     return 0;
   }
   out_ << std::left << std::setw(18) << "JOB" << std::setw(20) << "GRAPH" << std::setw(11)
-       << "STATE" << std::setw(12) << "CANDIDATES" << "BEST\n";
+       << "STATE" << std::setw(12) << "CANDIDATES"
+       << "BEST\n";
   for (const auto& job : response.jobs()) {
     std::string best = job.has_best() ? Fixed(job.best().time_us(), 1) + " us (" +
                                             Fixed(job.best().speedup(), 2) + "x)"
@@ -255,7 +256,8 @@ int ClientCommands::Candidates(const std::string& job_id) {
   // rewrite, nothing to prove).
   out_ << std::left << std::setw(8) << "ID" << std::setw(10) << "STATUS" << std::setw(12)
        << "TIME_US" << std::setw(9) << "SPEEDUP" << std::setw(11) << "MAX_ABS" << std::setw(14)
-       << "PROOF" << "PLAN / ERROR\n";
+       << "PROOF"
+       << "PLAN / ERROR\n";
   for (const auto& c : response.candidates()) {
     bool timed = c.time_us() > 0;
     std::string proof = "original";
@@ -272,8 +274,7 @@ int ClientCommands::Candidates(const std::string& job_id) {
     out_ << std::left << std::setw(8) << c.candidate_id() << std::setw(10)
          << yirage::v1::CandidateStatus_Name(c.status()) << std::setw(12)
          << (timed ? Fixed(c.time_us(), 2) : "-") << std::setw(9)
-         << (timed && c.baseline_time_us() > 0 ? Fixed(c.baseline_time_us() / c.time_us(), 2)
-                                               : "-")
+         << (timed && c.baseline_time_us() > 0 ? Fixed(c.baseline_time_us() / c.time_us(), 2) : "-")
          << std::setw(11)
          << (c.status() == yirage::v1::VERIFIED || c.status() == yirage::v1::MISMATCH
                  ? Fixed(c.max_abs_error(), 6)
@@ -341,19 +342,18 @@ int ClientCommands::Workers() {
     return 0;
   }
   out_ << std::left << std::setw(40) << "WORKER" << std::setw(8) << "BACKEND" << std::setw(11)
-       << "STATE" << std::setw(11) << "CONNECTED" << std::setw(34) << "CHIP" << "DEVICE\n";
+       << "STATE" << std::setw(11) << "CONNECTED" << std::setw(34) << "CHIP"
+       << "DEVICE\n";
   for (const auto& w : response.workers()) {
     nlohmann::json device = WorkerToJson(w)["device"];
-    std::string name = device.is_object() && device.contains("model") &&
-                               device["model"].is_string()
-                           ? device["model"].get<std::string>()
-                       : device.is_object() && device.contains("model_name") &&
-                               device["model_name"].is_string()
-                           ? device["model_name"].get<std::string>()
-                           : (device.is_object() && device.contains("name") &&
-                                      device["name"].is_string()
-                                  ? device["name"].get<std::string>()
-                                  : "");
+    std::string name =
+        device.is_object() && device.contains("model") && device["model"].is_string()
+            ? device["model"].get<std::string>()
+        : device.is_object() && device.contains("model_name") && device["model_name"].is_string()
+            ? device["model_name"].get<std::string>()
+            : (device.is_object() && device.contains("name") && device["name"].is_string()
+                   ? device["name"].get<std::string>()
+                   : "");
     out_ << std::left << std::setw(40) << w.worker_id() << std::setw(8) << w.backend()
          << std::setw(11) << w.state() << std::setw(11) << (w.connected() ? "yes" : "no")
          << std::setw(34) << (w.chip_id().empty() ? "-" : w.chip_id()) << name << "\n";

@@ -20,11 +20,13 @@ int main(int argc, char** argv) {
   auto* submit_cmd = app.add_subcommand("submit", "submit a graph (JSON file) for optimization");
   submit_cmd->add_option("graph", submit.graph_path, "graph JSON file")->required();
   submit_cmd->add_option("--backend", submit.backend, "cpu, cuda, ...")->capture_default_str();
-  submit_cmd->add_option("--budget-candidates", submit.budget_candidates,
-                         "evaluate at most N candidates (0 = server default)")
+  submit_cmd
+      ->add_option("--budget-candidates", submit.budget_candidates,
+                   "evaluate at most N candidates (0 = server default)")
       ->check(CLI::NonNegativeNumber);
-  submit_cmd->add_option("--budget-seconds", submit.budget_seconds,
-                         "stop evaluating after S seconds (0 = no limit)")
+  submit_cmd
+      ->add_option("--budget-seconds", submit.budget_seconds,
+                   "stop evaluating after S seconds (0 = no limit)")
       ->check(CLI::NonNegativeNumber);
   submit_cmd->add_option("--rtol", submit.rtol, "relative tolerance override")
       ->check(CLI::NonNegativeNumber);
@@ -106,8 +108,8 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   yirage::client::ClientCommands commands(
-      server, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json,
-      std::cout, std::cerr);
+      server, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json, std::cout,
+      std::cerr);
   if (*chips_cmd) {
     yirage::client::ChipCommands chips(
         server, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json,

@@ -89,11 +89,11 @@ nlohmann::json CandidateToJson(const yirage::v1::Candidate& c) {
 nlohmann::json WorkerToJson(const yirage::v1::WorkerInfo& w) {
   nlohmann::json device = nlohmann::json::parse(w.device_description(), nullptr, false);
   if (device.is_discarded()) device = w.device_description();
-  return {{"worker_id", w.worker_id()},   {"backend", w.backend()},
-          {"hostname", w.hostname()},     {"pid", w.pid()},
-          {"state", w.state()},           {"current_batch", w.current_batch()},
-          {"connected", w.connected()},   {"last_seen_unix", w.last_seen_unix()},
-          {"chip_id", w.chip_id()},       {"device", device}};
+  return {{"worker_id", w.worker_id()}, {"backend", w.backend()},
+          {"hostname", w.hostname()},   {"pid", w.pid()},
+          {"state", w.state()},         {"current_batch", w.current_batch()},
+          {"connected", w.connected()}, {"last_seen_unix", w.last_seen_unix()},
+          {"chip_id", w.chip_id()},     {"device", device}};
 }
 
 }  // namespace yirage::client

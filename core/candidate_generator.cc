@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
-#include <thread>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -22,10 +22,10 @@
 #include "absl/types/span.h"
 #include "core/cost_model.h"
 #include "core/fingerprint.h"
-#include "core/graph_hash.h"
-#include "core/rewrite.h"
 #include "core/graph.h"
+#include "core/graph_hash.h"
 #include "core/partition_enumerator.h"
+#include "core/rewrite.h"
 #include "core/row_group.h"
 #include "yirage/v1/plan.pb.h"
 
@@ -461,8 +461,7 @@ absl::Status ValidatePlanAgainst(const Graph& graph, const Plan& plan) {
   return absl::OkStatus();
 }
 
-double EstimatePlanCostAgainst(const Graph& graph, const Plan& plan,
-                               const SearchOptions& options) {
+double EstimatePlanCostAgainst(const Graph& graph, const Plan& plan, const SearchOptions& options) {
   double cost = 0;
   for (const KernelPlan& kernel : plan.kernels()) {
     std::vector<int> ops;
@@ -637,8 +636,8 @@ absl::Status ValidatePlan(const Graph& graph, const Plan& plan) {
         absl::StrCat("plan.graph is invalid: ", own.status().message()));
   }
   if (absl::Status s = CheckSameSignature(graph, *own); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "plan.graph does not keep the job graph's inputs and outputs: ", s.message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan.graph does not keep the job graph's inputs and outputs: ", s.message()));
   }
   if (!plan.fingerprint_verified()) {
     return absl::InvalidArgumentError(
@@ -652,8 +651,8 @@ absl::Status ValidatePlan(const Graph& graph, const Plan& plan) {
     fo.trials = std::max(1, plan.fingerprint_trials());
     const FingerprintResult r = CheckFingerprintEquivalent(graph, *own, fo);
     if (!r.equivalent) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "plan.graph is not fingerprint-equivalent to the job graph: ", r.message));
+      return absl::InvalidArgumentError(
+          absl::StrCat("plan.graph is not fingerprint-equivalent to the job graph: ", r.message));
     }
     RecordVerified(job_hash, own_hash);
   }
@@ -686,10 +685,9 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
   if (graph.ops().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' has no ops"));
   }
-  const int threads =
-      std::max(1, options.search_threads > 0
-                      ? options.search_threads
-                      : static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = std::max(1, options.search_threads > 0
+                                      ? options.search_threads
+                                      : static_cast<int>(std::thread::hardware_concurrency()));
 
   // 1. Rewritten graphs, fingerprint-verified.
   std::vector<RewrittenGraph> rewritten;
@@ -719,7 +717,7 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
   // 2. Plans of every graph, in parallel.
   const int num_graphs = 1 + static_cast<int>(rewritten.size());
   std::vector<absl::StatusOr<std::vector<Plan>>> per_graph(num_graphs,
-                                                          absl::UnknownError("not run"));
+                                                           absl::UnknownError("not run"));
   SearchOptions inner = options;
   inner.max_candidates = 0;
   ParallelFor(num_graphs, threads, [&](int i) {
@@ -754,7 +752,8 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
     for (size_t k = 0; k < own.size(); ++k) {
       Plan& p = own[k];
       *p.mutable_graph() = r.graph->proto();
-      p.mutable_graph()->set_name(absl::StrCat(graph.name(), "/", HashToString(r.hash).substr(0, 8)));
+      p.mutable_graph()->set_name(
+          absl::StrCat(graph.name(), "/", HashToString(r.hash).substr(0, 8)));
       for (const std::string& name : r.rewrites) p.add_rewrites(name);
       p.set_fingerprint_verified(true);
       p.set_fingerprint_trials(r.fingerprint.trials);
@@ -763,7 +762,9 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
       rest.push_back(std::move(p));
     }
   }
-  auto by_cost = [](const Plan& a, const Plan& b) { return a.estimated_cost() < b.estimated_cost(); };
+  auto by_cost = [](const Plan& a, const Plan& b) {
+    return a.estimated_cost() < b.estimated_cost();
+  };
   std::stable_sort(rest.begin(), rest.end(), by_cost);
   std::vector<Plan> plans;
   plans.push_back(std::move((*per_graph[0])[0]));

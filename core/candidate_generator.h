@@ -18,8 +18,8 @@ struct SearchOptions {
   std::string backend = "cpu";
   int max_candidates = 0;  // 0 = no limit; the baseline is always kept
   // Target description used to bound schedules (cache sizes, thread count).
-  int num_threads = 0;     // 0 = unknown
-  int64_t cache_bytes = 0; // last-level cache per core, 0 = unknown
+  int num_threads = 0;      // 0 = unknown
+  int64_t cache_bytes = 0;  // last-level cache per core, 0 = unknown
   int simd_width_floats = 8;
 
   // ---- The target chip (set by core/chip_search.h from the chip registry;
@@ -31,18 +31,18 @@ struct SearchOptions {
   // On-chip bytes the operand tiles of one kernel may occupy: shared memory
   // per block on GPUs, L2 per core on CPUs.
   int64_t max_tile_bytes = 0;
-  std::vector<int> tile_sizes;     // tile_n / tile_k choices, ascending, each fitting max_tile_bytes
+  std::vector<int> tile_sizes;  // tile_n / tile_k choices, ascending, each fitting max_tile_bytes
   std::vector<int> block_threads;  // threads per block: multiples of warp_size <= the limits
   std::vector<int> grid_blocks;    // grid sizes: whole waves over num_compute_units
 
   // ---- Algebraic rewrites (core/rewrite.h): the original graph and every
   // fingerprint-verified rewritten graph are planned and ranked together. ----
   bool enable_rewrites = true;
-  int max_rewrite_graphs = 32;       // distinct rewritten graphs fingerprinted, at most
+  int max_rewrite_graphs = 32;  // distinct rewritten graphs fingerprinted, at most
   int fingerprint_trials = 3;
-  int max_plans_per_rewrite = 40;    // plans kept per rewritten graph (cheapest first)
+  int max_plans_per_rewrite = 40;          // plans kept per rewritten graph (cheapest first)
   double rewrite_time_budget_seconds = 0;  // 0 = no limit (max_rewrite_graphs bounds the work)
-  int search_threads = 0;            // scheduler threads; 0 = hardware_concurrency()
+  int search_threads = 0;                  // scheduler threads; 0 = hardware_concurrency()
 };
 
 // What a search did (GenerateCandidatesWithStats), for logs and users.
@@ -53,20 +53,20 @@ struct SearchStats {
   int rewrites_verified = 0;   // passed the fingerprint (planned)
   int rewrites_rejected = 0;   // failed the fingerprint (never dispatched)
   int64_t fingerprint_checks = 0;
-  int plans = 0;               // plans returned
-  int rewritten_plans = 0;     // of which on a rewritten graph
+  int plans = 0;            // plans returned
+  int rewritten_plans = 0;  // of which on a rewritten graph
   bool budget_exhausted = false;
   std::string rewrites_skipped;  // why no rewrite was tried (graph too large), or empty
-  double rewrite_seconds = 0;  // wall time of the rewrite search and fingerprints
-  double seconds = 0;          // wall time of the whole search
+  double rewrite_seconds = 0;    // wall time of the rewrite search and fingerprints
+  double seconds = 0;            // wall time of the whole search
 };
 
 // Returns the plans, baseline first (one kernel per op, default schedules,
 // Plan.baseline set), then the rest ordered by estimated cost, cheapest first,
 // truncated to options.max_candidates. Every plan passes ValidatePlan and no
 // two plans are equal.
-absl::StatusOr<std::vector<yirage::v1::Plan>> GenerateCandidates(
-    const Graph& graph, const SearchOptions& options);
+absl::StatusOr<std::vector<yirage::v1::Plan>> GenerateCandidates(const Graph& graph,
+                                                                 const SearchOptions& options);
 
 // GenerateCandidates plus what the search did. Rewritten plans carry their own
 // graph (Plan.graph), the rules applied (Plan.rewrites) and their fingerprint

@@ -406,9 +406,9 @@ absl::Status InferSlice(const OpContext& ctx, const AttrReader& attrs, OpInfo* o
   if (absl::Status s = attrs.GetInt("end", &op->slice_end); !s.ok()) return s;
   const int64_t dim = ctx.in[0]->shape[op->axis];
   if (op->slice_start < 0 || op->slice_end > dim || op->slice_start >= op->slice_end) {
-    return ctx.Error(absl::StrCat("attrs.start ", op->slice_start, " and attrs.end ",
-                                  op->slice_end, " must satisfy 0 <= start < end <= ", dim,
-                                  " (dim ", op->axis, " of ", ctx.OperandWithShape(0), ")"));
+    return ctx.Error(absl::StrCat("attrs.start ", op->slice_start, " and attrs.end ", op->slice_end,
+                                  " must satisfy 0 <= start < end <= ", dim, " (dim ", op->axis,
+                                  " of ", ctx.OperandWithShape(0), ")"));
   }
   *shape = ctx.in[0]->shape;
   (*shape)[op->axis] = op->slice_end - op->slice_start;

@@ -17,14 +17,34 @@ namespace yirage::core {
 enum class OpType {
   kMatmul,
   // Binary elementwise (NumPy broadcasting, or one input plus attr "scalar").
-  kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kPow,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMaximum,
+  kMinimum,
+  kPow,
   // Unary elementwise.
-  kNeg, kExp, kLog, kSqrt, kRsqrt, kSquare, kAbs, kRelu, kSigmoid, kTanh,
-  kSilu, kGelu,
+  kNeg,
+  kExp,
+  kLog,
+  kSqrt,
+  kRsqrt,
+  kSquare,
+  kAbs,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kSilu,
+  kGelu,
   // Reductions over one axis.
-  kReduceSum, kReduceMean, kReduceMax,
+  kReduceSum,
+  kReduceMean,
+  kReduceMax,
   // Normalizations and softmax over one axis.
-  kRmsNorm, kLayerNorm, kSoftmax,
+  kRmsNorm,
+  kLayerNorm,
+  kSoftmax,
   kConcat,
   // Contiguous slice [start, end) of one axis (public; rewrites use it to split
   // the output of a matmul over concatenated weights).
@@ -77,12 +97,11 @@ absl::StatusOr<yirage::v1::Graph> ExpandCompoundOps(const yirage::v1::Graph& pro
 
 class Graph {
  public:
-  // Expands compound ops (ExpandCompoundOps), validates and builds the IR. Errors name the op (or input) and the
-  // field, and say what was expected: unknown op, missing input, shape
-  // mismatch (with both shapes), bad dtype, bad rank, cycle, unknown or
-  // unused output, duplicate name, bad attribute. Outputs must name ops (not
-  // graph inputs); every graph input and op result must be used. The full
-  // rules and messages are in docs/graph-format.md.
+  // Expands compound ops (ExpandCompoundOps), validates and builds the IR. Errors name the op (or
+  // input) and the field, and say what was expected: unknown op, missing input, shape mismatch
+  // (with both shapes), bad dtype, bad rank, cycle, unknown or unused output, duplicate name, bad
+  // attribute. Outputs must name ops (not graph inputs); every graph input and op result must be
+  // used. The full rules and messages are in docs/graph-format.md.
   static absl::StatusOr<Graph> FromProto(const yirage::v1::Graph& proto);
 
   // The validated proto with its ops reordered into topological order, so
@@ -99,7 +118,7 @@ class Graph {
   int num_inputs() const { return num_inputs_; }
   const std::vector<OpInfo>& ops() const { return ops_; }  // topological
   const OpInfo& op(int index) const { return ops_[index]; }
-  int FindOp(std::string_view name) const;  // -1 if absent
+  int FindOp(std::string_view name) const;                      // -1 if absent
   const std::vector<int>& outputs() const { return outputs_; }  // tensor ids
 
  private:
@@ -115,13 +134,13 @@ class Graph {
 absl::Status CheckSameSignature(const Graph& reference, const Graph& other);
 
 // NumPy broadcast of two shapes; error text names both shapes.
-absl::StatusOr<std::vector<int64_t>> BroadcastShapes(
-    const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a,
+                                                     const std::vector<int64_t>& b);
 
 std::string ShapeToString(const std::vector<int64_t>& shape);  // "[16, 4096]"
-std::string_view DTypeName(yirage::v1::DType dtype);            // "float16"
+std::string_view DTypeName(yirage::v1::DType dtype);           // "float16"
 bool ParseDType(std::string_view name, yirage::v1::DType* dtype);
-int DTypeSize(yirage::v1::DType dtype);                         // bytes
+int DTypeSize(yirage::v1::DType dtype);  // bytes
 
 }  // namespace yirage::core
 

@@ -41,8 +41,7 @@ struct RowGroupInfo {
 
 // REQUIRES: op_ids are valid op indices in topological order.
 // Returns InvalidArgument naming the op and the rule it breaks when illegal.
-absl::StatusOr<RowGroupInfo> AnalyzeRowGroup(const Graph& graph,
-                                             absl::Span<const int> op_ids);
+absl::StatusOr<RowGroupInfo> AnalyzeRowGroup(const Graph& graph, absl::Span<const int> op_ids);
 
 }  // namespace yirage::core
 

@@ -8,11 +8,11 @@
 #define YIRAGE_CONCAT_INNER_(a, b) a##b
 #define YIRAGE_CONCAT_(a, b) YIRAGE_CONCAT_INNER_(a, b)
 
-#define YIRAGE_RETURN_IF_ERROR(expr)               \
-  do {                                             \
-    if (absl::Status _st = (expr); !_st.ok()) {    \
-      return _st;                                  \
-    }                                              \
+#define YIRAGE_RETURN_IF_ERROR(expr)            \
+  do {                                          \
+    if (absl::Status _st = (expr); !_st.ok()) { \
+      return _st;                               \
+    }                                           \
   } while (0)
 
 #define YIRAGE_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

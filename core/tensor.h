@@ -47,8 +47,8 @@ std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed);
 
 // Evaluates the graph in float64; returns the graph outputs in order.
 // REQUIRES: inputs match the graph inputs' shapes, in declaration order.
-absl::StatusOr<std::vector<HostTensor>> EvaluateReference(
-    const Graph& graph, const std::vector<HostTensor>& inputs);
+absl::StatusOr<std::vector<HostTensor>> EvaluateReference(const Graph& graph,
+                                                          const std::vector<HostTensor>& inputs);
 
 struct Tolerance {
   double rtol = 0;
@@ -77,10 +77,8 @@ struct CompareResult {
 // mismatches count as infinite abs/rel error; matching non-finite pairs count
 // as zero. The counts and shapes of `got` and `reference` must match the
 // graph outputs, else the result fails with a message saying so.
-CompareResult CompareOutputs(const Graph& graph,
-                             const std::vector<HostTensor>& reference,
-                             const std::vector<HostTensor>& got,
-                             const Tolerance& tolerance);
+CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& reference,
+                             const std::vector<HostTensor>& got, const Tolerance& tolerance);
 
 }  // namespace yirage::core
 

@@ -14,9 +14,9 @@ absl::Status SqliteError(sqlite3* db, std::string_view what) {
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(
     const std::string& path, const std::vector<std::vector<std::string>>& migrations) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = raw ? sqlite3_errmsg(raw) : "out of memory";
     if (raw) sqlite3_close(raw);
@@ -26,22 +26,23 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
   sqlite3_busy_timeout(raw, 5000);
   // WAL: readers never block the writer; synchronous=NORMAL is durable
   // against process crashes, which is what we promise.
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
-                             "PRAGMA foreign_keys=ON"}) {
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"}) {
     if (auto s = db->Exec(pragma); !s.ok()) return s;
   }
   int version = db->UserVersion();
   if (version > static_cast<int>(migrations.size())) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("database '", path, "' has schema version ", version,
-                     " but this build knows only ", migrations.size(), "; refusing to touch it"));
+    return absl::FailedPreconditionError(absl::StrCat("database '", path, "' has schema version ",
+                                                      version, " but this build knows only ",
+                                                      migrations.size(), "; refusing to touch it"));
   }
   for (int v = version; v < static_cast<int>(migrations.size()); ++v) {
     Transaction tx(db.get());
     if (!tx.status().ok()) return tx.status();
     for (const std::string& sql : migrations[v]) {
       if (auto s = db->Exec(sql); !s.ok()) {
-        return absl::InternalError(absl::StrCat("migration to version ", v + 1, ": ", std::string(s.message())));
+        return absl::InternalError(
+            absl::StrCat("migration to version ", v + 1, ": ", std::string(s.message())));
       }
     }
     if (auto s = db->Exec(absl::StrCat("PRAGMA user_version=", v + 1)); !s.ok()) return s;
@@ -135,9 +136,9 @@ int64_t Statement::ColumnInt(int column) const { return sqlite3_column_int64(stm
 double Statement::ColumnDouble(int column) const { return sqlite3_column_double(stmt_, column); }
 std::string Statement::ColumnText(int column) const {
   const unsigned char* text = sqlite3_column_text(stmt_, column);
-  return text ? std::string(reinterpret_cast<const char*>(text),
-                            sqlite3_column_bytes(stmt_, column))
-              : std::string();
+  return text
+             ? std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, column))
+             : std::string();
 }
 std::string Statement::ColumnBlob(int column) const {
   const void* blob = sqlite3_column_blob(stmt_, column);

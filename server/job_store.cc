@@ -44,8 +44,8 @@ std::vector<std::string> ChipRegistryMigration() {
   if (!chips.ok()) {
     // A broken catalog is a build defect (core/chip_test.cc guards it): fail
     // the migration, naming the problem, rather than start without chips.
-    sql.push_back(absl::StrCat("SELECT * FROM ", SqlQuote(absl::StrCat(
-                                                     "invalid built-in chip catalog: ",
+    sql.push_back(absl::StrCat("SELECT * FROM ",
+                               SqlQuote(absl::StrCat("invalid built-in chip catalog: ",
                                                      std::string(chips.status().message())))));
     return sql;
   }
@@ -337,10 +337,9 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit) {
 absl::StatusOr<std::vector<Candidate>> JobStore::ListCandidates(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   YIRAGE_RETURN_IF_ERROR(LoadJobLocked(job_id).status());
-  YIRAGE_ASSIGN_OR_RETURN(Statement s,
-                          db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
-                                                    " FROM candidates WHERE job_id=? "
-                                                    "ORDER BY ordinal")));
+  YIRAGE_ASSIGN_OR_RETURN(Statement s, db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
+                                                                 " FROM candidates WHERE job_id=? "
+                                                                 "ORDER BY ordinal")));
   s.Bind(1, job_id);
   std::vector<Candidate> out;
   for (;;) {
@@ -355,15 +354,15 @@ absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now) {
   absl::MutexLock lock(&mu_);
   YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
   if (IsFinal(job.state())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job '", job_id, "' already ended as ", yirage::v1::JobState_Name(job.state())));
+    return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' already ended as ",
+                                                      yirage::v1::JobState_Name(job.state())));
   }
   Transaction tx(db_.get());
   YIRAGE_RETURN_IF_ERROR(tx.status());
   {
-    YIRAGE_ASSIGN_OR_RETURN(
-        Statement s, db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, error=? "
-                                  "WHERE job_id=? AND status IN (?,?)"));
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, error=? "
+                                         "WHERE job_id=? AND status IN (?,?)"));
     s.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
         .Bind(2, "job cancelled")
         .Bind(3, job_id)
@@ -378,8 +377,7 @@ absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now) {
   }
   {
     YIRAGE_ASSIGN_OR_RETURN(
-        Statement s,
-        db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=?"));
+        Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=?"));
     s.Bind(1, static_cast<int64_t>(yirage::v1::CANCELLED))
         .Bind(2, now)
         .Bind(3, "cancelled by a client")
@@ -398,9 +396,9 @@ absl::StatusOr<JobStore::BestKernel> JobStore::GetBestKernel(const std::string& 
                                             yirage::v1::JobState_Name(job.state()),
                                             ") has no verified candidate yet"));
   }
-  YIRAGE_ASSIGN_OR_RETURN(Statement s, db_->Prepare(absl::StrCat(
-                                           "SELECT ", kCandidateColumns,
-                                           ", source FROM candidates WHERE candidate_id=?")));
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
+                                             ", source FROM candidates WHERE candidate_id=?")));
   s.Bind(1, job.best().candidate_id());
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return absl::InternalError("best candidate vanished");
@@ -486,7 +484,8 @@ absl::StatusOr<RecordReport> JobStore::RecordResults(
       if (db_->Changes() > 0) report.newly_stored[status]++;
       report.acknowledged.push_back(r.candidate_id());
     }
-    YIRAGE_ASSIGN_OR_RETURN(Statement b, db_->Prepare("SELECT job_id FROM batches WHERE batch_id=?"));
+    YIRAGE_ASSIGN_OR_RETURN(Statement b,
+                            db_->Prepare("SELECT job_id FROM batches WHERE batch_id=?"));
     b.Bind(1, batch_id);
     YIRAGE_ASSIGN_OR_RETURN(bool has_batch, b.Step());
     if (has_batch) {
@@ -497,7 +496,8 @@ absl::StatusOr<RecordReport> JobStore::RecordResults(
       left.Bind(1, batch_id);
       YIRAGE_ASSIGN_OR_RETURN(bool row, left.Step());
       if (row && left.ColumnInt(0) == 0) {
-        YIRAGE_ASSIGN_OR_RETURN(Statement del, db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
+        YIRAGE_ASSIGN_OR_RETURN(Statement del,
+                                db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
         del.Bind(1, batch_id);
         YIRAGE_RETURN_IF_ERROR(del.Run());
       }
@@ -511,13 +511,12 @@ absl::StatusOr<RecordReport> JobStore::RecordResults(
   return report;
 }
 
-absl::StatusOr<bool> JobStore::RenewLease(const std::string& worker_id,
-                                          const std::string& batch_id, int64_t current_candidate,
-                                          double now) {
+absl::StatusOr<bool> JobStore::RenewLease(const std::string& worker_id, const std::string& batch_id,
+                                          int64_t current_candidate, double now) {
   absl::MutexLock lock(&mu_);
-  YIRAGE_ASSIGN_OR_RETURN(
-      Statement s, db_->Prepare("UPDATE batches SET lease_expires=?, current_candidate=? "
-                                "WHERE batch_id=? AND worker_id=?"));
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("UPDATE batches SET lease_expires=?, current_candidate=? "
+                                       "WHERE batch_id=? AND worker_id=?"));
   s.Bind(1, now + options_.lease_seconds)
       .Bind(2, current_candidate)
       .Bind(3, batch_id)
@@ -556,11 +555,12 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> JobStore::LeaseBatch(const std:
   // time left in its budget.
   YIRAGE_ASSIGN_OR_RETURN(
       Statement pick,
-      db_->Prepare("SELECT j.job_id, j.graph, j.rtol, j.atol, j.seed, j.baseline_candidate_id "
-                   "FROM jobs j WHERE j.state IN (?,?) AND j.backend=? "
-                   "AND (j.budget_seconds <= 0 OR j.started = 0 OR j.started + j.budget_seconds > ?) "
-                   "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?) "
-                   "ORDER BY j.created, j.job_id LIMIT 1"));
+      db_->Prepare(
+          "SELECT j.job_id, j.graph, j.rtol, j.atol, j.seed, j.baseline_candidate_id "
+          "FROM jobs j WHERE j.state IN (?,?) AND j.backend=? "
+          "AND (j.budget_seconds <= 0 OR j.started = 0 OR j.started + j.budget_seconds > ?) "
+          "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?) "
+          "ORDER BY j.created, j.job_id LIMIT 1"));
   pick.Bind(1, static_cast<int64_t>(yirage::v1::QUEUED))
       .Bind(2, static_cast<int64_t>(yirage::v1::RUNNING))
       .Bind(3, backend)
@@ -608,16 +608,17 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> JobStore::LeaseBatch(const std:
   }
   for (const auto& c : batch.candidates()) {
     YIRAGE_ASSIGN_OR_RETURN(
-        Statement s, db_->Prepare("UPDATE candidates SET status=?, batch_id=? WHERE candidate_id=?"));
+        Statement s,
+        db_->Prepare("UPDATE candidates SET status=?, batch_id=? WHERE candidate_id=?"));
     s.Bind(1, static_cast<int64_t>(yirage::v1::LEASED))
         .Bind(2, batch.batch_id())
         .Bind(3, c.candidate_id());
     YIRAGE_RETURN_IF_ERROR(s.Run());
   }
   {
-    YIRAGE_ASSIGN_OR_RETURN(
-        Statement s, db_->Prepare("INSERT INTO batches (batch_id, job_id, worker_id, "
-                                  "lease_expires, created) VALUES (?,?,?,?,?)"));
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare("INSERT INTO batches (batch_id, job_id, worker_id, "
+                                         "lease_expires, created) VALUES (?,?,?,?,?)"));
     s.Bind(1, batch.batch_id())
         .Bind(2, batch.job_id())
         .Bind(3, worker_id)
@@ -731,9 +732,9 @@ absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now) {
         over.push_back(s.ColumnText(0));
       }
       for (const std::string& job_id : over) {
-        YIRAGE_ASSIGN_OR_RETURN(
-            Statement skip, db_->Prepare("UPDATE candidates SET status=?, error=?, finished=? "
-                                         "WHERE job_id=? AND status=?"));
+        YIRAGE_ASSIGN_OR_RETURN(Statement skip,
+                                db_->Prepare("UPDATE candidates SET status=?, error=?, finished=? "
+                                             "WHERE job_id=? AND status=?"));
         skip.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
             .Bind(2, "time budget exhausted")
             .Bind(3, now)
@@ -772,8 +773,9 @@ absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now) {
 absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> JobStore::ListWorkers(double now) {
   absl::MutexLock lock(&mu_);
   YIRAGE_ASSIGN_OR_RETURN(
-      Statement s, db_->Prepare("SELECT worker_id, backend, hostname, pid, device, state, "
-                                "current_batch, last_seen, chip_id FROM workers ORDER BY first_seen"));
+      Statement s,
+      db_->Prepare("SELECT worker_id, backend, hostname, pid, device, state, "
+                   "current_batch, last_seen, chip_id FROM workers ORDER BY first_seen"));
   std::vector<yirage::v1::WorkerInfo> out;
   for (;;) {
     YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());

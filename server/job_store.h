@@ -24,9 +24,9 @@
 namespace yirage::server {
 
 struct JobStoreOptions {
-  int batch_size = 4;          // candidates per leased batch
-  double lease_seconds = 30;   // a batch not heard of for this long is taken back
-  int max_attempts = 3;        // a candidate that killed this many workers fails
+  int batch_size = 4;                  // candidates per leased batch
+  double lease_seconds = 30;           // a batch not heard of for this long is taken back
+  int max_attempts = 3;                // a candidate that killed this many workers fails
   double worker_timeout_seconds = 10;  // not heard of for this long: disconnected
 };
 
@@ -34,8 +34,8 @@ struct JobStoreOptions {
 struct MaintenanceReport {
   int leases_expired = 0;
   int candidates_requeued = 0;
-  int candidates_failed = 0;    // killed their worker too often
-  int candidates_skipped = 0;   // time budget ran out
+  int candidates_failed = 0;   // killed their worker too often
+  int candidates_skipped = 0;  // time budget ran out
   std::vector<std::string> jobs_finished;
 };
 

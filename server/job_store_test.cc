@@ -111,11 +111,10 @@ TEST_F(JobStoreTest, LeaseRecordAndFinish) {
   EXPECT_FALSE(none->has_value());
   EXPECT_EQ(store_->GetJob(*id)->state(), yirage::v1::RUNNING);
 
-  auto report = store_->RecordResults(
-      "w1", b.batch_id(),
-      Results({Verified(b.candidates(0).candidate_id(), 100),
-               Verified(b.candidates(1).candidate_id(), 40)}),
-      1002);
+  auto report = store_->RecordResults("w1", b.batch_id(),
+                                      Results({Verified(b.candidates(0).candidate_id(), 100),
+                                               Verified(b.candidates(1).candidate_id(), 40)}),
+                                      1002);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->acknowledged.size(), 2u);
   EXPECT_EQ(report->newly_stored[yirage::v1::VERIFIED], 2);
@@ -159,8 +158,8 @@ TEST_F(JobStoreTest, ExpiredLeaseBlamesRunningCandidateAndRequeuesOthers) {
     ASSERT_TRUE(batch.ok() && batch->has_value()) << "attempt " << attempt;
     ASSERT_EQ((*batch)->candidates_size(), 2);
     int64_t killer = (*batch)->candidates(1).candidate_id();
-    auto renewed = store_->RenewLease("w" + std::to_string(attempt), (*batch)->batch_id(),
-                                      killer, now + 1);
+    auto renewed =
+        store_->RenewLease("w" + std::to_string(attempt), (*batch)->batch_id(), killer, now + 1);
     ASSERT_TRUE(renewed.ok() && *renewed);
     // Someone else's worker id cannot renew it.
     auto foreign = store_->RenewLease("intruder", (*batch)->batch_id(), killer, now + 1);

@@ -29,8 +29,8 @@ nlohmann::json TensorJson(const core::TensorInfo& t) {
 absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& job_id,
                                                            const JobStore::BestKernel& best) {
   if (best.source.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job '", job_id, "': the best candidate was stored without its source"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", job_id, "': the best candidate was stored without its source"));
   }
   auto graph = core::Graph::FromProto(best.graph);
   if (!graph.ok()) return graph.status();
@@ -68,10 +68,12 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
       {"fini", entry + "_fini"},
       {"signature", absl::StrCat("extern \"C\" int ", entry,
                                  "(const void* const* inputs, void* const* outputs)")},
-      {"calling", absl::StrCat("call int ", entry, "_init(void) once (allocates the scratch "
-                               "buffers; 0 on success), then ", entry,
-                               " as often as needed (0 on success; not reentrant), then void ",
-                               entry, "_fini(void) to free the scratch")},
+      {"calling",
+       absl::StrCat("call int ", entry,
+                    "_init(void) once (allocates the scratch "
+                    "buffers; 0 on success), then ",
+                    entry, " as often as needed (0 on success; not reentrant), then void ", entry,
+                    "_fini(void) to free the scratch")},
       {"returns", "0 on success"},
       {"inputs", inputs},
       {"outputs", outputs},
@@ -83,36 +85,42 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
   // A caller that builds against the kernel with no YiRage code.
   std::string example = absl::StrCat(
       "// Calls the exported kernel once on zero-filled buffers.\n"
-      "// Build: ", build, "\n//        g++ -O2 call_example.cpp -L. -lyirage_kernel -Wl,-rpath,. "
+      "// Build: ",
+      build,
+      "\n//        g++ -O2 call_example.cpp -L. -lyirage_kernel -Wl,-rpath,. "
       "-o call_example\n"
       "#include <cstdio>\n#include <vector>\n\n"
-      "extern \"C\" int ", entry, "_init(void);\n",
-      "extern \"C\" int ", entry, "(const void* const* inputs, void* const* outputs);\n",
-      "extern \"C\" void ", entry, "_fini(void);\n\n"
+      "extern \"C\" int ",
+      entry, "_init(void);\n", "extern \"C\" int ", entry,
+      "(const void* const* inputs, void* const* outputs);\n", "extern \"C\" void ", entry,
+      "_fini(void);\n\n"
       "int main() {\n"
-      "  if (", entry, "_init() != 0) {\n"
-      "    std::printf(\"", entry, "_init failed\\n\");\n"
+      "  if (",
+      entry,
+      "_init() != 0) {\n"
+      "    std::printf(\"",
+      entry,
+      "_init failed\\n\");\n"
       "    return 1;\n"
       "  }\n");
   std::vector<std::string> in_names, out_names;
   for (const auto& t : inputs) {
     std::string v = "in_" + t["name"].get<std::string>();
-    example += absl::StrCat("  std::vector<unsigned char> ", v, "(",
-                            t["bytes"].get<int64_t>(), ");\n");
+    example +=
+        absl::StrCat("  std::vector<unsigned char> ", v, "(", t["bytes"].get<int64_t>(), ");\n");
     in_names.push_back(v + ".data()");
   }
   for (const auto& t : outputs) {
     std::string v = "out_" + t["name"].get<std::string>();
-    example += absl::StrCat("  std::vector<unsigned char> ", v, "(",
-                            t["bytes"].get<int64_t>(), ");\n");
+    example +=
+        absl::StrCat("  std::vector<unsigned char> ", v, "(", t["bytes"].get<int64_t>(), ");\n");
     out_names.push_back(v + ".data()");
   }
-  example += absl::StrCat("  const void* inputs[] = {", absl::StrJoin(in_names, ", "), "};\n",
-                          "  void* outputs[] = {", absl::StrJoin(out_names, ", "), "};\n",
-                          "  int rc = ", entry, "(inputs, outputs);\n",
-                          "  ", entry, "_fini();\n",
-                          "  std::printf(\"", entry, " returned %d\\n\", rc);\n",
-                          "  return rc;\n}\n");
+  example +=
+      absl::StrCat("  const void* inputs[] = {", absl::StrJoin(in_names, ", "), "};\n",
+                   "  void* outputs[] = {", absl::StrJoin(out_names, ", "), "};\n",
+                   "  int rc = ", entry, "(inputs, outputs);\n", "  ", entry, "_fini();\n",
+                   "  std::printf(\"", entry, " returned %d\\n\", rc);\n", "  return rc;\n}\n");
 
   yirage::v1::GetKernelResponse response;
   response.set_candidate_id(best.candidate.candidate_id());

@@ -30,14 +30,13 @@ absl::StatusOr<std::vector<LocalWorkers::Spec>> LocalWorkers::SpecsForMode(
 }
 
 LocalWorkers::LocalWorkers(std::string worker_binary, std::string scheduler_address)
-    : worker_binary_(std::move(worker_binary)),
-      scheduler_address_(std::move(scheduler_address)) {}
+    : worker_binary_(std::move(worker_binary)), scheduler_address_(std::move(scheduler_address)) {}
 
 LocalWorkers::~LocalWorkers() { Stop(); }
 
 pid_t LocalWorkers::Spawn(const Spec& spec) {
-  std::vector<std::string> args = {worker_binary_, "--scheduler", scheduler_address_,
-                                   "--backend", spec.backend};
+  std::vector<std::string> args = {worker_binary_, "--scheduler", scheduler_address_, "--backend",
+                                   spec.backend};
   args.insert(args.end(), spec.extra_args.begin(), spec.extra_args.end());
   pid_t pid = fork();
   if (pid == 0) {
@@ -102,7 +101,8 @@ void LocalWorkers::SuperviseLoop() {
           // fault); a fresh process is what it needs, right away.
           bool device_lost = WIFEXITED(status) && WEXITSTATUS(status) == 4;
           if (!device_lost) child.restarts++;
-          double backoff = device_lost ? 0.1 : std::min(10.0, 0.2 * (1 << std::min(child.restarts, 6)));
+          double backoff =
+              device_lost ? 0.1 : std::min(10.0, 0.2 * (1 << std::min(child.restarts, 6)));
           spdlog::warn("local {} worker (pid {}) {}; restarting in {:.1f} s", child.spec.backend,
                        child.pid, how, backoff);
           child.pid = -1;

@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
                          .Name("yirage_candidates_evaluated_total")
                          .Help("Candidates that reached a final status, by outcome.")
                          .Register(*m->registry_);
-  for (auto status : {yirage::v1::VERIFIED, yirage::v1::MISMATCH, yirage::v1::ERROR,
-                      yirage::v1::SKIPPED}) {
+  for (auto status :
+       {yirage::v1::VERIFIED, yirage::v1::MISMATCH, yirage::v1::ERROR, yirage::v1::SKIPPED}) {
     m->candidates_[status] = &candidates.Add(
         {{"outcome", absl::AsciiStrToLower(yirage::v1::CandidateStatus_Name(status))}});
   }
@@ -48,8 +48,8 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
            .Name("yirage_candidate_evaluation_seconds")
            .Help("Wall time a worker spent on one candidate: compile share, run, verify, time.")
            .Register(*m->registry_)
-           .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-                                                            5, 10, 30, 60});
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+                                                            10, 30, 60});
   m->requeued_ = &prometheus::BuildCounter()
                       .Name("yirage_candidates_requeued_total")
                       .Help("Candidates handed back to the queue after a lease expired.")

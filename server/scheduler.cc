@@ -34,7 +34,8 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   yirage::v1::SubmitJobRequest request = input;
   auto reject = [&](absl::Status status) {
     if (metrics_) metrics_->JobRejected();
-    spdlog::info("rejected job for graph '{}': {}", request.graph().name(), std::string(status.message()));
+    spdlog::info("rejected job for graph '{}': {}", request.graph().name(),
+                 std::string(status.message()));
     return status;
   };
   std::optional<yirage::v1::Chip> target;
@@ -77,8 +78,8 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   }
   auto graph = core::Graph::FromProto(request.graph());
   if (!graph.ok()) {
-    return reject(absl::InvalidArgumentError(
-        absl::StrCat("graph '", request.graph().name(), "': ", std::string(graph.status().message()))));
+    return reject(absl::InvalidArgumentError(absl::StrCat(
+        "graph '", request.graph().name(), "': ", std::string(graph.status().message()))));
   }
   if (!target.has_value() && chips_ != nullptr) {
     YIRAGE_ASSIGN_OR_RETURN(target, ConnectedWorkersChip(request.backend()));
@@ -90,13 +91,14 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   if (target.has_value()) search = core::SearchOptionsForChip(*target, search);
   if (search.max_candidates == 0) search.max_candidates = options_.max_candidates_default;
   // A job with a time budget spends at most a quarter of it searching rewrites.
-  if (request.budget_seconds() > 0) search.rewrite_time_budget_seconds = request.budget_seconds() / 4;
+  if (request.budget_seconds() > 0)
+    search.rewrite_time_budget_seconds = request.budget_seconds() / 4;
   auto start = std::chrono::steady_clock::now();
   core::SearchStats stats;
   auto plans = core::GenerateCandidatesWithStats(*graph, search, &stats);
   if (!plans.ok()) {
-    return reject(absl::InvalidArgumentError(
-        absl::StrCat("graph '", request.graph().name(), "': ", std::string(plans.status().message()))));
+    return reject(absl::InvalidArgumentError(absl::StrCat(
+        "graph '", request.graph().name(), "': ", std::string(plans.status().message()))));
   }
   double search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -113,8 +115,8 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   summary.set_search_seconds(search_seconds);
   summary.set_rewrite_seconds(stats.rewrite_seconds);
   summary.set_note(!stats.rewrites_skipped.empty() ? stats.rewrites_skipped
-                   : stats.budget_exhausted      ? "rewrite search stopped at its budget"
-                                                 : "");
+                   : stats.budget_exhausted        ? "rewrite search stopped at its budget"
+                                                   : "");
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
                           store_->CreateJob(request, tolerance, *plans, summary, UnixNow()));
   if (metrics_) metrics_->JobSubmitted();
@@ -155,10 +157,9 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
   if (request.status().has_executing()) {
     const auto& executing = request.status().executing();
     // Results first: they are acknowledged only once durable.
-    YIRAGE_ASSIGN_OR_RETURN(
-        RecordReport report,
-        store_->RecordResults(request.worker_id(), executing.batch_id(), executing.completed(),
-                              now));
+    YIRAGE_ASSIGN_OR_RETURN(RecordReport report,
+                            store_->RecordResults(request.worker_id(), executing.batch_id(),
+                                                  executing.completed(), now));
     for (int64_t id : report.acknowledged) response.add_acknowledged(id);
     if (metrics_) {
       for (const auto& [status, n] : report.newly_stored) metrics_->CandidateFinished(status, n);
@@ -298,7 +299,8 @@ void Scheduler::StartMaintenance() {
   stop_ = false;
   maintenance_ = std::thread([this] {
     while (!stop_) {
-      if (auto s = MaintainOnce(); !s.ok()) spdlog::error("maintenance: {}", std::string(s.message()));
+      if (auto s = MaintainOnce(); !s.ok())
+        spdlog::error("maintenance: {}", std::string(s.message()));
       for (int i = 0; i < 10 && !stop_; ++i) {
         std::this_thread::sleep_for(
             std::chrono::duration<double>(options_.maintenance_interval_seconds / 10));

@@ -39,8 +39,7 @@ class Scheduler {
   // from the target chip: request.chip_id (which must exist; an empty backend
   // then means the chip's), else the chip most connected workers of the
   // backend matched, if any.
-  absl::StatusOr<yirage::v1::SubmitJobResponse> Submit(
-      const yirage::v1::SubmitJobRequest& request);
+  absl::StatusOr<yirage::v1::SubmitJobResponse> Submit(const yirage::v1::SubmitJobRequest& request);
 
   // One round of the worker protocol (see worker.proto).
   absl::StatusOr<yirage::v1::SynchronizeResponse> Synchronize(

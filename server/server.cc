@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(
   builder.SetMaxSendMessageSize(256 << 20);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on '", listen,
-                                               "' (address in use or invalid)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on '", listen, "' (address in use or invalid)"));
   }
   *bound = absl::StrCat(HostOf(listen), ":", port);
   return server;
@@ -60,9 +60,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       s->client_server_,
       BuildGrpcServer(options.client_listen, {s->job_service_.get(), s->registry_service_.get()},
                       &s->client_address_));
-  YIRAGE_ASSIGN_OR_RETURN(s->worker_server_, BuildGrpcServer(options.worker_listen,
-                                                             {s->worker_service_.get()},
-                                                             &s->worker_address_));
+  YIRAGE_ASSIGN_OR_RETURN(
+      s->worker_server_,
+      BuildGrpcServer(options.worker_listen, {s->worker_service_.get()}, &s->worker_address_));
   // A restart first settles what the crash left: expired leases go back to
   // the queue, finished jobs are closed.
   if (auto st = s->scheduler_->MaintainOnce(); !st.ok()) return st;

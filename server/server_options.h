@@ -9,13 +9,13 @@
 namespace yirage::server {
 
 struct ServerOptions {
-  std::string client_listen = "127.0.0.1:50051";   // JobService
-  std::string worker_listen = "127.0.0.1:50052";   // WorkerService
-  std::string metrics_listen = "127.0.0.1:9464";   // Prometheus text format at /metrics
+  std::string client_listen = "127.0.0.1:50051";  // JobService
+  std::string worker_listen = "127.0.0.1:50052";  // WorkerService
+  std::string metrics_listen = "127.0.0.1:9464";  // Prometheus text format at /metrics
   std::string db_path = "yirage.db";
   // "auto" (the CPU, plus one per GPU once those backends exist), "cpu", "none".
   std::string local_workers = "none";
-  std::string worker_binary;     // default: yirage-worker beside the server binary
+  std::string worker_binary;  // default: yirage-worker beside the server binary
   double maintenance_interval_seconds = 0.5;
   double worker_poll_seconds = 1.0;  // how often an idle worker calls again
   int max_candidates_default = 64;   // when a job sets no candidate budget

@@ -16,18 +16,18 @@ std::string TakeString(const YirageBackendV1* api, char* text) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<BackendLibrary>> BackendLibrary::Load(
-    const std::string& name, const std::string& directory) {
+absl::StatusOr<std::unique_ptr<BackendLibrary>> BackendLibrary::Load(const std::string& name,
+                                                                     const std::string& directory) {
   std::string file = absl::StrCat("libyirage_backend_", name, ".so");
   return LoadFile(name, directory.empty() ? file : absl::StrCat(directory, "/", file));
 }
 
-absl::StatusOr<std::unique_ptr<BackendLibrary>> BackendLibrary::LoadFile(
-    const std::string& name, const std::string& path) {
+absl::StatusOr<std::unique_ptr<BackendLibrary>> BackendLibrary::LoadFile(const std::string& name,
+                                                                         const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    return absl::NotFoundError(absl::StrCat("cannot load backend '", name, "' from ", path, ": ",
-                                            dlerror()));
+    return absl::NotFoundError(
+        absl::StrCat("cannot load backend '", name, "' from ", path, ": ", dlerror()));
   }
   auto get = reinterpret_cast<YirageBackendGetV1Fn>(dlsym(handle, YIRAGE_BACKEND_ENTRY_POINT));
   if (!get) {
@@ -114,7 +114,8 @@ absl::StatusOr<YirageTiming> CompiledModule::Time(int plan_index,
                                                   const YirageTimingOptions& options) {
   YirageTiming timing{};
   char* error = nullptr;
-  int rc = api_->time(module_, plan_index, inputs.data(), outputs.data(), &options, &timing, &error);
+  int rc =
+      api_->time(module_, plan_index, inputs.data(), outputs.data(), &options, &timing, &error);
   std::string message = TakeString(api_, error);
   if (rc == YIRAGE_DEVICE_LOST) return absl::AbortedError("device lost: " + message);
   if (rc != YIRAGE_OK) return absl::InternalError(message.empty() ? "timing failed" : message);

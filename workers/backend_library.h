@@ -33,8 +33,8 @@ class BackendLibrary {
   // runtime or device is absent; the JSON then carries the reason.
   absl::StatusOr<std::string> Probe(bool* has_device);
 
-  absl::StatusOr<std::unique_ptr<CompiledModule>> Compile(
-      const yirage::v1::CompileRequest& request, yirage::v1::CompileResponse* response);
+  absl::StatusOr<std::unique_ptr<CompiledModule>> Compile(const yirage::v1::CompileRequest& request,
+                                                          yirage::v1::CompileResponse* response);
 
  private:
   friend class CompiledModule;

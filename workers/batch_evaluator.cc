@@ -47,8 +47,7 @@ std::vector<core::HostTensor> DecodeOutputs(const core::Graph& graph, const Outp
 
 }  // namespace
 
-absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch,
-                                      const Callbacks& callbacks) {
+absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Callbacks& callbacks) {
   auto fail_all = [&](const std::string& error) {
     for (const auto& c : batch.candidates()) {
       CandidateResult r;

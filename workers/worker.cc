@@ -80,8 +80,7 @@ void Worker::HandleResponse(const yirage::v1::SynchronizeRequest& request,
     // After the last result of a batch is stored the scheduler closes it; only
     // an early close means work is being dropped.
     if (results_left_ > 0) {
-      spdlog::warn("abandoning {}: {}", response.abandon().batch_id(),
-                   response.abandon().reason());
+      spdlog::warn("abandoning {}: {}", response.abandon().batch_id(), response.abandon().reason());
     }
     abandon_ = true;
   }
@@ -109,8 +108,8 @@ void Worker::StartBatch(const yirage::v1::Batch& batch) {
   current_candidate_ = 0;
   evaluation_done_ = false;
   abandon_ = false;
-  spdlog::info("executing {} ({} candidates of job {})", batch.batch_id(),
-               batch.candidates_size(), batch.job_id());
+  spdlog::info("executing {} ({} candidates of job {})", batch.batch_id(), batch.candidates_size(),
+               batch.job_id());
   evaluation_ = std::thread([this, batch] {
     BatchEvaluator evaluator(backend_.get(), options_.timing);
     BatchEvaluator::Callbacks callbacks;
@@ -137,7 +136,8 @@ void Worker::StartBatch(const yirage::v1::Batch& batch) {
       return abandon_;
     };
     absl::Status status = evaluator.Evaluate(batch, callbacks);
-    if (!status.ok()) spdlog::error("batch {}: {}", batch.batch_id(), std::string(status.message()));
+    if (!status.ok())
+      spdlog::error("batch {}: {}", batch.batch_id(), std::string(status.message()));
     absl::MutexLock lock(&mu_);
     if (IsDeviceLost(status)) {
       device_lost_status_ = status;

@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
   }
   if (!has_device) {
     // Exit code 3 tells a supervising server not to restart us.
-    std::fprintf(stderr, "yirage-worker: backend '%s' has no device: %s\n",
-                 options.backend.c_str(), device->c_str());
+    std::fprintf(stderr, "yirage-worker: backend '%s' has no device: %s\n", options.backend.c_str(),
+                 device->c_str());
     return 3;
   }
   struct sigaction action {};

@@ -1135,8 +1135,8 @@ absl::StatusOr<std::string> CpuCodegen::GeneratePlan(const yirage::v1::Plan& pla
         absl::StrCat("plan.graph is invalid: ", own.status().message()));
   }
   if (absl::Status s = core::CheckSameSignature(graph_, *own); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "plan.graph does not keep the job graph's inputs and outputs: ", s.message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan.graph does not keep the job graph's inputs and outputs: ", s.message()));
   }
   return GeneratePlanFor(*own, plan, index);
 }

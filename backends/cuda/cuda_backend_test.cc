@@ -2,6 +2,9 @@
 // example graphs (NVRTC only: runs on the CPU-only CI machine), per-plan
 // compile errors, and (NEEDS A GPU) fault isolation, timing and the
 // benchmark graphs.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -10,9 +13,6 @@
 #include <map>
 #include <string>
 #include <vector>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "backends/cuda/cuda_test_util.h"
 #include "gtest/gtest.h"
@@ -218,8 +218,7 @@ TEST(CudaBackendGpuTest, FaultingKernelFailsOnlyItself) {
     // exec at once: CUDA state must not be used across fork.
     setenv(kFaultChildEnv, "1", 1);
     const char* argv[] = {"cuda_backend_tests",
-                          "--gtest_filter=CudaBackendGpuTest.FaultChildProcess",
-                          nullptr};
+                          "--gtest_filter=CudaBackendGpuTest.FaultChildProcess", nullptr};
     execv("/proc/self/exe", const_cast<char* const*>(argv));
     _exit(127);
   }
@@ -334,18 +333,17 @@ TEST(CudaBackendGpuTest, BenchmarkGraphsVerifyAndTime) {
     for (const auto& p : c.response.plans()) {
       if (p.ok() && p.source().find("// tensor cores:") != std::string::npos) ++tensor_core_plans;
     }
-    const bool best_tc = best_plan >= 0 &&
-                         c.response.plans(best_plan).source().find("// tensor cores:") !=
-                             std::string::npos;
+    const bool best_tc = best_plan >= 0 && c.response.plans(best_plan).source().find(
+                                               "// tensor cores:") != std::string::npos;
     std::printf("[ bench    ] %-24s verified %2d/%2d  baseline %9.2f us  best %9.2f us  (%s)\n",
                 proto->name().c_str(), verified, c.response.plans_size(), baseline, best,
                 best_plan >= 0 ? (*plans)[best_plan].description().c_str() : "-");
     // One greppable line per graph (bench/gpu_e2e.sh collects them).
-    std::printf("BENCH %s best_us=%.2f baseline_us=%.2f best_plan=%d tensor_core=%d "
-                "tc_plans=%d/%d plan=\"%s\"\n",
-                proto->name().c_str(), best, baseline, best_plan, best_tc ? 1 : 0,
-                tensor_core_plans, c.response.plans_size(),
-                best_plan >= 0 ? (*plans)[best_plan].description().c_str() : "-");
+    std::printf(
+        "BENCH %s best_us=%.2f baseline_us=%.2f best_plan=%d tensor_core=%d "
+        "tc_plans=%d/%d plan=\"%s\"\n",
+        proto->name().c_str(), best, baseline, best_plan, best_tc ? 1 : 0, tensor_core_plans,
+        c.response.plans_size(), best_plan >= 0 ? (*plans)[best_plan].description().c_str() : "-");
     std::fflush(stdout);
   }
 }

@@ -30,7 +30,7 @@ constexpr int kMaxBlockRows = 64;
 constexpr int kDefaultTileN = 128;
 constexpr int kGenericThreads = 256;
 constexpr int kMaxAccumulators = 64;  // per thread in SIMT matmul tiles
-constexpr int kTcChunkK = 32;        // K rows of B per pipeline stage (tensor-core path)
+constexpr int kTcChunkK = 32;         // K rows of B per pipeline stage (tensor-core path)
 
 class Code {
  public:
@@ -451,7 +451,8 @@ class RowKernelEmitter {
     const int64_t want_tn = s_.tile_n() > 0 ? s_.tile_n() : 128;
     const int stages = s_.stages() >= 2 ? std::min(s_.stages(), 8) : 4;
     // First shapes that leave room for two blocks per SM, then any that fits.
-    for (const int64_t budget : {ctx_.target.max_smem_per_block / 2, ctx_.target.max_smem_per_block}) {
+    for (const int64_t budget :
+         {ctx_.target.max_smem_per_block / 2, ctx_.target.max_smem_per_block}) {
       for (const int64_t tn : {int64_t{128}, int64_t{64}}) {
         if (tn > std::max<int64_t>(64, want_tn) || t_width % tn != 0) continue;
         if (CeilDiv(t_width, tn) > 65535) continue;
@@ -828,8 +829,8 @@ class RowKernelEmitter {
       c->L("const int i = x / ", tc_kc_, ";");
       c->L("const int kk = x % ", tc_kc_, ";");
       c->L("float v = 0.0f;");
-      c->L("if (i < nr && kk < klen) v = ",
-           Operand(j, 0, tc_k_, "i", "(r0 + i)", "(kbeg + kk)"), ";");
+      c->L("if (i < nr && kk < klen) v = ", Operand(j, 0, tc_k_, "i", "(r0 + i)", "(kbeg + kk)"),
+           ";");
       c->L("yr_sth(as", t, " + i * ", lda, " + kk, v);");
       c->Close();
     }
@@ -890,8 +891,8 @@ class RowKernelEmitter {
     c->L("yr_cp_async_wait<0>();");
     for (size_t j : mms) {
       c->L("#pragma unroll");
-      c->L("for (int m = 0; m < ", mt, "; ++m) wmma::store_matrix_sync(tl", j, " + m * ",
-           16 * tn_, " + warp * 16, acc", j, "[m], ", tn_, ", wmma::mem_row_major);");
+      c->L("for (int m = 0; m < ", mt, "; ++m) wmma::store_matrix_sync(tl", j, " + m * ", 16 * tn_,
+           " + warp * 16, acc", j, "[m], ", tn_, ", wmma::mem_row_major);");
     }
     c->L("__syncthreads();");
     c->Close();
@@ -1030,8 +1031,8 @@ class RowKernelEmitter {
   int64_t tc_k_ = -1;  // K of every T matmul
   yirage::v1::DType tc_b_dtype_ = yirage::v1::DTYPE_UNSPECIFIED;
   int tc_stages_ = 4;
-  int tc_mp_ = 16;       // block rows rounded up to 16
-  int64_t tc_kc_ = 0;    // K slice per block (multiple of kTcChunkK)
+  int tc_mp_ = 16;                // block rows rounded up to 16
+  int64_t tc_kc_ = 0;             // K slice per block (multiple of kTcChunkK)
   std::map<int, int64_t> a_off_;  // A tensor -> its staged 16-bit slice (float offset)
   std::vector<int64_t> b_off_;    // per T matmul: its B stages (float offset)
 };

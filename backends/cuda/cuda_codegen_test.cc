@@ -179,12 +179,13 @@ TEST(CudaCodegenGpuTest, EveryPlanKindMatchesReference) {
 TEST(CudaCodegenGpuTest, LargeFusedMatmulsMatchReference) {
   YR_REQUIRE_GPU();
   const yirage::v1::Graph g = GatedMlpGraph(FLOAT16, 8, 2048, 1024);
-  CheckCudaPlans(g, {OneRowGroup(g, Rows(8, 128)), OneRowGroup(g, WithGpu(Rows(8, 64), 8)),
-                     OneRowGroup(g, WithGpu(Cols(256), 16, 8)),
-                     OneRowGroup(g, WithGpu(Cols(128), 1, 0, 2))});
+  CheckCudaPlans(
+      g, {OneRowGroup(g, Rows(8, 128)), OneRowGroup(g, WithGpu(Rows(8, 64), 8)),
+          OneRowGroup(g, WithGpu(Cols(256), 16, 8)), OneRowGroup(g, WithGpu(Cols(128), 1, 0, 2))});
   // Tensor-core tiles with M not a multiple of 16, bf16, several row blocks.
   const yirage::v1::Graph b = GatedMlpGraph(BFLOAT16, 24, 1024, 512);
-  CheckCudaPlans(b, {OneRowGroup(b, Cols(128)), OneRowGroup(b, WithGpu(Cols(64), 3, 0, 3)),
+  CheckCudaPlans(b, {OneRowGroup(b, Cols(128)),
+                     OneRowGroup(b, WithGpu(Cols(64), 3, 0, 3)),
                      {Row({"N", "S"}, Rows(4)), Row({"A", "Sg", "Bm", "Y"}, Cols(128))}});
   const yirage::v1::Graph many = GatedMlpGraph(FLOAT16, 100, 512, 256);
   CheckCudaPlans(many, {OneRowGroup(many, Cols(128)), OneRowGroup(many, Rows(16, 64))});

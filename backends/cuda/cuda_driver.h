@@ -19,22 +19,24 @@
 
 namespace yirage::backends::cuda {
 
-#define YR_CUDA_DRIVER_FUNCTIONS(X)                                                              \
-  X(cuInit)                                                                                      \
-  X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) \
-      X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) \
-          X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxReset) X(cuCtxSetCurrent)             \
-              X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)   \
-                  X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)             \
-                      X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuMemsetD32)               \
-                          X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)                \
+#define YR_CUDA_DRIVER_FUNCTIONS(X)                                                            \
+  X(cuInit)                                                                                    \
+  X(cuDriverGetVersion)                                                                        \
+  X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)  \
+      X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                  \
+          X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxReset) X(cuCtxSetCurrent)           \
+              X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
+                  X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)           \
+                      X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuMemsetD32)             \
+                          X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)              \
                               X(cuEventElapsedTime) X(cuEventDestroy)
 
-#define YR_NVRTC_FUNCTIONS(X)                                                                \
-  X(nvrtcVersion)                                                                            \
-  X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) \
-      X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN)  \
-          X(nvrtcGetSupportedArchs) X(nvrtcGetNumSupportedArchs)
+#define YR_NVRTC_FUNCTIONS(X)                                                                   \
+  X(nvrtcVersion)                                                                               \
+  X(nvrtcGetErrorString)                                                                        \
+  X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) \
+      X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetSupportedArchs)     \
+          X(nvrtcGetNumSupportedArchs)
 
 #define YR_DECLARE_FN(name) decltype(&::name) name = nullptr;
 

@@ -52,8 +52,8 @@ int Compile(const void* request, size_t request_len, YirageModule** module, void
   return rc;
 }
 
-int Run(YirageModule* module, int32_t plan_index, const void* const* inputs,
-        void* const* outputs, char** error) {
+int Run(YirageModule* module, int32_t plan_index, const void* const* inputs, void* const* outputs,
+        char** error) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_doomed.count({module, plan_index})) raise(SIGSEGV);

@@ -137,8 +137,8 @@ TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {
     CommandResult r = server_.Client({"submit", path});
     EXPECT_NE(r.exit_code, 0);
     for (const auto& fragment : cases[i].expected) {
-      EXPECT_NE(r.err.find(fragment), std::string::npos) << "missing '" << fragment << "' in "
-                                                         << r.err;
+      EXPECT_NE(r.err.find(fragment), std::string::npos)
+          << "missing '" << fragment << "' in " << r.err;
     }
   }
   // A graph that parses locally but fails server-side validation is refused
@@ -245,8 +245,7 @@ TEST_F(EndToEndTest, CandidateThatKeepsKillingWorkersIsMarkedFailed) {
   // Workers whose backend segfaults when it runs the fully fused plans.
   std::string wrapper = dir_ + "/crashing-worker.sh";
   std::ofstream(wrapper) << "#!/bin/sh\nexec " << BinDir() << "/yirage-worker \"$@\" "
-                         << "--backend-library " << BinDir()
-                         << "/libyirage_backend_crashtest.so\n";
+                         << "--backend-library " << BinDir() << "/libyirage_backend_crashtest.so\n";
   std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
   setenv("YIRAGE_TEST_CRASH_PLAN", "[N+S+Y]", 1);
   StartServer({"--local-workers", "cpu", "--worker-binary", wrapper, "--lease-seconds", "2",
@@ -300,8 +299,7 @@ TEST_F(EndToEndTest, CancelMetricsAndCleanShutdown) {
   EXPECT_NE(metrics.find("yirage_workers_connected"), std::string::npos);
   EXPECT_NE(metrics.find("yirage_candidates_evaluated_total"), std::string::npos);
   EXPECT_NE(metrics.find("yirage_candidate_evaluation_seconds"), std::string::npos);
-  EXPECT_NE(metrics.find("yirage_job_submissions_total{result=\"accepted\"} 1"),
-            std::string::npos);
+  EXPECT_NE(metrics.find("yirage_job_submissions_total{result=\"accepted\"} 1"), std::string::npos);
 
   int status = server_.Stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;

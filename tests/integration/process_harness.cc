@@ -31,7 +31,8 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
   if (pid == 0) {
     setpgid(0, 0);
     int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = err_path == out_path ? out : open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err =
+        err_path == out_path ? out : open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int in = open("/dev/null", O_RDONLY);
     dup2(in, 0);
     dup2(out, 1);
@@ -94,10 +95,14 @@ bool ServerProcess::Start(const std::string& db_path, const std::vector<std::str
                           std::string* error) {
   log_path_ = db_path + ".server.log." + std::to_string(std::rand());
   std::vector<std::string> argv = {BinDir() + "/yirage-server",
-                                   "--listen", "127.0.0.1:0",
-                                   "--worker-listen", "127.0.0.1:0",
-                                   "--metrics-listen", "127.0.0.1:0",
-                                   "--db", db_path};
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--worker-listen",
+                                   "127.0.0.1:0",
+                                   "--metrics-listen",
+                                   "127.0.0.1:0",
+                                   "--db",
+                                   db_path};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   pid_ = Spawn(argv, log_path_, log_path_);
   static const std::regex kLine(R"(listening client=(\S+) worker=(\S+) metrics=(\S+))");
