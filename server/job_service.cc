@@ -4,24 +4,10 @@
 
 #include "common/rpc_util.h"
 #include "server/kernel_export.h"
+#include "server/serve_unary.h"
 
 namespace yirage::server {
 namespace {
-
-// Runs `body` unless the caller's deadline already passed or it hung up, and
-// finishes the call with its status.
-template <typename Body>
-grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, Body body) {
-  auto* reactor = context->DefaultReactor();
-  if (context->IsCancelled()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the caller"));
-  } else if (context->deadline() < std::chrono::system_clock::now()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed"));
-  } else {
-    reactor->Finish(ToGrpc(body()));
-  }
-  return reactor;
-}
 
 absl::Status RequireJobId(const std::string& job_id) {
   if (job_id.empty()) return absl::InvalidArgumentError("job_id: must be set");
@@ -33,7 +19,7 @@ absl::Status RequireJobId(const std::string& job_id) {
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                     const yirage::v1::SubmitJobRequest* request,
                                                     yirage::v1::SubmitJobResponse* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     auto result = scheduler_->Submit(*request);
     if (!result.ok()) return result.status();
     *response = std::move(*result);
@@ -44,7 +30,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const yirage::v1::GetJobRequest* request,
                                                  yirage::v1::Job* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
     auto job = scheduler_->store()->GetJob(request->job_id());
     if (!job.ok()) return job.status();
@@ -56,7 +42,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const yirage::v1::ListJobsRequest* request,
                                                    yirage::v1::ListJobsResponse* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     auto jobs = scheduler_->store()->ListJobs(request->limit());
     if (!jobs.ok()) return jobs.status();
     for (auto& job : *jobs) *response->add_jobs() = std::move(job);
@@ -67,7 +53,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                     const yirage::v1::CancelJobRequest* request,
                                                     yirage::v1::Job* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
     auto job = scheduler_->store()->CancelJob(request->job_id(), UnixNow());
     if (!job.ok()) return job.status();
@@ -79,7 +65,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::ListCandidates(
     grpc::CallbackServerContext* context, const yirage::v1::ListCandidatesRequest* request,
     yirage::v1::ListCandidatesResponse* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
     auto candidates = scheduler_->store()->ListCandidates(request->job_id());
     if (!candidates.ok()) return candidates.status();
@@ -91,7 +77,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListCandidates(
 grpc::ServerUnaryReactor* JobServiceImpl::GetKernel(grpc::CallbackServerContext* context,
                                                     const yirage::v1::GetKernelRequest* request,
                                                     yirage::v1::GetKernelResponse* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
     auto best = scheduler_->store()->GetBestKernel(request->job_id());
     if (!best.ok()) return best.status();
@@ -105,7 +91,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetKernel(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
                                                       const yirage::v1::ListWorkersRequest*,
                                                       yirage::v1::ListWorkersResponse* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     auto workers = scheduler_->store()->ListWorkers(UnixNow());
     if (!workers.ok()) return workers.status();
     for (auto& w : *workers) *response->add_workers() = std::move(w);

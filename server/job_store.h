@@ -42,7 +42,6 @@ struct MaintenanceReport {
 struct RecordReport {
   std::vector<int64_t> acknowledged;  // stored now or earlier
   std::map<yirage::v1::CandidateStatus, int> newly_stored;
-  std::vector<double> evaluation_seconds;  // not tracked per result; reserved
   std::vector<std::string> jobs_finished;
 };
 

@@ -8,6 +8,7 @@
 #include "common/rpc_util.h"
 #include "core/chip.h"
 #include "core/chip_search.h"
+#include "server/serve_unary.h"
 #include "spdlog/spdlog.h"
 
 namespace yirage::server {
@@ -140,27 +141,10 @@ int ChipBroadcaster::subscribers() {
   return static_cast<int>(subscribers_.size());
 }
 
-namespace {
-
-template <typename Body>
-grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, Body body) {
-  auto* reactor = context->DefaultReactor();
-  if (context->IsCancelled()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the caller"));
-  } else if (context->deadline() < std::chrono::system_clock::now()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed"));
-  } else {
-    reactor->Finish(ToGrpc(body()));
-  }
-  return reactor;
-}
-
-}  // namespace
-
 grpc::ServerUnaryReactor* RegistryServiceImpl::RegisterChip(
     grpc::CallbackServerContext* context, const yirage::v1::RegisterChipRequest* request,
     yirage::v1::RegisterChipResponse* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     Chip chip = request->chip();
     if (!request->json().empty()) {
       if (request->has_chip()) {
@@ -183,7 +167,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::RegisterChip(
 grpc::ServerUnaryReactor* RegistryServiceImpl::GetChip(grpc::CallbackServerContext* context,
                                                        const yirage::v1::GetChipRequest* request,
                                                        Chip* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     auto chip = store_->Get(request->chip_id());
     if (!chip.ok()) return chip.status();
     *response = std::move(*chip);
@@ -194,7 +178,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::GetChip(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* RegistryServiceImpl::ListChips(
     grpc::CallbackServerContext* context, const yirage::v1::ListChipsRequest* request,
     yirage::v1::ListChipsResponse* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     auto chips = store_->List({request->vendor(), request->backend(), request->category()});
     if (!chips.ok()) return chips.status();
     for (auto& c : *chips) *response->add_chips() = std::move(c);
@@ -205,7 +189,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::ListChips(
 grpc::ServerUnaryReactor* RegistryServiceImpl::DeleteChip(
     grpc::CallbackServerContext* context, const yirage::v1::DeleteChipRequest* request,
     yirage::v1::DeleteChipResponse* /*response*/) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     absl::Status s = store_->Delete(request->chip_id(), UnixNow());
     if (s.ok()) spdlog::info("chip {} deleted", request->chip_id());
     return s;
@@ -215,7 +199,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::DeleteChip(
 grpc::ServerUnaryReactor* RegistryServiceImpl::ImportChips(
     grpc::CallbackServerContext* context, const yirage::v1::ImportChipsRequest* request,
     yirage::v1::ImportChipsResponse* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     auto chips = core::ParseChipListJson(request->json());
     if (!chips.ok()) return chips.status();
     auto report = store_->Import(*chips, request->overwrite(), UnixNow());
@@ -232,7 +216,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::ImportChips(
 grpc::ServerUnaryReactor* RegistryServiceImpl::ExportChips(
     grpc::CallbackServerContext* context, const yirage::v1::ExportChipsRequest* request,
     yirage::v1::ExportChipsResponse* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     auto chips = store_->List({request->vendor(), request->backend(), request->category()});
     if (!chips.ok()) return chips.status();
     response->set_json(core::ChipListToJsonText(*chips));
@@ -250,7 +234,7 @@ grpc::ServerWriteReactor<ChipEvent>* RegistryServiceImpl::WatchChips(
 grpc::ServerUnaryReactor* RegistryServiceImpl::GetSearchSpace(
     grpc::CallbackServerContext* context, const yirage::v1::GetChipRequest* request,
     yirage::v1::SearchSpace* response) {
-  return Serve(context, [&]() -> absl::Status {
+  return ServeUnary(context, [&]() -> absl::Status {
     auto chip = store_->Get(request->chip_id());
     if (!chip.ok()) return chip.status();
     core::SearchOptions base;

@@ -1,25 +1,17 @@
 #include "server/worker_service.h"
 
-#include <chrono>
-
-#include "common/rpc_util.h"
+#include "server/serve_unary.h"
 
 namespace yirage::server {
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Synchronize(
     grpc::CallbackServerContext* context, const yirage::v1::SynchronizeRequest* request,
     yirage::v1::SynchronizeResponse* response) {
-  auto* reactor = context->DefaultReactor();
-  if (context->deadline() < std::chrono::system_clock::now()) {
-    // Leasing a batch to a caller that has given up would strand it until
-    // the lease expires.
-    reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed"));
-    return reactor;
-  }
-  auto result = scheduler_->Synchronize(*request);
-  if (result.ok()) *response = std::move(*result);
-  reactor->Finish(ToGrpc(result.status()));
-  return reactor;
+  return ServeUnary(context, [&]() -> absl::Status {
+    auto result = scheduler_->Synchronize(*request);
+    if (result.ok()) *response = std::move(*result);
+    return result.status();
+  });
 }
 
 }  // namespace yirage::server

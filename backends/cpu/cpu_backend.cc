@@ -6,9 +6,11 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "backends/backend_abi_util.h"
 #include "backends/backend_api.h"
 #include "backends/cpu/cpu_builder.h"
 #include "backends/cpu/cpu_compiler.h"
@@ -23,27 +25,13 @@ struct YirageModule {
 namespace yirage::backends::cpu {
 namespace {
 
-char* CopyString(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
-}
-
-void SetError(char** error, const std::string& message) {
-  if (error != nullptr) *error = CopyString(message);
-}
+using ::yirage::backends::CopyString;
+using ::yirage::backends::SetError;
 
 // Runs `body`, turning exceptions into YIRAGE_ERROR.
 template <typename F>
 int Guard(char** error, F&& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    SetError(error, absl::StrCat("cpu backend: exception: ", e.what()));
-  } catch (...) {
-    SetError(error, "cpu backend: unknown exception");
-  }
-  return YIRAGE_ERROR;
+  return ::yirage::backends::Guard("cpu", error, std::forward<F>(body));
 }
 
 int Probe(char** json_out) {

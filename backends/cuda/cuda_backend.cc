@@ -8,9 +8,11 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "backends/backend_abi_util.h"
 #include "backends/backend_api.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_module.h"
@@ -23,26 +25,13 @@ struct YirageModule {
 namespace yirage::backends::cuda {
 namespace {
 
-char* CopyString(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
-}
+using ::yirage::backends::CopyString;
+using ::yirage::backends::SetError;
 
-void SetError(char** error, const std::string& message) {
-  if (error != nullptr) *error = CopyString(message);
-}
-
+// Runs `body`, turning exceptions into YIRAGE_ERROR.
 template <typename F>
 int Guard(char** error, F&& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    SetError(error, absl::StrCat("cuda backend: exception: ", e.what()));
-  } catch (...) {
-    SetError(error, "cuda backend: unknown exception");
-  }
-  return YIRAGE_ERROR;
+  return ::yirage::backends::Guard("cuda", error, std::forward<F>(body));
 }
 
 int Probe(char** json_out) {

@@ -19,6 +19,7 @@
 
 namespace yirage::backends::cuda {
 
+// clang-format off
 #define YR_CUDA_DRIVER_FUNCTIONS(X)                                                            \
   X(cuInit)                                                                                    \
   X(cuDriverGetVersion)                                                                        \
@@ -38,6 +39,7 @@ namespace yirage::backends::cuda {
       X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetSupportedArchs)     \
           X(nvrtcGetNumSupportedArchs)
 
+// clang-format on
 #define YR_DECLARE_FN(name) decltype(&::name) name = nullptr;
 
 // The driver API. Load() once; the table is then immutable (thread-safe).

@@ -1,0 +1,32 @@
+// The one way our callback services answer a unary call.
+#ifndef YIRAGE_SERVER_SERVE_UNARY_H_
+#define YIRAGE_SERVER_SERVE_UNARY_H_
+
+#include <chrono>
+
+#include "absl/status/status.h"
+#include "common/rpc_util.h"
+#include "grpcpp/grpcpp.h"
+
+namespace yirage::server {
+
+// Runs `body` (returning absl::Status) unless the caller already hung up or
+// its deadline passed — work nobody waits for is not done, and a batch is
+// never leased to a caller that gave up — and finishes the call with the
+// result.
+template <typename Body>
+grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context, Body body) {
+  auto* reactor = context->DefaultReactor();
+  if (context->IsCancelled()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the caller"));
+  } else if (context->deadline() < std::chrono::system_clock::now()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed"));
+  } else {
+    reactor->Finish(ToGrpc(body()));
+  }
+  return reactor;
+}
+
+}  // namespace yirage::server
+
+#endif  // YIRAGE_SERVER_SERVE_UNARY_H_
