@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "core/graph.h"
 #include "nlohmann/json.hpp"
+#include "server/cuda_python_loader.h"
 
 namespace yirage::server {
 namespace {
@@ -24,6 +25,83 @@ nlohmann::json TensorJson(const core::TensorInfo& t) {
           {"bytes", t.num_elements() * core::DTypeSize(t.dtype)}};
 }
 
+nlohmann::json TensorList(const core::Graph& graph, bool outputs) {
+  nlohmann::json list = nlohmann::json::array();
+  if (outputs) {
+    for (int id : graph.outputs()) list.push_back(TensorJson(graph.tensor(id)));
+  } else {
+    for (int i = 0; i < graph.num_inputs(); ++i) list.push_back(TensorJson(graph.tensor(i)));
+  }
+  return list;
+}
+
+// CUDA: kernel.cu (the stored source), manifest.json (the launch sequence the
+// backend recorded in the source, see backends/cuda/cuda_codegen.h
+// LaunchRecord) and yirage_kernel.py, which runs it on PyTorch tensors.
+absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string& job_id,
+                                                               const JobStore::BestKernel& best,
+                                                               const core::Graph& graph) {
+  static constexpr char kMarker[] = "// yirage-launch: ";
+  const size_t at = best.source.rfind(kMarker);
+  if (at == std::string::npos) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", job_id, "': the stored CUDA source has no launch record (a '", kMarker,
+        "' line); it was made by an older worker: run the job again"));
+  }
+  const size_t begin = at + sizeof(kMarker) - 1;
+  const size_t end = best.source.find('\n', begin);
+  nlohmann::json record = nlohmann::json::parse(
+      best.source.substr(begin, end == std::string::npos ? std::string::npos : end - begin),
+      nullptr, /*allow_exceptions=*/false);
+  if (record.is_discarded() || !record.contains("launches") || !record.contains("buffers")) {
+    return absl::InternalError(
+        absl::StrCat("job '", job_id, "': the stored CUDA launch record is malformed"));
+  }
+  std::vector<std::string> names;
+  for (const auto& t : TensorList(graph, false)) names.push_back(t["name"].get<std::string>());
+  const std::string usage = absl::StrCat("import torch, yirage_kernel; out = yirage_kernel.run(",
+                                         absl::StrJoin(names, ", "), ")");
+  nlohmann::json manifest = {
+      {"format", "yirage-cuda-kernel/1"},
+      {"job_id", job_id},
+      {"candidate_id", best.candidate.candidate_id()},
+      {"graph", graph.name()},
+      {"backend", best.backend},
+      {"plan", best.candidate.plan().description()},
+      {"time_us", best.candidate.time_us()},
+      {"baseline_time_us", best.candidate.baseline_time_us()},
+      {"max_abs_error", best.candidate.max_abs_error()},
+      {"max_rel_error", best.candidate.max_rel_error()},
+      {"source", "kernel.cu"},
+      {"compile",
+       "NVRTC: --gpu-architecture=sm_<major><minor>[a] --std=c++17 -I$CUDA_HOME/include "
+       "(sm_90a on an H200); every kernel is extern \"C\""},
+      {"calling",
+       "launch every entry of 'launches' in order on one stream: grid, block (x only), "
+       "smem_bytes of dynamic shared memory (set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES "
+       "above 48 KiB); every argument is a device pointer: argument id i < #inputs is input i, "
+       "then the outputs, then scratch buffer (id - #inputs - #outputs); zero_init buffers must "
+       "be zero before the first launch (the kernels leave them zero)"},
+      {"inputs", TensorList(graph, false)},
+      {"outputs", TensorList(graph, true)},
+      {"layout", "row-major, dense; float16/bfloat16 as IEEE 16-bit words"},
+      {"buffers", record["buffers"]},
+      {"launches", record["launches"]},
+      {"usage", usage},
+  };
+  yirage::v1::GetKernelResponse response;
+  response.set_candidate_id(best.candidate.candidate_id());
+  AddFile(&response, "kernel.cu", best.source);
+  AddFile(&response, "manifest.json", manifest.dump(2) + "\n");
+  AddFile(&response, "yirage_kernel.py", CudaPythonLoaderSource());
+  AddFile(&response, "README.txt",
+          absl::StrCat("YiRage CUDA kernel for graph '", graph.name(), "' (job ", job_id,
+                       ").\nIn Python, from this folder (PyTorch with CUDA needed), with CUDA tensors "
+                       "of manifest.json's shapes and dtypes:\n  ", usage,
+                       "\nkernel.cu + manifest.json describe the launches for other callers.\n"));
+  return response;
+}
+
 }  // namespace
 
 absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& job_id,
@@ -34,6 +112,7 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
   }
   auto graph = core::Graph::FromProto(best.graph);
   if (!graph.ok()) return graph.status();
+  if (best.backend == "cuda") return ExportCudaKernel(job_id, best, *graph);
   if (best.backend != "cpu") {
     return absl::UnimplementedError(
         absl::StrCat("kernel export for backend '", best.backend, "' is not available yet"));

@@ -92,6 +92,16 @@ struct CudaTarget {
 // Names of the generated kernels.
 std::string KernelName(int plan, int kernel);  // "yr_p<plan>_k<kernel>"
 
+// The marker of the launch record that LaunchRecord() appends to a plan's
+// stored source: one comment line "// yirage-launch: {json}".
+inline constexpr char kLaunchRecordMarker[] = "// yirage-launch: ";
+
+// A one-line comment carrying `code`'s buffers and launches as JSON
+// ({"buffers": [{"bytes", "zero_init", "what"}], "launches": [{"name",
+// "grid": [x, y, z], "block", "smem_bytes", "args": [ids]}]}), so that the
+// stored source alone says how to run it (kernel export reads it back).
+std::string LaunchRecord(const PlanCode& code);
+
 class CudaCodegen {
  public:
   // REQUIRES: `graph` outlives the codegen.

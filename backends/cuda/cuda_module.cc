@@ -355,7 +355,7 @@ absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::Compil
     if (injected_error_plan.load() == i) {
       code[i].source += "\n#error \"injected by the test hook\"\n";
     }
-    out->set_source(prelude + code[i].source);
+    out->set_source(prelude + code[i].source + LaunchRecord(code[i]));
     pending.push_back(i);
   }
   auto compile = [&](const std::vector<int>& plans) -> absl::StatusOr<std::string> {

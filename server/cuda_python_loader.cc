@@ -1,0 +1,186 @@
+#include "server/cuda_python_loader.h"
+
+namespace yirage::server {
+
+const char* CudaPythonLoaderSource() {
+  return R"PY('''A CUDA kernel exported by YiRage, callable from PyTorch.
+
+    import torch, yirage_kernel
+    outputs = yirage_kernel.run(*inputs)   # CUDA tensors in manifest.json's input order
+
+run() returns one tensor per graph output (a tuple when there are several).
+Inputs must be contiguous CUDA tensors of the manifest's shapes and dtypes.
+The kernel is compiled with NVRTC for the current GPU on first use and runs
+on the current PyTorch stream. Kernel(device) binds another device; a Kernel
+is not safe to call from two threads at once (it owns scratch buffers).
+Needs: PyTorch, the CUDA driver (libcuda.so.1) and NVRTC (libnvrtc.so; set
+CUDA_HOME or YIRAGE_NVRTC to point at it).
+'''
+import ctypes
+import glob
+import json
+import os
+
+import torch
+
+_DIR = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(_DIR, "manifest.json")) as _f:
+    MANIFEST = json.load(_f)
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def _cuda_home():
+    return os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+
+
+def _load_library(candidates, what):
+    errors = []
+    for name in candidates:
+        try:
+            return ctypes.CDLL(name)
+        except OSError as e:
+            errors.append(str(e))
+    raise RuntimeError(f"yirage_kernel: cannot load {what}: " + "; ".join(errors))
+
+
+def _nvrtc():
+    home = _cuda_home()
+    names = [os.environ["YIRAGE_NVRTC"]] if os.environ.get("YIRAGE_NVRTC") else []
+    names += sorted(glob.glob(os.path.join(home, "lib64", "libnvrtc.so*")), reverse=True)
+    names += sorted(glob.glob(os.path.join(home, "lib", "libnvrtc.so*")), reverse=True)
+    names += ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"]
+    return _load_library(names, "NVRTC (libnvrtc.so)")
+
+
+_cu = None
+_nv = None
+
+
+def _check_cu(rc, call):
+    if rc != 0:
+        name = ctypes.c_char_p()
+        _cu.cuGetErrorName(rc, ctypes.byref(name))
+        raise RuntimeError(f"yirage_kernel: {call} failed: "
+                           f"{name.value.decode() if name.value else rc}")
+
+
+def _compile(source, arch):
+    nv = _nv
+    prog = ctypes.c_void_p()
+    rc = nv.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"kernel.cu", 0, None, None)
+    if rc != 0:
+        raise RuntimeError(f"yirage_kernel: nvrtcCreateProgram failed ({rc})")
+    home = _cuda_home()
+    opts = [f"--gpu-architecture={arch}", "--std=c++17", f"-I{home}/include"]
+    if os.path.isdir(os.path.join(home, "include", "cccl")):
+        opts.append(f"-I{home}/include/cccl")
+    argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    rc = nv.nvrtcCompileProgram(prog, len(opts), argv)
+    log_size = ctypes.c_size_t()
+    nv.nvrtcGetProgramLogSize(prog, ctypes.byref(log_size))
+    log = ctypes.create_string_buffer(max(log_size.value, 1))
+    nv.nvrtcGetProgramLog(prog, log)
+    if rc != 0:
+        nv.nvrtcDestroyProgram(ctypes.byref(prog))
+        raise RuntimeError(f"yirage_kernel: NVRTC ({arch}) failed:\n{log.value.decode()}")
+    size = ctypes.c_size_t()
+    nv.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+    cubin = ctypes.create_string_buffer(size.value)
+    nv.nvrtcGetCUBIN(prog, cubin)
+    nv.nvrtcDestroyProgram(ctypes.byref(prog))
+    return cubin
+
+
+class Kernel:
+    """The compiled kernel on one device, with its scratch buffers."""
+
+    def __init__(self, device=None):
+        global _cu, _nv
+        if _cu is None:
+            _cu = _load_library(["libcuda.so.1", "libcuda.so"], "the CUDA driver (libcuda.so.1)")
+            _cu.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+            _nv = _nvrtc()
+        self.device = torch.device("cuda", torch.cuda.current_device() if device is None
+                                   else torch.device(device).index or 0)
+        with torch.cuda.device(self.device):
+            torch.empty(1, device=self.device)  # makes the primary context current
+            major, minor = torch.cuda.get_device_capability(self.device)
+            arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+            with open(os.path.join(_DIR, MANIFEST["source"])) as f:
+                cubin = _compile(f.read(), arch)
+            self._module = ctypes.c_void_p()
+            _check_cu(_cu.cuModuleLoadData(ctypes.byref(self._module), cubin), "cuModuleLoadData")
+            self._launches = []
+            for launch in MANIFEST["launches"]:
+                fn = ctypes.c_void_p()
+                _check_cu(_cu.cuModuleGetFunction(ctypes.byref(fn), self._module,
+                                                  launch["name"].encode()),
+                          f"cuModuleGetFunction({launch['name']})")
+                if launch["smem_bytes"] > 48 * 1024:
+                    # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                    _check_cu(_cu.cuFuncSetAttribute(fn, 8, launch["smem_bytes"]),
+                              "cuFuncSetAttribute")
+                self._launches.append((fn, launch))
+            # Scratch: zero-filled once; kernels that need zeros leave them zero.
+            self._buffers = [torch.zeros(max(b["bytes"], 1), dtype=torch.uint8, device=self.device)
+                             for b in MANIFEST["buffers"]]
+        self._inputs = [(t["name"], tuple(t["shape"]), _DTYPES[t["dtype"]])
+                        for t in MANIFEST["inputs"]]
+        self._outputs = [(t["name"], tuple(t["shape"]), _DTYPES[t["dtype"]])
+                         for t in MANIFEST["outputs"]]
+        self._packed = {}
+
+    def _params(self, pointers):
+        packed = self._packed.get(pointers)
+        if packed is None:
+            values = (ctypes.c_uint64 * len(pointers))(*pointers)
+            base = ctypes.addressof(values)
+            calls = []
+            for fn, launch in self._launches:
+                args = launch["args"]
+                params = (ctypes.c_void_p * max(len(args), 1))(
+                    *[base + 8 * a for a in args])
+                calls.append((fn, launch, params))
+            if len(self._packed) > 64:
+                self._packed.clear()
+            packed = self._packed[pointers] = (values, calls)
+        return packed[1]
+
+    def run(self, *inputs, outputs=None):
+        """Runs the kernel; returns the outputs (new tensors unless given)."""
+        if len(inputs) != len(self._inputs):
+            raise ValueError(f"expected {len(self._inputs)} inputs "
+                             f"({', '.join(n for n, _, _ in self._inputs)}), got {len(inputs)}")
+        for t, (name, shape, dtype) in zip(inputs, self._inputs):
+            if tuple(t.shape) != shape or t.dtype != dtype or t.device != self.device \
+                    or not t.is_contiguous():
+                raise ValueError(f"input {name}: expected a contiguous {dtype} tensor of shape "
+                                 f"{list(shape)} on {self.device}, got {t.dtype} "
+                                 f"{list(t.shape)} on {t.device}")
+        if outputs is None:
+            outputs = [torch.empty(shape, dtype=dtype, device=self.device)
+                       for _, shape, dtype in self._outputs]
+        pointers = tuple(t.data_ptr() for t in inputs) + tuple(o.data_ptr() for o in outputs) \
+            + tuple(b.data_ptr() for b in self._buffers)
+        stream = ctypes.c_void_p(torch.cuda.current_stream(self.device).cuda_stream)
+        for fn, launch, params in self._params(pointers):
+            g = launch["grid"]
+            _check_cu(_cu.cuLaunchKernel(fn, g[0], g[1], g[2], launch["block"], 1, 1,
+                                         launch["smem_bytes"], stream, params, None),
+                      f"cuLaunchKernel({launch['name']})")
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+_default = None
+
+
+def run(*inputs):
+    """Runs the kernel on the current device (compiled on first call)."""
+    global _default
+    if _default is None or _default.device.index != torch.cuda.current_device():
+        _default = Kernel()
+    return _default.run(*inputs)
+)PY";
+}
+
+}  // namespace yirage::server
