@@ -44,6 +44,9 @@ inline constexpr double kByteCost = 1.0;
 inline constexpr double kCachedByteCost = 0.1;
 inline constexpr double kFlopCost = 0.125;
 inline constexpr double kKernelOverhead = 32768.0;
+// Matmul flops of a fused GPU attention kernel (tensor cores) cost this much
+// less than kFlopCost.
+inline constexpr double kTensorCoreSpeedup = 16.0;
 inline constexpr double kWorkItemOverhead = 2048.0;
 inline constexpr double kGenericSlowdown = 2.0;
 inline constexpr double kUnrollGain = 0.9;
@@ -63,6 +66,11 @@ double OpFlops(const Graph& graph, int op);
 // Bytes a tensor occupies in memory between kernels: its dtype size for graph
 // inputs and outputs, 4 bytes per element (float32 scratch) otherwise.
 double TensorBytes(const Graph& graph, int tensor);
+
+// True when `ops` (op ids in graph order) are exactly matmul -> [scalar mul
+// ->] softmax -> matmul, each feeding the next: the chain GPU backends fuse
+// into one attention kernel.
+bool IsAttentionChain(const Graph& graph, const std::vector<int>& ops);
 
 // Cost of one kernel as described above. `row` is AnalyzeRowGroup's result
 // for the kernel's ops when it is a legal KERNEL_ROW group, nullptr otherwise.

@@ -75,10 +75,21 @@ TEST_P(CandidatesCompileTest, AllCandidatesCompileWithNvrtc) {
   Compiled c;
   CompileThroughAbi(*proto, *plans, &c);
   ExpectAllCompiled(c);
-  int ok = 0;
-  for (const auto& p : c.response.plans()) ok += p.ok() ? 1 : 0;
-  std::printf("[ compiled ] %-28s %d/%d candidates in %.1f s\n", proto->name().c_str(), ok,
-              c.response.plans_size(), c.response.compile_seconds());
+  int ok = 0, attention = 0;
+  for (const auto& p : c.response.plans()) {
+    ok += p.ok() ? 1 : 0;
+    attention += p.source().find("fused attention") != std::string::npos ? 1 : 0;
+  }
+  std::printf("[ compiled ] %-28s %d/%d candidates in %.1f s, %d with fused attention\n",
+              proto->name().c_str(), ok, c.response.plans_size(), c.response.compile_seconds(),
+              attention);
+  if (std::getenv("YIRAGE_LIST_PLANS") != nullptr) {
+    for (int i = 0; i < c.response.plans_size(); ++i) {
+      std::printf("  #%d %s\n", i, (*plans)[i].description().c_str());
+    }
+  }
+  // The bench's attention graphs must reach the fused kernel.
+  if (proto->name().rfind("gqa_decode", 0) == 0) EXPECT_GT(attention, 0);
 }
 
 std::vector<std::string> AllGraphFiles() {
@@ -324,6 +335,8 @@ TEST(CudaBackendGpuTest, BenchmarkGraphsVerifyAndTime) {
       const YirageTiming t = TimePlan(*g, c, i, 100, &error);
       EXPECT_TRUE(error.empty()) << error;
       if (i == 0) baseline = t.median_us;
+      std::printf("PLAN %s #%d %9.2f us  %s\n", proto->name().c_str(), i, t.median_us,
+                  (*plans)[i].description().c_str());
       if (error.empty() && t.median_us < best) {
         best = t.median_us;
         best_plan = i;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/cuda/cuda_attention.h"
 #include "core/row_group.h"
 
 namespace yirage::backends::cuda {
@@ -1231,6 +1233,37 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
 
 }  // namespace
 
+namespace {
+
+// A fused attention kernel (cuda_attention.h) for `kernel`, when its output
+// has one destination; false (nothing emitted) otherwise.
+bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                         const AttentionPattern& attention, Code* code) {
+  const int t = attention.out;
+  const bool scratch = ctx.scratch_buffer[t] >= 0;
+  if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) return false;
+  const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
+                              : ctx.graph.num_inputs() + ctx.out_position[t][0];
+  const std::string out_type = scratch ? "float" : CType(ctx.graph.tensor(t).dtype);
+  const int splits = AttentionSplits(attention, ctx.target, kernel.schedule().split_k());
+  const std::string name = KernelName(ctx.plan_index, kernel_index);
+  int workspace_arg = -1;
+  if (splits > 1) {
+    workspace_arg = ctx.PlanBufferId(ctx.AddBuffer(AttentionWorkspaceBytes(attention, splits),
+                                                   false, name + " attention split partials"));
+  }
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
+          "': fused attention (tensor cores: WMMA 16x16x16, online softmax), ", splits,
+          " key split(s)");
+  std::string source;
+  EmitAttention(attention, splits, name, attention.q, attention.k, attention.v, out_arg, out_type,
+                workspace_arg, &source, &ctx.code->launches);
+  code->Line(source);
+  return true;
+}
+
+}  // namespace
+
 std::string KernelName(int plan, int kernel) { return absl::StrCat("yr_p", plan, "_k", kernel); }
 
 std::string LaunchRecord(const PlanCode& code) {
@@ -1507,6 +1540,13 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
     if (kernel.kind() == yirage::v1::KERNEL_GENERIC) {
       EmitGenericKernel(ctx, kernel, k, kernel_ops[k][0], fault, &code);
       continue;
+    }
+    if (target_.sm >= 80 && !fault) {
+      if (std::optional<AttentionPattern> attention =
+              MatchAttention(g, kernel_ops[k], kernel_outputs[k]);
+          attention.has_value() && EmitAttentionKernel(ctx, kernel, k, *attention, &code)) {
+        continue;
+      }
     }
     absl::StatusOr<core::RowGroupInfo> info = core::AnalyzeRowGroup(g, kernel_ops[k]);
     if (!info.ok()) {

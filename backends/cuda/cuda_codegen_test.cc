@@ -92,6 +92,27 @@ yirage::v1::Graph AttentionGraph(DType dtype) {
   return b.proto();
 }
 
+// Shapes the fused attention kernel takes: M not a multiple of its 64-row
+// tile, keys a multiple of 64.
+yirage::v1::Graph FlashAttentionGraph(DType dtype) {
+  GraphBuilder b("flash_attention");
+  b.Input("Q", {2, 80, 64}, dtype).Input("K", {2, 64, 256}, dtype).Input("V", {2, 256, 32}, dtype);
+  b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  return b.proto();
+}
+
+// K given as [B, N, D] (transpose_b) and a scaled S, as self_attention expands.
+yirage::v1::Graph ScaledAttentionGraph(DType dtype) {
+  GraphBuilder b("scaled_attention");
+  b.Input("Q", {3, 64, 32}, dtype).Input("K", {3, 128, 32}, dtype).Input("V", {3, 128, 48}, dtype);
+  b.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
+  b.Op("Ss", "mul", {"S"}, {F("scalar", 0.17677669529)});
+  b.Op("P", "softmax", {"Ss"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  return b.proto();
+}
+
 yirage::v1::Graph LoraGraph(DType dtype) {
   GraphBuilder b("lora");
   b.Input("X", {16, 64}, dtype).Input("W", {64, 256}, dtype).Input("A", {64, 16}, dtype);
@@ -142,6 +163,13 @@ std::vector<Case> AllCases() {
     cases.push_back({a,
                      {AllGeneric(a), OneRowGroup(a, Rows(4, 32)),
                       OneRowGroup(a, WithGpu(Rows(8, 16), 2, 2)), AllRowSingles(a, Rows(3))}});
+    for (const yirage::v1::Graph& fa : {FlashAttentionGraph(dt), ScaledAttentionGraph(dt)}) {
+      if (dt == FLOAT32) continue;
+      // Automatic, explicit (2) and no key split; then S in its own kernel.
+      cases.push_back({fa,
+                       {OneRowGroup(fa, Rows(4)), OneRowGroup(fa, WithGpu(Rows(4), 2)),
+                        OneRowGroup(fa, WithGpu(Rows(4), 1)), AllRowSingles(fa, Rows(2))}});
+    }
     const yirage::v1::Graph l = LoraGraph(dt);
     cases.push_back({l,
                      {AllGeneric(l), OneRowGroup(l, Rows(16, 64)),
@@ -215,6 +243,24 @@ TEST(CudaCodegenCompileTest, SkinnyHalfMatmulsUseTensorCores) {
   EXPECT_NE(explicit_split.find("slice 2048"), std::string::npos);
   const yirage::v1::Graph f = GatedMlpGraph(FLOAT32, 8, 512, 512);
   EXPECT_EQ(PlanSource(f, OneRowGroup(f, Cols(128))).find("tensor cores"), std::string::npos);
+}
+
+// CPU-only (CI): matmul -> softmax -> matmul groups become the fused
+// attention kernel, split over the keys as the schedule says.
+TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
+  const yirage::v1::Graph g = FlashAttentionGraph(FLOAT16);
+  const std::string automatic = PlanSource(g, OneRowGroup(g, Rows(4)));
+  EXPECT_NE(automatic.find("fused attention"), std::string::npos) << automatic;
+  EXPECT_NE(automatic.find("_merge("), std::string::npos) << "expected a key split";
+  const std::string one = PlanSource(g, OneRowGroup(g, WithGpu(Rows(4), 1)));
+  EXPECT_NE(one.find("1 key split(s)"), std::string::npos);
+  EXPECT_EQ(one.find("_merge("), std::string::npos);
+  const std::string two = PlanSource(g, OneRowGroup(g, WithGpu(Rows(4), 2)));
+  EXPECT_NE(two.find("2 key split(s) of 128 keys"), std::string::npos);
+  // Keys not a multiple of 64: the generic row kernel.
+  const yirage::v1::Graph odd = AttentionGraph(FLOAT16);
+  EXPECT_EQ(PlanSource(odd, OneRowGroup(odd, Rows(4))).find("fused attention"),
+            std::string::npos);
 }
 
 }  // namespace
