@@ -26,44 +26,43 @@ std::vector<int64_t> Lead(const std::vector<int64_t>& shape) {
 
 // The kernel template; @NAME@-style placeholders are replaced below.
 constexpr char kAttentionKernel[] = R"(
-// attention: B=@B@ M=@M@ N=@N@ D=@D@ DV=@DV@, @SPLITS@ key split(s) of @NS@ keys
+// attention: B=@B@ M=@M@ N=@N@ D=@D@ DV=@DV@, @SPLITS@ key split(s) of @NS@ keys.
+// Warp w owns query rows [16w, 16w+16) of the block's 64; S, P and O live in
+// registers in the m16n8k16 mma layouts (lane: rows lane/4 and lane/4 + 8,
+// columns 2 (lane % 4) + {0, 1} of each 8-column block); K and V tiles of 64
+// keys stream through a two-stage cp.async pipeline in shared memory.
 extern "C" __global__ void __launch_bounds__(128) @NAME@(const @T@* __restrict__ q,
     const @T@* __restrict__ k, const @T@* __restrict__ v, @OT@* __restrict__ o,
     float* __restrict__ ws) {
-  using namespace nvcuda;
   typedef @T@ T;
   constexpr int M = @M@, N = @N@, D = @D@, DV = @DV@, NS = @NS@, BM = 64, BN = 64;
-  constexpr int LQ = D + 8, LV = DV + 8, LS = BN + 4, LP = BN + 8, LO = DV + 4;
+  constexpr int LQ = D + 8, LV = DV + 8;
   constexpr int LK = @KT@ ? D + 8 : BN + 8;
   constexpr int KSIZE = @KT@ ? BN * (D + 8) : D * (BN + 8);
+  constexpr int VSIZE = BN * LV;
+  constexpr int TILES = NS / BN;
   extern __shared__ __align__(128) unsigned char yr_smb[];
   T* const sq = reinterpret_cast<T*>(yr_smb);
-  T* const sk = sq + BM * LQ;
-  T* const sv = sk + KSIZE;
-  float* const ss = reinterpret_cast<float*>(sv + BN * LV);
-  T* const sp = reinterpret_cast<T*>(ss + 4 * 16 * LS);
-  float* const so = reinterpret_cast<float*>(sp + 4 * 16 * LP);
+  T* const skv = sq + BM * LQ;  // two stages of [K tile | V tile]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int m0 = blockIdx.x * BM, b = blockIdx.y, split = blockIdx.z;
-  (void)ws; (void)split;
+  (void)ws; (void)split; (void)o;
   const T* const qb = q + ((i64)b * M + m0) * D;
   const T* const kb = k + (i64)b * D * N;
   const T* const vb = v + (i64)b * N * DV;
+  const int key0 = @SPLIT_BEGIN@;
   for (int x = tid; x < BM * D / 8; x += 128) {
     const int r = x / (D / 8), c = (x % (D / 8)) * 8;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (m0 + r < M) val = *reinterpret_cast<const uint4*>(qb + (i64)r * D + c);
-    *reinterpret_cast<uint4*>(sq + r * LQ + c) = val;
+    if (m0 + r < M) {
+      yr_cp_async16(sq + r * LQ + c, qb + (i64)r * D + c);
+    } else {
+      *reinterpret_cast<uint4*>(sq + r * LQ + c) = make_uint4(0, 0, 0, 0);
+    }
   }
-  float* const ss_w = ss + warp * 16 * LS;
-  T* const sp_w = sp + warp * 16 * LP;
-  float* const so_w = so + warp * 16 * LO;
-  for (int x = lane; x < 16 * DV; x += 32) so_w[(x / DV) * LO + x % DV] = 0.0f;
-  const int row = lane >> 1, half = lane & 1;  // two lanes per query row
-  float m_run = -__int_as_float(0x7f800000), l_run = 0.0f;
-  const int key0 = @SPLIT_BEGIN@;
-  for (int n0 = key0; n0 < key0 + NS; n0 += BN) {
-    __syncthreads();  // the previous tile is consumed
+  auto load_tile = [&](int t, int stage) {
+    T* const sk = skv + stage * (KSIZE + VSIZE);
+    T* const sv = sk + KSIZE;
+    const int n0 = key0 + t * BN;
 #if @KT@
     for (int x = tid; x < BN * D / 8; x += 128) {
       const int n = x / (D / 8), c = (x % (D / 8)) * 8;
@@ -80,84 +79,126 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(const @T@* __restrict__
       yr_cp_async16(sv + n * LV + c, vb + (i64)(n0 + n) * DV + c);
     }
     yr_cp_async_commit();
-    yr_cp_async_wait<0>();
+  };
+  load_tile(0, 0);  // with Q
+  const int li = lane & 7, lm = lane >> 3;  // ldmatrix: row within matrix, matrix
+  unsigned qa[D / 16][4];
+  float oacc[DV / 8][4];
+#pragma unroll
+  for (int j = 0; j < DV / 8; ++j) oacc[j][0] = oacc[j][1] = oacc[j][2] = oacc[j][3] = 0.0f;
+  float m_run[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)};
+  float l_run[2] = {0.0f, 0.0f};
+  for (int t = 0; t < TILES; ++t) {
+    if (t + 1 < TILES) {
+      load_tile(t + 1, (t + 1) & 1);
+      yr_cp_async_wait<1>();
+    } else {
+      yr_cp_async_wait<0>();
+    }
     __syncthreads();
-    // S = Q K for this warp's 16 rows.
+    if (t == 0) {
 #pragma unroll
-    for (int j = 0; j < BN / 16; ++j) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
+      for (int ks = 0; ks < D / 16; ++ks) {
+        yr_ldsm_x4(qa[ks], sq + (warp * 16 + li + (lm & 1) * 8) * LQ + ks * 16 + (lm >> 1) * 8);
+      }
+    }
+    const T* const sk = skv + (t & 1) * (KSIZE + VSIZE);
+    const T* const sv = sk + KSIZE;
+    // S = Q K: 16 x 64 per warp.
+    float s[BN / 8][4];
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-        wmma::load_matrix_sync(fa, sq + warp * 16 * LQ + kk * 16, LQ);
+    for (int j = 0; j < BN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; nb += 2) {
+        unsigned bf[4];
 #if @KT@
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-        wmma::load_matrix_sync(fb, sk + j * 16 * LK + kk * 16, LK);
+        yr_ldsm_x4(bf, sk + ((nb + (lm >> 1)) * 8 + li) * LK + ks * 16 + (lm & 1) * 8);
 #else
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-        wmma::load_matrix_sync(fb, sk + kk * 16 * LK + j * 16, LK);
+        yr_ldsm_x4_t(bf, sk + (ks * 16 + li + (lm & 1) * 8) * LK + (nb + (lm >> 1)) * 8);
 #endif
-        wmma::mma_sync(acc, fa, fb, acc);
+        yr_mma16816<T>(s[nb], qa[ks], bf);
+        yr_mma16816<T>(s[nb + 1], qa[ks], bf + 2);
       }
-      wmma::store_matrix_sync(ss_w + j * 16, acc, LS, wmma::mem_row_major);
     }
-    __syncwarp();
-    // Online softmax over this tile: new row max, rescale factor, P.
-    const float* srow = ss_w + row * LS + half * (BN / 2);
-    float tmax = -__int_as_float(0x7f800000);
-#pragma unroll 8
-    for (int c = 0; c < BN / 2; ++c) tmax = yr_max(tmax, srow[c] * @SCALE@);
-    tmax = yr_max(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
-    const float m_new = yr_max(m_run, tmax);
-    const float alpha = expf(m_run - m_new);
-    float psum = 0.0f;
-    T* const prow = sp_w + row * LP + half * (BN / 2);
-#pragma unroll 8
-    for (int c = 0; c < BN / 2; ++c) {
-      const float p = expf(srow[c] * @SCALE@ - m_new);
-      psum += p;
-      yr_sth(prow + c, p);
-    }
-    psum += __shfl_xor_sync(0xffffffffu, psum, 1);
-    l_run = l_run * alpha + psum;
-    m_run = m_new;
-    float* const orow = so_w + row * LO + half * (DV / 2);
-#pragma unroll 8
-    for (int c = 0; c < DV / 2; ++c) orow[c] *= alpha;
-    __syncwarp();
-    // O += P V.
+    // Online softmax; rows h = 0 (lane/4) and h = 1 (lane/4 + 8).
 #pragma unroll
-    for (int j = 0; j < DV / 16; ++j) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::load_matrix_sync(acc, so_w + j * 16, LO, wmma::mem_row_major);
+    for (int h = 0; h < 2; ++h) {
+      float mx = -__int_as_float(0x7f800000);
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-        wmma::load_matrix_sync(fa, sp_w + kk * 16, LP);
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-        wmma::load_matrix_sync(fb, sv + kk * 16 * LV + j * 16, LV);
-        wmma::mma_sync(acc, fa, fb, acc);
+      for (int j = 0; j < BN / 8; ++j) {
+        s[j][2 * h] *= @SCALE@;
+        s[j][2 * h + 1] *= @SCALE@;
+        mx = yr_max(mx, yr_max(s[j][2 * h], s[j][2 * h + 1]));
       }
-      wmma::store_matrix_sync(so_w + j * 16, acc, LO, wmma::mem_row_major);
+      mx = yr_max(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = yr_max(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = yr_max(m_run[h], mx);
+      const float alpha = __expf(m_run[h] - m_new);
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        s[j][2 * h] = __expf(s[j][2 * h] - m_new);
+        s[j][2 * h + 1] = __expf(s[j][2 * h + 1] - m_new);
+        sum += s[j][2 * h] + s[j][2 * h + 1];
+      }
+      l_run[h] = l_run[h] * alpha + sum;  // this lane's columns; summed at the end
+      m_run[h] = m_new;
+#pragma unroll
+      for (int j = 0; j < DV / 8; ++j) {
+        oacc[j][2 * h] *= alpha;
+        oacc[j][2 * h + 1] *= alpha;
+      }
     }
-    __syncwarp();
+    // O += P V, P straight from the S registers.
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      unsigned pa[4];
+      pa[0] = yr_pack2<T>(s[2 * kk][0], s[2 * kk][1]);
+      pa[1] = yr_pack2<T>(s[2 * kk][2], s[2 * kk][3]);
+      pa[2] = yr_pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pa[3] = yr_pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+      for (int nb = 0; nb < DV / 8; nb += 2) {
+        unsigned bf[4];
+        yr_ldsm_x4_t(bf, sv + (kk * 16 + li + (lm & 1) * 8) * LV + (nb + (lm >> 1)) * 8);
+        yr_mma16816<T>(oacc[nb], pa, bf);
+        yr_mma16816<T>(oacc[nb + 1], pa, bf + 2);
+      }
+    }
+    __syncthreads();  // this stage is consumed before it is refilled
   }
-  const int gm = m0 + warp * 16 + row;
-  if (gm >= M) return;
-  const float* const orow = so_w + row * LO + half * (DV / 2);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
+  }
+  const int qd = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int gm = m0 + warp * 16 + (lane >> 2) + 8 * h;
+    if (gm >= M) continue;
 #if @SPLITS@ == 1
-  const float inv = 1.0f / l_run;
-  @OT@* const out = o + ((i64)b * M + gm) * DV + half * (DV / 2);
-  for (int c = 0; c < DV / 2; ++c) yr_st(out, c, orow[c] * inv);
+    const float inv = 1.0f / l_run[h];
+    @OT@* const out = o + ((i64)b * M + gm) * DV;
+#pragma unroll
+    for (int j = 0; j < DV / 8; ++j) {
+      yr_st(out, j * 8 + 2 * qd, oacc[j][2 * h] * inv);
+      yr_st(out, j * 8 + 2 * qd + 1, oacc[j][2 * h + 1] * inv);
+    }
 #else
-  float* const w = ws + (((i64)split * @B@ + b) * M + gm) * (DV + 2);
-  for (int c = 0; c < DV / 2; ++c) w[half * (DV / 2) + c] = orow[c];
-  if (half == 0) {
-    w[DV] = m_run;
-    w[DV + 1] = l_run;
-  }
+    float* const w = ws + (((i64)split * @B@ + b) * M + gm) * (DV + 2);
+#pragma unroll
+    for (int j = 0; j < DV / 8; ++j) {
+      *reinterpret_cast<float2*>(w + j * 8 + 2 * qd) = make_float2(oacc[j][2 * h], oacc[j][2 * h + 1]);
+    }
+    if (qd == 0) {
+      w[DV] = m_run[h];
+      w[DV + 1] = l_run[h];
+    }
 #endif
+  }
 }
 )";
 
@@ -253,7 +294,13 @@ int AttentionSplits(const AttentionPattern& a, const CudaTarget& target, int req
   }
   const int64_t blocks = (a.m + kTileM - 1) / kTileM * a.batch;
   int splits = 1;
-  while (blocks * splits < target.sm_count && tiles % (2 * splits) == 0) splits *= 2;
+  // Two blocks per SM (a block uses 128 threads and ~46 KB of shared memory
+  // at D = 64, so several fit), keeping at least two tiles per split for the
+  // copy pipeline.
+  while (blocks * splits < 2 * target.sm_count && tiles % (2 * splits) == 0 &&
+         tiles / (2 * splits) >= 2) {
+    splits *= 2;
+  }
   return splits;
 }
 
@@ -284,9 +331,7 @@ void EmitAttention(const AttentionPattern& a, int splits, const std::string& nam
   };
   *source += absl::StrReplaceAll(kAttentionKernel, subst);
   const int64_t ksize = a.transpose_k ? kTileN * (a.d + 8) : a.d * (kTileN + 8);
-  const int64_t smem = (kTileM * (a.d + 8) + ksize + kTileN * (a.dv + 8)) * 2 +
-                       4 * 16 * (kTileN + 4) * 4 + 4 * 16 * (kTileN + 8) * 2 +
-                       4 * 16 * (a.dv + 4) * 4;
+  const int64_t smem = (kTileM * (a.d + 8) + 2 * (ksize + kTileN * (a.dv + 8))) * 2;
   KernelLaunch main;
   main.name = name;
   main.grid[0] = (a.m + kTileM - 1) / kTileM;

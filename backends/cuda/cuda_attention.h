@@ -42,7 +42,7 @@ std::optional<AttentionPattern> MatchAttention(const core::Graph& graph, const s
 
 // Key splits for `pattern` on `target`: `requested` when it divides the keys
 // into multiples of 64, else (0 = automatic) the smallest power of two that
-// gives every SM a block, keeping at least 64 keys per split.
+// gives two blocks per SM, keeping at least two 64-key tiles per split.
 int AttentionSplits(const AttentionPattern& pattern, const CudaTarget& target, int requested);
 
 // Emits the kernels (named `name` and `name`_merge) into `source` and their

@@ -348,6 +348,7 @@ class RowKernelEmitter {
       }
     }
     if (inject_fault) c.Line(FaultLine());
+    EmitStaging(&c);
     for (size_t j = 0; j < ops_.size(); ++j) {
       if (f_[j]) EmitFullRowOp(j, &c);
     }
@@ -426,6 +427,81 @@ class RowKernelEmitter {
     grid_x_ = CeilDiv(rows, br_);
     grid_y_ = has_t_ ? CeilDiv(t_width, tn_) : 1;
     tpr_ = std::max(1, std::min(threads_, FloorPow2(std::max<int64_t>(1, threads_ / br_))));
+    PlanStaging();
+  }
+
+  // Row staging: the kernel inputs that the F ops (other than matmuls) read
+  // whole dense rows of are copied into shared memory first, every thread's
+  // 16-byte loads of every such tensor issued before any is used. Without
+  // it each row pass waits on memory in turn, which dominates decode-sized
+  // row kernels (few rows, few blocks). Only when the rows fit beside the
+  // rest of the layout in shared memory.
+  void PlanStaging() {
+    stage_off_.clear();
+    if (arena_global_) return;
+    std::vector<int> staged;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (!f_[j] || op.type == OpType::kMatmul) continue;
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const int t = op.inputs[slot];
+        if (info_.in_group[j][slot]) continue;
+        const TensorInfo& ti = g_.tensor(t);
+        std::vector<int64_t> dense = info_.lead_dims;
+        dense.push_back(ti.shape.back());
+        const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;  // elements per 16 bytes
+        if (ti.shape != dense || ti.shape.back() % per16 != 0) continue;
+        if (std::find(staged.begin(), staged.end(), t) == staged.end()) staged.push_back(t);
+      }
+    }
+    int64_t at = smem_bytes_ / 4;
+    for (int t : staged) {
+      at = (at + 7) / 8 * 8;
+      stage_off_[t] = at;
+      at += br_ * g_.tensor(t).shape.back();
+    }
+    if (staged.empty() || at * 4 > ctx_.target.max_smem_per_block) {
+      stage_off_.clear();
+      return;
+    }
+    smem_bytes_ = at * 4;
+  }
+
+  void EmitStaging(Code* c) {
+    if (stage_off_.empty()) return;
+    constexpr int kPerThread = 4;  // 16-byte loads per thread per tensor per round
+    int64_t rounds_total = 0;
+    c->L("// staged rows (", stage_off_.size(), " tensor(s)): every load in flight first");
+    for (const auto& [t, off] : stage_off_) {
+      c->L("float* const sg", t, " = yr_sm + ", off, ";");
+      const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
+      rounds_total = std::max(rounds_total, br_ * g_.tensor(t).shape.back() / per16);
+    }
+    c->Open(absl::StrCat("for (int base = tid; base < ", rounds_total, "; base += ",
+                         kPerThread * threads_, ") {"));
+    for (const auto& [t, off] : stage_off_) {
+      const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
+      const int64_t w = g_.tensor(t).shape.back();
+      const int64_t total = br_ * w / per16;
+      c->L("uint4 rg", t, "[", kPerThread, "];");
+      for (int p = 0; p < kPerThread; ++p) {
+        c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, ") / ",
+             w / per16, " < nr) rg", t, "[", p, "] = __ldg(reinterpret_cast<const uint4*>(",
+             ctx_.Var(t), " + r0 * ", w, ") + base + ", p * threads_, ");");
+      }
+    }
+    for (const auto& [t, off] : stage_off_) {
+      const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
+      const int64_t w = g_.tensor(t).shape.back();
+      const int64_t total = br_ * w / per16;
+      for (int p = 0; p < kPerThread; ++p) {
+        c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, ") / ",
+             w / per16, " < nr) yr_stage16(sg", t, " + (base + ", p * threads_, ") * ", per16,
+             ", rg", t, "[", p, "], ", ctx_.Var(t), ");");
+      }
+    }
+    c->Close();
+    c->L("__syncthreads();");
   }
 
   // Tensor-core tile phase (see the file comment). True when every T matmul
@@ -556,6 +632,9 @@ class RowKernelEmitter {
       }
       return ws == 1 ? absl::StrCat("tl", src, "[(", i, ") * ", tn_, "]")
                      : absl::StrCat("tl", src, "[(", i, ") * ", tn_, " + (", c, ") - n0]");
+    }
+    if (auto st = stage_off_.find(t); st != stage_off_.end() && g_.tensor(t).shape.back() == w) {
+      return absl::StrCat("sg", t, "[(", i, ") * ", w, " + (", c, ")]");
     }
     std::vector<int64_t> space = info_.lead_dims;
     space.push_back(w);
@@ -1038,6 +1117,8 @@ class RowKernelEmitter {
   int64_t tc_kc_ = 0;             // K slice per block (multiple of kTcChunkK)
   std::map<int, int64_t> a_off_;  // A tensor -> its staged 16-bit slice (float offset)
   std::vector<int64_t> b_off_;    // per T matmul: its B stages (float offset)
+  // Row staging (PlanStaging): tensor -> float offset of its [BR][W] rows.
+  std::map<int, int64_t> stage_off_;
 };
 
 // ---------------------------------------------------------------------------
@@ -1359,6 +1440,65 @@ static __device__ __forceinline__ void yr_cp_async_wait() {
 #if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
+}
+// Fused attention (cuda_attention.cc): ldmatrix, m16n8k16 mma with float
+// accumulation, and 16-bit pairs packed for mma operands. Templates, so they
+// are only compiled (sm_80+) where used.
+template <typename T> struct yr_is_half { static constexpr bool value = false; };
+template <> struct yr_is_half<__half> { static constexpr bool value = true; };
+template <typename T>
+static __device__ __forceinline__ void yr_ldsm_x4(unsigned* r, const T* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+template <typename T>
+static __device__ __forceinline__ void yr_ldsm_x4_t(unsigned* r, const T* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+template <typename T>
+static __device__ __forceinline__ void yr_mma16816(float* c, const unsigned* a, const unsigned* b) {
+  if constexpr (yr_is_half<T>::value) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+}
+template <typename T>
+static __device__ __forceinline__ unsigned yr_pack2(float lo, float hi) {
+  if constexpr (yr_is_half<T>::value) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+  }
+}
+// Row staging: 16 bytes of a row (8 16-bit values or 4 floats) to floats.
+static __device__ __forceinline__ void yr_stage16(float* dst, uint4 raw, const __half*) {
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+  const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
+  const float2 c = __half22float2(h[2]), d = __half22float2(h[3]);
+  reinterpret_cast<float4*>(dst)[0] = make_float4(a.x, a.y, b.x, b.y);
+  reinterpret_cast<float4*>(dst)[1] = make_float4(c.x, c.y, d.x, d.y);
+}
+static __device__ __forceinline__ void yr_stage16(float* dst, uint4 raw, const __nv_bfloat16*) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+  const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
+  const float2 c = __bfloat1622float2(h[2]), d = __bfloat1622float2(h[3]);
+  reinterpret_cast<float4*>(dst)[0] = make_float4(a.x, a.y, b.x, b.y);
+  reinterpret_cast<float4*>(dst)[1] = make_float4(c.x, c.y, d.x, d.y);
+}
+static __device__ __forceinline__ void yr_stage16(float* dst, uint4 raw, const float*) {
+  *reinterpret_cast<uint4*>(dst) = raw;
 }
 // NaN-propagating, like the reference.
 static __device__ __forceinline__ float yr_max(float a, float b) { return (a > b || a != a) ? a : b; }
