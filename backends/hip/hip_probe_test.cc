@@ -238,6 +238,18 @@ TEST(HipProbeTest, NoDevicesIsNoDevice) {
             "hipGetDeviceCount: hipErrorNoDevice (100): no ROCm-capable device is detected");
 }
 
+TEST(HipProbeTest, UnloadableLibraryIsNoDeviceNamingTheDlopenError) {
+  absl::StatusOr<const HipApi*> api = OpenHipRuntime({"libyirage_no_such_runtime.so"});
+  ASSERT_FALSE(api.ok());
+  EXPECT_EQ(api.status().code(), absl::StatusCode::kNotFound);
+  bool usable = true;
+  json j = json::parse(ProbeJson(api, &usable));
+  EXPECT_FALSE(usable);
+  EXPECT_THAT(j["reason"].get<std::string>(),
+              StartsWith("libamdhip64.so not found (dlopen: libyirage_no_such_runtime.so: "));
+  EXPECT_THAT(j["reason"].get<std::string>(), HasSubstr("cannot open shared object file"));
+}
+
 // This machine has no AMD GPU: the real probe (libamdhip64 may or may not be
 // installed) says NO_DEVICE with a reason, and every other entry point says
 // it is detection only.

@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -18,18 +20,20 @@ void Bind(void* handle, const char* name, Fn* fn, std::string* missing) {
   }
 }
 
-absl::StatusOr<const HipApi*> LoadOnce() {
+}  // namespace
+
+absl::StatusOr<const HipApi*> OpenHipRuntime(const std::vector<std::string>& names) {
   void* handle = nullptr;
-  const char* opened = "";
+  std::string opened;
   std::string tried;
-  for (const char* name : kHipLibraryNames) {
-    handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  for (const std::string& name : names) {
+    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle != nullptr) {
       opened = name;
       break;
     }
     const char* err = dlerror();
-    absl::StrAppend(&tried, tried.empty() ? "" : "; ", err != nullptr ? err : name);
+    absl::StrAppend(&tried, tried.empty() ? "" : "; ", err != nullptr ? std::string(err) : name);
   }
   if (handle == nullptr) {
     return absl::NotFoundError(
@@ -63,11 +67,10 @@ absl::StatusOr<const HipApi*> LoadOnce() {
   return api;
 }
 
-}  // namespace
-
 absl::StatusOr<const HipApi*> LoadHipRuntime() {
   static const absl::StatusOr<const HipApi*>* loaded =
-      new absl::StatusOr<const HipApi*>(LoadOnce());
+      new absl::StatusOr<const HipApi*>(OpenHipRuntime(
+          std::vector<std::string>(std::begin(kHipLibraryNames), std::end(kHipLibraryNames))));
   return *loaded;
 }
 

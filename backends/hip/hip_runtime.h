@@ -28,6 +28,8 @@
 #include <hip/hip_runtime_api.h>
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -51,7 +53,7 @@ struct HipApi {
   // the HIP 5.x layout (see the file comment). Null when neither exists.
   hipError_t (*get_device_properties)(hipDeviceProp_t* props, int device) = nullptr;
   // The library that was opened, e.g. "libamdhip64.so.5" (for the probe JSON).
-  const char* library = "";
+  std::string library;
 };
 
 // The library names tried, in order.
@@ -63,6 +65,11 @@ inline constexpr const char* kHipLibraryNames[] = {"libamdhip64.so", "libamdhip6
 // loads, or "... lacks: hipInit, ..." when a required symbol is missing.
 // Loaded once per process; later calls return the same result. Thread-safe.
 absl::StatusOr<const HipApi*> LoadHipRuntime();
+
+// What LoadHipRuntime() does with the library names `names`, uncached (tests
+// pass a name that does not exist). The table is never freed: the library
+// stays open.
+absl::StatusOr<const HipApi*> OpenHipRuntime(const std::vector<std::string>& names);
 
 }  // namespace yirage::backends::hip
 

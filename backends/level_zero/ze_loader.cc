@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,18 +21,20 @@ void Bind(void* handle, const char* name, Fn* fn, std::string* missing) {
   }
 }
 
-absl::StatusOr<const ZeApi*> LoadOnce() {
+}  // namespace
+
+absl::StatusOr<const ZeApi*> OpenZeLoader(const std::vector<std::string>& names) {
   void* handle = nullptr;
-  const char* opened = "";
+  std::string opened;
   std::string tried;
-  for (const char* name : kZeLibraryNames) {
-    handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  for (const std::string& name : names) {
+    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle != nullptr) {
       opened = name;
       break;
     }
     const char* err = dlerror();
-    absl::StrAppend(&tried, tried.empty() ? "" : "; ", err != nullptr ? err : name);
+    absl::StrAppend(&tried, tried.empty() ? "" : "; ", err != nullptr ? std::string(err) : name);
   }
   if (handle == nullptr) {
     return absl::NotFoundError(
@@ -57,10 +61,9 @@ absl::StatusOr<const ZeApi*> LoadOnce() {
   return api;
 }
 
-}  // namespace
-
 absl::StatusOr<const ZeApi*> LoadZeLoader() {
-  static const absl::StatusOr<const ZeApi*>* loaded = new absl::StatusOr<const ZeApi*>(LoadOnce());
+  static const absl::StatusOr<const ZeApi*>* loaded = new absl::StatusOr<const ZeApi*>(OpenZeLoader(
+      std::vector<std::string>(std::begin(kZeLibraryNames), std::end(kZeLibraryNames))));
   return *loaded;
 }
 

@@ -14,6 +14,7 @@
 #include <level_zero/ze_api.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -38,7 +39,7 @@ struct ZeApi {
   ze_result_t (*zeDeviceGetCacheProperties)(ze_device_handle_t device, uint32_t* count,
                                             ze_device_cache_properties_t* props) = nullptr;
   // The library that was opened, e.g. "libze_loader.so.1" (for the probe JSON).
-  const char* library = "";
+  std::string library;
 };
 
 // The library names tried, in order.
@@ -49,6 +50,11 @@ inline constexpr const char* kZeLibraryNames[] = {"libze_loader.so.1", "libze_lo
 // no name loads, or "... lacks: zeInit, ..." when a required symbol is
 // missing. Loaded once per process. Thread-safe.
 absl::StatusOr<const ZeApi*> LoadZeLoader();
+
+// What LoadZeLoader() does with the library names `names`, uncached (tests
+// pass a name that does not exist). The table is never freed: the library
+// stays open.
+absl::StatusOr<const ZeApi*> OpenZeLoader(const std::vector<std::string>& names);
 
 // "ZE_RESULT_ERROR_UNINITIALIZED" for a known code, else "ze_result_t
 // 0x<hex>".

@@ -255,6 +255,18 @@ TEST(LevelZeroProbeTest, ResultNames) {
   EXPECT_EQ(ZeResultName(static_cast<ze_result_t>(0x12345)), "ze_result_t 0x00012345");
 }
 
+TEST(LevelZeroProbeTest, UnloadableLibraryIsNoDeviceNamingTheDlopenError) {
+  absl::StatusOr<const ZeApi*> api = OpenZeLoader({"libyirage_no_such_runtime.so"});
+  ASSERT_FALSE(api.ok());
+  EXPECT_EQ(api.status().code(), absl::StatusCode::kNotFound);
+  bool usable = true;
+  json j = json::parse(ProbeJson(api, &usable));
+  EXPECT_FALSE(usable);
+  EXPECT_THAT(j["reason"].get<std::string>(),
+              StartsWith("libze_loader.so.1 not found (dlopen: libyirage_no_such_runtime.so: "));
+  EXPECT_THAT(j["reason"].get<std::string>(), HasSubstr("cannot open shared object file"));
+}
+
 // This machine has no Intel GPU: the real probe (libze_loader may or may not
 // be installed) says NO_DEVICE with a reason, and every other entry point
 // says it is detection only.
