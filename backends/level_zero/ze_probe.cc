@@ -91,9 +91,10 @@ std::string ProbeJson(const absl::StatusOr<const ZeApi*>& loaded, bool* usable) 
     }
   }
   if (device == nullptr) {
-    j["reason"] = absl::StrCat(
-        "zeDeviceGet: no GPU device in ", drivers.size(), " Level Zero driver(s)",
-        last_error.empty() ? "" : " (last error: ", last_error, last_error.empty() ? "" : ")");
+    std::string reason =
+        absl::StrCat("zeDeviceGet: no GPU device in ", drivers.size(), " Level Zero driver(s)");
+    if (!last_error.empty()) absl::StrAppend(&reason, " (last error: ", last_error, ")");
+    j["reason"] = reason;
     return j.dump();
   }
   j["device_count"] = gpus;
