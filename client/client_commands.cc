@@ -37,6 +37,9 @@ std::string ProgressLine(const yirage::v1::Job& job) {
     line += " best " + Fixed(job.best().time_us(), 1) + " us, " + Fixed(job.best().speedup(), 2) +
             "x over baseline";
   }
+  // An unfinished job says why it is not progressing ("waiting: no connected
+  // worker for backend 'hip'").
+  if (job.message().rfind("waiting:", 0) == 0) line += "; " + job.message();
   return line;
 }
 

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages YiRage needs to build and test. Idempotent:
 # packages already present are skipped, so a warm machine pays nothing.
+# libamdhip64-dev (HIP 5.2 headers, ~83 MB with its runtime) and libze-dev/libze1
+# (Level Zero headers and loader) let the HIP and Level Zero backends build;
+# without them CMake skips those backends.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config git
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
       libabsl-dev libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev
-      libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libomp-dev curl python3)
+      libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libomp-dev curl python3
+      libamdhip64-dev libze-dev libze1)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -310,12 +310,37 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
   return job;
 }
 
+absl::Status JobStore::AnnotateWaitingLocked(Job* job, double now) {
+  if (IsFinal(job->state()) || job->candidates_pending() == 0 || !job->message().empty()) {
+    return absl::OkStatus();
+  }
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("SELECT COUNT(*) FROM workers WHERE backend=? AND last_seen >= ?"));
+  s.Bind(1, job->backend()).Bind(2, now - options_.worker_timeout_seconds);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (row && s.ColumnInt(0) == 0) {
+    job->set_message(
+        absl::StrCat("waiting: no connected worker for backend '", job->backend(), "'"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Job> JobStore::GetJob(const std::string& job_id) {
+  return GetJob(job_id, UnixNow());
+}
+
+absl::StatusOr<Job> JobStore::GetJob(const std::string& job_id, double now) {
   absl::MutexLock lock(&mu_);
-  return LoadJobLocked(job_id);
+  YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
+  YIRAGE_RETURN_IF_ERROR(AnnotateWaitingLocked(&job, now));
+  return job;
 }
 
 absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit) {
+  return ListJobs(limit, UnixNow());
+}
+
+absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
   absl::MutexLock lock(&mu_);
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s, db_->Prepare("SELECT job_id FROM jobs ORDER BY created DESC, job_id LIMIT ?"));
@@ -329,6 +354,7 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit) {
   std::vector<Job> jobs;
   for (const std::string& id : ids) {
     YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(id));
+    YIRAGE_RETURN_IF_ERROR(AnnotateWaitingLocked(&job, now));
     jobs.push_back(std::move(job));
   }
   return jobs;

@@ -62,8 +62,15 @@ class JobStore {
                                         const std::vector<yirage::v1::Plan>& plans,
                                         const yirage::v1::SearchSummary& search, double now);
 
+  // A job read here that still has candidates to evaluate while no worker of
+  // its backend is connected (none heard of within worker_timeout_seconds of
+  // `now`) carries the message "waiting: no connected worker for backend
+  // 'B'". It is computed on every read, never stored, so it clears itself
+  // once such a worker connects. The overloads without `now` use the clock.
   absl::StatusOr<yirage::v1::Job> GetJob(const std::string& job_id);
+  absl::StatusOr<yirage::v1::Job> GetJob(const std::string& job_id, double now);
   absl::StatusOr<std::vector<yirage::v1::Job>> ListJobs(int limit);
+  absl::StatusOr<std::vector<yirage::v1::Job>> ListJobs(int limit, double now);
   absl::StatusOr<std::vector<yirage::v1::Candidate>> ListCandidates(const std::string& job_id);
   // Cancels a QUEUED or RUNNING job: its pending and leased candidates are
   // SKIPPED and its batches withdrawn. FailedPrecondition for a finished job.
@@ -113,6 +120,10 @@ class JobStore {
       : db_(std::move(db)), options_(options) {}
 
   absl::StatusOr<yirage::v1::Job> LoadJobLocked(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the "waiting: no connected worker ..." message (see GetJob) on an
+  // unfinished job with work left and no connected worker of its backend.
+  absl::Status AnnotateWaitingLocked(yirage::v1::Job* job, double now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Finishes the job if no candidate is PENDING or LEASED. Returns true if it
   // finished now.

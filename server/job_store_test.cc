@@ -252,5 +252,41 @@ TEST_F(JobStoreTest, RefusesNewerSchemaVersion) {
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(JobStoreTest, UnfinishedJobWithoutAWorkerOfItsBackendSaysItIsWaiting) {
+  yirage::v1::SubmitJobRequest request = MakeRequest();
+  request.set_backend("hip");
+  auto id = store_->CreateJob(request, {1e-2, 1e-2}, MakePlans(3), {}, 1000);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const std::string waiting = "waiting: no connected worker for backend 'hip'";
+  auto job = store_->GetJob(*id, 1000);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), yirage::v1::QUEUED);
+  EXPECT_EQ(job->message(), waiting);
+  auto jobs = store_->ListJobs(10, 1000);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].message(), waiting);
+
+  // A worker of another backend changes nothing.
+  yirage::v1::SynchronizeRequest cpu;
+  cpu.set_worker_id("w-cpu");
+  cpu.set_backend("cpu");
+  ASSERT_TRUE(store_->UpsertWorker(cpu, 1000).ok());
+  EXPECT_EQ(store_->GetJob(*id, 1001)->message(), waiting);
+
+  // A connected hip worker clears it; once that worker is silent for longer
+  // than worker_timeout_seconds, the job is waiting again.
+  yirage::v1::SynchronizeRequest hip;
+  hip.set_worker_id("w-hip");
+  hip.set_backend("hip");
+  ASSERT_TRUE(store_->UpsertWorker(hip, 1000).ok());
+  EXPECT_EQ(store_->GetJob(*id, 1001)->message(), "");
+  EXPECT_EQ(store_->GetJob(*id, 1000 + options_.worker_timeout_seconds + 1)->message(), waiting);
+
+  // A finished job never says it is waiting.
+  ASSERT_TRUE(store_->CancelJob(*id, 1002).ok());
+  EXPECT_EQ(store_->GetJob(*id, 5000)->message(), "cancelled by a client");
+}
+
 }  // namespace
 }  // namespace yirage::server

@@ -18,7 +18,8 @@ namespace yirage::server {
 namespace {
 
 // Backends a worker can serve. A job for a backend with no worker connected
-// waits in the queue (a worker may join later), which the response says.
+// waits in the queue (a worker may join later); the job's message says so
+// while it waits (JobStore::GetJob) and the server logs it.
 const char* const kKnownBackends[] = {"cpu", "cuda", "hip", "level_zero"};
 
 }  // namespace
@@ -128,6 +129,10 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
       request.chip_id().empty() ? std::string("(none)") : request.chip_id(), plans->size(),
       rewritten, search_seconds * 1e3, stats.graphs_explored, stats.rewrites_verified,
       stats.rewrites_rejected, stats.fingerprint_checks);
+  // Accepted either way (a worker may connect later), but say it waits.
+  if (auto job = store_->GetJob(job_id); job.ok() && job->message().rfind("waiting:", 0) == 0) {
+    spdlog::warn("job {} {}", job_id, job->message());
+  }
   yirage::v1::SubmitJobResponse response;
   response.set_job_id(job_id);
   response.set_candidates_generated(static_cast<int32_t>(plans->size()));

@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <cstdio>
+#include <string>
 
 #include "CLI/CLI.hpp"
+#include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "workers/worker.h"
 
@@ -20,7 +22,8 @@ int main(int argc, char** argv) {
   CLI::App app{"yirage-worker: evaluates YiRage candidates on one device"};
   app.add_option("--scheduler", options.scheduler, "scheduler worker API address")
       ->capture_default_str();
-  app.add_option("--backend", options.backend, "backend: cpu, cuda, ...")->capture_default_str();
+  app.add_option("--backend", options.backend, "backend: cpu, cuda, hip, level_zero")
+      ->capture_default_str();
   app.add_option("--backend-dir", options.backend_dir,
                  "directory holding libyirage_backend_<name>.so (default: beside this binary)");
   std::string backend_library;
@@ -70,9 +73,15 @@ int main(int argc, char** argv) {
     return has_device ? 0 : 3;
   }
   if (!has_device) {
-    // Exit code 3 tells a supervising server not to restart us.
+    // Exit code 3 tells a supervising server not to restart us. The probe's
+    // "reason" says why (no runtime library, no driver, no device).
+    std::string reason = *device;
+    nlohmann::json j = nlohmann::json::parse(*device, nullptr, false);
+    if (j.is_object() && j.contains("reason") && j["reason"].is_string()) {
+      reason = j["reason"].get<std::string>();
+    }
     std::fprintf(stderr, "yirage-worker: backend '%s' has no device: %s\n", options.backend.c_str(),
-                 device->c_str());
+                 reason.c_str());
     return 3;
   }
   struct sigaction action {};
