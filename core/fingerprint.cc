@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -143,6 +144,29 @@ void ForBroadcast(const std::vector<int64_t>& out, const std::vector<int64_t>& a
           f(o++, i0 * sa[0] + i1 * sa[1] + i2 * sa[2] + i3 * sa[3],
             i0 * sb[0] + i1 * sb[1] + i2 * sb[2] + i3 * sb[3]);
         }
+}
+
+// Calls f(i) for i in [0, n), on up to hardware_concurrency() threads when
+// the work (n * work_per_item modular operations) is large enough to pay for
+// starting them.
+template <typename F>
+void ParallelRows(int64_t n, int64_t work_per_item, F f) {
+  constexpr int64_t kMinWorkPerThread = int64_t{1} << 21;
+  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t threads =
+      std::min<int64_t>({hw, n, std::max<int64_t>(1, n * work_per_item / kMinWorkPerThread)});
+  if (threads <= 1) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    for (int64_t i = next++; i < n; i = next++) f(i);
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
 }
 
 // Degree bounds of one tensor (see the header).
@@ -313,8 +337,8 @@ struct Fingerprinter::GraphAnalysisHolder {
 // subexpressions (by structural hash).
 struct Fingerprinter::Trial {
   uint64_t key = 0;
-  uint64_t omega = 0;                        // Montgomery form, order q
-  std::vector<std::vector<uint64_t>> table;  // omega^(j * 16^w), 16 windows
+  uint64_t omega = 0;           // Montgomery form, order q
+  std::vector<uint64_t> table;  // [w * 256 + j] = omega^(j * 256^w), 8 windows of 8 bits
   std::vector<FT> inputs;
   std::vector<FT> reference_outputs;
   ~Trial();
@@ -327,10 +351,11 @@ struct Fingerprinter::Trial {
   static uint64_t Reduce(uint64_t h, uint64_t m) { return h % m; }
 
   uint64_t ExpP(uint64_t xq_mont) const {
+    const Mont& f = FP();
     uint64_t e = FQ().From(xq_mont);
-    uint64_t r = FP().one;
-    for (int w = 0; w < 16 && e != 0; ++w, e >>= 4) {
-      if ((e & 15) != 0) r = FP().Mul(r, table[w][e & 15]);
+    uint64_t r = f.one;
+    for (int w = 0; w < 8 && e != 0; ++w, e >>= 8) {
+      if ((e & 255) != 0) r = f.Mul(r, table[w * 256 + (e & 255)]);
     }
     return r;
   }
@@ -367,12 +392,12 @@ void Init(Fingerprinter::Trial* t, uint64_t seed) {
       break;
     }
   }
-  t->table.assign(16, std::vector<uint64_t>(16));
-  uint64_t base = t->omega;  // omega^(16^w)
-  for (int w = 0; w < 16; ++w) {
-    t->table[w][0] = f.one;
-    for (int j = 1; j < 16; ++j) t->table[w][j] = f.Mul(t->table[w][j - 1], base);
-    base = f.Mul(t->table[w][15], base);
+  t->table.assign(8 * 256, 0);
+  uint64_t base = t->omega;  // omega^(256^w)
+  for (int w = 0; w < 8; ++w) {
+    t->table[w * 256] = f.one;
+    for (int j = 1; j < 256; ++j) t->table[w * 256 + j] = f.Mul(t->table[w * 256 + j - 1], base);
+    base = f.Mul(t->table[w * 256 + 255], base);
   }
 }
 
@@ -527,27 +552,46 @@ FT Fingerprinter::Trial::EvalOp(const Graph& g, const OpInfo& op, const std::vec
                    aoff.push_back(x);
                    boff.push_back(y);
                  });
+    // Row-times-column dot products over contiguous memory: B is used as
+    // [N, K] (transposed once per distinct batch unless transpose_b), and
+    // products are summed four at a time before one Montgomery reduction
+    // (four products of values < m < 2^62 stay below m * 2^64, REDC's bound).
     auto run = [&](const Mont& F, const std::vector<uint64_t>& A, const std::vector<uint64_t>& B,
                    std::vector<uint64_t>* O) {
-      std::vector<u128> acc(nn);
+      std::vector<uint64_t> bt;
+      int64_t bt_batch = -1;
       for (size_t bi = 0; bi < aoff.size(); ++bi) {
         const uint64_t* pa = A.data() + aoff[bi] * m * kk;
         const uint64_t* pb = B.data() + boff[bi] * kk * nn;
-        uint64_t* po = O->data() + bi * m * nn;
-        for (int64_t i = 0; i < m; ++i) {
-          std::fill(acc.begin(), acc.end(), 0);
-          for (int64_t p = 0; p < kk; ++p) {
-            const uint64_t av = pa[i * kk + p];
-            if (av == 0) continue;
-            for (int64_t j = 0; j < nn; ++j) {
-              const uint64_t bv = op.transpose_b ? pb[j * kk + p] : pb[p * nn + j];
-              u128 s = acc[j] + static_cast<u128>(av) * bv;
-              if (s >= F.mr) s -= F.mr;
-              acc[j] = s;
+        if (!op.transpose_b) {
+          if (bt_batch != boff[bi]) {
+            bt.resize(static_cast<size_t>(kk * nn));
+            for (int64_t p = 0; p < kk; ++p) {
+              for (int64_t j = 0; j < nn; ++j) bt[j * kk + p] = pb[p * nn + j];
             }
+            bt_batch = boff[bi];
           }
-          for (int64_t j = 0; j < nn; ++j) po[i * nn + j] = F.Redc(acc[j]);
+          pb = bt.data();
         }
+        uint64_t* po = O->data() + bi * m * nn;
+        ParallelRows(m, nn * kk, [&](int64_t i) {
+          const uint64_t* row = pa + i * kk;
+          for (int64_t j = 0; j < nn; ++j) {
+            const uint64_t* col = pb + j * kk;
+            uint64_t acc = 0;
+            int64_t p = 0;
+            for (; p + 4 <= kk; p += 4) {
+              const u128 s = static_cast<u128>(row[p]) * col[p] +
+                             static_cast<u128>(row[p + 1]) * col[p + 1] +
+                             static_cast<u128>(row[p + 2]) * col[p + 2] +
+                             static_cast<u128>(row[p + 3]) * col[p + 3];
+              acc = F.Add(acc, F.Redc(s));
+            }
+            u128 s = 0;
+            for (; p < kk; ++p) s += static_cast<u128>(row[p]) * col[p];
+            po[i * nn + j] = F.Add(acc, F.Redc(s));
+          }
+        });
       }
     };
     run(P, a.p, b.p, &out->p);
@@ -798,21 +842,41 @@ FingerprintResult Fingerprinter::Check(const Graph& candidate) const {
                         static_cast<double>(kFingerprintQ));
   result.per_trial_bound = eps;
   const std::vector<Hash128> hashes = TensorHashes(candidate);
-  for (size_t t = 0; t < trials_.size(); ++t) {
+  // Trials are independent: evaluate them on up to hardware_concurrency()
+  // threads; the first failing trial (by index) is reported.
+  const int num_trials = static_cast<int>(trials_.size());
+  std::vector<std::string> failures(num_trials);
+  auto run_trial = [&](int t) {
     const Trial& trial = *trials_[t];
     const std::vector<FT> got = trial.Evaluate(candidate, a, hashes);
-    result.trials = static_cast<int>(t + 1);
     for (size_t o = 0; o < got.size(); ++o) {
       const FieldTensor& x = *got[o];
       const FieldTensor& y = *trial.reference_outputs[o];
       for (int64_t e = 0; e < x.size(); ++e) {
         if (x.p[e] == y.p[e]) continue;
-        result.message = absl::StrCat("trial ", t + 1, ": output '",
-                                      candidate.tensor(candidate.outputs()[o]).name, "' (outputs[",
-                                      o, "]) element ", e, " differs from the reference graph's");
-        return result;
+        failures[t] = absl::StrCat("trial ", t + 1, ": output '",
+                                   candidate.tensor(candidate.outputs()[o]).name, "' (outputs[", o,
+                                   "]) element ", e, " differs from the reference graph's");
+        return;
       }
     }
+  };
+  const int threads = std::min<int>(
+      num_trials, std::max<int>(1, static_cast<int>(std::thread::hardware_concurrency())));
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int t = next++; t < num_trials; t = next++) run_trial(t);
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  for (std::thread& th : pool) th.join();
+  result.trials = num_trials;
+  for (int t = 0; t < num_trials; ++t) {
+    if (failures[t].empty()) continue;
+    result.trials = t + 1;
+    result.message = failures[t];
+    return result;
   }
   result.equivalent = true;
   result.false_pass_bound = std::pow(eps, static_cast<double>(result.trials));
