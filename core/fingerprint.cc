@@ -742,25 +742,98 @@ FT Fingerprinter::Trial::EvalOp(const Graph& g, const OpInfo& op, const std::vec
   return out;
 }
 
+namespace {
+
+// Where a tensor's value is a slice [start, end) along `axis` of a tensor
+// whose structural hash is `full`.
+struct SliceOrigin {
+  bool valid = false;
+  Hash128 full;
+  int axis = 0;
+  int64_t start = 0;
+  int64_t end = 0;
+};
+
+// x[..., start:end, ...] along `axis` (with q when x has it and want_q).
+FT SliceOf(const FieldTensor& x, int axis, int64_t start, int64_t end, bool want_q) {
+  auto out = std::make_shared<FieldTensor>();
+  out->shape = x.shape;
+  out->shape[axis] = end - start;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.shape[d];
+  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t len = x.shape[axis];
+  const int64_t chunk = (end - start) * inner;
+  auto copy = [&](const std::vector<uint64_t>& src, std::vector<uint64_t>* dst) {
+    dst->resize(outer * chunk);
+    for (int64_t o = 0; o < outer; ++o) {
+      std::copy(src.begin() + (o * len + start) * inner,
+                src.begin() + (o * len + start) * inner + chunk, dst->begin() + o * chunk);
+    }
+  };
+  copy(x.p, &out->p);
+  if (want_q) copy(x.q, &out->q);
+  return out;
+}
+
+}  // namespace
+
 std::vector<FT> Fingerprinter::Trial::Evaluate(const Graph& g, const GraphAnalysis& a,
                                                const std::vector<Hash128>& hashes) const {
   constexpr int64_t kMaxCacheBytes = int64_t{64} << 20;
   std::vector<FT> values(g.num_tensors());
+  std::vector<SliceOrigin> origins(g.num_tensors());
   for (int i = 0; i < g.num_inputs(); ++i) values[i] = inputs[i];
+  auto lookup = [&](const Hash128& key, bool want_q) -> FT {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end() && (!want_q || !it->second->q.empty())) return it->second;
+    return nullptr;
+  };
   for (const OpInfo& op : g.ops()) {
     const Hash128& key = hashes[op.output];
     const bool want_q = a.needs_q[op.output];
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = cache.find(key);
-      if (it != cache.end() && (!want_q || !it->second->q.empty())) {
-        values[op.output] = it->second;
-        continue;
+    if (op.type == OpType::kSlice) {
+      origins[op.output] = {true, hashes[op.inputs[0]], op.axis, op.slice_start, op.slice_end};
+    }
+    // Slices commute with elementwise ops and with a matmul's row (A) and
+    // column (B) axes, exactly: op(slice(x)) is evaluated as slice(op(x))
+    // when op(x) was evaluated already (e.g. the scores of attention split
+    // over its keys, Q @ K_b, as a slice of the original graph's Q @ K).
+    const bool elementwise =
+        IsUnaryElementwise(op.type) || (IsBinaryElementwise(op.type) && op.has_scalar);
+    if (elementwise && origins[op.inputs[0]].valid) {
+      const SliceOrigin& o = origins[op.inputs[0]];
+      origins[op.output] = {true, OpHash(op, {o.full}), o.axis, o.start, o.end};
+    } else if (op.type == OpType::kMatmul) {
+      const int out_rank = static_cast<int>(g.tensor(op.output).shape.size());
+      const int a_rank = static_cast<int>(g.tensor(op.inputs[0]).shape.size());
+      const int b_rank = static_cast<int>(g.tensor(op.inputs[1]).shape.size());
+      const SliceOrigin& oa = origins[op.inputs[0]];
+      const SliceOrigin& ob = origins[op.inputs[1]];
+      if (ob.valid && ob.axis == b_rank - (op.transpose_b ? 2 : 1)) {
+        origins[op.output] = {true, OpHash(op, {hashes[op.inputs[0]], ob.full}), out_rank - 1,
+                              ob.start, ob.end};
+      } else if (oa.valid && oa.axis == a_rank - 2 && a_rank == out_rank) {
+        origins[op.output] = {true, OpHash(op, {oa.full, hashes[op.inputs[1]]}), out_rank - 2,
+                              oa.start, oa.end};
       }
     }
-    std::vector<FT> in;
-    for (int t : op.inputs) in.push_back(values[t]);
-    FT v = EvalOp(g, op, in, want_q);
+    if (FT hit = lookup(key, want_q); hit != nullptr) {
+      values[op.output] = std::move(hit);
+      continue;
+    }
+    FT v;
+    if (const SliceOrigin& o = origins[op.output]; o.valid && op.type != OpType::kSlice) {
+      if (FT f = lookup(o.full, want_q); f != nullptr) {
+        v = SliceOf(*f, o.axis, o.start, o.end, want_q);
+      }
+    }
+    if (v == nullptr) {
+      std::vector<FT> in;
+      for (int t : op.inputs) in.push_back(values[t]);
+      v = EvalOp(g, op, in, want_q);
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
       const int64_t bytes = 8 * static_cast<int64_t>(v->p.size() + v->q.size());

@@ -25,8 +25,33 @@
 //  * factor_matmul_add: X @ W1 + X @ W2 -> X @ (W1 + W2) (and sub).
 //  * one_pass_variance: mean((X - mean(X))^2) -> mean(X^2) - mean(X)^2, so the
 //    two reductions of a layer_norm read X in one pass.
+//  * split_key_axis: softmax(S) @ V with S = [scale *] (Q @ K) over n keys
+//    (n even, >= 64) -> for blocks b of n/P keys (P = 2, and 4 when blocks
+//    keep >= 32 keys): S_b = [scale *] (Q @ K_b) with K_b, V_b slices of K
+//    and V along the key axis; m = maximum over b of reduce_max(S_b);
+//    O = (sum_b exp(S_b - m) @ V_b) / (sum_b rowsum(exp(S_b - m))) -- the
+//    block form of attention (flash attention's merge). The fingerprint
+//    proves it for ANY row constant m: exp(x - m) evaluates to
+//    omega^(x_q) * omega^(-m_q), so the factor omega^(-m_q) (max being
+//    uninterpreted, m_q is an arbitrary per-row value) multiplies numerator
+//    and denominator alike and cancels exactly, leaving the field value of
+//    softmax(S) @ V. Using different m per block, or dropping a block's
+//    denominator, leaves a factor that does not cancel and is rejected
+//    (core/mutation_suite_test.cc).
+//  * defer_layer_norm: layer_norm(X, g, b) @ W (norm over the last axis, g
+//    and b vectors [K] or [1, K], W 2-d) -> ((X * g) @ W - mean(X) * (g @ W))
+//    * rsqrt(mean((X - mean(X))^2) + eps) + b @ W. The identity is exact:
+//    ((X - mu) * g) @ W = (X * g) @ W - mu * (g @ W) for a per-row mu, and a
+//    per-row scale commutes with the matmul. The statistics and the matmul
+//    then read X in one pass, the subtraction and the scale run in the
+//    epilogue, and g @ W, b @ W depend on weights only. Not reachable by
+//    composing the rules above (no rule distributes a matmul over the mean
+//    subtraction or the bias add). Numerically the subtraction can cancel
+//    when |mean| >> std (like one_pass_variance); the device check decides.
 // Several reductions over the same rows (norm_transformer's two rms_norms)
-// end up in one KERNEL_ROW kernel once expanded; the partitioner fuses them.
+// end up in one KERNEL_ROW kernel once expanded: the partitioner fuses them
+// (asserted by core/rewrite_test.cc MultiReduction tests), so there is no
+// separate multi-reduction rule.
 #ifndef YIRAGE_CORE_REWRITE_H_
 #define YIRAGE_CORE_REWRITE_H_
 
