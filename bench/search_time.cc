@@ -118,6 +118,10 @@ int Run(int argc, char** argv) {
                 sorted[sorted.size() / 2], sorted.front(), sorted.back(),
                 rewrite_seconds[rewrite_seconds.size() / 2], stats.rewrites_verified, stats.plans,
                 stats.rewritten_plans, static_cast<long long>(stats.fingerprint_checks));
+    if (stats.fingerprint_shape_reduction > 1) {
+      std::printf("    fingerprinted with dimensions divided by %lld\n",
+                  static_cast<long long>(stats.fingerprint_shape_reduction));
+    }
     if (!stats.rewrites_skipped.empty()) {
       std::printf("    rewrites skipped: %s\n", stats.rewrites_skipped.c_str());
     }

@@ -56,9 +56,10 @@ struct SearchStats {
   int plans = 0;            // plans returned
   int rewritten_plans = 0;  // of which on a rewritten graph
   bool budget_exhausted = false;
-  std::string rewrites_skipped;  // why no rewrite was tried (graph too large), or empty
-  double rewrite_seconds = 0;    // wall time of the rewrite search and fingerprints
-  double seconds = 0;            // wall time of the whole search
+  std::string rewrites_skipped;             // why no rewrite was tried (graph too large), or empty
+  int64_t fingerprint_shape_reduction = 1;  // fingerprints ran on dimensions divided by this
+  double rewrite_seconds = 0;               // wall time of the rewrite search and fingerprints
+  double seconds = 0;                       // wall time of the whole search
 };
 
 // Returns the plans, baseline first (one kernel per op, default schedules,

@@ -339,8 +339,15 @@ struct Fingerprinter::Trial {
   uint64_t key = 0;
   uint64_t omega = 0;           // Montgomery form, order q
   std::vector<uint64_t> table;  // [w * 256 + j] = omega^(j * 256^w), 8 windows of 8 bits
+  // Graph inputs: uniform p-components (counter-based, so any element can be
+  // drawn independently); q-components only for inputs some evaluated graph
+  // needs them of (exponents of exp), drawn on first use into inputs_q.
+  uint64_t input_seed = 0;
   std::vector<FT> inputs;
+  mutable std::vector<FT> inputs_q;
   std::vector<FT> reference_outputs;
+  FT MakeInput(const std::vector<int64_t>& shape, int index, bool with_q) const;
+  FT Input(int index, bool want_q) const;
   ~Trial();
   mutable std::mutex mu;
   mutable std::unordered_map<Hash128, FT, Hash128Hasher> cache;
@@ -376,6 +383,37 @@ struct Fingerprinter::Trial {
 };
 
 Fingerprinter::Trial::~Trial() = default;
+
+FT Fingerprinter::Trial::MakeInput(const std::vector<int64_t>& shape, int index,
+                                   bool with_q) const {
+  auto in = std::make_shared<FieldTensor>();
+  in->shape = shape;
+  const int64_t n = Numel(shape);
+  const uint64_t sp = Mix(input_seed ^ (0x100000001ull * static_cast<uint64_t>(2 * index + 1)));
+  const uint64_t sq = Mix(input_seed ^ (0x100000001ull * static_cast<uint64_t>(2 * index + 2)));
+  in->p.resize(n);
+  for (int64_t e = 0; e < n; ++e) in->p[e] = Mix(sp + static_cast<uint64_t>(e)) % kFingerprintP;
+  if (with_q) {
+    in->q.resize(n);
+    for (int64_t e = 0; e < n; ++e) in->q[e] = Mix(sq + static_cast<uint64_t>(e)) % kFingerprintQ;
+  }
+  return in;
+}
+
+FT Fingerprinter::Trial::Input(int index, bool want_q) const {
+  if (!want_q) return inputs[index];
+  std::lock_guard<std::mutex> lock(mu);
+  if (inputs_q[index] == nullptr) {
+    auto in = std::make_shared<FieldTensor>(*inputs[index]);
+    const uint64_t sq = Mix(input_seed ^ (0x100000001ull * static_cast<uint64_t>(2 * index + 2)));
+    in->q.resize(in->p.size());
+    for (size_t e = 0; e < in->q.size(); ++e) {
+      in->q[e] = Mix(sq + static_cast<uint64_t>(e)) % kFingerprintQ;
+    }
+    inputs_q[index] = std::move(in);
+  }
+  return inputs_q[index];
+}
 
 namespace {
 
@@ -558,6 +596,44 @@ FT Fingerprinter::Trial::EvalOp(const Graph& g, const OpInfo& op, const std::vec
     // (four products of values < m < 2^62 stay below m * 2^64, REDC's bound).
     auto run = [&](const Mont& F, const std::vector<uint64_t>& A, const std::vector<uint64_t>& B,
                    std::vector<uint64_t>* O) {
+      if (!op.transpose_b && m <= 32) {
+        // Few rows: transposing B would cost as much as the product. Rows of
+        // B are streamed instead (axpy form), in blocks of columns.
+        constexpr int64_t kCols = 512;
+        const int64_t blocks = (nn + kCols - 1) / kCols;
+        for (size_t bi = 0; bi < aoff.size(); ++bi) {
+          const uint64_t* pa = A.data() + aoff[bi] * m * kk;
+          const uint64_t* pb = B.data() + boff[bi] * kk * nn;
+          uint64_t* po = O->data() + bi * m * nn;
+          ParallelRows(m * blocks, kk * std::min(nn, kCols), [&](int64_t item) {
+            const int64_t i = item / blocks;
+            const int64_t j0 = (item % blocks) * kCols;
+            const int64_t j1 = std::min(nn, j0 + kCols);
+            const uint64_t* row = pa + i * kk;
+            uint64_t* dst = po + i * nn;
+            std::fill(dst + j0, dst + j1, 0);
+            int64_t p = 0;
+            for (; p + 4 <= kk; p += 4) {
+              const uint64_t a0 = row[p], a1 = row[p + 1], a2 = row[p + 2], a3 = row[p + 3];
+              const uint64_t* b0 = pb + p * nn;
+              for (int64_t j = j0; j < j1; ++j) {
+                const u128 t = static_cast<u128>(a0) * b0[j] + static_cast<u128>(a1) * b0[nn + j] +
+                               static_cast<u128>(a2) * b0[2 * nn + j] +
+                               static_cast<u128>(a3) * b0[3 * nn + j];
+                dst[j] = F.Add(dst[j], F.Redc(t));
+              }
+            }
+            for (; p < kk; ++p) {
+              const uint64_t a0 = row[p];
+              const uint64_t* b0 = pb + p * nn;
+              for (int64_t j = j0; j < j1; ++j) {
+                dst[j] = F.Add(dst[j], F.Redc(static_cast<u128>(a0) * b0[j]));
+              }
+            }
+          });
+        }
+        return;
+      }
       std::vector<uint64_t> bt;
       int64_t bt_batch = -1;
       for (size_t bi = 0; bi < aoff.size(); ++bi) {
@@ -783,7 +859,7 @@ std::vector<FT> Fingerprinter::Trial::Evaluate(const Graph& g, const GraphAnalys
   constexpr int64_t kMaxCacheBytes = int64_t{64} << 20;
   std::vector<FT> values(g.num_tensors());
   std::vector<SliceOrigin> origins(g.num_tensors());
-  for (int i = 0; i < g.num_inputs(); ++i) values[i] = inputs[i];
+  for (int i = 0; i < g.num_inputs(); ++i) values[i] = Input(i, a.needs_q[i]);
   auto lookup = [&](const Hash128& key, bool want_q) -> FT {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
@@ -870,21 +946,11 @@ absl::StatusOr<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(
     threads.emplace_back([&, t] {
       auto trial = std::make_unique<Trial>();
       Init(trial.get(), options.seed + 0x1000193ull * static_cast<uint64_t>(t + 1));
-      uint64_t s = Mix(trial->key ^ 0x1);
+      trial->input_seed = Mix(trial->key ^ 0x1);
       for (int i = 0; i < reference.num_inputs(); ++i) {
-        auto in = std::make_shared<FieldTensor>();
-        in->shape = reference.tensor(i).shape;
-        const int64_t n = Numel(in->shape);
-        in->p.resize(n);
-        in->q.resize(n);
-        for (int64_t e = 0; e < n; ++e) {
-          s = Mix(s);
-          in->p[e] = s % kFingerprintP;
-          s = Mix(s);
-          in->q[e] = s % kFingerprintQ;
-        }
-        trial->inputs.push_back(std::move(in));
+        trial->inputs.push_back(trial->MakeInput(reference.tensor(i).shape, i, false));
       }
+      trial->inputs_q.resize(reference.num_inputs());
       trial->reference_outputs = trial->Evaluate(reference, f->analysis_->get(), hashes);
       f->trials_[t] = std::move(trial);
     });

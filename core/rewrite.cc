@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -655,6 +656,55 @@ double FingerprintWork(const Graph& graph) {
   return work;
 }
 
+absl::StatusOr<Graph> ReduceShapes(const Graph& graph, int64_t factor) {
+  if (factor < 2) return graph;
+  auto f = [factor](int64_t d) { return d % factor == 0 && d / factor >= 2 ? d / factor : d; };
+  yirage::v1::Graph proto = graph.proto();
+  for (yirage::v1::TensorSpec& in : *proto.mutable_inputs()) {
+    for (int d = 0; d < in.shape_size(); ++d) in.set_shape(d, f(in.shape(d)));
+  }
+  for (int j = 0; j < proto.ops_size(); ++j) {
+    const OpInfo& op = graph.op(j);
+    if (op.type != OpType::kSlice) continue;
+    const int64_t len = graph.tensor(op.inputs[0]).shape[op.axis];
+    if (f(len) == len) continue;
+    if (op.slice_start % factor != 0 || op.slice_end % factor != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("slice '", op.name, "' bounds [", op.slice_start, ", ", op.slice_end,
+                       ") of an axis of ", len, " are not multiples of ", factor));
+    }
+    yirage::v1::OpNode* node = proto.mutable_ops(j);
+    SetInt(node, "axis", op.axis);
+    SetInt(node, "start", op.slice_start / factor);
+    SetInt(node, "end", op.slice_end / factor);
+  }
+  absl::StatusOr<Graph> reduced = Graph::FromProto(proto);
+  if (!reduced.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("the graph with dimensions divided by ",
+                                                      factor,
+                                                      " is invalid: ", reduced.status().message()));
+  }
+  // Every dimension of every tensor must be f of the original one: this is
+  // what makes the reduced graph the same symbolic expression (no dimension
+  // becomes 1, equal dimensions stay equal, slices and concats line up).
+  for (int t = 0; t < graph.num_tensors(); ++t) {
+    const TensorInfo& orig = graph.tensor(t);
+    const int r = reduced->FindTensor(orig.name);
+    const std::vector<int64_t>* shape = r >= 0 ? &reduced->tensor(r).shape : nullptr;
+    bool consistent = shape != nullptr && shape->size() == orig.shape.size();
+    for (size_t d = 0; consistent && d < orig.shape.size(); ++d) {
+      consistent = (*shape)[d] == f(orig.shape[d]);
+    }
+    if (!consistent) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("tensor '", orig.name, "' ", ShapeToString(orig.shape),
+                       " does not reduce to ", "its dimensions divided by ", factor, " (got ",
+                       shape != nullptr ? ShapeToString(*shape) : std::string("nothing"), ")"));
+    }
+  }
+  return reduced;
+}
+
 const std::vector<RewriteRule>& DefaultRewriteRules() {
   static const std::vector<RewriteRule>* rules = new std::vector<RewriteRule>{
       {"expand_rms_norm", ExpandRmsNorm},
@@ -684,16 +734,40 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
   };
   const std::vector<RewriteRule>& rules =
       options.rules.empty() ? DefaultRewriteRules() : options.rules;
-  if (options.max_fingerprint_work > 0 && FingerprintWork(graph) > options.max_fingerprint_work) {
+  // Large graphs are fingerprinted on a shape-reduced instance (see the
+  // header for when that is sound): the least reduction that fits.
+  int64_t factor = 1;
+  std::string no_reduction;
+  const double work = FingerprintWork(graph);
+  std::shared_ptr<const Graph> reference = std::make_shared<const Graph>(graph);
+  if (options.reduce_shapes_above_work > 0 && work > options.reduce_shapes_above_work) {
+    for (int64_t s = 2; s <= 4096; s *= 2) {
+      absl::StatusOr<Graph> r = ReduceShapes(graph, s);
+      if (!r.ok()) {
+        no_reduction = std::string(r.status().message());
+        break;  // a larger factor divides fewer dimensions: no better
+      }
+      if (FingerprintWork(*r) <= options.reduce_shapes_above_work) {
+        factor = s;
+        reference = std::make_shared<const Graph>(*std::move(r));
+        break;
+      }
+      if (s == 4096) no_reduction = "dimensions do not shrink enough";
+    }
+  }
+  st.shape_reduction = factor;
+  if (factor == 1 && options.max_fingerprint_work > 0 && work > options.max_fingerprint_work) {
     st.budget_exhausted = true;
-    st.skipped = absl::StrCat("the graph's fingerprint would cost ", FingerprintWork(graph),
+    st.skipped = absl::StrCat("the graph's fingerprint would cost ", work,
                               " modular operations per trial, above the limit ",
-                              options.max_fingerprint_work);
+                              options.max_fingerprint_work,
+                              ", and its shapes cannot be reduced consistently",
+                              no_reduction.empty() ? "" : ": ", no_reduction);
     st.seconds = elapsed();
     return std::vector<RewrittenGraph>{};
   }
   absl::StatusOr<std::unique_ptr<Fingerprinter>> fp =
-      Fingerprinter::Create(graph, options.fingerprint);
+      Fingerprinter::Create(*reference, options.fingerprint);
   if (!fp.ok()) return fp.status();
   int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
@@ -724,12 +798,27 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
             st.budget_exhausted = true;
             continue;
           }
-          if (options.max_fingerprint_work > 0 &&
-              FingerprintWork(*g) > 2 * options.max_fingerprint_work) {
+          std::shared_ptr<const Graph> checked;
+          if (factor > 1) {
+            absl::StatusOr<Graph> reduced = ReduceShapes(*g, factor);
+            if (!reduced.ok()) {  // not a proof either way: not checked
+              st.budget_exhausted = true;
+              if (st.rejections.size() < 16) {
+                st.rejections.push_back(absl::StrCat(
+                    absl::StrJoin(node.rewrites, "+"), node.rewrites.empty() ? "" : "+", rule.name,
+                    ": not checked: ", reduced.status().message()));
+              }
+              continue;
+            }
+            checked = std::make_shared<const Graph>(*std::move(reduced));
+          }
+          const double check_work = FingerprintWork(checked != nullptr ? *checked : *g);
+          if (options.max_fingerprint_work > 0 && check_work > 2 * options.max_fingerprint_work) {
             st.budget_exhausted = true;
             continue;
           }
           RewrittenGraph r;
+          r.checked_graph = checked;
           r.graph = std::make_shared<const Graph>(*std::move(g));
           r.rewrites = node.rewrites;
           r.rewrites.push_back(rule.name);
@@ -746,7 +835,9 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
           pending[i].fingerprint.message = "not checked: time budget spent";
           continue;
         }
-        pending[i].fingerprint = (*fp)->Check(*pending[i].graph);
+        const RewrittenGraph& r = pending[i];
+        pending[i].fingerprint =
+            (*fp)->Check(r.checked_graph != nullptr ? *r.checked_graph : *r.graph);
       }
     };
     std::vector<std::thread> pool;

@@ -255,5 +255,126 @@ TEST(MultiReduction, PartitionerFusesNormTransformersTwoNorms) {
   EXPECT_TRUE(expanded_fused);
 }
 
+Graph LoadBench(const std::string& name) { return LoadExample("bench/" + name); }
+
+// The GPU bench shapes (fingerprints above 5e7 modular operations per trial)
+// are fingerprinted with their dimensions divided consistently, and now get
+// verified rewritten graphs, within a second.
+TEST(LargeGraphs, BenchShapesGetVerifiedRewritesWithinASecond) {
+  for (const std::string name : {"gated_mlp_b1", "rms_norm_linear_b1"}) {
+    SCOPED_TRACE(name);
+    const Graph g = LoadBench(name);
+    EXPECT_GT(FingerprintWork(g), 5e7);
+    SearchOptions options;
+    options.max_candidates = 64;
+    SearchStats stats;
+    absl::StatusOr<std::vector<yirage::v1::Plan>> plans =
+        GenerateCandidatesWithStats(g, options, &stats);
+    ASSERT_TRUE(plans.ok()) << plans.status();
+    EXPECT_TRUE(stats.rewrites_skipped.empty()) << stats.rewrites_skipped;
+    EXPECT_GT(stats.fingerprint_shape_reduction, 1);
+    EXPECT_GE(stats.rewrites_verified, 1);
+    EXPECT_EQ(stats.rewrites_rejected, 0);
+    EXPECT_LT(stats.rewrite_seconds, 1.0);
+    std::printf("[large] %s: %d verified, dims / %lld, %d plans (%d rewritten), %.3f s\n",
+                name.c_str(), stats.rewrites_verified,
+                static_cast<long long>(stats.fingerprint_shape_reduction), stats.plans,
+                stats.rewritten_plans, stats.seconds);
+  }
+}
+
+// What was verified at reduced size is also equivalent at full size (one
+// full-size fingerprint, about a second).
+TEST(LargeGraphs, ReducedVerdictHoldsAtFullSize) {
+  const Graph g = LoadBench("rms_norm_linear_b1");
+  RewriteOptions options;
+  options.time_budget_seconds = 0;
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(g, options, &stats);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_FALSE(found->empty());
+  EXPECT_GT(stats.shape_reduction, 1);
+  const RewrittenGraph& deepest = found->back();
+  ASSERT_NE(deepest.checked_graph, nullptr);
+  EXPECT_LT(FingerprintWork(*deepest.checked_graph), FingerprintWork(*deepest.graph));
+  FingerprintOptions one;
+  one.trials = 1;
+  const FingerprintResult full = CheckFingerprintEquivalent(g, *deepest.graph, one);
+  EXPECT_TRUE(full.equivalent) << absl::StrJoin(deepest.rewrites, "+") << ": " << full.message;
+}
+
+// A wrong rewrite of a large graph is still rejected at the reduced size.
+TEST(LargeGraphs, WrongRewriteRejectedAtReducedSize) {
+  const Graph g = LoadBench("gated_mlp_b1");
+  absl::StatusOr<Graph> reduced = ReduceShapes(g, 8);
+  ASSERT_TRUE(reduced.ok()) << reduced.status();
+  EXPECT_EQ(reduced->tensor(reduced->FindTensor("X")).shape, (std::vector<int64_t>{8, 512}));
+  std::vector<Graph> fused = ApplyRule(g, "shared_operand_matmul");
+  ASSERT_EQ(fused.size(), 1u);
+  // Swap the two slices' bounds: the activation now reads the up projection.
+  yirage::v1::Graph wrong = fused[0].proto();
+  for (yirage::v1::OpNode& op : *wrong.mutable_ops()) {
+    if (op.op() != "slice") continue;
+    const int64_t start = op.attrs().at("start").i();
+    (*op.mutable_attrs())["start"].set_i(start == 0 ? 4096 : 0);
+    (*op.mutable_attrs())["end"].set_i(start == 0 ? 8192 : 4096);
+  }
+  absl::StatusOr<Graph> wrong_graph = Graph::FromProto(wrong);
+  ASSERT_TRUE(wrong_graph.ok()) << wrong_graph.status();
+  absl::StatusOr<Graph> right_small = ReduceShapes(fused[0], 8);
+  absl::StatusOr<Graph> wrong_small = ReduceShapes(*wrong_graph, 8);
+  ASSERT_TRUE(right_small.ok() && wrong_small.ok());
+  EXPECT_TRUE(CheckFingerprintEquivalent(*reduced, *right_small).equivalent);
+  EXPECT_FALSE(CheckFingerprintEquivalent(*reduced, *wrong_small).equivalent);
+}
+
+// Shapes that cannot be reduced consistently: slice bounds off the grid, a
+// dimension that would become 1, or nothing to divide; above the work limit
+// such graphs are skipped, saying why.
+TEST(LargeGraphs, InconsistentReductionsFallBack) {
+  absl::StatusOr<Graph> sliced = Graph::FromProto(testing::GraphProtoBuilder("sliced")
+                                                      .Input("X", {64, 256})
+                                                      .Op("S", "slice", {"X"},
+                                                          {{"axis", testing::IntAttr(1)},
+                                                           {"start", testing::IntAttr(4)},
+                                                           {"end", testing::IntAttr(132)}})
+                                                      .Op("Y", "exp", {"S"})
+                                                      .Output("Y")
+                                                      .proto());
+  ASSERT_TRUE(sliced.ok()) << sliced.status();
+  EXPECT_TRUE(ReduceShapes(*sliced, 4).ok());   // 4 and 132 are multiples of 4
+  EXPECT_FALSE(ReduceShapes(*sliced, 8).ok());  // 4 is not a multiple of 8
+  // A 32-wide slice of a 256 axis by 32 would become 1 wide: refused.
+  absl::StatusOr<Graph> narrow = Graph::FromProto(testing::GraphProtoBuilder("narrow")
+                                                      .Input("X", {64, 256})
+                                                      .Op("S", "slice", {"X"},
+                                                          {{"axis", testing::IntAttr(1)},
+                                                           {"start", testing::IntAttr(0)},
+                                                           {"end", testing::IntAttr(32)}})
+                                                      .Op("Y", "exp", {"S"})
+                                                      .Output("Y")
+                                                      .proto());
+  ASSERT_TRUE(narrow.ok());
+  EXPECT_TRUE(ReduceShapes(*narrow, 16).ok());
+  absl::Status one = ReduceShapes(*narrow, 32).status();
+  EXPECT_FALSE(one.ok());
+  EXPECT_NE(std::string(one.message()).find("'S'"), std::string::npos) << one;
+  // Odd dimensions: nothing shrinks; 2e9 operations per trial: skipped.
+  absl::StatusOr<Graph> odd = Graph::FromProto(testing::GraphProtoBuilder("odd")
+                                                   .Input("X", {127, 4099})
+                                                   .Input("W", {4099, 4099})
+                                                   .Op("Y", "matmul", {"X", "W"})
+                                                   .Op("Z", "relu", {"Y"})
+                                                   .Output("Z")
+                                                   .proto());
+  ASSERT_TRUE(odd.ok());
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(*odd, {}, &stats);
+  ASSERT_TRUE(found.ok());
+  EXPECT_TRUE(found->empty());
+  EXPECT_NE(stats.skipped.find("cannot be reduced consistently"), std::string::npos)
+      << stats.skipped;
+}
+
 }  // namespace
 }  // namespace yirage::core
