@@ -56,10 +56,13 @@ struct SearchStats {
   int plans = 0;            // plans returned
   int rewritten_plans = 0;  // of which on a rewritten graph
   bool budget_exhausted = false;
-  std::string rewrites_skipped;             // why no rewrite was tried (graph too large), or empty
-  int64_t fingerprint_shape_reduction = 1;  // fingerprints ran on dimensions divided by this
-  double rewrite_seconds = 0;               // wall time of the rewrite search and fingerprints
-  double seconds = 0;                       // wall time of the whole search
+  std::string rewrites_skipped;  // why no rewrite was tried (graph too large), or empty
+  double rewrite_seconds = 0;    // wall time of the rewrite search and fingerprints
+  double seconds = 0;            // wall time of the whole search
+
+  // Fingerprints ran on the graphs with their dimensions divided by this
+  // (core/rewrite.h ReduceShapes; 1 = full size).
+  int64_t fingerprint_shape_reduction = 1;
 };
 
 // Returns the plans, baseline first (one kernel per op, default schedules,
