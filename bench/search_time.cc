@@ -4,7 +4,12 @@
 // (server/scheduler.cc Submit: backend cpu, --max-candidates 64 by default,
 // the chip's search space when --chip names a built-in chip).
 //
-//   yirage-search-bench [--runs N] [--chip ID] [--max-candidates N] [GRAPH.json ...]
+//   yirage-search-bench [--runs N] [--chip ID] [--max-candidates N] [--full-size]
+//                       [GRAPH.json ...]
+//
+// --full-size times the rewrite search alone (ExploreRewrites with the
+// options GenerateCandidatesWithStats passes it) with shape reduction off, so
+// every fingerprint runs on the graph's own shapes; the plans column is then 0.
 //
 // Without graphs it runs every examples/graphs/*.json under the source tree.
 // Prints one row per graph: median (and min/max) seconds over N runs, the
@@ -25,6 +30,7 @@
 #include "core/chip_search.h"
 #include "core/graph.h"
 #include "core/graph_json.h"
+#include "core/rewrite.h"
 
 namespace {
 
@@ -34,6 +40,7 @@ int Run(int argc, char** argv) {
   int runs = 5;
   int max_candidates = 64;
   std::string chip_id;
+  bool full_size = false;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -43,9 +50,12 @@ int Run(int argc, char** argv) {
       chip_id = argv[++i];
     } else if (a == "--max-candidates" && i + 1 < argc) {
       max_candidates = std::atoi(argv[++i]);
+    } else if (a == "--full-size") {
+      full_size = true;
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: %s [--runs N] [--chip ID] [--max-candidates N] [GRAPH.json ...]\n",
-                  argv[0]);
+      std::printf(
+          "usage: %s [--runs N] [--chip ID] [--max-candidates N] [--full-size] [GRAPH.json ...]\n",
+          argv[0]);
       return 0;
     } else {
       files.push_back(a);
@@ -99,8 +109,30 @@ int Run(int argc, char** argv) {
     yirage::core::SearchStats stats;
     for (int r = 0; r < runs; ++r) {
       const auto start = std::chrono::steady_clock::now();
-      absl::StatusOr<std::vector<yirage::v1::Plan>> plans =
-          yirage::core::GenerateCandidatesWithStats(*graph, options, &stats);
+      absl::StatusOr<std::vector<yirage::v1::Plan>> plans;
+      if (full_size) {
+        yirage::core::RewriteOptions ro;
+        ro.max_graphs = options.max_rewrite_graphs;
+        ro.time_budget_seconds = options.rewrite_time_budget_seconds;
+        ro.threads = options.search_threads;
+        ro.fingerprint.trials = options.fingerprint_trials;
+        ro.reduce_shapes_above_work = 0;
+        yirage::core::RewriteStats rs;
+        absl::StatusOr<std::vector<yirage::core::RewrittenGraph>> found =
+            yirage::core::ExploreRewrites(*graph, ro, &rs);
+        if (!found.ok()) {
+          plans = found.status();
+        } else {
+          plans = std::vector<yirage::v1::Plan>{};
+        }
+        stats = yirage::core::SearchStats{};
+        stats.rewrites_verified = rs.rewrites_verified;
+        stats.fingerprint_checks = rs.fingerprint_checks;
+        stats.rewrite_seconds = rs.seconds;
+        stats.rewrites_skipped = rs.skipped;
+      } else {
+        plans = yirage::core::GenerateCandidatesWithStats(*graph, options, &stats);
+      }
       seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       rewrite_seconds.push_back(stats.rewrite_seconds);
