@@ -758,11 +758,12 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
   st.shape_reduction = factor;
   if (factor == 1 && options.max_fingerprint_work > 0 && work > options.max_fingerprint_work) {
     st.budget_exhausted = true;
-    st.skipped = absl::StrCat("the graph's fingerprint would cost ", work,
-                              " modular operations per trial, above the limit ",
-                              options.max_fingerprint_work,
-                              ", and its shapes cannot be reduced consistently",
-                              no_reduction.empty() ? "" : ": ", no_reduction);
+    st.skipped = absl::StrCat(
+        "the graph's fingerprint would cost ", work,
+        " modular operations per trial, above the limit ", options.max_fingerprint_work,
+        options.reduce_shapes_above_work > 0 ? ", and its shapes cannot be reduced consistently"
+                                             : " (shape reduction is off)",
+        no_reduction.empty() ? "" : ": ", no_reduction);
     st.seconds = elapsed();
     return std::vector<RewrittenGraph>{};
   }

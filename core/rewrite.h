@@ -39,10 +39,13 @@
 //    denominator, leaves a factor that does not cancel and is rejected
 //    (core/mutation_suite_test.cc).
 //  * defer_layer_norm: layer_norm(X, g, b) @ W (norm over the last axis, g
-//    and b vectors [K] or [1, K], W 2-d) -> ((X * g) @ W - mean(X) * (g @ W))
+//    and b vectors [K] or [1, K], W 2-d; without g, W not transposed) ->
+//    ((X * g) @ W - mean(X) * (g @ W))
 //    * rsqrt(mean((X - mean(X))^2) + eps) + b @ W. The identity is exact:
 //    ((X - mu) * g) @ W = (X * g) @ W - mu * (g @ W) for a per-row mu, and a
-//    per-row scale commutes with the matmul. The statistics and the matmul
+//    per-row scale commutes with the matmul (a [K] vector v enters g @ W as
+//    the [1, K] row v + 0 * W[0:1, 0:1], graphs having no reshape). The
+//    statistics and the matmul
 //    then read X in one pass, the subtraction and the scale run in the
 //    epilogue, and g @ W, b @ W depend on weights only. Not reachable by
 //    composing the rules above (no rule distributes a matmul over the mean
