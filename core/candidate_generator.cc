@@ -721,6 +721,7 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
     st.budget_exhausted = rs.budget_exhausted;
     st.rewrite_seconds = rs.seconds;
     st.rewrites_skipped = rs.skipped;
+    st.fingerprint_shape_reduction = rs.shape_reduction;
     const Hash128 job_hash = CanonicalGraphHash(graph);
     for (const RewrittenGraph& r : rewritten) RecordVerified(job_hash, r.hash);
   }

@@ -59,6 +59,10 @@ struct SearchStats {
   std::string rewrites_skipped;  // why no rewrite was tried (graph too large), or empty
   double rewrite_seconds = 0;    // wall time of the rewrite search and fingerprints
   double seconds = 0;            // wall time of the whole search
+
+  // Fingerprints ran on the graphs with their dimensions divided by this
+  // (core/rewrite.h ReduceShapes; 1 = full size).
+  int64_t fingerprint_shape_reduction = 1;
 };
 
 // Returns the plans, baseline first (one kernel per op, default schedules,

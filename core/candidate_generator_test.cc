@@ -146,6 +146,7 @@ TEST(CandidateGeneratorTest, RmsNormLinearYieldsManyDistinctValidPlans) {
   std::set<int> block_rows, tile_n, unroll;
   bool has_cols = false;
   for (const Plan& plan : plans) {
+    if (plan.has_graph()) continue;  // rewritten graphs (fingerprinted at reduced shapes)
     partitions.insert(plan.description().substr(0, plan.description().find(' ')));
     for (const KernelPlan& kernel : plan.kernels()) {
       if (kernel.schedule().parallel() == yirage::v1::PARALLEL_COLS) {
@@ -346,7 +347,7 @@ class ValidatePlanTest : public ::testing::Test {
     ASSERT_FALSE(plans_.empty());
     baseline_ = plans_[0];
     for (const Plan& plan : plans_) {
-      if (plan.kernels_size() == 2 && plan.kernels(0).ops_size() == 2) {
+      if (!plan.has_graph() && plan.kernels_size() == 2 && plan.kernels(0).ops_size() == 2) {
         fused_ns_ = plan;  // [N+S][Y]
         break;
       }

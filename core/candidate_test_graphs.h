@@ -133,6 +133,29 @@ inline yirage::v1::Graph NormTransformerProto() {
       .proto();
 }
 
+// Y = layer_norm(X [, G [, B]]) @ W (pre-norm projection). `row_vectors`:
+// G and B are [1, K] instead of [K].
+inline yirage::v1::Graph LayerNormLinearProto(bool weight = true, bool bias = true,
+                                              bool row_vectors = false) {
+  GraphProtoBuilder builder("layer_norm_linear");
+  builder.Input("X", {32, 256}).Input("W", {256, 128});
+  std::vector<std::string> norm_inputs = {"X"};
+  const std::vector<int64_t> vec =
+      row_vectors ? std::vector<int64_t>{1, 256} : std::vector<int64_t>{256};
+  if (weight) {
+    builder.Input("G", vec);
+    norm_inputs.push_back("G");
+  }
+  if (weight && bias) {
+    builder.Input("B", vec);
+    norm_inputs.push_back("B");
+  }
+  return builder.Op("N", "layer_norm", norm_inputs, {{"eps", FloatAttr(1e-5)}})
+      .Op("Y", "matmul", {"N", "W"})
+      .Output("Y")
+      .proto();
+}
+
 // R = reduce_sum(relu(X), axis 0) is no row group; Y = X * R.
 inline yirage::v1::Graph ColumnReductionProto() {
   return GraphProtoBuilder("column_reduction")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -143,6 +144,29 @@ void ForBroadcast(const std::vector<int64_t>& out, const std::vector<int64_t>& a
           f(o++, i0 * sa[0] + i1 * sa[1] + i2 * sa[2] + i3 * sa[3],
             i0 * sb[0] + i1 * sb[1] + i2 * sb[2] + i3 * sb[3]);
         }
+}
+
+// Calls f(i) for i in [0, n), on up to hardware_concurrency() threads when
+// the work (n * work_per_item modular operations) is large enough to pay for
+// starting them.
+template <typename F>
+void ParallelRows(int64_t n, int64_t work_per_item, F f) {
+  constexpr int64_t kMinWorkPerThread = int64_t{1} << 21;
+  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t threads =
+      std::min<int64_t>({hw, n, std::max<int64_t>(1, n * work_per_item / kMinWorkPerThread)});
+  if (threads <= 1) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    for (int64_t i = next++; i < n; i = next++) f(i);
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
 }
 
 // Degree bounds of one tensor (see the header).
@@ -313,10 +337,17 @@ struct Fingerprinter::GraphAnalysisHolder {
 // subexpressions (by structural hash).
 struct Fingerprinter::Trial {
   uint64_t key = 0;
-  uint64_t omega = 0;                        // Montgomery form, order q
-  std::vector<std::vector<uint64_t>> table;  // omega^(j * 16^w), 16 windows
+  uint64_t omega = 0;           // Montgomery form, order q
+  std::vector<uint64_t> table;  // [w * 256 + j] = omega^(j * 256^w), 8 windows of 8 bits
+  // Graph inputs: uniform p-components (counter-based, so any element can be
+  // drawn independently); q-components only for inputs some evaluated graph
+  // needs them of (exponents of exp), drawn on first use into inputs_q.
+  uint64_t input_seed = 0;
   std::vector<FT> inputs;
+  mutable std::vector<FT> inputs_q;
   std::vector<FT> reference_outputs;
+  FT MakeInput(const std::vector<int64_t>& shape, int index, bool with_q) const;
+  FT Input(int index, bool want_q) const;
   ~Trial();
   mutable std::mutex mu;
   mutable std::unordered_map<Hash128, FT, Hash128Hasher> cache;
@@ -327,10 +358,11 @@ struct Fingerprinter::Trial {
   static uint64_t Reduce(uint64_t h, uint64_t m) { return h % m; }
 
   uint64_t ExpP(uint64_t xq_mont) const {
+    const Mont& f = FP();
     uint64_t e = FQ().From(xq_mont);
-    uint64_t r = FP().one;
-    for (int w = 0; w < 16 && e != 0; ++w, e >>= 4) {
-      if ((e & 15) != 0) r = FP().Mul(r, table[w][e & 15]);
+    uint64_t r = f.one;
+    for (int w = 0; w < 8 && e != 0; ++w, e >>= 8) {
+      if ((e & 255) != 0) r = f.Mul(r, table[w * 256 + (e & 255)]);
     }
     return r;
   }
@@ -352,6 +384,37 @@ struct Fingerprinter::Trial {
 
 Fingerprinter::Trial::~Trial() = default;
 
+FT Fingerprinter::Trial::MakeInput(const std::vector<int64_t>& shape, int index,
+                                   bool with_q) const {
+  auto in = std::make_shared<FieldTensor>();
+  in->shape = shape;
+  const int64_t n = Numel(shape);
+  const uint64_t sp = Mix(input_seed ^ (0x100000001ull * static_cast<uint64_t>(2 * index + 1)));
+  const uint64_t sq = Mix(input_seed ^ (0x100000001ull * static_cast<uint64_t>(2 * index + 2)));
+  in->p.resize(n);
+  for (int64_t e = 0; e < n; ++e) in->p[e] = Mix(sp + static_cast<uint64_t>(e)) % kFingerprintP;
+  if (with_q) {
+    in->q.resize(n);
+    for (int64_t e = 0; e < n; ++e) in->q[e] = Mix(sq + static_cast<uint64_t>(e)) % kFingerprintQ;
+  }
+  return in;
+}
+
+FT Fingerprinter::Trial::Input(int index, bool want_q) const {
+  if (!want_q) return inputs[index];
+  std::lock_guard<std::mutex> lock(mu);
+  if (inputs_q[index] == nullptr) {
+    auto in = std::make_shared<FieldTensor>(*inputs[index]);
+    const uint64_t sq = Mix(input_seed ^ (0x100000001ull * static_cast<uint64_t>(2 * index + 2)));
+    in->q.resize(in->p.size());
+    for (size_t e = 0; e < in->q.size(); ++e) {
+      in->q[e] = Mix(sq + static_cast<uint64_t>(e)) % kFingerprintQ;
+    }
+    inputs_q[index] = std::move(in);
+  }
+  return inputs_q[index];
+}
+
 namespace {
 
 void Init(Fingerprinter::Trial* t, uint64_t seed) {
@@ -367,12 +430,12 @@ void Init(Fingerprinter::Trial* t, uint64_t seed) {
       break;
     }
   }
-  t->table.assign(16, std::vector<uint64_t>(16));
-  uint64_t base = t->omega;  // omega^(16^w)
-  for (int w = 0; w < 16; ++w) {
-    t->table[w][0] = f.one;
-    for (int j = 1; j < 16; ++j) t->table[w][j] = f.Mul(t->table[w][j - 1], base);
-    base = f.Mul(t->table[w][15], base);
+  t->table.assign(8 * 256, 0);
+  uint64_t base = t->omega;  // omega^(256^w)
+  for (int w = 0; w < 8; ++w) {
+    t->table[w * 256] = f.one;
+    for (int j = 1; j < 256; ++j) t->table[w * 256 + j] = f.Mul(t->table[w * 256 + j - 1], base);
+    base = f.Mul(t->table[w * 256 + 255], base);
   }
 }
 
@@ -527,27 +590,84 @@ FT Fingerprinter::Trial::EvalOp(const Graph& g, const OpInfo& op, const std::vec
                    aoff.push_back(x);
                    boff.push_back(y);
                  });
+    // Row-times-column dot products over contiguous memory: B is used as
+    // [N, K] (transposed once per distinct batch unless transpose_b), and
+    // products are summed four at a time before one Montgomery reduction
+    // (four products of values < m < 2^62 stay below m * 2^64, REDC's bound).
     auto run = [&](const Mont& F, const std::vector<uint64_t>& A, const std::vector<uint64_t>& B,
                    std::vector<uint64_t>* O) {
-      std::vector<u128> acc(nn);
+      if (!op.transpose_b && m <= 32) {
+        // Few rows: transposing B would cost as much as the product. Rows of
+        // B are streamed instead (axpy form), in blocks of columns.
+        constexpr int64_t kCols = 512;
+        const int64_t blocks = (nn + kCols - 1) / kCols;
+        for (size_t bi = 0; bi < aoff.size(); ++bi) {
+          const uint64_t* pa = A.data() + aoff[bi] * m * kk;
+          const uint64_t* pb = B.data() + boff[bi] * kk * nn;
+          uint64_t* po = O->data() + bi * m * nn;
+          ParallelRows(m * blocks, kk * std::min(nn, kCols), [&](int64_t item) {
+            const int64_t i = item / blocks;
+            const int64_t j0 = (item % blocks) * kCols;
+            const int64_t j1 = std::min(nn, j0 + kCols);
+            const uint64_t* row = pa + i * kk;
+            uint64_t* dst = po + i * nn;
+            std::fill(dst + j0, dst + j1, 0);
+            int64_t p = 0;
+            for (; p + 4 <= kk; p += 4) {
+              const uint64_t a0 = row[p], a1 = row[p + 1], a2 = row[p + 2], a3 = row[p + 3];
+              const uint64_t* b0 = pb + p * nn;
+              for (int64_t j = j0; j < j1; ++j) {
+                const u128 t = static_cast<u128>(a0) * b0[j] + static_cast<u128>(a1) * b0[nn + j] +
+                               static_cast<u128>(a2) * b0[2 * nn + j] +
+                               static_cast<u128>(a3) * b0[3 * nn + j];
+                dst[j] = F.Add(dst[j], F.Redc(t));
+              }
+            }
+            for (; p < kk; ++p) {
+              const uint64_t a0 = row[p];
+              const uint64_t* b0 = pb + p * nn;
+              for (int64_t j = j0; j < j1; ++j) {
+                dst[j] = F.Add(dst[j], F.Redc(static_cast<u128>(a0) * b0[j]));
+              }
+            }
+          });
+        }
+        return;
+      }
+      std::vector<uint64_t> bt;
+      int64_t bt_batch = -1;
       for (size_t bi = 0; bi < aoff.size(); ++bi) {
         const uint64_t* pa = A.data() + aoff[bi] * m * kk;
         const uint64_t* pb = B.data() + boff[bi] * kk * nn;
-        uint64_t* po = O->data() + bi * m * nn;
-        for (int64_t i = 0; i < m; ++i) {
-          std::fill(acc.begin(), acc.end(), 0);
-          for (int64_t p = 0; p < kk; ++p) {
-            const uint64_t av = pa[i * kk + p];
-            if (av == 0) continue;
-            for (int64_t j = 0; j < nn; ++j) {
-              const uint64_t bv = op.transpose_b ? pb[j * kk + p] : pb[p * nn + j];
-              u128 s = acc[j] + static_cast<u128>(av) * bv;
-              if (s >= F.mr) s -= F.mr;
-              acc[j] = s;
+        if (!op.transpose_b) {
+          if (bt_batch != boff[bi]) {
+            bt.resize(static_cast<size_t>(kk * nn));
+            for (int64_t p = 0; p < kk; ++p) {
+              for (int64_t j = 0; j < nn; ++j) bt[j * kk + p] = pb[p * nn + j];
             }
+            bt_batch = boff[bi];
           }
-          for (int64_t j = 0; j < nn; ++j) po[i * nn + j] = F.Redc(acc[j]);
+          pb = bt.data();
         }
+        uint64_t* po = O->data() + bi * m * nn;
+        ParallelRows(m, nn * kk, [&](int64_t i) {
+          const uint64_t* row = pa + i * kk;
+          for (int64_t j = 0; j < nn; ++j) {
+            const uint64_t* col = pb + j * kk;
+            uint64_t acc = 0;
+            int64_t p = 0;
+            for (; p + 4 <= kk; p += 4) {
+              const u128 s = static_cast<u128>(row[p]) * col[p] +
+                             static_cast<u128>(row[p + 1]) * col[p + 1] +
+                             static_cast<u128>(row[p + 2]) * col[p + 2] +
+                             static_cast<u128>(row[p + 3]) * col[p + 3];
+              acc = F.Add(acc, F.Redc(s));
+            }
+            u128 s = 0;
+            for (; p < kk; ++p) s += static_cast<u128>(row[p]) * col[p];
+            po[i * nn + j] = F.Add(acc, F.Redc(s));
+          }
+        });
       }
     };
     run(P, a.p, b.p, &out->p);
@@ -698,25 +818,98 @@ FT Fingerprinter::Trial::EvalOp(const Graph& g, const OpInfo& op, const std::vec
   return out;
 }
 
+namespace {
+
+// Where a tensor's value is a slice [start, end) along `axis` of a tensor
+// whose structural hash is `full`.
+struct SliceOrigin {
+  bool valid = false;
+  Hash128 full;
+  int axis = 0;
+  int64_t start = 0;
+  int64_t end = 0;
+};
+
+// x[..., start:end, ...] along `axis` (with q when x has it and want_q).
+FT SliceOf(const FieldTensor& x, int axis, int64_t start, int64_t end, bool want_q) {
+  auto out = std::make_shared<FieldTensor>();
+  out->shape = x.shape;
+  out->shape[axis] = end - start;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.shape[d];
+  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t len = x.shape[axis];
+  const int64_t chunk = (end - start) * inner;
+  auto copy = [&](const std::vector<uint64_t>& src, std::vector<uint64_t>* dst) {
+    dst->resize(outer * chunk);
+    for (int64_t o = 0; o < outer; ++o) {
+      std::copy(src.begin() + (o * len + start) * inner,
+                src.begin() + (o * len + start) * inner + chunk, dst->begin() + o * chunk);
+    }
+  };
+  copy(x.p, &out->p);
+  if (want_q) copy(x.q, &out->q);
+  return out;
+}
+
+}  // namespace
+
 std::vector<FT> Fingerprinter::Trial::Evaluate(const Graph& g, const GraphAnalysis& a,
                                                const std::vector<Hash128>& hashes) const {
   constexpr int64_t kMaxCacheBytes = int64_t{64} << 20;
   std::vector<FT> values(g.num_tensors());
-  for (int i = 0; i < g.num_inputs(); ++i) values[i] = inputs[i];
+  std::vector<SliceOrigin> origins(g.num_tensors());
+  for (int i = 0; i < g.num_inputs(); ++i) values[i] = Input(i, a.needs_q[i]);
+  auto lookup = [&](const Hash128& key, bool want_q) -> FT {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end() && (!want_q || !it->second->q.empty())) return it->second;
+    return nullptr;
+  };
   for (const OpInfo& op : g.ops()) {
     const Hash128& key = hashes[op.output];
     const bool want_q = a.needs_q[op.output];
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = cache.find(key);
-      if (it != cache.end() && (!want_q || !it->second->q.empty())) {
-        values[op.output] = it->second;
-        continue;
+    if (op.type == OpType::kSlice) {
+      origins[op.output] = {true, hashes[op.inputs[0]], op.axis, op.slice_start, op.slice_end};
+    }
+    // Slices commute with elementwise ops and with a matmul's row (A) and
+    // column (B) axes, exactly: op(slice(x)) is evaluated as slice(op(x))
+    // when op(x) was evaluated already (e.g. the scores of attention split
+    // over its keys, Q @ K_b, as a slice of the original graph's Q @ K).
+    const bool elementwise =
+        IsUnaryElementwise(op.type) || (IsBinaryElementwise(op.type) && op.has_scalar);
+    if (elementwise && origins[op.inputs[0]].valid) {
+      const SliceOrigin& o = origins[op.inputs[0]];
+      origins[op.output] = {true, OpHash(op, {o.full}), o.axis, o.start, o.end};
+    } else if (op.type == OpType::kMatmul) {
+      const int out_rank = static_cast<int>(g.tensor(op.output).shape.size());
+      const int a_rank = static_cast<int>(g.tensor(op.inputs[0]).shape.size());
+      const int b_rank = static_cast<int>(g.tensor(op.inputs[1]).shape.size());
+      const SliceOrigin& oa = origins[op.inputs[0]];
+      const SliceOrigin& ob = origins[op.inputs[1]];
+      if (ob.valid && ob.axis == b_rank - (op.transpose_b ? 2 : 1)) {
+        origins[op.output] = {true, OpHash(op, {hashes[op.inputs[0]], ob.full}), out_rank - 1,
+                              ob.start, ob.end};
+      } else if (oa.valid && oa.axis == a_rank - 2 && a_rank == out_rank) {
+        origins[op.output] = {true, OpHash(op, {oa.full, hashes[op.inputs[1]]}), out_rank - 2,
+                              oa.start, oa.end};
       }
     }
-    std::vector<FT> in;
-    for (int t : op.inputs) in.push_back(values[t]);
-    FT v = EvalOp(g, op, in, want_q);
+    if (FT hit = lookup(key, want_q); hit != nullptr) {
+      values[op.output] = std::move(hit);
+      continue;
+    }
+    FT v;
+    if (const SliceOrigin& o = origins[op.output]; o.valid && op.type != OpType::kSlice) {
+      if (FT f = lookup(o.full, want_q); f != nullptr) {
+        v = SliceOf(*f, o.axis, o.start, o.end, want_q);
+      }
+    }
+    if (v == nullptr) {
+      std::vector<FT> in;
+      for (int t : op.inputs) in.push_back(values[t]);
+      v = EvalOp(g, op, in, want_q);
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
       const int64_t bytes = 8 * static_cast<int64_t>(v->p.size() + v->q.size());
@@ -753,21 +946,11 @@ absl::StatusOr<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(
     threads.emplace_back([&, t] {
       auto trial = std::make_unique<Trial>();
       Init(trial.get(), options.seed + 0x1000193ull * static_cast<uint64_t>(t + 1));
-      uint64_t s = Mix(trial->key ^ 0x1);
+      trial->input_seed = Mix(trial->key ^ 0x1);
       for (int i = 0; i < reference.num_inputs(); ++i) {
-        auto in = std::make_shared<FieldTensor>();
-        in->shape = reference.tensor(i).shape;
-        const int64_t n = Numel(in->shape);
-        in->p.resize(n);
-        in->q.resize(n);
-        for (int64_t e = 0; e < n; ++e) {
-          s = Mix(s);
-          in->p[e] = s % kFingerprintP;
-          s = Mix(s);
-          in->q[e] = s % kFingerprintQ;
-        }
-        trial->inputs.push_back(std::move(in));
+        trial->inputs.push_back(trial->MakeInput(reference.tensor(i).shape, i, false));
       }
+      trial->inputs_q.resize(reference.num_inputs());
       trial->reference_outputs = trial->Evaluate(reference, f->analysis_->get(), hashes);
       f->trials_[t] = std::move(trial);
     });
@@ -798,21 +981,41 @@ FingerprintResult Fingerprinter::Check(const Graph& candidate) const {
                         static_cast<double>(kFingerprintQ));
   result.per_trial_bound = eps;
   const std::vector<Hash128> hashes = TensorHashes(candidate);
-  for (size_t t = 0; t < trials_.size(); ++t) {
+  // Trials are independent: evaluate them on up to hardware_concurrency()
+  // threads; the first failing trial (by index) is reported.
+  const int num_trials = static_cast<int>(trials_.size());
+  std::vector<std::string> failures(num_trials);
+  auto run_trial = [&](int t) {
     const Trial& trial = *trials_[t];
     const std::vector<FT> got = trial.Evaluate(candidate, a, hashes);
-    result.trials = static_cast<int>(t + 1);
     for (size_t o = 0; o < got.size(); ++o) {
       const FieldTensor& x = *got[o];
       const FieldTensor& y = *trial.reference_outputs[o];
       for (int64_t e = 0; e < x.size(); ++e) {
         if (x.p[e] == y.p[e]) continue;
-        result.message = absl::StrCat("trial ", t + 1, ": output '",
-                                      candidate.tensor(candidate.outputs()[o]).name, "' (outputs[",
-                                      o, "]) element ", e, " differs from the reference graph's");
-        return result;
+        failures[t] = absl::StrCat("trial ", t + 1, ": output '",
+                                   candidate.tensor(candidate.outputs()[o]).name, "' (outputs[", o,
+                                   "]) element ", e, " differs from the reference graph's");
+        return;
       }
     }
+  };
+  const int threads = std::min<int>(
+      num_trials, std::max<int>(1, static_cast<int>(std::thread::hardware_concurrency())));
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int t = next++; t < num_trials; t = next++) run_trial(t);
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  for (std::thread& th : pool) th.join();
+  result.trials = num_trials;
+  for (int t = 0; t < num_trials; ++t) {
+    if (failures[t].empty()) continue;
+    result.trials = t + 1;
+    result.message = failures[t];
+    return result;
   }
   result.equivalent = true;
   result.false_pass_bound = std::pow(eps, static_cast<double>(result.trials));

@@ -62,8 +62,20 @@
 // FingerprintResult::false_pass_bound reports exactly this number (clamped to
 // [0, 1]); hash collisions of the 64-bit uninterpreted functions add at most
 // A^2 / 2^64 per trial and are included in A^2 * D_arg / (2q) since q < 2^61.
-// For the example graphs with T = 3 the bound ranges from 1.1e-19
-// (attention: ~2M exp and max applications) to 1.8e-53 (low_rank_projection).
+// For the example graphs at full size with T = 3 the bound ranges from
+// 1.1e-19 (attention: ~2M exp and max applications) to 1.8e-53
+// (low_rank_projection); the rewrite search fingerprints graphs above 5e7
+// modular operations per trial on shape-reduced instances (core/rewrite.h
+// ReduceShapes) and reports their (smaller) bound.
+//
+// Cost. Each trial evaluates the reference once (Create); a candidate
+// reuses every subexpression it shares with graphs evaluated before (equal
+// structural hashes), and evaluates op(slice(x)) as slice(op(x)) when op(x)
+// is cached, for elementwise ops and a matmul's row and column axes (exact:
+// slicing commutes with them), so attention split over key blocks reuses the
+// original scores. Trials run in parallel, and so do the rows of large
+// matmuls (contiguous dot products, one Montgomery reduction per four
+// products).
 #ifndef YIRAGE_CORE_FINGERPRINT_H_
 #define YIRAGE_CORE_FINGERPRINT_H_
 

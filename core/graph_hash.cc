@@ -32,6 +32,22 @@ Hash128 MixHash(const Hash128& seed, uint64_t word) {
   return h;
 }
 
+Hash128 OpHash(const OpInfo& op, std::vector<Hash128> operands) {
+  Hash128 h = MixHash({0xabcd, 0xef01}, static_cast<uint64_t>(op.type));
+  h = MixHash(h, static_cast<uint64_t>(op.axis));
+  h = MixHash(h, op.keepdim ? 1 : 0);
+  h = MixHash(h, Bits(op.eps));
+  h = MixHash(h, op.has_scalar ? 1 : 0);
+  h = MixHash(h, op.has_scalar ? Bits(op.scalar) : 0);
+  h = MixHash(h, (op.transpose_b ? 2 : 0) | (op.gelu_tanh ? 1 : 0));
+  h = MixHash(h, static_cast<uint64_t>(op.slice_start));
+  h = MixHash(h, static_cast<uint64_t>(op.slice_end));
+  if (IsCommutative(op.type)) std::sort(operands.begin(), operands.end());
+  h = MixHash(h, operands.size());
+  for (const Hash128& o : operands) h = MixHash(MixHash(h, o.hi), o.lo);
+  return h;
+}
+
 std::vector<Hash128> TensorHashes(const Graph& graph) {
   std::vector<Hash128> hashes(graph.num_tensors());
   for (int i = 0; i < graph.num_inputs(); ++i) {
@@ -42,21 +58,9 @@ std::vector<Hash128> TensorHashes(const Graph& graph) {
     hashes[i] = h;
   }
   for (const OpInfo& op : graph.ops()) {
-    Hash128 h = MixHash({0xabcd, 0xef01}, static_cast<uint64_t>(op.type));
-    h = MixHash(h, static_cast<uint64_t>(op.axis));
-    h = MixHash(h, op.keepdim ? 1 : 0);
-    h = MixHash(h, Bits(op.eps));
-    h = MixHash(h, op.has_scalar ? 1 : 0);
-    h = MixHash(h, op.has_scalar ? Bits(op.scalar) : 0);
-    h = MixHash(h, (op.transpose_b ? 2 : 0) | (op.gelu_tanh ? 1 : 0));
-    h = MixHash(h, static_cast<uint64_t>(op.slice_start));
-    h = MixHash(h, static_cast<uint64_t>(op.slice_end));
     std::vector<Hash128> operands;
     for (int t : op.inputs) operands.push_back(hashes[t]);
-    if (IsCommutative(op.type)) std::sort(operands.begin(), operands.end());
-    h = MixHash(h, operands.size());
-    for (const Hash128& o : operands) h = MixHash(MixHash(h, o.hi), o.lo);
-    hashes[op.output] = h;
+    hashes[op.output] = OpHash(op, std::move(operands));
   }
   return hashes;
 }

@@ -35,6 +35,12 @@ struct Hash128Hasher {
 // One hash per tensor id (see the file comment).
 std::vector<Hash128> TensorHashes(const Graph& graph);
 
+// The hash TensorHashes gives the result of `op` when its operands hash to
+// `operands` (in op.inputs order): lets a caller name the result of an op
+// applied to other operands than the graph's (core/fingerprint.cc looks up
+// op(x) to evaluate op(slice(x)) as slice(op(x))).
+Hash128 OpHash(const OpInfo& op, std::vector<Hash128> operands);
+
 // The hash of the whole graph (its outputs, in order).
 Hash128 CanonicalGraphHash(const Graph& graph);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "core/fingerprint.h"
 #include "core/graph.h"
@@ -142,6 +143,54 @@ const char kTwoMatmuls[] = R"(
   Y = add A B
   out Y)";
 
+// Attention over 64 keys and its split into two key blocks (split_key_axis):
+// SplitAttention(tail) is the shared prefix (key and value slices, the
+// blocks' scaled scores) followed by `tail`, which merges them into Y.
+const char kSplitAttention[] = R"(
+  in Q 4 8
+  in K 64 8
+  in V 64 8
+  S = matmul Q K transpose_b=true
+  Ss = mul S scalar=0.25
+  P = softmax Ss
+  Y = matmul P V
+  out Y)";
+std::string SplitAttention(const std::string& tail) {
+  return "in Q 4 8\nin K 64 8\nin V 64 8\n"
+         "K0 = slice K axis=0 start=0 end=32\nK1 = slice K axis=0 start=32 end=64\n"
+         "S0 = matmul Q K0 transpose_b=true\nS1 = matmul Q K1 transpose_b=true\n"
+         "Ss0 = mul S0 scalar=0.25\nSs1 = mul S1 scalar=0.25\n"
+         "V0 = slice V axis=0 start=0 end=32\nV1 = slice V axis=0 start=32 end=64\n" +
+         tail + "\nout Y";
+}
+// exp(Ss_b - shift_b), then the numerators and denominators merged by `merge`.
+std::string SplitTail(const std::string& shifts, const std::string& merge) {
+  return shifts +
+         "\ne0 = exp z0\ne1 = exp z1\nn0 = matmul e0 V0\nn1 = matmul e1 V1\n"
+         "d0 = reduce_sum e0\nd1 = reduce_sum e1\nnum = add n0 n1\n" +
+         merge;
+}
+const char kSharedMax[] =
+    "m0 = reduce_max Ss0\nm1 = reduce_max Ss1\nm = maximum m0 m1\nz0 = sub Ss0 m\n"
+    "z1 = sub Ss1 m";
+const char kMerge[] = "den = add d0 d1\nY = div num den";
+
+// layer_norm(X, G, B) @ W and its deferred forms (defer_layer_norm).
+const char kLayerNormLinear[] = R"(
+  in X 8 16
+  in G 1 16
+  in B 1 16
+  in W 16 8
+  N = layer_norm X G B eps=1e-5
+  Y = matmul N W
+  out Y)";
+std::string DeferredLayerNorm(const std::string& tail) {
+  return "in X 8 16\nin G 1 16\nin B 1 16\nin W 16 8\nmu = reduce_mean X\nd = sub X mu\n"
+         "d2 = square d\nv = reduce_mean d2\nve = add v scalar=1e-5\nr = rsqrt ve\n"
+         "XG = mul X G\nT = matmul XG W\nBW = matmul B W\n" +
+         tail + "\nout Y";
+}
+
 struct Mutation {
   const char* name;
   std::string original;
@@ -211,6 +260,33 @@ std::vector<Mutation> Mutations() {
        "in X 8 16\nin U 16 16\nin P 16 16\nPU = matmul P U\nY = matmul X PU\nout Y"},
       {"factoring a sum of matmuls into a difference", kTwoMatmuls,
        "in X 8 16\nin W1 16 16\nin W2 16 16\nW = sub W1 W2\nY = matmul X W\nout Y"},
+      {"split attention: blocks shifted by their own maxima", kSplitAttention,
+       SplitAttention(SplitTail(
+           "m0 = reduce_max Ss0\nm1 = reduce_max Ss1\nz0 = sub Ss0 m0\nz1 = sub Ss1 m1", kMerge))},
+      {"split attention: merge drops one block's denominator", kSplitAttention,
+       [] {
+         std::string t = SplitAttention(SplitTail(kSharedMax, "Y = div num d0"));
+         t.erase(t.find("d1 = reduce_sum e1\n"), std::string("d1 = reduce_sum e1\n").size());
+         return t;
+       }()},
+      {"split attention: value blocks swapped", kSplitAttention,
+       absl::StrReplaceAll(
+           SplitAttention(SplitTail(kSharedMax, kMerge)),
+           {{"n0 = matmul e0 V0\nn1 = matmul e1 V1", "n0 = matmul e0 V1\nn1 = matmul e1 V0"}})},
+      {"split attention: first value block off by one", kSplitAttention,
+       absl::StrReplaceAll(SplitAttention(SplitTail(kSharedMax, kMerge)),
+                           {{"n0 = matmul e0 V0\nn1 = matmul e1 V1",
+                             "V0b = slice V axis=0 start=1 end=33\nn0 = matmul e0 V0b\n"
+                             "V1b = concat V1 V0 axis=0\nV1c = slice V1b axis=0 start=0 end=32\n"
+                             "n1 = matmul e1 V1c"}})},
+      {"deferred layer norm: mean correction forgotten", kLayerNormLinear,
+       DeferredLayerNorm("U = mul T r\nY = add U BW")},
+      {"deferred layer norm: bias projection scaled by the row scale", kLayerNormLinear,
+       DeferredLayerNorm("GW = matmul G W\nC = mul mu GW\nU = sub T C\nU2 = add U BW\n"
+                         "Y = mul U2 r")},
+      {"deferred layer norm: mean corrected with the unweighted column sums", kLayerNormLinear,
+       DeferredLayerNorm("SW = reduce_sum W axis=0\nC = mul mu SW\nU = sub T C\nYr = mul U r\n"
+                         "Y = add Yr BW")},
       {"scalar merged inexactly (0.1 * 0.3 rounded)",
        "in X 8 16\nA = mul X scalar=0.1\nY = mul A scalar=0.3\nout Y",
        "in X 8 16\nY = mul X scalar=0.03\nout Y"},
@@ -259,6 +335,16 @@ TEST(MutationSuite, CorrectRewritesAreAccepted) {
        "mu2 = square mu\nv = sub ex2 mu2\nve = add v scalar=1e-5\nr = rsqrt ve\nY = mul d r\n"
        "out Y"},
       {kTwoMatmuls, "in X 8 16\nin W1 16 16\nin W2 16 16\nW = add W1 W2\nY = matmul X W\nout Y"},
+      // Attention split over its keys, merged with the shared maximum (what
+      // split_key_axis emits), with an arbitrary row constant instead of a
+      // maximum, and with no shift at all: the shift cancels in the field.
+      {kSplitAttention, SplitAttention(SplitTail(kSharedMax, kMerge))},
+      {kSplitAttention,
+       SplitAttention(SplitTail("m = reduce_mean Ss0\nz0 = sub Ss0 m\nz1 = sub Ss1 m", kMerge))},
+      {kSplitAttention,
+       SplitAttention(SplitTail("z0 = mul Ss0 scalar=1.0\nz1 = mul Ss1 scalar=1.0", kMerge))},
+      {kLayerNormLinear, DeferredLayerNorm("GW = matmul G W\nC = mul mu GW\nU = sub T C\n"
+                                           "Yr = mul U r\nY = add Yr BW")},
   };
   for (const auto& [a, b] : correct) {
     const FingerprintResult fp = CheckFingerprintEquivalent(Build(a), Build(b));

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -435,6 +436,211 @@ Protos OnePassVariance(const Graph& g) {
   return out;
 }
 
+// ---- attention split over the key axis ----
+
+// The producer of t when it is an op of type `type` whose result is read only
+// once (and is not a graph output); -1 otherwise.
+int SingleUseProducerOf(const Graph& g, int t, OpType type) {
+  const int p = SingleUseProducer(g, t);
+  return p >= 0 && g.op(p).type == type ? p : -1;
+}
+
+OpNode Slice(const std::string& name, const std::string& x, int axis, int64_t start, int64_t end) {
+  OpNode n = MakeOp(name, "slice", {x});
+  SetInt(&n, "axis", axis);
+  SetInt(&n, "start", start);
+  SetInt(&n, "end", end);
+  return n;
+}
+
+OpNode Reduce(const std::string& name, const std::string& op, const std::string& x, int axis) {
+  OpNode n = MakeOp(name, op, {x});
+  SetInt(&n, "axis", axis);
+  return n;
+}
+
+// softmax(S) @ V with S = [scale *] (Q @ K) split into `parts` blocks of keys
+// (see the header). One graph per part count in {2, 4} that divides the key
+// length into blocks of at least kMinKeyBlock keys.
+Protos SplitKeyAxis(const Graph& g) {
+  constexpr int64_t kMinKeyLength = 64;
+  constexpr int64_t kMinKeyBlock = 32;
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& pv = g.op(j);
+    if (pv.type != OpType::kMatmul || pv.transpose_b) continue;
+    const int sm = SingleUseProducerOf(g, pv.inputs[0], OpType::kSoftmax);
+    if (sm < 0) continue;
+    const OpInfo& softmax = g.op(sm);
+    const std::vector<int64_t>& s_shape = g.tensor(softmax.inputs[0]).shape;
+    const int s_rank = static_cast<int>(s_shape.size());
+    if (softmax.axis != s_rank - 1) continue;
+    // Optional scalar scale between the scores matmul and the softmax.
+    int scale = SingleUseProducerOf(g, softmax.inputs[0], OpType::kMul);
+    if (scale >= 0 && !g.op(scale).has_scalar) scale = -1;
+    const int qk = SingleUseProducerOf(g, scale >= 0 ? g.op(scale).inputs[0] : softmax.inputs[0],
+                                       OpType::kMatmul);
+    if (qk < 0) continue;
+    const OpInfo& scores = g.op(qk);
+    const std::vector<int64_t>& k_shape = g.tensor(scores.inputs[1]).shape;
+    const std::vector<int64_t>& v_shape = g.tensor(pv.inputs[1]).shape;
+    const int k_axis = static_cast<int>(k_shape.size()) - (scores.transpose_b ? 2 : 1);
+    const int v_axis = static_cast<int>(v_shape.size()) - 2;
+    const int64_t n = s_shape.back();
+    if (n < kMinKeyLength || n % 2 != 0 || k_shape[k_axis] != n || v_shape[v_axis] != n) continue;
+    for (int parts : {2, 4}) {
+      if (n % parts != 0 || n / parts < kMinKeyBlock) continue;
+      const int64_t block = n / parts;
+      std::vector<std::string> taken;
+      std::vector<OpNode> rep;
+      auto fresh = [&](const std::string& base) { return FreshName(g, pv.name + base, &taken); };
+      std::vector<std::string> logits, maxima;
+      for (int p = 0; p < parts; ++p) {
+        const std::string kp = fresh(absl::StrCat("_k", p));
+        rep.push_back(Slice(kp, TName(g, scores.inputs[1]), k_axis, p * block, (p + 1) * block));
+        std::string sp = fresh(absl::StrCat("_s", p));
+        rep.push_back(Retarget(g, qk, sp, {TName(g, scores.inputs[0]), kp}));
+        if (scale >= 0) {
+          const std::string scaled = fresh(absl::StrCat("_ss", p));
+          rep.push_back(Retarget(g, scale, scaled, {sp}));
+          sp = scaled;
+        }
+        const std::string mp = fresh(absl::StrCat("_m", p));
+        rep.push_back(Reduce(mp, "reduce_max", sp, s_rank - 1));
+        logits.push_back(sp);
+        maxima.push_back(mp);
+      }
+      // m: the running row maximum over the blocks.
+      std::string m = maxima[0];
+      for (int p = 1; p < parts; ++p) {
+        const std::string mm = fresh(absl::StrCat("_mx", p));
+        rep.push_back(MakeOp(mm, "maximum", {m, maxima[p]}));
+        m = mm;
+      }
+      std::string num, den;
+      for (int p = 0; p < parts; ++p) {
+        const std::string z = fresh(absl::StrCat("_z", p));
+        const std::string e = fresh(absl::StrCat("_e", p));
+        const std::string vp = fresh(absl::StrCat("_v", p));
+        const std::string np = fresh(absl::StrCat("_n", p));
+        const std::string dp = fresh(absl::StrCat("_d", p));
+        rep.push_back(MakeOp(z, "sub", {logits[p], m}));
+        rep.push_back(MakeOp(e, "exp", {z}));
+        rep.push_back(Slice(vp, TName(g, pv.inputs[1]), v_axis, p * block, (p + 1) * block));
+        rep.push_back(MakeOp(np, "matmul", {e, vp}));
+        rep.push_back(Reduce(dp, "reduce_sum", e, s_rank - 1));
+        if (p == 0) {
+          num = np;
+          den = dp;
+          continue;
+        }
+        const std::string num2 = fresh(absl::StrCat("_num", p));
+        const std::string den2 = fresh(absl::StrCat("_den", p));
+        rep.push_back(MakeOp(num2, "add", {num, np}));
+        rep.push_back(MakeOp(den2, "add", {den, dp}));
+        num = num2;
+        den = den2;
+      }
+      rep.push_back(MakeOp(pv.name, "div", {num, den}));
+      std::vector<int> replaced = {qk, sm, j};
+      if (scale >= 0) replaced.push_back(scale);
+      out.push_back(ReplaceOps(g, replaced, rep));
+    }
+  }
+  return out;
+}
+
+// ---- layer_norm deferred through a matmul ----
+
+// (layer_norm(X, g, b)) @ W -> ((X * g) @ W - mean(X) * (g @ W)) * r + b @ W
+// with r = rsqrt(mean((X - mean(X))^2) + eps) (see the header).
+Protos DeferLayerNorm(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& mm = g.op(j);
+    if (mm.type != OpType::kMatmul) continue;
+    const int l = SingleUseProducerOf(g, mm.inputs[0], OpType::kLayerNorm);
+    if (l < 0) continue;
+    const OpInfo& ln = g.op(l);
+    const std::vector<int64_t>& x_shape = g.tensor(ln.inputs[0]).shape;
+    const std::vector<int64_t>& w_shape = g.tensor(mm.inputs[1]).shape;
+    if (ln.axis != static_cast<int>(x_shape.size()) - 1 || w_shape.size() != 2) continue;
+    const bool has_g = ln.inputs.size() > 1;
+    const bool has_b = ln.inputs.size() > 2;
+    // Weight and bias must be vectors over the normalized axis ([K] or [1, K]).
+    bool vectors = true;
+    for (size_t s = 1; s < ln.inputs.size(); ++s) {
+      const std::vector<int64_t>& v = g.tensor(ln.inputs[s]).shape;
+      vectors &= (v.size() == 1 || (v.size() == 2 && v[0] == 1)) && v.back() == x_shape.back();
+    }
+    if (!vectors || (!has_g && mm.transpose_b)) continue;
+    std::vector<std::string> taken;
+    auto fresh = [&](const std::string& base) { return FreshName(g, ln.name + base, &taken); };
+    const std::string x = TName(g, ln.inputs[0]);
+    const std::string w = TName(g, mm.inputs[1]);
+    const int axis = ln.axis;
+    const std::string mu = fresh("_mean");
+    const std::string d = fresh("_d");
+    const std::string d2 = fresh("_d2");
+    const std::string var = fresh("_var");
+    const std::string ve = fresh("_vare");
+    const std::string r = fresh("_rs");
+    std::vector<OpNode> rep = {
+        Reduce(mu, "reduce_mean", x, axis),   MakeOp(d, "sub", {x, mu}), MakeOp(d2, "square", {d}),
+        Reduce(var, "reduce_mean", d2, axis), MakeOp(ve, "add", {var}),  MakeOp(r, "rsqrt", {ve})};
+    SetFloat(&rep[4], "scalar", ln.eps);
+    // A [1, 1] zero, to lift a [K] vector to a [1, K] matmul operand by
+    // broadcasting (graphs have no reshape). It reads W[0, 0], which is finite
+    // for any weight the original graph gives a finite result with.
+    std::string zero;
+    auto row = [&](int input) {
+      const std::string v = TName(g, ln.inputs[input]);
+      if (g.tensor(ln.inputs[input]).shape.size() == 2) return v;
+      if (zero.empty()) {
+        const std::string w0 = fresh("_w0");
+        const std::string w00 = fresh("_w00");
+        zero = fresh("_zero");
+        rep.push_back(Slice(w0, w, 0, 0, 1));
+        rep.push_back(Slice(w00, w0, 1, 0, 1));
+        OpNode z = MakeOp(zero, "mul", {w00});
+        SetFloat(&z, "scalar", 0.0);
+        rep.push_back(z);
+      }
+      const std::string lifted = fresh(absl::StrCat("_row", input));
+      rep.push_back(MakeOp(lifted, "add", {v, zero}));
+      return lifted;
+    };
+    std::string xg = x;
+    std::string gw;
+    if (has_g) {
+      xg = fresh("_xg");
+      rep.push_back(MakeOp(xg, "mul", {x, TName(g, ln.inputs[1])}));
+      gw = fresh("_gw");
+      rep.push_back(Retarget(g, j, gw, {row(1), w}));
+    } else {
+      gw = fresh("_gw");
+      rep.push_back(Reduce(gw, "reduce_sum", w, 0));  // ones @ W
+    }
+    const std::string t = fresh("_t");
+    const std::string c = fresh("_c");
+    const std::string u = fresh("_u");
+    rep.push_back(Retarget(g, j, t, {xg, w}));
+    rep.push_back(MakeOp(c, "mul", {mu, gw}));
+    rep.push_back(MakeOp(u, "sub", {t, c}));
+    if (has_b) {
+      const std::string y = fresh("_y");
+      const std::string bw = fresh("_bw");
+      rep.push_back(MakeOp(y, "mul", {u, r}));
+      rep.push_back(Retarget(g, j, bw, {row(2), w}));
+      rep.push_back(MakeOp(mm.name, "add", {y, bw}));
+    } else {
+      rep.push_back(MakeOp(mm.name, "mul", {u, r}));
+    }
+    out.push_back(ReplaceOps(g, {l, j}, rep));
+  }
+  return out;
+}
+
 }  // namespace
 
 double FingerprintWork(const Graph& graph) {
@@ -450,6 +656,55 @@ double FingerprintWork(const Graph& graph) {
   return work;
 }
 
+absl::StatusOr<Graph> ReduceShapes(const Graph& graph, int64_t factor) {
+  if (factor < 2) return graph;
+  auto f = [factor](int64_t d) { return d % factor == 0 && d / factor >= 2 ? d / factor : d; };
+  yirage::v1::Graph proto = graph.proto();
+  for (yirage::v1::TensorSpec& in : *proto.mutable_inputs()) {
+    for (int d = 0; d < in.shape_size(); ++d) in.set_shape(d, f(in.shape(d)));
+  }
+  for (int j = 0; j < proto.ops_size(); ++j) {
+    const OpInfo& op = graph.op(j);
+    if (op.type != OpType::kSlice) continue;
+    const int64_t len = graph.tensor(op.inputs[0]).shape[op.axis];
+    if (f(len) == len) continue;
+    if (op.slice_start % factor != 0 || op.slice_end % factor != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("slice '", op.name, "' bounds [", op.slice_start, ", ", op.slice_end,
+                       ") of an axis of ", len, " are not multiples of ", factor));
+    }
+    yirage::v1::OpNode* node = proto.mutable_ops(j);
+    SetInt(node, "axis", op.axis);
+    SetInt(node, "start", op.slice_start / factor);
+    SetInt(node, "end", op.slice_end / factor);
+  }
+  absl::StatusOr<Graph> reduced = Graph::FromProto(proto);
+  if (!reduced.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("the graph with dimensions divided by ",
+                                                      factor,
+                                                      " is invalid: ", reduced.status().message()));
+  }
+  // Every dimension of every tensor must be f of the original one: this is
+  // what makes the reduced graph the same symbolic expression (no dimension
+  // becomes 1, equal dimensions stay equal, slices and concats line up).
+  for (int t = 0; t < graph.num_tensors(); ++t) {
+    const TensorInfo& orig = graph.tensor(t);
+    const int r = reduced->FindTensor(orig.name);
+    const std::vector<int64_t>* shape = r >= 0 ? &reduced->tensor(r).shape : nullptr;
+    bool consistent = shape != nullptr && shape->size() == orig.shape.size();
+    for (size_t d = 0; consistent && d < orig.shape.size(); ++d) {
+      consistent = (*shape)[d] == f(orig.shape[d]);
+    }
+    if (!consistent) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("tensor '", orig.name, "' ", ShapeToString(orig.shape),
+                       " does not reduce to ", "its dimensions divided by ", factor, " (got ",
+                       shape != nullptr ? ShapeToString(*shape) : std::string("nothing"), ")"));
+    }
+  }
+  return reduced;
+}
+
 const std::vector<RewriteRule>& DefaultRewriteRules() {
   static const std::vector<RewriteRule>* rules = new std::vector<RewriteRule>{
       {"expand_rms_norm", ExpandRmsNorm},
@@ -461,6 +716,8 @@ const std::vector<RewriteRule>& DefaultRewriteRules() {
       {"associate_matmul", AssociateMatmul},
       {"factor_matmul_add", FactorMatmulAdd},
       {"one_pass_variance", OnePassVariance},
+      {"split_key_axis", SplitKeyAxis},
+      {"defer_layer_norm", DeferLayerNorm},
   };
   return *rules;
 }
@@ -477,16 +734,41 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
   };
   const std::vector<RewriteRule>& rules =
       options.rules.empty() ? DefaultRewriteRules() : options.rules;
-  if (options.max_fingerprint_work > 0 && FingerprintWork(graph) > options.max_fingerprint_work) {
+  // Large graphs are fingerprinted on a shape-reduced instance (see the
+  // header for when that is sound): the least reduction that fits.
+  int64_t factor = 1;
+  std::string no_reduction;
+  const double work = FingerprintWork(graph);
+  std::shared_ptr<const Graph> reference = std::make_shared<const Graph>(graph);
+  if (options.reduce_shapes_above_work > 0 && work > options.reduce_shapes_above_work) {
+    for (int64_t s = 2; s <= 4096; s *= 2) {
+      absl::StatusOr<Graph> r = ReduceShapes(graph, s);
+      if (!r.ok()) {
+        no_reduction = std::string(r.status().message());
+        break;  // a larger factor divides fewer dimensions: no better
+      }
+      if (FingerprintWork(*r) <= options.reduce_shapes_above_work) {
+        factor = s;
+        reference = std::make_shared<const Graph>(*std::move(r));
+        break;
+      }
+      if (s == 4096) no_reduction = "dimensions do not shrink enough";
+    }
+  }
+  st.shape_reduction = factor;
+  if (factor == 1 && options.max_fingerprint_work > 0 && work > options.max_fingerprint_work) {
     st.budget_exhausted = true;
-    st.skipped = absl::StrCat("the graph's fingerprint would cost ", FingerprintWork(graph),
-                              " modular operations per trial, above the limit ",
-                              options.max_fingerprint_work);
+    st.skipped = absl::StrCat(
+        "the graph's fingerprint would cost ", work,
+        " modular operations per trial, above the limit ", options.max_fingerprint_work,
+        options.reduce_shapes_above_work > 0 ? ", and its shapes cannot be reduced consistently"
+                                             : " (shape reduction is off)",
+        no_reduction.empty() ? "" : ": ", no_reduction);
     st.seconds = elapsed();
     return std::vector<RewrittenGraph>{};
   }
   absl::StatusOr<std::unique_ptr<Fingerprinter>> fp =
-      Fingerprinter::Create(graph, options.fingerprint);
+      Fingerprinter::Create(*reference, options.fingerprint);
   if (!fp.ok()) return fp.status();
   int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
@@ -517,12 +799,27 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
             st.budget_exhausted = true;
             continue;
           }
-          if (options.max_fingerprint_work > 0 &&
-              FingerprintWork(*g) > 2 * options.max_fingerprint_work) {
+          std::shared_ptr<const Graph> checked;
+          if (factor > 1) {
+            absl::StatusOr<Graph> reduced = ReduceShapes(*g, factor);
+            if (!reduced.ok()) {  // not a proof either way: not checked
+              st.budget_exhausted = true;
+              if (st.rejections.size() < 16) {
+                st.rejections.push_back(absl::StrCat(
+                    absl::StrJoin(node.rewrites, "+"), node.rewrites.empty() ? "" : "+", rule.name,
+                    ": not checked: ", reduced.status().message()));
+              }
+              continue;
+            }
+            checked = std::make_shared<const Graph>(*std::move(reduced));
+          }
+          const double check_work = FingerprintWork(checked != nullptr ? *checked : *g);
+          if (options.max_fingerprint_work > 0 && check_work > 2 * options.max_fingerprint_work) {
             st.budget_exhausted = true;
             continue;
           }
           RewrittenGraph r;
+          r.checked_graph = checked;
           r.graph = std::make_shared<const Graph>(*std::move(g));
           r.rewrites = node.rewrites;
           r.rewrites.push_back(rule.name);
@@ -539,7 +836,9 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
           pending[i].fingerprint.message = "not checked: time budget spent";
           continue;
         }
-        pending[i].fingerprint = (*fp)->Check(*pending[i].graph);
+        const RewrittenGraph& r = pending[i];
+        pending[i].fingerprint =
+            (*fp)->Check(r.checked_graph != nullptr ? *r.checked_graph : *r.graph);
       }
     };
     std::vector<std::thread> pool;

@@ -25,8 +25,36 @@
 //  * factor_matmul_add: X @ W1 + X @ W2 -> X @ (W1 + W2) (and sub).
 //  * one_pass_variance: mean((X - mean(X))^2) -> mean(X^2) - mean(X)^2, so the
 //    two reductions of a layer_norm read X in one pass.
+//  * split_key_axis: softmax(S) @ V with S = [scale *] (Q @ K) over n keys
+//    (n even, >= 64) -> for blocks b of n/P keys (P = 2, and 4 when blocks
+//    keep >= 32 keys): S_b = [scale *] (Q @ K_b) with K_b, V_b slices of K
+//    and V along the key axis; m = maximum over b of reduce_max(S_b);
+//    O = (sum_b exp(S_b - m) @ V_b) / (sum_b rowsum(exp(S_b - m))) -- the
+//    block form of attention (flash attention's merge). The fingerprint
+//    proves it for ANY row constant m: exp(x - m) evaluates to
+//    omega^(x_q) * omega^(-m_q), so the factor omega^(-m_q) (max being
+//    uninterpreted, m_q is an arbitrary per-row value) multiplies numerator
+//    and denominator alike and cancels exactly, leaving the field value of
+//    softmax(S) @ V. Using different m per block, or dropping a block's
+//    denominator, leaves a factor that does not cancel and is rejected
+//    (core/mutation_suite_test.cc).
+//  * defer_layer_norm: layer_norm(X, g, b) @ W (norm over the last axis, g
+//    and b vectors [K] or [1, K], W 2-d; without g, W not transposed) ->
+//    ((X * g) @ W - mean(X) * (g @ W))
+//    * rsqrt(mean((X - mean(X))^2) + eps) + b @ W. The identity is exact:
+//    ((X - mu) * g) @ W = (X * g) @ W - mu * (g @ W) for a per-row mu, and a
+//    per-row scale commutes with the matmul (a [K] vector v enters g @ W as
+//    the [1, K] row v + 0 * W[0:1, 0:1], graphs having no reshape). The
+//    statistics and the matmul
+//    then read X in one pass, the subtraction and the scale run in the
+//    epilogue, and g @ W, b @ W depend on weights only. Not reachable by
+//    composing the rules above (no rule distributes a matmul over the mean
+//    subtraction or the bias add). Numerically the subtraction can cancel
+//    when |mean| >> std (like one_pass_variance); the device check decides.
 // Several reductions over the same rows (norm_transformer's two rms_norms)
-// end up in one KERNEL_ROW kernel once expanded; the partitioner fuses them.
+// end up in one KERNEL_ROW kernel once expanded: the partitioner fuses them
+// (asserted by core/rewrite_test.cc MultiReduction tests), so there is no
+// separate multi-reduction rule.
 #ifndef YIRAGE_CORE_REWRITE_H_
 #define YIRAGE_CORE_REWRITE_H_
 
@@ -64,6 +92,12 @@ struct RewriteOptions {
   // trial and graph; graphs above this are not rewritten (stats say so), and
   // rewritten graphs above twice this are not checked.
   double max_fingerprint_work = 1e8;
+  // Graphs whose fingerprint costs more than this are fingerprinted on a
+  // shape-reduced instance (ReduceShapes) with the least power-of-two factor
+  // that brings the cost to this or below; 0 = never reduce. A graph that
+  // cannot be reduced is fingerprinted at full size up to
+  // max_fingerprint_work, and skipped above it.
+  double reduce_shapes_above_work = 5e7;
 };
 
 struct RewrittenGraph {
@@ -71,6 +105,9 @@ struct RewrittenGraph {
   std::vector<std::string> rewrites;  // rule names, in application order
   Hash128 hash;
   FingerprintResult fingerprint;
+  // What was fingerprinted when shapes were reduced (RewriteStats
+  // shape_reduction > 1): `graph` with its dimensions divided; else null.
+  std::shared_ptr<const Graph> checked_graph;
 };
 
 struct RewriteStats {
@@ -84,6 +121,7 @@ struct RewriteStats {
   bool budget_exhausted = false;        // stopped by max_graphs or the time budget
   std::vector<std::string> rejections;  // "rule chain: reason", first few
   std::string skipped;                  // why no rewrite was tried, when none was
+  int64_t shape_reduction = 1;  // fingerprints ran with dimensions divided by this (ReduceShapes)
 };
 
 // Modular multiply-adds (and element operations) one fingerprint trial of
@@ -98,6 +136,39 @@ double FingerprintWork(const Graph& graph);
 absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
                                                             const RewriteOptions& options,
                                                             RewriteStats* stats);
+
+// `graph` with every dimension d that `factor` divides with a quotient >= 2
+// replaced by d / factor (input shapes, and the bounds of slices of such
+// axes, which must then be multiples of factor); every other dimension kept.
+// Fails (FailedPrecondition, saying why) unless every tensor's shape is that
+// map applied to its original shape: no dimension becomes 1, equal
+// dimensions stay equal, and slices and concats line up.
+//
+// When fingerprinting reduced instances is sound. Let G and G' be graphs
+// built from the ops of core/graph.h, and call them shape-uniform when their
+// only attributes that depend on dimension sizes are slice bounds (no scalar
+// encodes a size, e.g. 1/n written out instead of reduce_mean). Every op is
+// then defined by one formula for all sizes (elementwise maps, sums and
+// maxima over a whole axis, matmuls, concatenation, slicing at bounds that
+// scale with their axis), so G and G' denote expressions over symbolic
+// dimensions, and the map above instantiates both at smaller values of the
+// same symbols. Each rule in this file rewrites by an identity that holds for
+// all values of the symbols meeting its structural preconditions (equal
+// dims, broadcast 1s, slice bounds matching concat layouts), which the
+// map preserves, and introduces no size-dependent constants; so a correctly
+// implemented rule yields a pair equivalent at every size, reduced or not.
+// What the reduced fingerprint checks is the rule's implementation: a
+// shape-uniform wrong rewrite (wrong operand, op, axis, swapped or shifted
+// slice) stays wrong at the reduced size, because the map keeps every axis's
+// block structure (slice bounds scale with their axis) and only shortens
+// blocks of length >= 2 * factor to length >= 2. That last step is an
+// argument, not a theorem: a bug visible only at sizes the reduced instance
+// does not have would pass. The reported false-pass bound is the reduced
+// instance's. It is NOT sound for arbitrary graphs: a hand-written G' using
+// reduce_sum * (1/4096) for a mean over 4096 is wrong at full size and
+// right at the reduced one (or vice versa). ExploreRewrites only applies it to graphs its rules
+// produced; ValidatePlan and CheckFingerprintEquivalent always check full size.
+absl::StatusOr<Graph> ReduceShapes(const Graph& graph, int64_t factor);
 
 // Helpers shared by the rules and by tests that build wrong rewrites.
 namespace rewrite_util {

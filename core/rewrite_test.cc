@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_join.h"
 #include "core/candidate_generator.h"
+#include "core/candidate_test_graphs.h"
 #include "core/fingerprint.h"
 #include "core/graph_hash.h"
 #include "core/graph_json.h"
@@ -105,6 +106,275 @@ TEST_P(ExampleRewrites, SearchCountsAndTime) {
 INSTANTIATE_TEST_SUITE_P(Examples, ExampleRewrites,
                          ::testing::Values("rms_norm_linear", "gated_mlp", "lora", "attention",
                                            "low_rank_projection", "norm_transformer", "softmax"));
+
+// The rule named `name` of DefaultRewriteRules() applied to g, as graphs.
+std::vector<Graph> ApplyRule(const Graph& g, const std::string& name) {
+  std::vector<Graph> out;
+  for (const RewriteRule& rule : DefaultRewriteRules()) {
+    if (rule.name != name) continue;
+    for (const yirage::v1::Graph& proto : rule.apply(g)) {
+      absl::StatusOr<Graph> r = Graph::FromProto(proto);
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (r.ok()) out.push_back(*std::move(r));
+    }
+  }
+  return out;
+}
+
+int CountOps(const Graph& g, OpType type) {
+  int n = 0;
+  for (const OpInfo& op : g.ops()) n += op.type == type ? 1 : 0;
+  return n;
+}
+
+Graph AttentionGraph(int64_t keys) {
+  absl::StatusOr<Graph> g = Graph::FromProto(testing::GraphProtoBuilder("attention")
+                                                 .Input("Q", {2, 16, 8})
+                                                 .Input("K", {2, keys, 8})
+                                                 .Input("V", {2, keys, 8})
+                                                 .Op("O", "self_attention", {"Q", "K", "V"})
+                                                 .Output("O")
+                                                 .proto());
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+// The attention example splits over its 512 keys into 2 and 4 blocks; both
+// are fingerprint-verified (the block maxima cancel, see core/rewrite.h),
+// agree with the original in float64, and are found within the search.
+TEST(SplitKeyAxis, AttentionExampleSplitsIntoTwoAndFourBlocks) {
+  const Graph g = LoadExample("attention");
+  const std::vector<Graph> split = ApplyRule(g, "split_key_axis");
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(CountOps(split[0], OpType::kSlice), 4);  // K and V, 2 blocks each
+  EXPECT_EQ(CountOps(split[1], OpType::kSlice), 8);
+  for (const Graph& s : split) {
+    EXPECT_EQ(CountOps(s, OpType::kSoftmax), 0);
+    const FingerprintResult fp = CheckFingerprintEquivalent(g, s);
+    EXPECT_TRUE(fp.equivalent) << fp.message;
+    EXPECT_LT(fp.false_pass_bound, 1e-15);
+    EXPECT_LT(ReferenceDistance(g, s, 3), 1e-9);
+  }
+  RewriteOptions options;
+  options.time_budget_seconds = 0;
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(g, options, &stats);
+  ASSERT_TRUE(found.ok()) << found.status();
+  int splits = 0;
+  for (const RewrittenGraph& r : *found) {
+    splits += r.rewrites == std::vector<std::string>{"split_key_axis"} ? 1 : 0;
+  }
+  EXPECT_EQ(splits, 2);
+  EXPECT_EQ(stats.rewrites_rejected, 0);
+}
+
+// Only key lengths >= 64 split, and only into blocks of >= 32 keys.
+TEST(SplitKeyAxis, BoundedToLongKeyAxes) {
+  EXPECT_TRUE(ApplyRule(AttentionGraph(48), "split_key_axis").empty());
+  EXPECT_TRUE(ApplyRule(AttentionGraph(63), "split_key_axis").empty());
+  const Graph g96 = AttentionGraph(96);
+  const std::vector<Graph> split = ApplyRule(g96, "split_key_axis");
+  ASSERT_EQ(split.size(), 1u);  // 4 blocks of 24 keys are too small
+  EXPECT_TRUE(CheckFingerprintEquivalent(g96, split[0]).equivalent);
+  const Graph g128 = AttentionGraph(128);
+  for (const Graph& s : ApplyRule(g128, "split_key_axis")) {
+    const FingerprintResult fp = CheckFingerprintEquivalent(g128, s);
+    EXPECT_TRUE(fp.equivalent) << fp.message;
+    EXPECT_LT(ReferenceDistance(g128, s, 5), 1e-9);
+  }
+}
+
+struct LayerNormCase {
+  bool weight, bias, row_vectors;
+};
+class DeferLayerNorm : public ::testing::TestWithParam<LayerNormCase> {};
+
+// layer_norm -> matmul: the deferred form is found, fingerprint-verified and
+// float64-equal, with weight and bias as [K] or [1, K], or absent.
+TEST_P(DeferLayerNorm, FiresOnLayerNormLinear) {
+  const LayerNormCase c = GetParam();
+  absl::StatusOr<Graph> g =
+      Graph::FromProto(testing::LayerNormLinearProto(c.weight, c.bias, c.row_vectors));
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<Graph> deferred = ApplyRule(*g, "defer_layer_norm");
+  ASSERT_EQ(deferred.size(), 1u);
+  EXPECT_EQ(CountOps(deferred[0], OpType::kLayerNorm), 0);
+  const FingerprintResult fp = CheckFingerprintEquivalent(*g, deferred[0]);
+  EXPECT_TRUE(fp.equivalent) << fp.message;
+  EXPECT_LT(ReferenceDistance(*g, deferred[0], 9), 1e-9);
+  RewriteOptions options;
+  options.time_budget_seconds = 0;
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(*g, options, &stats);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(stats.rewrites_rejected, 0);
+  bool fired = false;
+  for (const RewrittenGraph& r : *found) {
+    fired |= !r.rewrites.empty() && r.rewrites[0] == "defer_layer_norm";
+    EXPECT_LT(ReferenceDistance(*g, *r.graph, 13), 1e-9) << absl::StrJoin(r.rewrites, "+");
+  }
+  EXPECT_TRUE(fired);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, DeferLayerNorm,
+                         ::testing::Values(LayerNormCase{true, true, false},
+                                           LayerNormCase{true, true, true},
+                                           LayerNormCase{true, false, false},
+                                           LayerNormCase{false, false, false}));
+
+// Several reductions over the same rows in one pass: norm_transformer's two
+// rms_norms (and, once expanded, their two reduce_means) land in one
+// KERNEL_ROW kernel of some plan, so no dedicated multi-reduction rule is
+// needed (core/rewrite.h).
+TEST(MultiReduction, PartitionerFusesNormTransformersTwoNorms) {
+  const Graph g = LoadExample("norm_transformer");
+  SearchOptions options;
+  SearchStats stats;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans =
+      GenerateCandidatesWithStats(g, options, &stats);
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  bool original_fused = false;
+  bool expanded_fused = false;
+  for (const yirage::v1::Plan& plan : *plans) {
+    absl::StatusOr<Graph> pg = plan.has_graph() ? Graph::FromProto(plan.graph()) : g;
+    ASSERT_TRUE(pg.ok()) << pg.status();
+    for (const yirage::v1::KernelPlan& k : plan.kernels()) {
+      if (k.kind() != yirage::v1::KERNEL_ROW) continue;
+      int norms = 0;
+      int means = 0;
+      for (const std::string& name : k.ops()) {
+        const OpType t = pg->op(pg->FindOp(name)).type;
+        norms += t == OpType::kRmsNorm ? 1 : 0;
+        means += t == OpType::kReduceMean ? 1 : 0;
+      }
+      original_fused |= !plan.has_graph() && norms == 2;
+      expanded_fused |= plan.has_graph() && means == 2;
+    }
+  }
+  EXPECT_TRUE(original_fused);
+  EXPECT_TRUE(expanded_fused);
+}
+
+Graph LoadBench(const std::string& name) { return LoadExample("bench/" + name); }
+
+// The GPU bench shapes (fingerprints above 5e7 modular operations per trial)
+// are fingerprinted with their dimensions divided consistently, and now get
+// verified rewritten graphs, within a second.
+TEST(LargeGraphs, BenchShapesGetVerifiedRewritesWithinASecond) {
+  for (const std::string name : {"gated_mlp_b1", "rms_norm_linear_b1"}) {
+    SCOPED_TRACE(name);
+    const Graph g = LoadBench(name);
+    EXPECT_GT(FingerprintWork(g), 5e7);
+    SearchOptions options;
+    options.max_candidates = 64;
+    SearchStats stats;
+    absl::StatusOr<std::vector<yirage::v1::Plan>> plans =
+        GenerateCandidatesWithStats(g, options, &stats);
+    ASSERT_TRUE(plans.ok()) << plans.status();
+    EXPECT_TRUE(stats.rewrites_skipped.empty()) << stats.rewrites_skipped;
+    EXPECT_GT(stats.fingerprint_shape_reduction, 1);
+    EXPECT_GE(stats.rewrites_verified, 1);
+    EXPECT_EQ(stats.rewrites_rejected, 0);
+    EXPECT_LT(stats.rewrite_seconds, 1.0);
+    std::printf("[large] %s: %d verified, dims / %lld, %d plans (%d rewritten), %.3f s\n",
+                name.c_str(), stats.rewrites_verified,
+                static_cast<long long>(stats.fingerprint_shape_reduction), stats.plans,
+                stats.rewritten_plans, stats.seconds);
+  }
+}
+
+// What was verified at reduced size is also equivalent at full size (one
+// full-size fingerprint, about a second).
+TEST(LargeGraphs, ReducedVerdictHoldsAtFullSize) {
+  const Graph g = LoadBench("rms_norm_linear_b1");
+  RewriteOptions options;
+  options.time_budget_seconds = 0;
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(g, options, &stats);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_FALSE(found->empty());
+  EXPECT_GT(stats.shape_reduction, 1);
+  const RewrittenGraph& deepest = found->back();
+  ASSERT_NE(deepest.checked_graph, nullptr);
+  EXPECT_LT(FingerprintWork(*deepest.checked_graph), FingerprintWork(*deepest.graph));
+  FingerprintOptions one;
+  one.trials = 1;
+  const FingerprintResult full = CheckFingerprintEquivalent(g, *deepest.graph, one);
+  EXPECT_TRUE(full.equivalent) << absl::StrJoin(deepest.rewrites, "+") << ": " << full.message;
+}
+
+// A wrong rewrite of a large graph is still rejected at the reduced size.
+TEST(LargeGraphs, WrongRewriteRejectedAtReducedSize) {
+  const Graph g = LoadBench("gated_mlp_b1");
+  absl::StatusOr<Graph> reduced = ReduceShapes(g, 8);
+  ASSERT_TRUE(reduced.ok()) << reduced.status();
+  EXPECT_EQ(reduced->tensor(reduced->FindTensor("X")).shape, (std::vector<int64_t>{8, 512}));
+  std::vector<Graph> fused = ApplyRule(g, "shared_operand_matmul");
+  ASSERT_EQ(fused.size(), 1u);
+  // Swap the two slices' bounds: the activation now reads the up projection.
+  yirage::v1::Graph wrong = fused[0].proto();
+  for (yirage::v1::OpNode& op : *wrong.mutable_ops()) {
+    if (op.op() != "slice") continue;
+    const int64_t start = op.attrs().at("start").i();
+    (*op.mutable_attrs())["start"].set_i(start == 0 ? 4096 : 0);
+    (*op.mutable_attrs())["end"].set_i(start == 0 ? 8192 : 4096);
+  }
+  absl::StatusOr<Graph> wrong_graph = Graph::FromProto(wrong);
+  ASSERT_TRUE(wrong_graph.ok()) << wrong_graph.status();
+  absl::StatusOr<Graph> right_small = ReduceShapes(fused[0], 8);
+  absl::StatusOr<Graph> wrong_small = ReduceShapes(*wrong_graph, 8);
+  ASSERT_TRUE(right_small.ok() && wrong_small.ok());
+  EXPECT_TRUE(CheckFingerprintEquivalent(*reduced, *right_small).equivalent);
+  EXPECT_FALSE(CheckFingerprintEquivalent(*reduced, *wrong_small).equivalent);
+}
+
+// Shapes that cannot be reduced consistently: slice bounds off the grid, a
+// dimension that would become 1, or nothing to divide; above the work limit
+// such graphs are skipped, saying why.
+TEST(LargeGraphs, InconsistentReductionsFallBack) {
+  absl::StatusOr<Graph> sliced = Graph::FromProto(testing::GraphProtoBuilder("sliced")
+                                                      .Input("X", {64, 256})
+                                                      .Op("S", "slice", {"X"},
+                                                          {{"axis", testing::IntAttr(1)},
+                                                           {"start", testing::IntAttr(4)},
+                                                           {"end", testing::IntAttr(132)}})
+                                                      .Op("Y", "exp", {"S"})
+                                                      .Output("Y")
+                                                      .proto());
+  ASSERT_TRUE(sliced.ok()) << sliced.status();
+  EXPECT_TRUE(ReduceShapes(*sliced, 4).ok());   // 4 and 132 are multiples of 4
+  EXPECT_FALSE(ReduceShapes(*sliced, 8).ok());  // 4 is not a multiple of 8
+  // A 32-wide slice of a 256 axis by 32 would become 1 wide: refused.
+  absl::StatusOr<Graph> narrow = Graph::FromProto(testing::GraphProtoBuilder("narrow")
+                                                      .Input("X", {64, 256})
+                                                      .Op("S", "slice", {"X"},
+                                                          {{"axis", testing::IntAttr(1)},
+                                                           {"start", testing::IntAttr(0)},
+                                                           {"end", testing::IntAttr(32)}})
+                                                      .Op("Y", "exp", {"S"})
+                                                      .Output("Y")
+                                                      .proto());
+  ASSERT_TRUE(narrow.ok());
+  EXPECT_TRUE(ReduceShapes(*narrow, 16).ok());
+  absl::Status one = ReduceShapes(*narrow, 32).status();
+  EXPECT_FALSE(one.ok());
+  EXPECT_NE(std::string(one.message()).find("'S'"), std::string::npos) << one;
+  // Odd dimensions: nothing shrinks; 2e9 operations per trial: skipped.
+  absl::StatusOr<Graph> odd = Graph::FromProto(testing::GraphProtoBuilder("odd")
+                                                   .Input("X", {127, 4099})
+                                                   .Input("W", {4099, 4099})
+                                                   .Op("Y", "matmul", {"X", "W"})
+                                                   .Op("Z", "relu", {"Y"})
+                                                   .Output("Z")
+                                                   .proto());
+  ASSERT_TRUE(odd.ok());
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(*odd, {}, &stats);
+  ASSERT_TRUE(found.ok());
+  EXPECT_TRUE(found->empty());
+  EXPECT_NE(stats.skipped.find("cannot be reduced consistently"), std::string::npos)
+      << stats.skipped;
+}
 
 }  // namespace
 }  // namespace yirage::core

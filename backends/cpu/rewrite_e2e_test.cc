@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_test_util.h"
 #include "core/candidate_generator.h"
+#include "core/candidate_test_graphs.h"
 #include "core/fingerprint.h"
 #include "core/graph_json.h"
 #include "core/rewrite.h"
@@ -161,6 +162,45 @@ void ExpectFingerprintPassNumericFail(const GraphBuilder& original, const GraphB
   EXPECT_FALSE(RunMatches(*a, c, 0, &why)) << "the numeric check missed an unstable rewrite";
   std::printf("[mutation] %s: fingerprint passed, numeric check rejected: %s\n",
               mutated.proto().name().c_str(), why.substr(0, 160).c_str());
+}
+
+// The graphs split_key_axis and defer_layer_norm produce compile and run on
+// the CPU backend and match the float64 reference of the original graph
+// (their plans may rank below the ones the test above times).
+TEST(RewriteRulesEndToEnd, SplitKeyAxisAndDeferredLayerNormRun) {
+  ASSERT_NE(Backend(), nullptr);
+  const std::vector<std::pair<yirage::v1::Graph, std::string>> cases = {
+      {LoadExample("attention"), "split_key_axis"},
+      {core::testing::LayerNormLinearProto(), "defer_layer_norm"},
+      {core::testing::LayerNormLinearProto(true, false, false), "defer_layer_norm"}};
+  for (const auto& [proto, rule_name] : cases) {
+    SCOPED_TRACE(rule_name);
+    absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+    ASSERT_TRUE(g.ok()) << g.status();
+    int graphs = 0;
+    for (const core::RewriteRule& rule : core::DefaultRewriteRules()) {
+      if (rule.name != rule_name) continue;
+      for (const yirage::v1::Graph& rewritten_proto : rule.apply(*g)) {
+        absl::StatusOr<core::Graph> rg = core::Graph::FromProto(rewritten_proto);
+        ASSERT_TRUE(rg.ok()) << rg.status();
+        ++graphs;
+        core::SearchOptions options;
+        options.enable_rewrites = false;
+        options.max_candidates = 4;  // the baseline and the 3 cheapest partitions
+        absl::StatusOr<std::vector<yirage::v1::Plan>> plans =
+            core::GenerateCandidates(*rg, options);
+        ASSERT_TRUE(plans.ok()) << plans.status();
+        Compiled c;
+        CompileThroughAbi(rg->proto(), *plans, &c);
+        for (size_t i = 0; i < plans->size(); ++i) {
+          std::string why;
+          EXPECT_TRUE(RunMatches(*g, c, static_cast<int>(i), &why))
+              << (*plans)[i].description() << ": " << why;
+        }
+      }
+    }
+    EXPECT_GT(graphs, 0);
+  }
 }
 
 TEST(NumericMutations, OnePassVarianceCancelsCatastrophically) {

@@ -1,0 +1,167 @@
+// yirage-search-bench: wall time of the candidate search (rewrites,
+// fingerprints, partitioning and schedules: GenerateCandidatesWithStats) per
+// graph, with the options the scheduler uses for a job without budgets
+// (server/scheduler.cc Submit: backend cpu, --max-candidates 64 by default,
+// the chip's search space when --chip names a built-in chip).
+//
+//   yirage-search-bench [--runs N] [--chip ID] [--max-candidates N] [--full-size]
+//                       [GRAPH.json ...]
+//
+// --full-size times the rewrite search alone (ExploreRewrites with the
+// options GenerateCandidatesWithStats passes it) with shape reduction off, so
+// every fingerprint runs on the graph's own shapes; the plans column is then 0.
+//
+// Without graphs it runs every examples/graphs/*.json under the source tree.
+// Prints one row per graph: median (and min/max) seconds over N runs, the
+// distinct verified rewritten graphs, the plans (rewritten ones), the
+// fingerprint checks, and why rewrites were skipped when they were.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/builtin_chips.h"
+#include "core/candidate_generator.h"
+#include "core/chip_search.h"
+#include "core/graph.h"
+#include "core/graph_json.h"
+#include "core/rewrite.h"
+
+namespace {
+
+using yirage::core::Graph;
+
+int Run(int argc, char** argv) {
+  int runs = 5;
+  int max_candidates = 64;
+  std::string chip_id;
+  bool full_size = false;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--runs" && i + 1 < argc) {
+      runs = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--chip" && i + 1 < argc) {
+      chip_id = argv[++i];
+    } else if (a == "--max-candidates" && i + 1 < argc) {
+      max_candidates = std::atoi(argv[++i]);
+    } else if (a == "--full-size") {
+      full_size = true;
+    } else if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: %s [--runs N] [--chip ID] [--max-candidates N] [--full-size] [GRAPH.json ...]\n",
+          argv[0]);
+      return 0;
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (files.empty()) {
+    for (const auto& e :
+         std::filesystem::directory_iterator(std::string(YIRAGE_SOURCE_DIR) + "/examples/graphs")) {
+      if (e.path().extension() == ".json") files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+  }
+  yirage::core::SearchOptions options;
+  options.backend = "cpu";
+  options.max_candidates = max_candidates;
+  if (!chip_id.empty()) {
+    absl::StatusOr<std::vector<yirage::v1::Chip>> chips = yirage::core::BuiltinChips();
+    if (!chips.ok()) {
+      std::fprintf(stderr, "built-in chips: %s\n", std::string(chips.status().message()).c_str());
+      return 1;
+    }
+    bool found = false;
+    for (const yirage::v1::Chip& c : *chips) {
+      if (c.chip_id() != chip_id) continue;
+      options = yirage::core::SearchOptionsForChip(c, options);
+      found = true;
+    }
+    if (!found) {
+      std::fprintf(stderr, "no built-in chip '%s'\n", chip_id.c_str());
+      return 1;
+    }
+  }
+  std::printf("%-24s %9s %9s %9s %9s %8s %8s %8s\n", "graph", "median_s", "min_s", "max_s",
+              "rewrite_s", "verified", "plans", "fp_chks");
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    absl::StatusOr<yirage::v1::Graph> proto = yirage::core::ParseGraphJson(ss.str());
+    if (!proto.ok()) {
+      std::fprintf(stderr, "%s: %s\n", file.c_str(), std::string(proto.status().message()).c_str());
+      return 1;
+    }
+    absl::StatusOr<Graph> graph = Graph::FromProto(*proto);
+    if (!graph.ok()) {
+      std::fprintf(stderr, "%s: %s\n", file.c_str(), std::string(graph.status().message()).c_str());
+      return 1;
+    }
+    std::vector<double> seconds;
+    std::vector<double> rewrite_seconds;
+    yirage::core::SearchStats stats;
+    for (int r = 0; r < runs; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<std::vector<yirage::v1::Plan>> plans;
+      if (full_size) {
+        yirage::core::RewriteOptions ro;
+        ro.max_graphs = options.max_rewrite_graphs;
+        ro.time_budget_seconds = options.rewrite_time_budget_seconds;
+        ro.threads = options.search_threads;
+        ro.fingerprint.trials = options.fingerprint_trials;
+        ro.reduce_shapes_above_work = 0;
+        yirage::core::RewriteStats rs;
+        absl::StatusOr<std::vector<yirage::core::RewrittenGraph>> found =
+            yirage::core::ExploreRewrites(*graph, ro, &rs);
+        if (!found.ok()) {
+          plans = found.status();
+        } else {
+          plans = std::vector<yirage::v1::Plan>{};
+        }
+        stats = yirage::core::SearchStats{};
+        stats.rewrites_verified = rs.rewrites_verified;
+        stats.fingerprint_checks = rs.fingerprint_checks;
+        stats.rewrite_seconds = rs.seconds;
+        stats.rewrites_skipped = rs.skipped;
+      } else {
+        plans = yirage::core::GenerateCandidatesWithStats(*graph, options, &stats);
+      }
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      rewrite_seconds.push_back(stats.rewrite_seconds);
+      if (!plans.ok()) {
+        std::fprintf(stderr, "%s: %s\n", file.c_str(),
+                     std::string(plans.status().message()).c_str());
+        return 1;
+      }
+    }
+    std::vector<double> sorted = seconds;
+    std::sort(sorted.begin(), sorted.end());
+    std::sort(rewrite_seconds.begin(), rewrite_seconds.end());
+    const std::string name = std::filesystem::path(file).stem().string();
+    std::printf("%-24s %9.3f %9.3f %9.3f %9.3f %8d %4d(%2d) %8lld\n", name.c_str(),
+                sorted[sorted.size() / 2], sorted.front(), sorted.back(),
+                rewrite_seconds[rewrite_seconds.size() / 2], stats.rewrites_verified, stats.plans,
+                stats.rewritten_plans, static_cast<long long>(stats.fingerprint_checks));
+    if (stats.fingerprint_shape_reduction > 1) {
+      std::printf("    fingerprinted with dimensions divided by %lld\n",
+                  static_cast<long long>(stats.fingerprint_shape_reduction));
+    }
+    if (!stats.rewrites_skipped.empty()) {
+      std::printf("    rewrites skipped: %s\n", stats.rewrites_skipped.c_str());
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Run(argc, argv); }
