@@ -64,7 +64,7 @@
 // A^2 / 2^64 per trial and are included in A^2 * D_arg / (2q) since q < 2^61.
 // For the example graphs at full size with T = 3 the bound ranges from
 // 1.1e-19 (attention: ~2M exp and max applications) to 1.8e-53
-// (low_rank_projection); the rewrite search fingerprints graphs above 5e7
+// (low_rank_projection); the rewrite search fingerprints graphs above 1e8
 // modular operations per trial on shape-reduced instances (core/rewrite.h
 // ReduceShapes) and reports their (smaller) bound.
 //

@@ -96,8 +96,10 @@ struct RewriteOptions {
   // shape-reduced instance (ReduceShapes) with the least power-of-two factor
   // that brings the cost to this or below; 0 = never reduce. A graph that
   // cannot be reduced is fingerprinted at full size up to
-  // max_fingerprint_work, and skipped above it.
-  double reduce_shapes_above_work = 5e7;
+  // max_fingerprint_work, and skipped above it. Equal to max_fingerprint_work
+  // by default: every graph that can be fingerprinted at full size within the
+  // budget is (a proof on the real shapes); only larger ones are reduced.
+  double reduce_shapes_above_work = 1e8;
 };
 
 struct RewrittenGraph {
