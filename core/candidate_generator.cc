@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "core/cost_model.h"
+#include "core/fused_pattern.h"
 #include "core/fingerprint.h"
 #include "core/graph.h"
 #include "core/graph_hash.h"
@@ -66,10 +67,10 @@ struct GroupShape {
   bool has_matmul = false;
   int64_t max_n = 1;  // widest matmul output
   int64_t max_k = 1;  // deepest matmul reduction
-  // Exactly matmul -> [scalar mul ->] softmax -> matmul, each feeding the
-  // next: GPU backends run it as one fused attention kernel whose only knob
-  // is the key split, so the other knobs are fixed (and its plans dedupe).
-  bool attention = false;
+  // A chain GPU backends run as one fused kernel (core/fused_pattern.h)
+  // whose knobs they choose themselves: the generic knobs are fixed, so its
+  // plans dedupe.
+  bool fused_gpu = false;
 };
 
 bool IsGpuBackend(const SearchOptions& options) {
@@ -89,7 +90,7 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
     shape.max_k = std::max<int64_t>(shape.max_k, a.empty() ? 1 : a.back());
     shape.max_n = std::max<int64_t>(shape.max_n, out.empty() ? 1 : out.back());
   }
-  shape.attention = IsAttentionChain(graph, std::vector<int>(ops.begin(), ops.end()));
+  shape.fused_gpu = IsFusedGpuChain(graph, std::vector<int>(ops.begin(), ops.end()));
   return shape;
 }
 
@@ -109,7 +110,7 @@ Schedule GenericSchedule(const SearchOptions& options) {
 Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
                      const SearchOptions& options) {
   Schedule schedule = GenericSchedule(options);
-  if (shape.attention && IsGpuBackend(options)) return schedule;  // split_k 0: automatic
+  if (shape.fused_gpu && IsGpuBackend(options)) return schedule;  // split_k 0: automatic
   if (shape.has_matmul) {
     schedule.set_tile_n(static_cast<int>(std::min<int64_t>(variant.tile_n, shape.max_n)));
     schedule.set_tile_k(static_cast<int>(std::min<int64_t>(kDefaultTileK, shape.max_k)));

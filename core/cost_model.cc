@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/fused_pattern.h"
+
 namespace yirage::core {
 namespace {
 
@@ -69,18 +71,6 @@ double TensorBytes(const Graph& graph, int tensor) {
   return element_bytes * static_cast<double>(info.num_elements());
 }
 
-bool IsAttentionChain(const Graph& graph, const std::vector<int>& ops) {
-  if (ops.size() != 3 && ops.size() != 4) return false;
-  std::vector<OpType> want = {OpType::kMatmul, OpType::kSoftmax, OpType::kMatmul};
-  if (ops.size() == 4) want.insert(want.begin() + 1, OpType::kMul);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const OpInfo& op = graph.op(ops[i]);
-    if (op.type != want[i]) return false;
-    if (i > 0 && op.inputs[0] != graph.op(ops[i - 1]).output) return false;
-  }
-  return ops.size() == 3 || graph.op(ops[1]).has_scalar;
-}
-
 double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kernel,
                           const RowGroupInfo* row, const SearchOptions& options) {
   std::vector<int> ops;
@@ -95,12 +85,12 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
     if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
   }
 
-  // GPU backends run matmul -> softmax -> matmul as one fused attention
-  // kernel on tensor cores (see backends/cuda/cuda_attention.h): it moves
-  // only its inputs and output, and its matmuls run at tensor-core rates.
+  // GPU backends run the chains of core/fused_pattern.h (attention, streamed
+  // matmuls with fused prologue and epilogue) as single tensor-core kernels:
+  // they move only their inputs and outputs, at tensor-core rates.
   const bool gpu = options.warp_size > 1 || options.backend == "cuda" ||
                    options.backend == "hip" || options.backend == "level_zero";
-  if (gpu && kernel.kind() == yirage::v1::KERNEL_ROW && IsAttentionChain(graph, ops)) {
+  if (gpu && kernel.kind() == yirage::v1::KERNEL_ROW && IsFusedGpuChain(graph, ops)) {
     double flops = 0;
     for (int op : ops) flops += OpFlops(graph, op);
     return kKernelOverhead + traffic + kFlopCost * flops / kTensorCoreSpeedup;

@@ -67,11 +67,6 @@ double OpFlops(const Graph& graph, int op);
 // inputs and outputs, 4 bytes per element (float32 scratch) otherwise.
 double TensorBytes(const Graph& graph, int tensor);
 
-// True when `ops` (op ids in graph order) are exactly matmul -> [scalar mul
-// ->] softmax -> matmul, each feeding the next: the chain GPU backends fuse
-// into one attention kernel.
-bool IsAttentionChain(const Graph& graph, const std::vector<int>& ops);
-
 // Cost of one kernel as described above. `row` is AnalyzeRowGroup's result
 // for the kernel's ops when it is a legal KERNEL_ROW group, nullptr otherwise.
 // Names the graph does not know are ignored (never fails), so the estimate of

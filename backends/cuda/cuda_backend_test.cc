@@ -75,14 +75,16 @@ TEST_P(CandidatesCompileTest, AllCandidatesCompileWithNvrtc) {
   Compiled c;
   CompileThroughAbi(*proto, *plans, &c);
   ExpectAllCompiled(c);
-  int ok = 0, attention = 0;
+  int ok = 0, attention = 0, streamed = 0;
   for (const auto& p : c.response.plans()) {
     ok += p.ok() ? 1 : 0;
     attention += p.source().find("fused attention") != std::string::npos ? 1 : 0;
+    streamed += p.source().find("streamed matmul") != std::string::npos ? 1 : 0;
   }
-  std::printf("[ compiled ] %-28s %d/%d candidates in %.1f s, %d with fused attention\n",
-              proto->name().c_str(), ok, c.response.plans_size(), c.response.compile_seconds(),
-              attention);
+  std::printf(
+      "[ compiled ] %-28s %d/%d candidates in %.1f s, %d with fused attention, %d streamed\n",
+      proto->name().c_str(), ok, c.response.plans_size(), c.response.compile_seconds(), attention,
+      streamed);
   if (std::getenv("YIRAGE_LIST_PLANS") != nullptr) {
     for (int i = 0; i < c.response.plans_size(); ++i) {
       std::printf("  #%d %s\n", i, (*plans)[i].description().c_str());
@@ -90,6 +92,9 @@ TEST_P(CandidatesCompileTest, AllCandidatesCompileWithNvrtc) {
   }
   // The bench's attention graphs must reach the fused kernel.
   if (proto->name().rfind("gqa_decode", 0) == 0) EXPECT_GT(attention, 0);
+  for (const char* prefix : {"gated_mlp_b", "rms_norm_linear_b", "lora_b"}) {
+    if (proto->name().rfind(prefix, 0) == 0) EXPECT_GT(streamed, 0);
+  }
 }
 
 std::vector<std::string> AllGraphFiles() {

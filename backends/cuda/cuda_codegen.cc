@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cuda/cuda_attention.h"
+#include "backends/cuda/cuda_streamed_matmul.h"
 #include "core/row_group.h"
 
 namespace yirage::backends::cuda {
@@ -1343,6 +1344,31 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   return true;
 }
 
+// A streamed matmul kernel (cuda_streamed_matmul.h) for `kernel`, when its
+// output has one destination; false (nothing emitted) otherwise.
+bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                              const StreamedMatmulPlan& plan, Code* code) {
+  const int t = plan.match.out;
+  const bool scratch = ctx.scratch_buffer[t] >= 0;
+  if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) return false;
+  const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
+                              : ctx.graph.num_inputs() + ctx.out_position[t][0];
+  const std::string out_type = scratch ? "float" : CType(ctx.graph.tensor(t).dtype);
+  const std::string name = KernelName(ctx.plan_index, kernel_index);
+  int workspace_arg = -1;
+  if (const int64_t bytes = StreamedMatmulWorkspaceBytes(plan); bytes > 0) {
+    workspace_arg =
+        ctx.PlanBufferId(ctx.AddBuffer(bytes, false, name + " split-K partial sums"));
+  }
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
+          "': streamed matmul (tensor cores: mma.m16n8k16, cp.async pipeline), ", plan.splits,
+          " K split(s), ", plan.stages, " stages");
+  std::string source;
+  EmitStreamedMatmul(plan, name, out_arg, out_type, workspace_arg, &source, &ctx.code->launches);
+  code->Line(source);
+  return true;
+}
+
 }  // namespace
 
 std::string KernelName(int plan, int kernel) { return absl::StrCat("yr_p", plan, "_k", kernel); }
@@ -1685,6 +1711,12 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
       if (std::optional<AttentionPattern> attention =
               MatchAttention(g, kernel_ops[k], kernel_outputs[k]);
           attention.has_value() && EmitAttentionKernel(ctx, kernel, k, *attention, &code)) {
+        continue;
+      }
+      if (std::optional<StreamedMatmulPlan> streamed =
+              PlanStreamedMatmul(g, kernel_ops[k], kernel_outputs[k], target_,
+                                 kernel.schedule().split_k(), kernel.schedule().stages());
+          streamed.has_value() && EmitStreamedMatmulKernel(ctx, kernel, k, *streamed, &code)) {
         continue;
       }
     }

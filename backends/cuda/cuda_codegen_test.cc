@@ -113,6 +113,33 @@ yirage::v1::Graph ScaledAttentionGraph(DType dtype) {
   return b.proto();
 }
 
+// The streamed-matmul chains (core/fused_pattern.h) at shapes its kernel
+// takes: rows not a multiple of 16, K splits, ranks 16 and 32.
+yirage::v1::Graph StreamedGatedGraph(DType dtype, int64_t m, int64_t k, int64_t n) {
+  GraphBuilder b("streamed_gated");
+  b.Input("X", {m, k}, dtype).Input("W1", {k, n}, dtype).Input("W2", {k, n}, dtype);
+  b.Op("A", "matmul", {"X", "W1"}).Op("Sg", "silu", {"A"});
+  b.Op("Bm", "matmul", {"X", "W2"}).Op("Y", "mul", {"Sg", "Bm"}).Output("Y");
+  return b.proto();
+}
+
+yirage::v1::Graph StreamedRmsLinearGraph(DType dtype, int64_t m, int64_t k, int64_t n) {
+  GraphBuilder b("streamed_rms_linear");
+  b.Input("X", {m, k}, dtype).Input("G", {k}, dtype).Input("W", {k, n}, dtype);
+  b.Op("N", "rms_norm", {"X"}).Op("S", "mul", {"N", "G"}).Op("Y", "matmul", {"S", "W"});
+  b.Output("Y");
+  return b.proto();
+}
+
+yirage::v1::Graph StreamedLoraGraph(DType dtype, int64_t m, int64_t k, int64_t n, int64_t r) {
+  GraphBuilder b("streamed_lora");
+  b.Input("X", {m, k}, dtype).Input("W", {k, n}, dtype).Input("A", {k, r}, dtype);
+  b.Input("B", {r, n}, dtype);
+  b.Op("XW", "matmul", {"X", "W"}).Op("XA", "matmul", {"X", "A"});
+  b.Op("XAB", "matmul", {"XA", "B"}).Op("Y", "add", {"XW", "XAB"}).Output("Y");
+  return b.proto();
+}
+
 yirage::v1::Graph LoraGraph(DType dtype) {
   GraphBuilder b("lora");
   b.Input("X", {16, 64}, dtype).Input("W", {64, 256}, dtype).Input("A", {64, 16}, dtype);
@@ -169,6 +196,17 @@ std::vector<Case> AllCases() {
       cases.push_back({fa,
                        {OneRowGroup(fa, Rows(4)), OneRowGroup(fa, WithGpu(Rows(4), 2)),
                         OneRowGroup(fa, WithGpu(Rows(4), 1)), AllRowSingles(fa, Rows(2))}});
+    }
+    if (dt != FLOAT32) {
+      for (const yirage::v1::Graph& sm :
+           {StreamedGatedGraph(dt, 24, 512, 128), StreamedRmsLinearGraph(dt, 3, 1024, 192),
+            StreamedLoraGraph(dt, 16, 256, 128, 16), StreamedLoraGraph(dt, 40, 128, 64, 32)}) {
+        // Automatic split, one split (epilogue in the kernel), two splits
+        // with a two-stage pipeline.
+        cases.push_back({sm,
+                         {OneRowGroup(sm, Rows(4)), OneRowGroup(sm, WithGpu(Rows(4), 1)),
+                          OneRowGroup(sm, WithGpu(Rows(4), 2, 0, 2))}});
+      }
     }
     const yirage::v1::Graph l = LoraGraph(dt);
     cases.push_back({l,
@@ -243,6 +281,26 @@ TEST(CudaCodegenCompileTest, SkinnyHalfMatmulsUseTensorCores) {
   EXPECT_NE(explicit_split.find("slice 2048"), std::string::npos);
   const yirage::v1::Graph f = GatedMlpGraph(FLOAT32, 8, 512, 512);
   EXPECT_EQ(PlanSource(f, OneRowGroup(f, Cols(128))).find("tensor cores"), std::string::npos);
+}
+
+// CPU-only (CI): gated MLP, rms_norm -> linear and LoRA chains become the
+// streamed matmul kernel; K splits as the schedule says.
+TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
+  const yirage::v1::Graph gated = StreamedGatedGraph(FLOAT16, 8, 4096, 4096);
+  const std::string g_src = PlanSource(gated, OneRowGroup(gated, Cols(128)));
+  EXPECT_NE(g_src.find("streamed matmul"), std::string::npos) << g_src;
+  EXPECT_NE(g_src.find("_combine("), std::string::npos) << "expected a K split";
+  const yirage::v1::Graph rms = StreamedRmsLinearGraph(BFLOAT16, 2, 4096, 6144);
+  const std::string r_src = PlanSource(rms, OneRowGroup(rms, WithGpu(Rows(4), 1)));
+  EXPECT_NE(r_src.find("streamed matmul"), std::string::npos);
+  EXPECT_NE(r_src.find(", 1 K split(s)"), std::string::npos);
+  const yirage::v1::Graph lora = StreamedLoraGraph(FLOAT16, 16, 256, 4096, 16);
+  const std::string l_src = PlanSource(lora, OneRowGroup(lora, Cols(64)));
+  EXPECT_NE(l_src.find("rank 16"), std::string::npos) << l_src;
+  // More than 64 rows: the generic row kernels.
+  const yirage::v1::Graph wide = StreamedGatedGraph(FLOAT16, 80, 256, 128);
+  EXPECT_EQ(PlanSource(wide, OneRowGroup(wide, Cols(128))).find("streamed matmul"),
+            std::string::npos);
 }
 
 // CPU-only (CI): matmul -> softmax -> matmul groups become the fused

@@ -1,0 +1,418 @@
+#include "backends/cuda/cuda_streamed_matmul.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace yirage::backends::cuda {
+namespace {
+
+using core::Graph;
+using core::StreamedMatmulMatch;
+using core::TensorInfo;
+
+constexpr int kChunkK = 64;  // K rows per pipeline stage
+constexpr int kTileN = 64;   // output columns per block
+constexpr int kThreads = 128;
+
+bool Is16(yirage::v1::DType t) { return t == yirage::v1::FLOAT16 || t == yirage::v1::BFLOAT16; }
+
+int64_t StageHalves(const StreamedMatmulPlan& p) {
+  const int nw = p.match.w2 >= 0 ? 2 : 1;
+  return int64_t{p.m_tiles} * 16 * (kChunkK + 8) + nw * kChunkK * (kTileN + 8) +
+         (p.r > 0 ? kChunkK * (p.r + 8) : 0);
+}
+
+int64_t SmemBytes(const StreamedMatmulPlan& p) {
+  return (p.stages * StageHalves(p) + p.r * (kTileN + 8)) * 2 + p.m_tiles * 16 * 4;
+}
+
+constexpr char kKernel[] = R"(
+// streamed matmul: M=@M@ K=@K@ N=@N@, @NW@ weight(s), rank @R@, @SPLITS@ K split(s), @STAGES@ stages
+extern "C" __global__ void __launch_bounds__(128) @NAME@(@PARAMS@) {
+  typedef @T@ T;
+  constexpr int M = @M@, MT = @MT@, MP = MT * 16, K = @K@, N = @N@, KS = K / @SPLITS@;
+  constexpr int BK = 64, BN = 64, STAGES = @STAGES@, R = @R@, NW = @NW@;
+  constexpr int LX = BK + 8, LW = BN + 8, LA = R + 8;
+  constexpr int STAGE = MP * LX + NW * BK * LW + (R > 0 ? BK * LA : 0);
+  constexpr int CHUNKS = KS / BK;
+  constexpr int TPR = 128 / MP, CPT = BK / TPR;  // prologue pass: threads per row, columns each
+  extern __shared__ __align__(128) unsigned char yr_smb[];
+  T* const sm = reinterpret_cast<T*>(yr_smb);
+  T* const bsm = sm + STAGES * STAGE;  // low rank: the block's B columns [R][LW]
+  float* const rs_sm = reinterpret_cast<float*>(bsm + R * LW);
+  (void)rs_sm; (void)bsm;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int li = lane & 7, lm = lane >> 3;
+  const int n0 = blockIdx.x * BN, split = blockIdx.y;
+  (void)split;
+  const int kbase = split * KS;
+  // Rows M..MP-1 of every X stage stay zero.
+  for (int x = tid; x < STAGES * (MP - M) * (BK / 8); x += 128) {
+    const int st = x / ((MP - M) * (BK / 8)), rem = x % ((MP - M) * (BK / 8));
+    *reinterpret_cast<uint4*>(sm + st * STAGE + (M + rem / (BK / 8)) * LX + (rem % (BK / 8)) * 8) =
+        make_uint4(0, 0, 0, 0);
+  }
+#if @R@ > 0
+  for (int x = tid; x < R * (BN / 8); x += 128) {
+    const int r = x / (BN / 8), c = (x % (BN / 8)) * 8;
+    yr_cp_async16(bsm + r * LW + c, lb + (i64)r * N + n0 + c);
+  }
+#endif
+  auto load = [&](int t, int st) {
+    T* const xs = sm + st * STAGE;
+    T* const w1s = xs + MP * LX;
+    const int k0 = kbase + t * BK;
+    for (int x = tid; x < M * (BK / 8); x += 128) {
+      const int r = x / (BK / 8), c = (x % (BK / 8)) * 8;
+      yr_cp_async16(xs + r * LX + c, x_in + (i64)r * K + k0 + c);
+    }
+    for (int x = tid; x < BK * (BN / 8); x += 128) {
+      const int r = x / (BN / 8), c = (x % (BN / 8)) * 8;
+      yr_cp_async16(w1s + r * LW + c, w1 + (i64)(k0 + r) * N + n0 + c);
+#if @NW@ == 2
+      yr_cp_async16(w1s + BK * LW + r * LW + c, w2 + (i64)(k0 + r) * N + n0 + c);
+#endif
+    }
+#if @R@ > 0
+    T* const as = w1s + NW * BK * LW;
+    for (int x = tid; x < BK * (R / 8); x += 128) {
+      const int r = x / (R / 8), c = (x % (R / 8)) * 8;
+      yr_cp_async16(as + r * LA + c, la + (i64)(k0 + r) * R + c);
+    }
+#endif
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < CHUNKS) load(s, s);
+    yr_cp_async_commit();
+  }
+  float acc1[MT][2][4], acc2[MT][2][4];
+#if @R@ > 0
+  float tacc[MT][R / 8][4];
+#endif
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      acc1[mt][0][e] = acc1[mt][1][e] = acc2[mt][0][e] = acc2[mt][1][e] = 0.0f;
+#if @R@ > 0
+#pragma unroll
+      for (int j = 0; j < R / 8; ++j) tacc[mt][j][e] = 0.0f;
+#endif
+    }
+  }
+  float ss = 0.0f;
+  (void)ss; (void)acc2;
+  for (int t = 0; t < CHUNKS; ++t) {
+    yr_cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    T* const xs = sm + (t % STAGES) * STAGE;
+    const T* const w1s = xs + MP * LX;
+#if @PREP@
+    {
+      // Prologue on the staged X chunk: sums of squares (rms) and column scales.
+      const int row = tid / TPR, c0 = (tid % TPR) * CPT, kg = kbase + t * BK + c0;
+      (void)kg;
+#pragma unroll 8
+      for (int c = 0; c < CPT; ++c) {
+        float xv = yr_ld(xs, row * LX + c0 + c);
+#if @RMS@
+        ss += xv * xv;
+#endif
+#if @NG@ > 0
+        xv *= @GSCALE@;
+        yr_sth(xs + row * LX + c0 + c, xv);
+#endif
+      }
+    }
+    __syncthreads();
+#endif
+#pragma unroll
+    for (int ks = 0; ks < BK / 16; ++ks) {
+      unsigned af[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        yr_ldsm_x4(af[mt], xs + (mt * 16 + li + (lm & 1) * 8) * LX + ks * 16 + (lm >> 1) * 8);
+      }
+      unsigned bf[4];
+      yr_ldsm_x4_t(bf, w1s + (ks * 16 + li + (lm & 1) * 8) * LW + warp * 16 + (lm >> 1) * 8);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        yr_mma16816<T>(acc1[mt][0], af[mt], bf);
+        yr_mma16816<T>(acc1[mt][1], af[mt], bf + 2);
+      }
+#if @NW@ == 2
+      yr_ldsm_x4_t(bf, w1s + BK * LW + (ks * 16 + li + (lm & 1) * 8) * LW + warp * 16 +
+                           (lm >> 1) * 8);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        yr_mma16816<T>(acc2[mt][0], af[mt], bf);
+        yr_mma16816<T>(acc2[mt][1], af[mt], bf + 2);
+      }
+#endif
+#if @R@ > 0
+      const T* const as = w1s + NW * BK * LW;
+#pragma unroll
+      for (int j = 0; j < R / 8; j += 2) {
+        yr_ldsm_x4_t(bf, as + (ks * 16 + li + (lm & 1) * 8) * LA + (j + (lm >> 1)) * 8);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          yr_mma16816<T>(tacc[mt][j], af[mt], bf);
+          yr_mma16816<T>(tacc[mt][j + 1], af[mt], bf + 2);
+        }
+      }
+#endif
+    }
+    if (t + STAGES - 1 < CHUNKS) load(t + STAGES - 1, (t + STAGES - 1) % STAGES);
+    yr_cp_async_commit();
+  }
+  yr_cp_async_wait<0>();
+#if @R@ > 0
+  __syncthreads();
+  // Y += T B for the block's columns, T = X A straight from its registers.
+#pragma unroll
+  for (int kk = 0; kk < R / 16; ++kk) {
+    unsigned bf[4];
+    yr_ldsm_x4_t(bf, bsm + (kk * 16 + li + (lm & 1) * 8) * LW + warp * 16 + (lm >> 1) * 8);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      unsigned pa[4];
+      pa[0] = yr_pack2<T>(tacc[mt][2 * kk][0], tacc[mt][2 * kk][1]);
+      pa[1] = yr_pack2<T>(tacc[mt][2 * kk][2], tacc[mt][2 * kk][3]);
+      pa[2] = yr_pack2<T>(tacc[mt][2 * kk + 1][0], tacc[mt][2 * kk + 1][1]);
+      pa[3] = yr_pack2<T>(tacc[mt][2 * kk + 1][2], tacc[mt][2 * kk + 1][3]);
+      yr_mma16816<T>(acc1[mt][0], pa, bf);
+      yr_mma16816<T>(acc1[mt][1], pa, bf + 2);
+    }
+  }
+#endif
+#if @RMS@
+#pragma unroll
+  for (int o = 1; o < TPR; o *= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+#if @SPLITS@ == 1
+  if (tid % TPR == 0) rs_sm[tid / TPR] = rsqrtf(ss / (float)K + @EPS@);
+  __syncthreads();
+#else
+  if (blockIdx.x == 0 && tid % TPR == 0 && tid / TPR < M) ws[@SS_OFF@ + split * M + tid / TPR] = ss;
+#endif
+#endif
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int nb = 0; nb < 2; ++nb) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = mt * 16 + (lane >> 2) + 8 * h;
+        if (row >= M) continue;
+        const int col = n0 + warp * 16 + nb * 8 + 2 * (lane & 3);
+        float v0 = acc1[mt][nb][2 * h], v1 = acc1[mt][nb][2 * h + 1];
+#if @SPLITS@ == 1
+        float u0 = acc2[mt][nb][2 * h], u1 = acc2[mt][nb][2 * h + 1];
+        (void)u0; (void)u1;
+#if @RMS@
+        const float rs = rs_sm[row];
+        v0 *= rs; v1 *= rs; u0 *= rs; u1 *= rs;
+#endif
+#if @EPI@ == 1
+        v0 = yr_silu(v0) * u0;
+        v1 = yr_silu(v1) * u1;
+#endif
+        yr_st(o, (i64)row * N + col, v0);
+        yr_st(o, (i64)row * N + col + 1, v1);
+#else
+        *reinterpret_cast<float2*>(ws + ((i64)(split * NW) * M + row) * N + col) = make_float2(v0, v1);
+#if @NW@ == 2
+        *reinterpret_cast<float2*>(ws + ((i64)(split * NW + 1) * M + row) * N + col) =
+            make_float2(acc2[mt][nb][2 * h], acc2[mt][nb][2 * h + 1]);
+#endif
+#endif
+      }
+    }
+  }
+}
+)";
+
+constexpr char kCombine[] = R"(
+// adds the @SPLITS@ K splits of @NAME@ and applies its epilogue
+extern "C" __global__ void __launch_bounds__(256) @NAME@_combine(const float* __restrict__ ws,
+    @OT@* __restrict__ o) {
+  constexpr int M = @M@, K = @K@, N = @N@, S = @SPLITS@, NW = @NW@;
+  const i64 x = (i64)blockIdx.x * 256 + threadIdx.x;
+  if (x >= (i64)M * N) return;
+  const int row = (int)(x / N);
+  float v = 0.0f, u = 0.0f;
+  (void)u; (void)K;
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+    v += ws[(i64)(s * NW) * M * N + x];
+#if @NW@ == 2
+    u += ws[(i64)(s * NW + 1) * M * N + x];
+#endif
+  }
+#if @RMS@
+  float ss = 0.0f;
+#pragma unroll
+  for (int s = 0; s < S; ++s) ss += ws[@SS_OFF@ + s * M + row];
+  const float rs = rsqrtf(ss / (float)K + @EPS@);
+  v *= rs;
+  u *= rs;
+#endif
+#if @EPI@ == 1
+  v = yr_silu(v) * u;
+#endif
+  yr_st(o, x, v);
+}
+)";
+
+std::string FloatLit(double v) {
+  std::string s = absl::StrFormat("%.9g", v);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return absl::StrCat("(", s, "f)");
+}
+
+}  // namespace
+
+std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::vector<int>& ops,
+                                                     const std::vector<int>& outputs,
+                                                     const CudaTarget& target,
+                                                     int requested_splits, int requested_stages) {
+  if (target.sm < 80) return std::nullopt;
+  std::optional<StreamedMatmulMatch> match = core::MatchStreamedMatmul(g, ops);
+  if (!match.has_value() || outputs.size() != 1 || outputs[0] != match->out) return std::nullopt;
+  StreamedMatmulPlan p;
+  p.match = *match;
+  const TensorInfo& x = g.tensor(match->x);
+  const TensorInfo& w1 = g.tensor(match->w1);
+  if (x.shape.size() != 2 || w1.shape.size() != 2 || !Is16(x.dtype)) return std::nullopt;
+  p.dtype = x.dtype;
+  p.m = x.shape[0];
+  p.k = x.shape[1];
+  p.n = w1.shape[1];
+  if (w1.shape[0] != p.k || p.m > 64 || p.k % kChunkK != 0 || p.n % kTileN != 0) {
+    return std::nullopt;
+  }
+  std::vector<int> same = {match->w1};
+  if (match->w2 >= 0) same.push_back(match->w2);
+  if (match->b >= 0) {
+    const TensorInfo& a = g.tensor(match->a);
+    const TensorInfo& b = g.tensor(match->b);
+    if (a.shape.size() != 2 || b.shape.size() != 2 || a.shape[0] != p.k) return std::nullopt;
+    p.r = a.shape[1];
+    if (b.shape[0] != p.r || b.shape[1] != p.n || p.r % 16 != 0 || p.r > 64) return std::nullopt;
+    same.push_back(match->a);
+    same.push_back(match->b);
+  }
+  for (int t : same) {
+    if (g.tensor(t).dtype != p.dtype) return std::nullopt;
+  }
+  if (match->w2 >= 0 && g.tensor(match->w2).shape != w1.shape) return std::nullopt;
+  for (int t : match->col_scales) {
+    if (g.tensor(t).shape != std::vector<int64_t>{p.k} || g.tensor(t).dtype != p.dtype) {
+      return std::nullopt;
+    }
+  }
+  p.m_tiles = p.m <= 16 ? 1 : (p.m <= 32 ? 2 : 4);
+  const int64_t tiles = p.n / kTileN;
+  auto splits_ok = [&](int64_t s) { return p.k % (kChunkK * s) == 0; };
+  if (p.r > 0) {
+    p.splits = 1;  // T = X A needs all of K in the block
+  } else if (requested_splits > 0 && splits_ok(requested_splits)) {
+    p.splits = requested_splits;
+  } else {
+    p.splits = 1;
+    while (tiles * p.splits < target.sm_count && splits_ok(2 * p.splits) &&
+           p.k / (2 * p.splits) >= 4 * kChunkK) {
+      p.splits *= 2;
+    }
+  }
+  p.stages = requested_stages >= 2 ? std::min(requested_stages, 8) : 4;
+  while (p.stages > 2 && SmemBytes(p) > target.max_smem_per_block) --p.stages;
+  if (SmemBytes(p) > target.max_smem_per_block) return std::nullopt;
+  return p;
+}
+
+int64_t StreamedMatmulWorkspaceBytes(const StreamedMatmulPlan& p) {
+  if (p.splits <= 1) return 0;
+  const int nw = p.match.w2 >= 0 ? 2 : 1;
+  return (int64_t{p.splits} * nw * p.m * p.n + int64_t{p.splits} * p.m) * 4;
+}
+
+void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, int out_arg,
+                        const std::string& out_type, int workspace_arg, std::string* source,
+                        std::vector<KernelLaunch>* launches) {
+  const StreamedMatmulMatch& m = p.match;
+  const std::string t = p.dtype == yirage::v1::BFLOAT16 ? "__nv_bfloat16" : "__half";
+  const int nw = m.w2 >= 0 ? 2 : 1;
+  std::vector<std::string> params = {absl::StrCat("const ", t, "* __restrict__ x_in"),
+                                     absl::StrCat("const ", t, "* __restrict__ w1")};
+  std::vector<int> args = {m.x, m.w1};
+  if (m.w2 >= 0) {
+    params.push_back(absl::StrCat("const ", t, "* __restrict__ w2"));
+    args.push_back(m.w2);
+  }
+  if (p.r > 0) {
+    params.push_back(absl::StrCat("const ", t, "* __restrict__ la"));
+    params.push_back(absl::StrCat("const ", t, "* __restrict__ lb"));
+    args.push_back(m.a);
+    args.push_back(m.b);
+  }
+  std::vector<std::string> gscale;
+  for (size_t i = 0; i < m.col_scales.size(); ++i) {
+    params.push_back(absl::StrCat("const ", t, "* __restrict__ g", i));
+    args.push_back(m.col_scales[i]);
+    gscale.push_back(absl::StrCat("yr_ld(g", i, ", kg + c)"));
+  }
+  const bool split = p.splits > 1;
+  params.push_back(absl::StrCat(split ? std::string("float") : out_type, "* __restrict__ o"));
+  args.push_back(split ? workspace_arg : out_arg);
+  params.push_back("float* __restrict__ ws");
+  args.push_back(split ? workspace_arg : out_arg);
+  const int64_t ss_off = int64_t{p.splits} * nw * p.m * p.n;
+  const int epi = m.epilogue == core::StreamedMatmulMatch::Epilogue::kSiluMul ? 1 : 0;
+  const std::vector<std::pair<std::string, std::string>> subst = {
+      {"@NAME@", name},
+      {"@PARAMS@", absl::StrJoin(params, ", ")},
+      {"@T@", t},
+      {"@OT@", out_type},
+      {"@M@", absl::StrCat(p.m)},
+      {"@MT@", absl::StrCat(p.m_tiles)},
+      {"@K@", absl::StrCat(p.k)},
+      {"@N@", absl::StrCat(p.n)},
+      {"@R@", absl::StrCat(p.r)},
+      {"@NW@", absl::StrCat(nw)},
+      {"@SPLITS@", absl::StrCat(p.splits)},
+      {"@STAGES@", absl::StrCat(p.stages)},
+      {"@PREP@", (m.rms || !m.col_scales.empty()) ? "1" : "0"},
+      {"@RMS@", m.rms ? "1" : "0"},
+      {"@EPS@", FloatLit(m.eps)},
+      {"@NG@", absl::StrCat(m.col_scales.size())},
+      {"@GSCALE@", gscale.empty() ? "1.0f" : absl::StrJoin(gscale, " * ")},
+      {"@EPI@", absl::StrCat(epi)},
+      {"@SS_OFF@", absl::StrCat(ss_off, "LL")},
+  };
+  *source += absl::StrReplaceAll(kKernel, subst);
+  KernelLaunch main;
+  main.name = name;
+  main.grid[0] = p.n / kTileN;
+  main.grid[1] = p.splits;
+  main.block = kThreads;
+  main.smem_bytes = static_cast<int>(SmemBytes(p));
+  main.args = args;
+  launches->push_back(main);
+  if (split) {
+    *source += absl::StrReplaceAll(kCombine, subst);
+    KernelLaunch combine;
+    combine.name = name + "_combine";
+    combine.grid[0] = (p.m * p.n + 255) / 256;
+    combine.block = 256;
+    combine.args = {workspace_arg, out_arg};
+    launches->push_back(combine);
+  }
+}
+
+}  // namespace yirage::backends::cuda

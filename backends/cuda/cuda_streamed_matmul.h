@@ -1,0 +1,65 @@
+// Streamed matmuls for the CUDA backend (core/fused_pattern.h
+// StreamedMatmulMatch): decode-shaped GEMMs (M <= 64 rows) whose weights are
+// read from memory exactly once, with the prologue (rms_norm row scale,
+// column scales) and epilogue (silu(X W1) * (X W2), the low-rank branch
+// (X A) B) fused.
+//
+// Block: 4 warps, 64 output columns (16 per warp) of every weight; grid
+// (N / 64, splits), each split a K range. The block streams 64-row chunks of
+// X and of every weight through a `stages`-deep cp.async pipeline in shared
+// memory and multiplies them with mma.m16n8k16 (float accumulation, operands
+// by ldmatrix). Column scales multiply the staged X chunk; the rms row
+// scale, 1 / sqrt(mean(X^2) + eps), is applied after the matmul (deferred
+// normalization: the norm's reduction runs in the matmul's pass). The
+// low-rank T = X A (rank <= 64) is accumulated in the same pass and
+// multiplied by the block's B columns at the end. With one split the block
+// applies the epilogue and stores Y; with more, it writes float partial sums
+// (and each split's sums of squares) and a combine kernel adds the splits
+// and applies the epilogue.
+#ifndef YIRAGE_BACKENDS_CUDA_CUDA_STREAMED_MATMUL_H_
+#define YIRAGE_BACKENDS_CUDA_CUDA_STREAMED_MATMUL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_codegen.h"
+#include "core/fused_pattern.h"
+#include "core/graph.h"
+
+namespace yirage::backends::cuda {
+
+struct StreamedMatmulPlan {
+  core::StreamedMatmulMatch match;
+  int64_t m = 0, k = 0, n = 0, r = 0;
+  int m_tiles = 1;  // 16-row tiles: 1, 2 or 4
+  int splits = 1;
+  int stages = 4;
+  yirage::v1::DType dtype = yirage::v1::FLOAT16;
+};
+
+// The plan for `ops` on `target`, or nullopt when the chain or its shapes
+// don't fit (16-bit X and weights of one dtype, X [M, K] with M <= 64, K a
+// multiple of 64 (of 64 * splits), N a multiple of 64, rank a multiple of 16
+// up to 64, column scales [K]). `requested_splits` (the schedule's split_k)
+// when it divides K so, else automatic: enough blocks to fill every SM once.
+std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const core::Graph& graph,
+                                                     const std::vector<int>& ops,
+                                                     const std::vector<int>& outputs,
+                                                     const CudaTarget& target,
+                                                     int requested_splits, int requested_stages);
+
+// Float workspace bytes the plan needs (0 with one split).
+int64_t StreamedMatmulWorkspaceBytes(const StreamedMatmulPlan& plan);
+
+// Emits the kernels `name` (and `name`_combine with splits) into `source`
+// and their launches. The inputs are graph inputs (buffer id = tensor id);
+// `out_arg`/`out_type` are the output's buffer id and C type.
+void EmitStreamedMatmul(const StreamedMatmulPlan& plan, const std::string& name, int out_arg,
+                        const std::string& out_type, int workspace_arg, std::string* source,
+                        std::vector<KernelLaunch>* launches);
+
+}  // namespace yirage::backends::cuda
+
+#endif  // YIRAGE_BACKENDS_CUDA_CUDA_STREAMED_MATMUL_H_

@@ -1,0 +1,167 @@
+#include "core/fused_pattern.h"
+
+#include <algorithm>
+
+namespace yirage::core {
+namespace {
+
+// The op of `ops` of type `type` (exactly one), or -1.
+int Only(const Graph& g, const std::vector<int>& ops, OpType type) {
+  int found = -1;
+  for (int op : ops) {
+    if (g.op(op).type != type) continue;
+    if (found >= 0) return -1;
+    found = op;
+  }
+  return found;
+}
+
+int Count(const Graph& g, const std::vector<int>& ops, OpType type) {
+  return static_cast<int>(
+      std::count_if(ops.begin(), ops.end(), [&](int op) { return g.op(op).type == type; }));
+}
+
+// True when tensor `t` is read only by ops of `ops`.
+bool Internal(const Graph& g, const std::vector<int>& ops, int t) {
+  for (int c : g.tensor(t).consumers) {
+    if (std::find(ops.begin(), ops.end(), c) == ops.end()) return false;
+  }
+  return true;
+}
+
+bool PlainMatmul(const OpInfo& op) { return op.type == OpType::kMatmul && !op.transpose_b; }
+
+}  // namespace
+
+bool IsAttentionChain(const Graph& graph, const std::vector<int>& ops) {
+  if (ops.size() != 3 && ops.size() != 4) return false;
+  std::vector<OpType> want = {OpType::kMatmul, OpType::kSoftmax, OpType::kMatmul};
+  if (ops.size() == 4) want.insert(want.begin() + 1, OpType::kMul);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpInfo& op = graph.op(ops[i]);
+    if (op.type != want[i]) return false;
+    if (i > 0 && op.inputs[0] != graph.op(ops[i - 1]).output) return false;
+  }
+  return ops.size() == 3 || graph.op(ops[1]).has_scalar;
+}
+
+std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& g,
+                                                       const std::vector<int>& ops) {
+  StreamedMatmulMatch m;
+  const int matmuls = Count(g, ops, OpType::kMatmul);
+  // The prologue: X -> rms_norm(X [, w]) -> [* G] feeding the (first) matmul.
+  auto prologue = [&](int a_operand, std::vector<int>* used) -> int {
+    int t = a_operand;
+    for (;;) {
+      const int producer = g.tensor(t).producer;
+      if (producer < 0 || std::find(ops.begin(), ops.end(), producer) == ops.end()) return t;
+      const OpInfo& p = g.op(producer);
+      used->push_back(producer);
+      if (p.type == OpType::kMul && !p.has_scalar) {
+        // One operand continues the chain, the other is a column vector (a
+        // graph input of rank 1).
+        const int lhs = p.inputs[0], rhs = p.inputs[1];
+        auto is_vec = [&](int v) {
+          return g.tensor(v).producer < 0 && g.tensor(v).shape.size() == 1;
+        };
+        const bool rhs_vec = is_vec(rhs);
+        if (!rhs_vec && !is_vec(lhs)) return -1;
+        m.col_scales.push_back(rhs_vec ? rhs : lhs);
+        t = rhs_vec ? lhs : rhs;
+      } else if (p.type == OpType::kRmsNorm && !m.rms) {
+        if (p.axis != static_cast<int>(g.tensor(p.inputs[0]).shape.size()) - 1) return -1;
+        m.rms = true;
+        m.eps = p.eps;
+        if (p.inputs.size() > 1) {
+          if (g.tensor(p.inputs[1]).producer >= 0 || p.inputs.size() > 2) return -1;
+          m.col_scales.push_back(p.inputs[1]);
+        }
+        t = p.inputs[0];
+      } else {
+        return -1;
+      }
+      if (!Internal(g, ops, g.op(producer).output)) return -1;
+    }
+  };
+  std::vector<int> used;
+  if (matmuls == 1 && (ops.size() == 1 || Count(g, ops, OpType::kRmsNorm) == 1)) {
+    const int mm = Only(g, ops, OpType::kMatmul);
+    if (mm != ops.back() || !PlainMatmul(g.op(mm))) return std::nullopt;
+    m.x = prologue(g.op(mm).inputs[0], &used);
+    m.w1 = g.op(mm).inputs[1];
+    m.out = g.op(mm).output;
+    m.epilogue = StreamedMatmulMatch::Epilogue::kPlain;
+    used.push_back(mm);
+  } else if (matmuls == 2 && ops.size() == 4 && Count(g, ops, OpType::kSilu) == 1 &&
+             Count(g, ops, OpType::kMul) == 1) {
+    const int silu = Only(g, ops, OpType::kSilu);
+    const int mul = Only(g, ops, OpType::kMul);
+    const int gate = g.tensor(g.op(silu).inputs[0]).producer;
+    if (gate < 0 || g.op(mul).has_scalar) return std::nullopt;
+    int up = -1;
+    for (int op : ops) {
+      if (g.op(op).type == OpType::kMatmul && op != gate) up = op;
+    }
+    if (up < 0 || !PlainMatmul(g.op(gate)) || !PlainMatmul(g.op(up))) return std::nullopt;
+    const std::vector<int>& mi = g.op(mul).inputs;
+    const int s = g.op(silu).output, u = g.op(up).output;
+    if (!((mi[0] == s && mi[1] == u) || (mi[0] == u && mi[1] == s))) return std::nullopt;
+    if (g.op(gate).inputs[0] != g.op(up).inputs[0]) return std::nullopt;
+    if (g.tensor(g.op(gate).inputs[0]).producer >= 0) return std::nullopt;  // X itself
+    m.x = g.op(gate).inputs[0];
+    m.w1 = g.op(gate).inputs[1];
+    m.w2 = g.op(up).inputs[1];
+    m.out = g.op(mul).output;
+    m.epilogue = StreamedMatmulMatch::Epilogue::kSiluMul;
+    used = ops;
+  } else if (matmuls == 3 && ops.size() == 4 && Count(g, ops, OpType::kAdd) == 1) {
+    const int add = Only(g, ops, OpType::kAdd);
+    if (g.op(add).has_scalar) return std::nullopt;
+    // The add's operands: X @ W and (X @ A) @ B.
+    int xw = -1, xab = -1;
+    for (int t : g.op(add).inputs) {
+      const int p = g.tensor(t).producer;
+      if (p < 0 || g.op(p).type != OpType::kMatmul) return std::nullopt;
+      const int inner = g.tensor(g.op(p).inputs[0]).producer;
+      if (inner >= 0 && g.op(inner).type == OpType::kMatmul) {
+        xab = p;
+      } else {
+        xw = p;
+      }
+    }
+    if (xw < 0 || xab < 0) return std::nullopt;
+    const int xa = g.tensor(g.op(xab).inputs[0]).producer;
+    for (int op : {xw, xa, xab}) {
+      if (!PlainMatmul(g.op(op))) return std::nullopt;
+    }
+    if (g.op(xa).inputs[0] != g.op(xw).inputs[0]) return std::nullopt;
+    if (g.tensor(g.op(xw).inputs[0]).producer >= 0) return std::nullopt;
+    m.x = g.op(xw).inputs[0];
+    m.w1 = g.op(xw).inputs[1];
+    m.a = g.op(xa).inputs[1];
+    m.b = g.op(xab).inputs[1];
+    m.out = g.op(add).output;
+    m.epilogue = StreamedMatmulMatch::Epilogue::kLowRankAdd;
+    used = ops;
+  } else {
+    return std::nullopt;
+  }
+  if (m.x < 0 || g.tensor(m.x).producer >= 0) return std::nullopt;
+  std::sort(used.begin(), used.end());
+  std::vector<int> sorted = ops;
+  std::sort(sorted.begin(), sorted.end());
+  if (used != sorted) return std::nullopt;  // an op outside the chain
+  for (int op : ops) {
+    if (g.op(op).output != m.out && !Internal(g, ops, g.op(op).output)) return std::nullopt;
+  }
+  for (int t : {m.w1, m.w2, m.a, m.b}) {
+    if (t >= 0 && g.tensor(t).producer >= 0) return std::nullopt;
+  }
+  return m;
+}
+
+bool IsFusedGpuChain(const Graph& graph, const std::vector<int>& ops) {
+  return IsAttentionChain(graph, ops) || MatchStreamedMatmul(graph, ops).has_value();
+}
+
+}  // namespace yirage::core
