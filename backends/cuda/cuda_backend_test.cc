@@ -90,6 +90,12 @@ TEST_P(CandidatesCompileTest, AllCandidatesCompileWithNvrtc) {
       std::printf("  #%d %s\n", i, (*plans)[i].description().c_str());
     }
   }
+  if (const char* dump = std::getenv("YIRAGE_DUMP_PLAN"); dump != nullptr) {
+    const int i = std::atoi(dump);
+    if (i >= 0 && i < c.response.plans_size()) {
+      std::printf("%s\n", c.response.plans(i).source().c_str());
+    }
+  }
   // The bench's attention graphs must reach the fused kernel.
   if (proto->name().rfind("gqa_decode", 0) == 0) EXPECT_GT(attention, 0);
   for (const char* prefix : {"gated_mlp_b", "rms_norm_linear_b", "lora_b"}) {

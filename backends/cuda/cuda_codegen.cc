@@ -401,6 +401,14 @@ class RowKernelEmitter {
                        ? rows
                        : (s_.block_rows() > 0 ? s_.block_rows() : kDefaultBlockRows);
       br = std::max<int64_t>(1, std::min<int64_t>({br, rows, kMaxBlockRows}));
+      // Few blocks (decode-sized row kernels): widen them so that every
+      // thread holds a few elements of its rows, up to 1024 threads.
+      if (!t_matmul && s_.warps() == 0 && CeilDiv(rows, br) < ctx_.target.sm_count) {
+        int64_t widest = 1;
+        for (int64_t w : info_.row_width) widest = std::max(widest, w);
+        threads_ = static_cast<int>(
+            std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, br * widest / 4)), threads_, 1024));
+      }
       tn_ = 1;
       if (has_t_) {
         int64_t tn = s_.tile_n() > 0 ? s_.tile_n() : kDefaultTileN;
@@ -470,7 +478,6 @@ class RowKernelEmitter {
 
   void EmitStaging(Code* c) {
     if (stage_off_.empty()) return;
-    constexpr int kPerThread = 4;  // 16-byte loads per thread per tensor per round
     int64_t rounds_total = 0;
     c->L("// staged rows (", stage_off_.size(), " tensor(s)): every load in flight first");
     for (const auto& [t, off] : stage_off_) {
@@ -478,6 +485,10 @@ class RowKernelEmitter {
       const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
       rounds_total = std::max(rounds_total, br_ * g_.tensor(t).shape.back() / per16);
     }
+    // 16-byte loads per thread per tensor per round: enough for one round,
+    // at most 4 (registers).
+    const int kPerThread =
+        static_cast<int>(std::clamp<int64_t>(CeilDiv(rounds_total, threads_), 1, 4));
     c->Open(absl::StrCat("for (int base = tid; base < ", rounds_total, "; base += ",
                          kPerThread * threads_, ") {"));
     for (const auto& [t, off] : stage_off_) {

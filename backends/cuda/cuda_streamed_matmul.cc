@@ -24,7 +24,8 @@ bool Is16(yirage::v1::DType t) { return t == yirage::v1::FLOAT16 || t == yirage:
 int64_t StageHalves(const StreamedMatmulPlan& p) {
   const int nw = p.match.w2 >= 0 ? 2 : 1;
   return int64_t{p.m_tiles} * 16 * (kChunkK + 8) + nw * kChunkK * (kTileN + 8) +
-         (p.r > 0 ? kChunkK * (p.r + 8) : 0);
+         (p.r > 0 ? kChunkK * (p.r + 8) : 0) +
+         static_cast<int64_t>(p.match.col_scales.size()) * kChunkK;
 }
 
 int64_t SmemBytes(const StreamedMatmulPlan& p) {
@@ -38,7 +39,8 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(@PARAMS@) {
   constexpr int M = @M@, MT = @MT@, MP = MT * 16, K = @K@, N = @N@, KS = K / @SPLITS@;
   constexpr int BK = 64, BN = 64, STAGES = @STAGES@, R = @R@, NW = @NW@;
   constexpr int LX = BK + 8, LW = BN + 8, LA = R + 8;
-  constexpr int STAGE = MP * LX + NW * BK * LW + (R > 0 ? BK * LA : 0);
+  constexpr int NG = @NG@;
+  constexpr int STAGE = MP * LX + NW * BK * LW + (R > 0 ? BK * LA : 0) + NG * BK;
   constexpr int CHUNKS = KS / BK;
   constexpr int TPR = 128 / MP, CPT = BK / TPR;  // prologue pass: threads per row, columns each
   extern __shared__ __align__(128) unsigned char yr_smb[];
@@ -85,6 +87,15 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(@PARAMS@) {
       yr_cp_async16(as + r * LA + c, la + (i64)(k0 + r) * R + c);
     }
 #endif
+#if @NG@ > 0
+    // The column scales' chunk rides in the same stage (no load on the
+    // prologue's critical path).
+    T* const gs = w1s + NW * BK * LW + (R > 0 ? BK * LA : 0);
+    if (tid < NG * (BK / 8)) {
+      const int gi = tid / (BK / 8), c = (tid % (BK / 8)) * 8;
+      @GCOPY@
+    }
+#endif
   };
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -116,8 +127,10 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(@PARAMS@) {
 #if @PREP@
     {
       // Prologue on the staged X chunk: sums of squares (rms) and column scales.
-      const int row = tid / TPR, c0 = (tid % TPR) * CPT, kg = kbase + t * BK + c0;
-      (void)kg;
+      const int row = tid / TPR, c0 = (tid % TPR) * CPT;
+#if @NG@ > 0
+      const T* const gs = w1s + NW * BK * LW + (R > 0 ? BK * LA : 0);
+#endif
 #pragma unroll 8
       for (int c = 0; c < CPT; ++c) {
         float xv = yr_ld(xs, row * LX + c0 + c);
@@ -130,7 +143,9 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(@PARAMS@) {
 #endif
       }
     }
-    __syncthreads();
+#if @NG@ > 0
+    __syncthreads();  // the scaled X chunk is read by every warp
+#endif
 #endif
 #pragma unroll
     for (int ks = 0; ks < BK / 16; ++ks) {
@@ -325,7 +340,10 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
     p.splits = requested_splits;
   } else {
     p.splits = 1;
-    while (tiles * p.splits < target.sm_count && splits_ok(2 * p.splits) &&
+    // Two blocks per SM for latency hiding; one for 64-row problems, whose
+    // partial sums would otherwise outweigh the benefit.
+    const int64_t want = (p.m_tiles >= 4 ? 1 : 2) * int64_t{target.sm_count};
+    while (tiles * p.splits < want && splits_ok(2 * p.splits) &&
            p.k / (2 * p.splits) >= 4 * kChunkK) {
       p.splits *= 2;
     }
@@ -361,11 +379,13 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
     args.push_back(m.a);
     args.push_back(m.b);
   }
-  std::vector<std::string> gscale;
+  std::vector<std::string> gscale, gcopy;
   for (size_t i = 0; i < m.col_scales.size(); ++i) {
     params.push_back(absl::StrCat("const ", t, "* __restrict__ g", i));
     args.push_back(m.col_scales[i]);
-    gscale.push_back(absl::StrCat("yr_ld(g", i, ", kg + c)"));
+    gscale.push_back(absl::StrCat("yr_ld(gs, ", i * kChunkK, " + c0 + c)"));
+    gcopy.push_back(absl::StrCat("if (gi == ", i, ") yr_cp_async16(gs + ", i * kChunkK,
+                                 " + c, g", i, " + k0 + c);"));
   }
   const bool split = p.splits > 1;
   params.push_back(absl::StrCat(split ? std::string("float") : out_type, "* __restrict__ o"));
@@ -392,6 +412,7 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
       {"@EPS@", FloatLit(m.eps)},
       {"@NG@", absl::StrCat(m.col_scales.size())},
       {"@GSCALE@", gscale.empty() ? "1.0f" : absl::StrJoin(gscale, " * ")},
+      {"@GCOPY@", absl::StrJoin(gcopy, " ")},
       {"@EPI@", absl::StrCat(epi)},
       {"@SS_OFF@", absl::StrCat(ss_off, "LL")},
   };
