@@ -59,6 +59,9 @@ struct ScheduleVariant {
   int block_rows = 1;  // PARALLEL_ROWS kernels (clipped to their rows)
   int tile_n = kDefaultTileN;
   int unroll = 1;
+  // GPU fused chains (core/fused_pattern.h): copy-pipeline depth, 0 = the
+  // backend's default. The other knobs do not apply to them.
+  int gpu_stages = 0;
 };
 
 // What a group's schedule depends on.
@@ -110,7 +113,10 @@ Schedule GenericSchedule(const SearchOptions& options) {
 Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
                      const SearchOptions& options) {
   Schedule schedule = GenericSchedule(options);
-  if (shape.fused_gpu && IsGpuBackend(options)) return schedule;  // split_k 0: automatic
+  if (shape.fused_gpu && IsGpuBackend(options)) {
+    schedule.set_stages(variant.gpu_stages);  // split_k 0: automatic
+    return schedule;
+  }
   if (shape.has_matmul) {
     schedule.set_tile_n(static_cast<int>(std::min<int64_t>(variant.tile_n, shape.max_n)));
     schedule.set_tile_k(static_cast<int>(std::min<int64_t>(kDefaultTileK, shape.max_k)));
@@ -187,6 +193,12 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
     any_rows = any_rows || !cols;
   }
   if (!any_rows && !any_cols) return "generic";
+  if (v.gpu_stages > 0) {
+    return absl::StrCat(VariantToString(graph, ScheduleVariant{v.cols, v.block_rows, v.tile_n,
+                                                               v.unroll},
+                                        plan, options),
+                        " stages ", v.gpu_stages);
+  }
   const std::string knobs = any_matmul ? absl::StrCat("n", v.tile_n, " k", kDefaultTileK, " v",
                                                       EffectiveSimdWidth(options), " u", v.unroll)
                                        : absl::StrCat("v", EffectiveSimdWidth(options));
@@ -236,13 +248,22 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       }
     }
   }
+  // Pipeline depths for fused GPU chains; other kernels get the first
+  // variant's schedule under them, so only plans with a fused chain are new.
+  if (IsGpuBackend(options) && has_matmul) {
+    for (int stages : {3, 6}) {
+      ScheduleVariant v = variants.front();
+      v.gpu_stages = stages;
+      variants.push_back(v);
+    }
+  }
   return variants;
 }
 
 // Distinct (group, schedule) kernels with their costs, so that each is built
 // and costed once however many partitions and variants share it.
 struct KernelCache {
-  using Key = std::tuple<int, int, int, int, int, int, int, int, int>;
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int>;
   std::map<Key, int> ids;     // kernel -> index into costs
   std::vector<double> costs;  // EstimateKernelCost of each kernel
 };
@@ -251,8 +272,9 @@ struct KernelCache {
 int CachedKernelId(const Graph& graph, PartitionEnumerator& enumerator,
                    const SearchOptions& options, const KernelGroup& group, const Schedule& s,
                    KernelCache* cache) {
-  KernelCache::Key key{group.begin, group.end,  group.kind,       s.parallel(), s.block_rows(),
-                       s.tile_n(),  s.tile_k(), s.vector_width(), s.unroll()};
+  KernelCache::Key key{group.begin,  group.end,    group.kind,       s.parallel(),
+                       s.block_rows(), s.tile_n(),   s.tile_k(),       s.vector_width(),
+                       s.unroll(),     s.split_k(),  s.stages()};
   auto [it, inserted] = cache->ids.try_emplace(key, static_cast<int>(cache->costs.size()));
   if (inserted) {
     const RowGroupInfo* row = group.kind == yirage::v1::KERNEL_ROW

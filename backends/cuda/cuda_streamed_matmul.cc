@@ -332,6 +332,9 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
     }
   }
   p.m_tiles = p.m <= 16 ? 1 : (p.m <= 32 ? 2 : 4);
+  p.stages = requested_stages >= 2 ? std::min(requested_stages, 8) : 4;
+  while (p.stages > 2 && SmemBytes(p) > target.max_smem_per_block) --p.stages;
+  if (SmemBytes(p) > target.max_smem_per_block) return std::nullopt;
   const int64_t tiles = p.n / kTileN;
   auto splits_ok = [&](int64_t s) { return p.k % (kChunkK * s) == 0; };
   if (p.r > 0) {
@@ -340,17 +343,17 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
     p.splits = requested_splits;
   } else {
     p.splits = 1;
-    // Two blocks per SM for latency hiding; one for 64-row problems, whose
-    // partial sums would otherwise outweigh the benefit.
-    const int64_t want = (p.m_tiles >= 4 ? 1 : 2) * int64_t{target.sm_count};
+    // As many blocks as fit on the SMs at once (shared memory), at most two
+    // per SM; one for 64-row problems, whose partial sums would otherwise
+    // outweigh the benefit.
+    const int64_t resident = std::clamp<int64_t>(
+        (target.max_smem_per_block + 1024) / (SmemBytes(p) + 1024), 1, p.m_tiles >= 4 ? 1 : 2);
+    const int64_t want = resident * int64_t{target.sm_count};
     while (tiles * p.splits < want && splits_ok(2 * p.splits) &&
            p.k / (2 * p.splits) >= 4 * kChunkK) {
       p.splits *= 2;
     }
   }
-  p.stages = requested_stages >= 2 ? std::min(requested_stages, 8) : 4;
-  while (p.stages > 2 && SmemBytes(p) > target.max_smem_per_block) --p.stages;
-  if (SmemBytes(p) > target.max_smem_per_block) return std::nullopt;
   return p;
 }
 
