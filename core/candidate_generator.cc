@@ -62,6 +62,9 @@ struct ScheduleVariant {
   // GPU fused chains (core/fused_pattern.h): copy-pipeline depth, 0 = the
   // backend's default. The other knobs do not apply to them.
   int gpu_stages = 0;
+  // GPU row kernels (not fused chains): threads per block, 0 = the
+  // backend's default; from the chip's block_threads.
+  int gpu_threads = 0;
 };
 
 // What a group's schedule depends on.
@@ -116,6 +119,9 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
   if (shape.fused_gpu && IsGpuBackend(options)) {
     schedule.set_stages(variant.gpu_stages);  // split_k 0: automatic
     return schedule;
+  }
+  if (variant.gpu_threads > 0 && options.warp_size > 0) {
+    schedule.set_warps(variant.gpu_threads / options.warp_size);
   }
   if (shape.has_matmul) {
     schedule.set_tile_n(static_cast<int>(std::min<int64_t>(variant.tile_n, shape.max_n)));
@@ -193,11 +199,11 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
     any_rows = any_rows || !cols;
   }
   if (!any_rows && !any_cols) return "generic";
-  if (v.gpu_stages > 0) {
-    return absl::StrCat(VariantToString(graph, ScheduleVariant{v.cols, v.block_rows, v.tile_n,
-                                                               v.unroll},
-                                        plan, options),
-                        " stages ", v.gpu_stages);
+  if (v.gpu_stages > 0 || v.gpu_threads > 0) {
+    const std::string base = VariantToString(
+        graph, ScheduleVariant{v.cols, v.block_rows, v.tile_n, v.unroll}, plan, options);
+    return v.gpu_stages > 0 ? absl::StrCat(base, " stages ", v.gpu_stages)
+                            : absl::StrCat(base, " threads ", v.gpu_threads);
   }
   const std::string knobs = any_matmul ? absl::StrCat("n", v.tile_n, " k", kDefaultTileK, " v",
                                                       EffectiveSimdWidth(options), " u", v.unroll)
@@ -248,12 +254,26 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       }
     }
   }
-  // Pipeline depths for fused GPU chains; other kernels get the first
-  // variant's schedule under them, so only plans with a fused chain are new.
-  if (IsGpuBackend(options) && has_matmul) {
-    for (int stages : {3, 6}) {
+  if (IsGpuBackend(options)) {
+    // Pipeline depths for fused GPU chains, as deep as the chip's shared
+    // memory per block holds (a stage of a 64 x 64 chunk of one 16-bit weight
+    // and 16 rows of X is ~11.5 KiB; unknown chip: both). Other kernels
+    // get the first variant's schedule under them, so only plans with a
+    // fused chain are new.
+    if (has_matmul) {
+      constexpr int64_t kStageBytes = (16 + 64) * 72 * 2;
+      for (int stages : {3, 6}) {
+        if (options.max_tile_bytes > 0 && stages * kStageBytes > options.max_tile_bytes) continue;
+        ScheduleVariant v = variants.front();
+        v.gpu_stages = stages;
+        variants.push_back(v);
+      }
+    }
+    // The widest block the chip allows (its block_threads: warp-size
+    // multiples within the block and per-CU limits), for row kernels.
+    if (!options.block_threads.empty() && options.block_threads.back() > 256) {
       ScheduleVariant v = variants.front();
-      v.gpu_stages = stages;
+      v.gpu_threads = options.block_threads.back();
       variants.push_back(v);
     }
   }
@@ -263,7 +283,7 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
 // Distinct (group, schedule) kernels with their costs, so that each is built
 // and costed once however many partitions and variants share it.
 struct KernelCache {
-  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int>;
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int>;
   std::map<Key, int> ids;     // kernel -> index into costs
   std::vector<double> costs;  // EstimateKernelCost of each kernel
 };
@@ -274,7 +294,7 @@ int CachedKernelId(const Graph& graph, PartitionEnumerator& enumerator,
                    KernelCache* cache) {
   KernelCache::Key key{group.begin,  group.end,    group.kind,       s.parallel(),
                        s.block_rows(), s.tile_n(),   s.tile_k(),       s.vector_width(),
-                       s.unroll(),     s.split_k(),  s.stages()};
+                       s.unroll(),     s.split_k(),  s.stages(),       s.warps()};
   auto [it, inserted] = cache->ids.try_emplace(key, static_cast<int>(cache->costs.size()));
   if (inserted) {
     const RowGroupInfo* row = group.kind == yirage::v1::KERNEL_ROW

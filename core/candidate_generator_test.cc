@@ -285,6 +285,42 @@ TEST(CandidateGeneratorTest, ChipTileBoundLimitsMatmulTiles) {
   EXPECT_LE(*tiles.rbegin(), 128);
 }
 
+// GPU search spaces follow the chip: copy-pipeline depths bounded by shared
+// memory per block, block widths by the chip's thread limits.
+TEST(CandidateGeneratorTest, GpuKnobsFollowTheChip) {
+  Graph graph = MustBuild(testing::RmsNormLinearProto());
+  SearchOptions big;
+  big.backend = "cuda";
+  big.enable_rewrites = false;
+  big.warp_size = 32;
+  big.max_tile_bytes = 227 * 1024;
+  big.block_threads = {32, 64, 128, 256, 512, 1024};
+  std::set<int> stages, warps;
+  for (const Plan& plan : MustGenerate(graph, big)) {
+    for (const KernelPlan& kernel : plan.kernels()) {
+      stages.insert(kernel.schedule().stages());
+      warps.insert(kernel.schedule().warps());
+    }
+  }
+  EXPECT_TRUE(stages.count(6)) << "227 KiB of shared memory holds a 6-stage pipeline";
+  EXPECT_TRUE(stages.count(3));
+  EXPECT_TRUE(warps.count(32)) << "1024-thread blocks";
+  SearchOptions small = big;
+  small.max_tile_bytes = 64 * 1024;
+  small.block_threads = {32, 64, 128, 256};
+  stages.clear();
+  warps.clear();
+  for (const Plan& plan : MustGenerate(graph, small)) {
+    for (const KernelPlan& kernel : plan.kernels()) {
+      stages.insert(kernel.schedule().stages());
+      warps.insert(kernel.schedule().warps());
+    }
+  }
+  EXPECT_FALSE(stages.count(6)) << "64 KiB cannot hold 6 stages";
+  EXPECT_TRUE(stages.count(3));
+  EXPECT_FALSE(warps.count(32));
+}
+
 TEST(CandidateGeneratorTest, SkinnyElementwiseGraphGetsColumnSchedules) {
   // 2 rows < 8 threads: PARALLEL_COLS qualifies without a matmul.
   Graph graph = MustBuild(testing::ElementwiseChainProto(3, /*rows=*/2));
