@@ -327,7 +327,16 @@ int ClientCommands::Kernel(const std::string& job_id, const std::string& out_dir
     out_ << "wrote the kernel of candidate " << response.candidate_id() << " to " << out_dir
          << ":\n";
     for (const auto& p : written) out_ << "  " << p.get<std::string>() << "\n";
-    out_ << "build it with: sh " << out_dir << "/build.sh\n";
+    bool has_build = false, has_loader = false;
+    for (const auto& f : response.files()) {
+      has_build |= f.path() == "build.sh";
+      has_loader |= f.path() == "yirage_kernel.py";
+    }
+    if (has_build) out_ << "build it with: sh " << out_dir << "/build.sh\n";
+    if (has_loader) {
+      out_ << "call it from PyTorch (see " << out_dir << "/README.txt): import yirage_kernel; "
+           << "yirage_kernel.run(...)\n";
+    }
   }
   return 0;
 }
