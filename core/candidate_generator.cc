@@ -21,8 +21,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "core/cost_model.h"
-#include "core/fused_pattern.h"
 #include "core/fingerprint.h"
+#include "core/fused_pattern.h"
 #include "core/graph.h"
 #include "core/graph_hash.h"
 #include "core/partition_enumerator.h"
@@ -292,9 +292,9 @@ struct KernelCache {
 int CachedKernelId(const Graph& graph, PartitionEnumerator& enumerator,
                    const SearchOptions& options, const KernelGroup& group, const Schedule& s,
                    KernelCache* cache) {
-  KernelCache::Key key{group.begin,  group.end,    group.kind,       s.parallel(),
-                       s.block_rows(), s.tile_n(),   s.tile_k(),       s.vector_width(),
-                       s.unroll(),     s.split_k(),  s.stages(),       s.warps()};
+  KernelCache::Key key{group.begin,    group.end,   group.kind, s.parallel(),
+                       s.block_rows(), s.tile_n(),  s.tile_k(), s.vector_width(),
+                       s.unroll(),     s.split_k(), s.stages(), s.warps()};
   auto [it, inserted] = cache->ids.try_emplace(key, static_cast<int>(cache->costs.size()));
   if (inserted) {
     const RowGroupInfo* row = group.kind == yirage::v1::KERNEL_ROW

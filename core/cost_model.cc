@@ -88,8 +88,8 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   // GPU backends run the chains of core/fused_pattern.h (attention, streamed
   // matmuls with fused prologue and epilogue) as single tensor-core kernels:
   // they move only their inputs and outputs, at tensor-core rates.
-  const bool gpu = options.warp_size > 1 || options.backend == "cuda" ||
-                   options.backend == "hip" || options.backend == "level_zero";
+  const bool gpu = options.warp_size > 1 || options.backend == "cuda" || options.backend == "hip" ||
+                   options.backend == "level_zero";
   if (gpu && kernel.kind() == yirage::v1::KERNEL_ROW && IsFusedGpuChain(graph, ops)) {
     double flops = 0;
     for (int op : ops) flops += OpFlops(graph, op);

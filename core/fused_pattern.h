@@ -28,11 +28,11 @@ bool IsAttentionChain(const Graph& graph, const std::vector<int>& ops);
 struct StreamedMatmulMatch {
   enum class Epilogue { kPlain, kSiluMul, kLowRankAdd };
   Epilogue epilogue = Epilogue::kPlain;
-  int x = -1;                         // tensor ids
-  int w1 = -1, w2 = -1;               // w2: gated only
-  int a = -1, b = -1;                 // low rank only
-  std::vector<int> col_scales;        // multiply X's columns (rms_norm weight, G)
-  bool rms = false;                   // X's rows are rms-normalized
+  int x = -1;                   // tensor ids
+  int w1 = -1, w2 = -1;         // w2: gated only
+  int a = -1, b = -1;           // low rank only
+  std::vector<int> col_scales;  // multiply X's columns (rms_norm weight, G)
+  bool rms = false;             // X's rows are rms-normalized
   double eps = 0;
   int out = -1;
 };

@@ -44,9 +44,9 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
   static constexpr char kMarker[] = "// yirage-launch: ";
   const size_t at = best.source.rfind(kMarker);
   if (at == std::string::npos) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job '", job_id, "': the stored CUDA source has no launch record (a '", kMarker,
-        "' line); it was made by an older worker: run the job again"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", job_id, "': the stored CUDA source has no launch record (a '",
+                     kMarker, "' line); it was made by an older worker: run the job again"));
   }
   const size_t begin = at + sizeof(kMarker) - 1;
   const size_t end = best.source.find('\n', begin);
@@ -95,10 +95,11 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
   AddFile(&response, "manifest.json", manifest.dump(2) + "\n");
   AddFile(&response, "yirage_kernel.py", CudaPythonLoaderSource());
   AddFile(&response, "README.txt",
-          absl::StrCat("YiRage CUDA kernel for graph '", graph.name(), "' (job ", job_id,
-                       ").\nIn Python, from this folder (PyTorch with CUDA needed), with CUDA tensors "
-                       "of manifest.json's shapes and dtypes:\n  ", usage,
-                       "\nkernel.cu + manifest.json describe the launches for other callers.\n"));
+          absl::StrCat(
+              "YiRage CUDA kernel for graph '", graph.name(), "' (job ", job_id,
+              ").\nIn Python, from this folder (PyTorch with CUDA needed), with CUDA tensors "
+              "of manifest.json's shapes and dtypes:\n  ",
+              usage, "\nkernel.cu + manifest.json describe the launches for other callers.\n"));
   return response;
 }
 

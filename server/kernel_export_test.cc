@@ -81,8 +81,8 @@ TEST(KernelExportTest, CudaExportCarriesTheLaunchRecordAndAPythonLoader) {
   // The loader is valid Python (it needs torch and a GPU to run; compiling
   // it to bytecode needs neither).
   if (std::system("python3 -c 'pass' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("yirage_export_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("yirage_export_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "yirage_kernel.py") << files["yirage_kernel.py"];
   const std::string cmd =

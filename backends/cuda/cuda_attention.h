@@ -37,7 +37,8 @@ struct AttentionPattern {
 // the kernel (`outputs`: the tensors the kernel must write), or when the
 // shapes don't fit the kernel (16-bit inputs of equal dtype, identical lead
 // dims, D and DV multiples of 16 up to 128, N a multiple of 64).
-std::optional<AttentionPattern> MatchAttention(const core::Graph& graph, const std::vector<int>& ops,
+std::optional<AttentionPattern> MatchAttention(const core::Graph& graph,
+                                               const std::vector<int>& ops,
                                                const std::vector<int>& outputs);
 
 // Key splits for `pattern` on `target`: `requested` when it divides the keys
@@ -50,8 +51,8 @@ int AttentionSplits(const AttentionPattern& pattern, const CudaTarget& target, i
 // the output (`out_type` is its C type: the graph output's dtype, or float
 // for a plan buffer) and, with splits > 1, a float workspace of
 // AttentionWorkspaceBytes().
-void EmitAttention(const AttentionPattern& pattern, int splits, const std::string& name,
-                   int q_arg, int k_arg, int v_arg, int out_arg, const std::string& out_type,
+void EmitAttention(const AttentionPattern& pattern, int splits, const std::string& name, int q_arg,
+                   int k_arg, int v_arg, int out_arg, const std::string& out_type,
                    int workspace_arg, std::string* source, std::vector<KernelLaunch>* launches);
 
 int64_t AttentionWorkspaceBytes(const AttentionPattern& pattern, int splits);

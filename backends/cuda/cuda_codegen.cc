@@ -12,12 +12,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cuda/cuda_attention.h"
 #include "backends/cuda/cuda_streamed_matmul.h"
 #include "core/row_group.h"
+#include "nlohmann/json.hpp"
 
 namespace yirage::backends::cuda {
 namespace {
@@ -489,8 +489,8 @@ class RowKernelEmitter {
     // at most 4 (registers).
     const int kPerThread =
         static_cast<int>(std::clamp<int64_t>(CeilDiv(rounds_total, threads_), 1, 4));
-    c->Open(absl::StrCat("for (int base = tid; base < ", rounds_total, "; base += ",
-                         kPerThread * threads_, ") {"));
+    c->Open(absl::StrCat("for (int base = tid; base < ", rounds_total,
+                         "; base += ", kPerThread * threads_, ") {"));
     for (const auto& [t, off] : stage_off_) {
       const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
       const int64_t w = g_.tensor(t).shape.back();
@@ -1368,8 +1368,7 @@ bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int ke
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int workspace_arg = -1;
   if (const int64_t bytes = StreamedMatmulWorkspaceBytes(plan); bytes > 0) {
-    workspace_arg =
-        ctx.PlanBufferId(ctx.AddBuffer(bytes, false, name + " split-K partial sums"));
+    workspace_arg = ctx.PlanBufferId(ctx.AddBuffer(bytes, false, name + " split-K partial sums"));
   }
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
           "': streamed matmul (tensor cores: mma.m16n8k16, cp.async pipeline), ", plan.splits,

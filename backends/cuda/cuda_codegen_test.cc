@@ -317,8 +317,7 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
   EXPECT_NE(two.find("2 key split(s) of 128 keys"), std::string::npos);
   // Keys not a multiple of 64: the generic row kernel.
   const yirage::v1::Graph odd = AttentionGraph(FLOAT16);
-  EXPECT_EQ(PlanSource(odd, OneRowGroup(odd, Rows(4))).find("fused attention"),
-            std::string::npos);
+  EXPECT_EQ(PlanSource(odd, OneRowGroup(odd, Rows(4))).find("fused attention"), std::string::npos);
 }
 
 }  // namespace

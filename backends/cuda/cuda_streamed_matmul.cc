@@ -294,8 +294,8 @@ std::string FloatLit(double v) {
 
 std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::vector<int>& ops,
                                                      const std::vector<int>& outputs,
-                                                     const CudaTarget& target,
-                                                     int requested_splits, int requested_stages) {
+                                                     const CudaTarget& target, int requested_splits,
+                                                     int requested_stages) {
   if (target.sm < 80) return std::nullopt;
   std::optional<StreamedMatmulMatch> match = core::MatchStreamedMatmul(g, ops);
   if (!match.has_value() || outputs.size() != 1 || outputs[0] != match->out) return std::nullopt;
@@ -387,8 +387,8 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
     params.push_back(absl::StrCat("const ", t, "* __restrict__ g", i));
     args.push_back(m.col_scales[i]);
     gscale.push_back(absl::StrCat("yr_ld(gs, ", i * kChunkK, " + c0 + c)"));
-    gcopy.push_back(absl::StrCat("if (gi == ", i, ") yr_cp_async16(gs + ", i * kChunkK,
-                                 " + c, g", i, " + k0 + c);"));
+    gcopy.push_back(absl::StrCat("if (gi == ", i, ") yr_cp_async16(gs + ", i * kChunkK, " + c, g",
+                                 i, " + k0 + c);"));
   }
   const bool split = p.splits > 1;
   params.push_back(absl::StrCat(split ? std::string("float") : out_type, "* __restrict__ o"));

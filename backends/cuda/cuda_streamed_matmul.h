@@ -47,8 +47,8 @@ struct StreamedMatmulPlan {
 std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const core::Graph& graph,
                                                      const std::vector<int>& ops,
                                                      const std::vector<int>& outputs,
-                                                     const CudaTarget& target,
-                                                     int requested_splits, int requested_stages);
+                                                     const CudaTarget& target, int requested_splits,
+                                                     int requested_stages);
 
 // Float workspace bytes the plan needs (0 with one split).
 int64_t StreamedMatmulWorkspaceBytes(const StreamedMatmulPlan& plan);
