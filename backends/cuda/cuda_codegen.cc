@@ -284,6 +284,7 @@ class RowKernelEmitter {
   }
 
   absl::Status Emit(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    if (CanUseRegisterRows()) return EmitRegisterRows(outputs, inject_fault, out);
     Plan();
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     std::vector<std::string> params;
@@ -362,6 +363,203 @@ class RowKernelEmitter {
   }
 
  private:
+  // ---- Register rows ----
+  // A group of elementwise ops and last-axis norms/softmax, all as wide as
+  // W, runs with one block per row and the row in registers: thread t owns
+  // the 8-element chunks t, t + T, ... (16-byte loads and stores), every op
+  // is a loop over those registers, and the norms reduce across the block.
+  // No shared-memory row buffers, no pass waiting on memory: what
+  // decode-sized norm chains need.
+  static constexpr int kRegisterRowsMaxPerThread = 32;
+
+  // The register-rows thread count for width `w`: 8-element chunks spread
+  // over up to 1024 threads.
+  static int RegisterRowsThreads(int64_t w) {
+    return static_cast<int>(std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, w / 8)), 32, 1024));
+  }
+
+  bool CanUseRegisterRows() const {
+    // The schedule's one-row-per-block choice (other schedules keep the
+    // shared-memory path, so the search compares both).
+    if (s_.parallel() != yirage::v1::PARALLEL_ROWS || s_.block_rows() > 1) return false;
+    const int64_t w = info_.row_width.empty() ? 0 : info_.row_width[0];
+    if (w < 256 || w % 8 != 0) return false;
+    const int threads = RegisterRowsThreads(w);
+    if (w % (8 * threads) != 0 || w / threads > kRegisterRowsMaxPerThread) return false;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (info_.row_width[j] != w) return false;
+      const bool norm = op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
+                        op.type == OpType::kSoftmax;
+      if (!core::IsElementwise(op.type) && !norm) return false;
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        if (info_.in_group[j][slot]) continue;
+        const int t = op.inputs[slot];
+        std::vector<int64_t> space = info_.lead_dims;
+        space.push_back(w);
+        const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+        const int64_t cs = strides.back();
+        if (cs != 0 && cs != 1) return false;
+        if (cs == 1) {
+          // 16-byte vector loads: rows must start 16-byte aligned.
+          for (size_t d = 0; d + 1 < strides.size(); ++d) {
+            if (strides[d] % 8 != 0) return false;
+          }
+        }
+      }
+    }
+    return true;
+  }
+
+  // Reads operand `slot` of group op j as register q's value, given the
+  // per-tensor register arrays already loaded.
+  std::string RegisterOperand(size_t j, int slot, const std::string& q) const {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int t = op.inputs[slot];
+    if (info_.in_group[j][slot]) return absl::StrCat("v", group_pos_.at(t), "[", q, "]");
+    return absl::StrCat("in", t, "[", q, "]");
+  }
+
+  absl::Status EmitRegisterRows(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    const int64_t w = info_.row_width[0];
+    const int threads = RegisterRowsThreads(w);
+    const int chunks = static_cast<int>(w / (8 * threads));
+    const int per = 8 * chunks;
+    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
+    std::vector<std::string> params;
+    KernelLaunch launch;
+    launch.name = name;
+    for (const std::string& in : kernel_.inputs()) {
+      ctx_.AddReadParam(g_.FindTensor(in), &params, &launch.args);
+    }
+    for (int t : outputs) dsts_[t] = ctx_.AddWriteParams(t, &params, &launch.args);
+    launch.grid[0] = info_.num_rows;
+    launch.block = threads;
+    launch.smem_bytes = 64 * 4;
+    Code& c = *out;
+    c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
+        info_.num_rows, " rows, register rows (", w, " wide, threads ", threads, ", ", per,
+        " per thread)");
+    c.L("extern \"C\" __global__ void __launch_bounds__(", threads, ") ", name, "(",
+        absl::StrJoin(params, ", "), ") {");
+    c.Open("{");
+    c.L("extern __shared__ __align__(128) float yr_sm[];");
+    c.L("float* const red = yr_sm;");
+    c.L("const int tid = threadIdx.x;");
+    c.L("const i64 r = blockIdx.x;");
+    c.L("(void)r;");
+    if (inject_fault) c.Line(FaultLine());
+    // Register q holds column (q / 8 * T + tid) * 8 + q % 8.
+    // Every outside operand, loaded once, all loads before any use.
+    std::vector<int> loaded;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const int t = op.inputs[slot];
+        if (info_.in_group[j][slot] || std::find(loaded.begin(), loaded.end(), t) != loaded.end()) {
+          continue;
+        }
+        loaded.push_back(t);
+        std::vector<int64_t> space = info_.lead_dims;
+        space.push_back(w);
+        const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+        const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
+        const std::string row_off = OffsetExpr(info_.lead_dims, lead, "r");
+        c.L("float in", t, "[", per, "];");
+        if (strides.back() == 0) {
+          c.L("{ const float s = yr_ld(", ctx_.Var(t), ", ", row_off, ");");
+          c.L("#pragma unroll");
+          c.L("for (int q = 0; q < ", per, "; ++q) in", t, "[q] = s; }");
+          continue;
+        }
+        const bool is_float = ctx_.ReadType(t) == "float";
+        for (int ch = 0; ch < chunks; ++ch) {
+          const std::string at =
+              absl::StrCat(ctx_.Var(t), " + ", row_off, " + (", ch, " * ", threads, " + tid) * 8");
+          if (is_float) {
+            c.L("yr_ld4(", at, ", in", t, " + ", ch * 8, ");");
+            c.L("yr_ld4(", at, " + 4, in", t, " + ", ch * 8 + 4, ");");
+          } else {
+            c.L("yr_ld8(", at, ", in", t, " + ", ch * 8, ");");
+          }
+        }
+      }
+    }
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      const std::string v = absl::StrCat("v", j);
+      c.L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)));
+      c.L("float ", v, "[", per, "];");
+      const std::string x = RegisterOperand(j, 0, "q");
+      if (core::IsElementwise(op.type)) {
+        std::string value;
+        if (core::IsUnaryElementwise(op.type)) {
+          value = UnaryExpr(op, x);
+        } else {
+          value =
+              BinaryExpr(op.type, x, op.has_scalar ? Lit(op.scalar) : RegisterOperand(j, 1, "q"));
+        }
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) ", v, "[q] = ", value, ";");
+        continue;
+      }
+      c.Open("{");
+      if (op.type == OpType::kSoftmax) {
+        c.L("float mx = -__int_as_float(0x7f800000);");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) mx = yr_max(mx, ", x, ");");
+        c.L("mx = yr_gmax<", threads, ">(mx, red);");
+        c.L("float sum = 0.0f;");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) { ", v, "[q] = expf(", x, " - mx); sum += ", v,
+            "[q]; }");
+        c.L("const float inv = 1.0f / yr_gsum<", threads, ">(sum, red);");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) ", v, "[q] *= inv;");
+      } else {
+        std::string value;
+        if (op.type == OpType::kRmsNorm) {
+          c.L("float ss = 0.0f;");
+          c.L("#pragma unroll");
+          c.L("for (int q = 0; q < ", per, "; ++q) ss += ", x, " * ", x, ";");
+          c.L("ss = yr_gsum<", threads, ">(ss, red);");
+          c.L("const float inv = 1.0f / sqrtf(ss / ", w, ".0f + ", Lit(op.eps), ");");
+          value = absl::StrCat(x, " * inv");
+        } else {
+          c.L("float sum = 0.0f;");
+          c.L("#pragma unroll");
+          c.L("for (int q = 0; q < ", per, "; ++q) sum += ", x, ";");
+          c.L("const float mean = yr_gsum<", threads, ">(sum, red) / ", w, ".0f;");
+          c.L("float var = 0.0f;");
+          c.L("#pragma unroll");
+          c.L("for (int q = 0; q < ", per, "; ++q) var += (", x, " - mean) * (", x, " - mean);");
+          c.L("var = yr_gsum<", threads, ">(var, red);");
+          c.L("const float inv = 1.0f / sqrtf(var / ", w, ".0f + ", Lit(op.eps), ");");
+          value = absl::StrCat("(", x, " - mean) * inv");
+        }
+        if (op.inputs.size() > 1)
+          value = absl::StrCat("(", value, ") * ", RegisterOperand(j, 1, "q"));
+        if (op.inputs.size() > 2) value = absl::StrCat(value, " + ", RegisterOperand(j, 2, "q"));
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) ", v, "[q] = ", value, ";");
+      }
+      c.Close();
+    }
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      for (const std::string& d : dsts_[t]) {
+        for (int ch = 0; ch < chunks; ++ch) {
+          c.L("yr_st8(", d, " + r * ", w, "LL + (", ch, " * ", threads, " + tid) * 8, v", j, " + ",
+              ch * 8, ");");
+        }
+      }
+    }
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
   // Chooses phases, block shape and memory layout.
   void Plan() {
     const size_t n = ops_.size();
@@ -1517,6 +1715,25 @@ static __device__ __forceinline__ unsigned yr_pack2(float lo, float hi) {
     const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const unsigned*>(&h);
   }
+}
+// Register rows: 8 consecutive values stored with 16-byte stores.
+static __device__ __forceinline__ void yr_st8(float* p, const float* v) {
+  reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+  reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+static __device__ __forceinline__ void yr_st8(__half* p, const float* v) {
+  uint4 raw;
+  __half2* h = reinterpret_cast<__half2*>(&raw);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+  *reinterpret_cast<uint4*>(p) = raw;
+}
+static __device__ __forceinline__ void yr_st8(__nv_bfloat16* p, const float* v) {
+  uint4 raw;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h[e] = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
+  *reinterpret_cast<uint4*>(p) = raw;
 }
 // Row staging: 16 bytes of a row (8 16-bit values or 4 floats) to floats.
 static __device__ __forceinline__ void yr_stage16(float* dst, uint4 raw, const __half*) {

@@ -113,6 +113,17 @@ yirage::v1::Graph ScaledAttentionGraph(DType dtype) {
   return b.proto();
 }
 
+// Norm chains wide enough for register rows: broadcast weight, a scalar,
+// two outputs, layer norm and softmax.
+yirage::v1::Graph NormChainGraph(DType dtype) {
+  GraphBuilder b("norm_chain");
+  b.Input("H", {6, 512}, dtype).Input("X", {6, 512}, dtype).Input("w", {512}, dtype);
+  b.Op("NH", "rms_norm", {"H", "w"}).Op("T", "add", {"NH", "X"}).Output("NH");
+  b.Op("U", "mul", {"T"}, {F("scalar", 0.5)}).Op("V", "layer_norm", {"U"});
+  b.Op("Y", "softmax", {"V"}).Output("Y");
+  return b.proto();
+}
+
 // The streamed-matmul chains (core/fused_pattern.h) at shapes its kernel
 // takes: rows not a multiple of 16, K splits, ranks 16 and 32.
 yirage::v1::Graph StreamedGatedGraph(DType dtype, int64_t m, int64_t k, int64_t n) {
@@ -197,6 +208,8 @@ std::vector<Case> AllCases() {
                        {OneRowGroup(fa, Rows(4)), OneRowGroup(fa, WithGpu(Rows(4), 2)),
                         OneRowGroup(fa, WithGpu(Rows(4), 1)), AllRowSingles(fa, Rows(2))}});
     }
+    const yirage::v1::Graph nc = NormChainGraph(dt);
+    cases.push_back({nc, {OneRowGroup(nc, Rows(1)), OneRowGroup(nc, Rows(2))}});
     if (dt != FLOAT32) {
       for (const yirage::v1::Graph& sm :
            {StreamedGatedGraph(dt, 24, 512, 128), StreamedRmsLinearGraph(dt, 3, 1024, 192),
@@ -301,6 +314,14 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
   const yirage::v1::Graph wide = StreamedGatedGraph(FLOAT16, 80, 256, 128);
   EXPECT_EQ(PlanSource(wide, OneRowGroup(wide, Cols(128))).find("streamed matmul"),
             std::string::npos);
+}
+
+// CPU-only (CI): one-row-per-block norm chains keep their rows in registers.
+TEST(CudaCodegenCompileTest, NormChainsUseRegisterRows) {
+  const yirage::v1::Graph g = NormChainGraph(FLOAT16);
+  EXPECT_NE(PlanSource(g, OneRowGroup(g, Rows(1))).find("register rows (512 wide, threads 64"),
+            std::string::npos);
+  EXPECT_EQ(PlanSource(g, OneRowGroup(g, Rows(2))).find("register rows"), std::string::npos);
 }
 
 // CPU-only (CI): matmul -> softmax -> matmul groups become the fused
