@@ -1,14 +1,17 @@
 // Fused attention for the CUDA backend: a kernel whose ops are
 //   S = Q @ K [* scale]; P = softmax(S, last axis); O = P @ V
 // (16-bit Q, K, V graph inputs) becomes a flash-attention kernel on tensor
-// cores (WMMA 16x16x16, float accumulation) with the keys split across
-// blocks ("split-KV" decode): block (q tile of 64 rows, batch, split) walks
-// its key range in tiles of 64 with an online softmax (running row max m and
-// sum l, the partial output rescaled by exp(m_old - m_new) per tile), and
-// writes its unnormalized partial output with m and l to a workspace; a merge
-// kernel combines the splits: O = sum_s e^(m_s - m*) O_s / sum_s e^(m_s - m*) l_s.
-// With one split the first kernel normalizes and stores O itself. S and P
-// never reach memory.
+// cores with the keys split across blocks ("split-KV" decode). Block (q tile
+// of 64 rows, batch, split): warp w owns 16 query rows; S, P and O stay in
+// registers in the mma.m16n8k16 layouts (fp32 accumulation, operands loaded
+// with ldmatrix, P packed to 16-bit straight from S's registers); K and V
+// tiles of 64 keys stream through a two-stage cp.async pipeline. The softmax
+// is online: a running row max m and sum l, O rescaled by exp(m_old - m_new)
+// per tile. Each split writes its unnormalized O with m and l to a
+// workspace, and a merge kernel combines them:
+//   O = sum_s e^(m_s - m*) O_s / sum_s e^(m_s - m*) l_s.
+// With one split the kernel normalizes and stores O itself. S and P never
+// reach memory.
 #ifndef YIRAGE_BACKENDS_CUDA_CUDA_ATTENTION_H_
 #define YIRAGE_BACKENDS_CUDA_CUDA_ATTENTION_H_
 

@@ -40,8 +40,16 @@
 //  split_k 0 then means automatic: the smallest power of two giving at least
 //  two blocks per SM (while the K slice stays >= 128). The split-K combine and
 //  the fused epilogue are the SIMT path's.
+//  Row staging: dense input rows read by the F ops are copied into shared
+//  memory first, every 16-byte load in flight at once.
+//  Register rows: with one row per block and only elementwise ops and
+//  last-axis norms/softmax of one width, the row lives in registers (16-byte
+//  loads and stores, block reductions) with no shared-memory row buffers.
 //  NOT YET: a K-sliced prologue (norm rows are still materialized whole per
-//  block), split-KV attention decode.
+//  block) in the generic matmul path.
+// Fused chains (core/fused_pattern.h) get their own kernels: attention
+//  (cuda_attention.h: flash attention with split-KV) and streamed matmuls
+//  (cuda_streamed_matmul.h: gated MLP, rms_norm -> linear, LoRA).
 // KERNEL_GENERIC: one op, grid-stride loops (one thread per output element or
 //  per reduced row).
 //
