@@ -25,6 +25,24 @@ nlohmann::json TensorJson(const core::TensorInfo& t) {
           {"bytes", t.num_elements() * core::DTypeSize(t.dtype)}};
 }
 
+// The fields every manifest starts with: format, job, candidate, plan, its
+// measured time and errors.
+nlohmann::json ManifestHeader(const std::string& format, const std::string& job_id,
+                              const JobStore::BestKernel& best, const core::Graph& graph) {
+  return {
+      {"format", format},
+      {"job_id", job_id},
+      {"candidate_id", best.candidate.candidate_id()},
+      {"graph", graph.name()},
+      {"backend", best.backend},
+      {"plan", best.candidate.plan().description()},
+      {"time_us", best.candidate.time_us()},
+      {"baseline_time_us", best.candidate.baseline_time_us()},
+      {"max_abs_error", best.candidate.max_abs_error()},
+      {"max_rel_error", best.candidate.max_rel_error()},
+  };
+}
+
 nlohmann::json TensorList(const core::Graph& graph, bool outputs) {
   nlohmann::json list = nlohmann::json::array();
   if (outputs) {
@@ -61,17 +79,8 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
   for (const auto& t : TensorList(graph, false)) names.push_back(t["name"].get<std::string>());
   const std::string usage = absl::StrCat("import torch, yirage_kernel; out = yirage_kernel.run(",
                                          absl::StrJoin(names, ", "), ")");
-  nlohmann::json manifest = {
-      {"format", "yirage-cuda-kernel/1"},
-      {"job_id", job_id},
-      {"candidate_id", best.candidate.candidate_id()},
-      {"graph", graph.name()},
-      {"backend", best.backend},
-      {"plan", best.candidate.plan().description()},
-      {"time_us", best.candidate.time_us()},
-      {"baseline_time_us", best.candidate.baseline_time_us()},
-      {"max_abs_error", best.candidate.max_abs_error()},
-      {"max_rel_error", best.candidate.max_rel_error()},
+  nlohmann::json manifest = ManifestHeader("yirage-cuda-kernel/1", job_id, best, graph);
+  manifest.update({
       {"source", "kernel.cu"},
       {"compile",
        "NVRTC: --gpu-architecture=sm_<major><minor>[a] --std=c++17 -I$CUDA_HOME/include "
@@ -88,7 +97,7 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
       {"buffers", record["buffers"]},
       {"launches", record["launches"]},
       {"usage", usage},
-  };
+  });
   yirage::v1::GetKernelResponse response;
   response.set_candidate_id(best.candidate.candidate_id());
   AddFile(&response, "kernel.cu", best.source);
@@ -131,17 +140,8 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
   for (int id : graph->outputs()) outputs.push_back(TensorJson(graph->tensor(id)));
   const std::string build =
       "g++ -O3 -march=native -fopenmp -shared -fPIC -std=c++17 kernel.cpp -o libyirage_kernel.so";
-  nlohmann::json manifest = {
-      {"format", "yirage-kernel/1"},
-      {"job_id", job_id},
-      {"candidate_id", best.candidate.candidate_id()},
-      {"graph", graph->name()},
-      {"backend", best.backend},
-      {"plan", best.candidate.plan().description()},
-      {"time_us", best.candidate.time_us()},
-      {"baseline_time_us", best.candidate.baseline_time_us()},
-      {"max_abs_error", best.candidate.max_abs_error()},
-      {"max_rel_error", best.candidate.max_rel_error()},
+  nlohmann::json manifest = ManifestHeader("yirage-kernel/1", job_id, best, *graph);
+  manifest.update({
       {"source", "kernel.cpp"},
       {"entry_point", entry},
       {"init", entry + "_init"},
@@ -160,7 +160,7 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
       {"layout", "row-major, dense; float16/bfloat16 as IEEE 16-bit words"},
       {"build", build},
       {"threads", "OpenMP: set OMP_NUM_THREADS to choose"},
-  };
+  });
 
   // A caller that builds against the kernel with no YiRage code.
   std::string example = absl::StrCat(

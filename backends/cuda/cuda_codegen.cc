@@ -288,12 +288,7 @@ class RowKernelEmitter {
     Plan();
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     std::vector<std::string> params;
-    KernelLaunch launch;
-    launch.name = name;
-    for (const std::string& in : kernel_.inputs()) {
-      ctx_.AddReadParam(g_.FindTensor(in), &params, &launch.args);
-    }
-    for (int t : outputs) dsts_[t] = ctx_.AddWriteParams(t, &params, &launch.args);
+    KernelLaunch launch = StartLaunch(outputs, &params);
     // Split-K workspaces: one float matrix per T matmul plus tile counters.
     if (split_ > 1) {
       for (size_t j = 0; j < ops_.size(); ++j) {
@@ -363,6 +358,18 @@ class RowKernelEmitter {
   }
 
  private:
+  // The launch record and parameters every row kernel starts with: its
+  // inputs, then its outputs (dsts_ set for each).
+  KernelLaunch StartLaunch(const std::vector<int>& outputs, std::vector<std::string>* params) {
+    KernelLaunch launch;
+    launch.name = KernelName(ctx_.plan_index, kernel_index_);
+    for (const std::string& in : kernel_.inputs()) {
+      ctx_.AddReadParam(g_.FindTensor(in), params, &launch.args);
+    }
+    for (int t : outputs) dsts_[t] = ctx_.AddWriteParams(t, params, &launch.args);
+    return launch;
+  }
+
   // ---- Register rows ----
   // A group of elementwise ops and last-axis norms/softmax, all as wide as
   // W, runs with one block per row and the row in registers: thread t owns
@@ -427,12 +434,7 @@ class RowKernelEmitter {
     const int per = 8 * chunks;
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     std::vector<std::string> params;
-    KernelLaunch launch;
-    launch.name = name;
-    for (const std::string& in : kernel_.inputs()) {
-      ctx_.AddReadParam(g_.FindTensor(in), &params, &launch.args);
-    }
-    for (int t : outputs) dsts_[t] = ctx_.AddWriteParams(t, &params, &launch.args);
+    KernelLaunch launch = StartLaunch(outputs, &params);
     launch.grid[0] = info_.num_rows;
     launch.block = threads;
     launch.smem_bytes = 64 * 4;
