@@ -1546,7 +1546,7 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
                                                    false, name + " attention split partials"));
   }
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
-          "': fused attention (tensor cores: WMMA 16x16x16, online softmax), ", splits,
+          "': fused attention (tensor cores: mma.m16n8k16, online softmax), ", splits,
           " key split(s)");
   std::string source;
   EmitAttention(attention, splits, name, attention.q, attention.k, attention.v, out_arg, out_type,
