@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/plan_resolution.h"
 #include "core/row_group.h"
 
 namespace yirage::backends::cpu {
@@ -942,96 +943,15 @@ namespace {
 // GeneratePlan against `g`: the job's graph, or the plan's own rewritten graph.
 absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Plan& plan,
                                             int index) {
-  const int num_ops = static_cast<int>(g.ops().size());
   const int num_tensors = g.num_tensors();
   auto kernel_label = [&](int k) {
     return absl::StrCat("kernel ", k, " ('", plan.kernels(k).name(), "')");
   };
-
-  // Resolve and check the partition and the data flow between kernels.
-  std::vector<int> op_kernel(num_ops, -1);
-  std::vector<std::vector<int>> kernel_ops(plan.kernels_size());
-  std::vector<std::vector<int>> kernel_outputs(plan.kernels_size());
-  std::vector<bool> available(num_tensors, false);
-  std::vector<bool> read_by_kernel(num_tensors, false);
-  for (int t = 0; t < g.num_inputs(); ++t) available[t] = true;
-  for (int k = 0; k < plan.kernels_size(); ++k) {
-    const KernelPlan& kernel = plan.kernels(k);
-    if (kernel.kind() != yirage::v1::KERNEL_ROW && kernel.kind() != yirage::v1::KERNEL_GENERIC) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(kernel_label(k), ": kind must be KERNEL_ROW or KERNEL_GENERIC"));
-    }
-    if (kernel.ops().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": has no ops"));
-    }
-    if (kernel.kind() == yirage::v1::KERNEL_GENERIC && kernel.ops_size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": KERNEL_GENERIC holds ",
-                                                     kernel.ops_size(), " ops, must hold 1"));
-    }
-    for (const std::string& name : kernel.ops()) {
-      const int id = g.FindOp(name);
-      if (id < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(kernel_label(k), ": unknown op '", name, "'"));
-      }
-      if (op_kernel[id] >= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            kernel_label(k), ": op '", name, "' is already in ", kernel_label(op_kernel[id])));
-      }
-      op_kernel[id] = k;
-      kernel_ops[k].push_back(id);
-    }
-    std::vector<bool> is_input(num_tensors, false);
-    for (const std::string& name : kernel.inputs()) {
-      const int t = g.FindTensor(name);
-      if (t < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(kernel_label(k), ": unknown input tensor '", name, "'"));
-      }
-      if (!available[t]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(kernel_label(k), ": input '", name,
-                         "' is neither a graph input nor an output of an earlier kernel"));
-      }
-      is_input[t] = true;
-      read_by_kernel[t] = true;
-    }
-    for (int id : kernel_ops[k]) {
-      for (int t : g.op(id).inputs) {
-        const int producer = g.tensor(t).producer;
-        if (producer >= 0 && op_kernel[producer] == k) continue;  // in-kernel (ROW)
-        if (!is_input[t]) {
-          return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": op '", g.op(id).name,
-                                                         "' reads '", g.tensor(t).name,
-                                                         "', which is not in the kernel's inputs"));
-        }
-      }
-    }
-    for (const std::string& name : kernel.outputs()) {
-      const int t = g.FindTensor(name);
-      if (t < 0 || g.tensor(t).producer < 0 || op_kernel[g.tensor(t).producer] != k) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            kernel_label(k), ": output '", name, "' is not produced by an op of this kernel"));
-      }
-      if (std::find(kernel_outputs[k].begin(), kernel_outputs[k].end(), t) ==
-          kernel_outputs[k].end()) {
-        kernel_outputs[k].push_back(t);
-      }
-      available[t] = true;
-    }
-  }
-  for (int id = 0; id < num_ops; ++id) {
-    if (op_kernel[id] < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op '", g.op(id).name, "' is in no kernel of the plan"));
-    }
-  }
-  for (int t : g.outputs()) {
-    if (!available[t]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("graph output '", g.tensor(t).name, "' is not in any kernel's outputs"));
-    }
-  }
+  absl::StatusOr<core::ResolvedPlan> resolved = core::ResolvePlan(g, plan);
+  if (!resolved.ok()) return resolved.status();
+  const std::vector<std::vector<int>>& kernel_ops = resolved->kernel_ops;
+  const std::vector<std::vector<int>>& kernel_outputs = resolved->kernel_outputs;
+  const std::vector<bool>& read_by_kernel = resolved->read_by_kernel;
 
   PlanContext ctx{g, absl::StrCat("yr_p", index, "_")};
   ctx.scratch.assign(num_tensors, false);
