@@ -188,17 +188,24 @@ KernelPlan MakeKernel(const Graph& graph, const KernelGroup& group, const Schedu
 // splits columns, "cols ... + rows b4" when some do not qualify.
 std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const Plan& plan,
                             const SearchOptions& options) {
-  bool any_rows = false, any_cols = false, any_matmul = false;
+  bool any_rows = false, any_cols = false, any_matmul = false, all_fused = true;
   for (const KernelPlan& kernel : plan.kernels()) {
+    std::vector<int> ops;
     for (const std::string& op : kernel.ops()) {
-      any_matmul = any_matmul || graph.op(graph.FindOp(op)).type == OpType::kMatmul;
+      ops.push_back(graph.FindOp(op));
+      any_matmul = any_matmul || graph.op(ops.back()).type == OpType::kMatmul;
     }
     if (kernel.kind() != yirage::v1::KERNEL_ROW) continue;
+    all_fused = all_fused && IsGpuBackend(options) && IsFusedGpuChain(graph, ops);
     const bool cols = kernel.schedule().parallel() == yirage::v1::PARALLEL_COLS;
     any_cols = any_cols || cols;
     any_rows = any_rows || !cols;
   }
   if (!any_rows && !any_cols) return "generic";
+  // Fused GPU chains take none of the generic knobs.
+  if (all_fused) {
+    return v.gpu_stages > 0 ? absl::StrCat("fused stages ", v.gpu_stages) : "fused";
+  }
   if (v.gpu_stages > 0 || v.gpu_threads > 0) {
     const std::string base = VariantToString(
         graph, ScheduleVariant{v.cols, v.block_rows, v.tile_n, v.unroll}, plan, options);
