@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/codegen_util.h"
 #include "core/plan_resolution.h"
 #include "core/row_group.h"
 
@@ -22,6 +23,13 @@ using core::Graph;
 using core::OpInfo;
 using core::OpType;
 using core::TensorInfo;
+using ::yirage::backends::BinaryExpr;
+using ::yirage::backends::BroadcastStrides;
+using ::yirage::backends::CeilDiv;
+using ::yirage::backends::CommentText;
+using ::yirage::backends::Numel;
+using ::yirage::backends::OffsetExpr;
+using ::yirage::backends::Slice;
 using yirage::v1::KernelPlan;
 using yirage::v1::Schedule;
 
@@ -70,74 +78,8 @@ std::string CType(yirage::v1::DType dtype) {
 
 // A float literal for generated code.
 std::string Lit(double value) {
-  if (std::isnan(value)) return "__builtin_nanf(\"\")";
-  if (std::isinf(value)) return value > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
-  std::string s = absl::StrFormat("%.9g", value);
-  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-  return absl::StrCat("(", s, "f)");
-}
-
-// Text safe inside a // comment.
-std::string CommentText(std::string_view text) {
-  std::string out;
-  for (char c : text) out.push_back((c >= 32 && c < 127) ? c : '?');
-  return out;
-}
-
-int64_t Numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-std::vector<int64_t> Slice(const std::vector<int64_t>& v, size_t begin, size_t end) {
-  return std::vector<int64_t>(v.begin() + begin, v.begin() + end);
-}
-
-// Element strides of `shape` (row-major) broadcast against `space`
-// (right-aligned, NumPy rules): one per dim of `space`, 0 where broadcast.
-std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& shape,
-                                      const std::vector<int64_t>& space) {
-  std::vector<int64_t> contiguous(shape.size());
-  int64_t s = 1;
-  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    contiguous[d] = s;
-    s *= shape[d];
-  }
-  std::vector<int64_t> strides(space.size(), 0);
-  const int shift = static_cast<int>(space.size()) - static_cast<int>(shape.size());
-  for (int d = 0; d < static_cast<int>(space.size()); ++d) {
-    const int sd = d - shift;
-    if (sd >= 0 && shape[sd] != 1) strides[d] = contiguous[sd];
-  }
-  return strides;
-}
-
-// Offset of the element whose multi-index in `space` is the decomposition of
-// the flat index `var`, given per-dim strides.
-std::string OffsetExpr(const std::vector<int64_t>& space, const std::vector<int64_t>& strides,
-                       const std::string& var) {
-  const int rank = static_cast<int>(space.size());
-  std::vector<int64_t> inner(rank, 1);
-  for (int d = rank - 2; d >= 0; --d) inner[d] = inner[d + 1] * space[d + 1];
-  // Contiguous over the whole space (times a constant): a single product.
-  bool contiguous = rank > 0 && strides[rank - 1] != 0;
-  for (int d = 0; d < rank && contiguous; ++d) {
-    if (space[d] != 1 && strides[d] != inner[d] * strides[rank - 1]) contiguous = false;
-  }
-  if (contiguous) {
-    return strides[rank - 1] == 1 ? var : absl::StrCat(var, " * ", strides[rank - 1]);
-  }
-  std::vector<std::string> terms;
-  for (int d = 0; d < rank; ++d) {
-    if (strides[d] == 0 || space[d] == 1) continue;
-    std::string t = inner[d] == 1 ? var : absl::StrCat("(", var, " / ", inner[d], ")");
-    if (d > 0) t = absl::StrCat("(", t, " % ", space[d], ")");
-    if (strides[d] != 1) t = absl::StrCat(t, " * ", strides[d]);
-    terms.push_back(t);
-  }
-  if (terms.empty()) return "0";
-  return absl::StrCat("(", absl::StrJoin(terms, " + "), ")");
+  return ::yirage::backends::FloatLiteral(value, "__builtin_nanf(\"\")", "__builtin_inff()",
+                                          "(-__builtin_inff())");
 }
 
 std::string UnaryExpr(const OpInfo& op, const std::string& x) {
@@ -170,27 +112,6 @@ std::string UnaryExpr(const OpInfo& op, const std::string& x) {
                             " + 0.044715f * ", x, " * ", x, " * ", x, "))))");
       }
       return absl::StrCat("(0.5f * ", x, " * (1.0f + erff(", x, " * 0.7071067811865476f)))");
-    default:
-      return "";
-  }
-}
-
-std::string BinaryExpr(OpType type, const std::string& a, const std::string& b) {
-  switch (type) {
-    case OpType::kAdd:
-      return absl::StrCat("(", a, " + ", b, ")");
-    case OpType::kSub:
-      return absl::StrCat("(", a, " - ", b, ")");
-    case OpType::kMul:
-      return absl::StrCat("(", a, " * ", b, ")");
-    case OpType::kDiv:
-      return absl::StrCat("(", a, " / ", b, ")");
-    case OpType::kMaximum:
-      return absl::StrCat("yr_max(", a, ", ", b, ")");
-    case OpType::kMinimum:
-      return absl::StrCat("yr_min(", a, ", ", b, ")");
-    case OpType::kPow:
-      return absl::StrCat("powf(", a, ", ", b, ")");
     default:
       return "";
   }

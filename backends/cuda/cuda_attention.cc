@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "backends/codegen_util.h"
 
 namespace yirage::backends::cuda {
 namespace {
@@ -17,8 +18,6 @@ using core::TensorInfo;
 
 constexpr int kTileM = 64;  // query rows per block (16 per warp, 4 warps)
 constexpr int kTileN = 64;  // keys per tile
-
-bool Is16(yirage::v1::DType t) { return t == yirage::v1::FLOAT16 || t == yirage::v1::BFLOAT16; }
 
 std::vector<int64_t> Lead(const std::vector<int64_t>& shape) {
   return std::vector<int64_t>(shape.begin(), shape.end() - 2);
@@ -269,7 +268,8 @@ std::optional<AttentionPattern> MatchAttention(const Graph& g, const std::vector
   const TensorInfo& k = g.tensor(a.k);
   const TensorInfo& v = g.tensor(a.v);
   for (const TensorInfo* t : {&q, &k, &v}) {
-    if (t->producer >= 0 || !Is16(t->dtype) || t->dtype != q.dtype || t->shape.size() < 2) {
+    if (t->producer >= 0 || !::yirage::backends::Is16BitFloat(t->dtype) || t->dtype != q.dtype ||
+        t->shape.size() < 2) {
       return std::nullopt;
     }
   }
@@ -312,8 +312,6 @@ void EmitAttention(const AttentionPattern& a, int splits, const std::string& nam
                    int k_arg, int v_arg, int out_arg, const std::string& out_type,
                    int workspace_arg, std::string* source, std::vector<KernelLaunch>* launches) {
   const int64_t ns = a.n / splits;
-  std::string scale = absl::StrFormat("%.9g", a.scale);
-  if (scale.find_first_of(".eE") == std::string::npos) scale += ".0";
   const std::vector<std::pair<std::string, std::string>> subst = {
       {"@NAME@", name},
       {"@T@", CTypeOf(a.dtype)},
@@ -327,7 +325,7 @@ void EmitAttention(const AttentionPattern& a, int splits, const std::string& nam
       {"@SPLITS@", absl::StrCat(splits)},
       {"@SPLIT_BEGIN@", splits > 1 ? "split * NS" : "0"},
       {"@KT@", a.transpose_k ? "1" : "0"},
-      {"@SCALE@", absl::StrCat("(", scale, "f)")},
+      {"@SCALE@", CudaFloatLiteral(a.scale)},
   };
   *source += absl::StrReplaceAll(kAttentionKernel, subst);
   const int64_t ksize = a.transpose_k ? kTileN * (a.d + 8) : a.d * (kTileN + 8);

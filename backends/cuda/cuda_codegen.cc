@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/codegen_util.h"
 #include "backends/cuda/cuda_attention.h"
 #include "backends/cuda/cuda_streamed_matmul.h"
 #include "core/plan_resolution.h"
@@ -27,6 +28,13 @@ using core::Graph;
 using core::OpInfo;
 using core::OpType;
 using core::TensorInfo;
+using ::yirage::backends::BinaryExpr;
+using ::yirage::backends::BroadcastStrides;
+using ::yirage::backends::CeilDiv;
+using ::yirage::backends::CommentText;
+using ::yirage::backends::Numel;
+using ::yirage::backends::OffsetExpr;
+using ::yirage::backends::Slice;
 using yirage::v1::KernelPlan;
 using yirage::v1::Schedule;
 
@@ -74,87 +82,14 @@ std::string CType(yirage::v1::DType dtype) {
   }
 }
 
-bool Is16Bit(yirage::v1::DType dtype) {
-  return dtype == yirage::v1::FLOAT16 || dtype == yirage::v1::BFLOAT16;
-}
+bool Is16Bit(yirage::v1::DType dtype) { return ::yirage::backends::Is16BitFloat(dtype); }
 
-std::string Lit(double value) {
-  if (std::isnan(value)) return "__int_as_float(0x7fc00000)";
-  if (std::isinf(value))
-    return value > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-  std::string s = absl::StrFormat("%.9g", value);
-  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-  return absl::StrCat("(", s, "f)");
-}
-
-std::string CommentText(std::string_view text) {
-  std::string out;
-  for (char c : text) out.push_back((c >= 32 && c < 127) ? c : '?');
-  return out;
-}
-
-int64_t Numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-std::vector<int64_t> Slice(const std::vector<int64_t>& v, size_t begin, size_t end) {
-  return std::vector<int64_t>(v.begin() + begin, v.begin() + end);
-}
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+std::string Lit(double value) { return CudaFloatLiteral(value); }
 
 int FloorPow2(int64_t v) {
   int p = 1;
   while (2 * static_cast<int64_t>(p) <= v) p *= 2;
   return p;
-}
-
-// Element strides of `shape` broadcast against `space` (NumPy rules).
-std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& shape,
-                                      const std::vector<int64_t>& space) {
-  std::vector<int64_t> contiguous(shape.size());
-  int64_t s = 1;
-  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    contiguous[d] = s;
-    s *= shape[d];
-  }
-  std::vector<int64_t> strides(space.size(), 0);
-  const int shift = static_cast<int>(space.size()) - static_cast<int>(shape.size());
-  for (int d = 0; d < static_cast<int>(space.size()); ++d) {
-    const int sd = d - shift;
-    if (sd >= 0 && shape[sd] != 1) strides[d] = contiguous[sd];
-  }
-  return strides;
-}
-
-// Offset of the element whose multi-index in `space` decomposes the flat
-// index `var` (an i64 expression), given per-dim strides.
-std::string OffsetExpr(const std::vector<int64_t>& space, const std::vector<int64_t>& strides,
-                       const std::string& var) {
-  const int rank = static_cast<int>(space.size());
-  std::vector<int64_t> inner(rank, 1);
-  for (int d = rank - 2; d >= 0; --d) inner[d] = inner[d + 1] * space[d + 1];
-  bool contiguous = rank > 0 && strides[rank - 1] != 0;
-  for (int d = 0; d < rank && contiguous; ++d) {
-    if (space[d] != 1 && strides[d] != inner[d] * strides[rank - 1]) contiguous = false;
-  }
-  if (contiguous) {
-    return strides[rank - 1] == 1 ? absl::StrCat("(", var, ")")
-                                  : absl::StrCat("(", var, ") * ", strides[rank - 1], "LL");
-  }
-  std::vector<std::string> terms;
-  for (int d = 0; d < rank; ++d) {
-    if (strides[d] == 0 || space[d] == 1) continue;
-    std::string t = inner[d] == 1 ? absl::StrCat("(", var, ")")
-                                  : absl::StrCat("((", var, ") / ", inner[d], "LL)");
-    if (d > 0) t = absl::StrCat("(", t, " % ", space[d], "LL)");
-    if (strides[d] != 1) t = absl::StrCat(t, " * ", strides[d], "LL");
-    terms.push_back(t);
-  }
-  if (terms.empty()) return "0LL";
-  return absl::StrCat("(", absl::StrJoin(terms, " + "), ")");
 }
 
 std::string UnaryExpr(const OpInfo& op, const std::string& x) {
@@ -184,27 +119,6 @@ std::string UnaryExpr(const OpInfo& op, const std::string& x) {
     case OpType::kGelu:
       return op.gelu_tanh ? absl::StrCat("yr_gelu_tanh(", x, ")")
                           : absl::StrCat("yr_gelu(", x, ")");
-    default:
-      return "";
-  }
-}
-
-std::string BinaryExpr(OpType type, const std::string& a, const std::string& b) {
-  switch (type) {
-    case OpType::kAdd:
-      return absl::StrCat("(", a, " + ", b, ")");
-    case OpType::kSub:
-      return absl::StrCat("(", a, " - ", b, ")");
-    case OpType::kMul:
-      return absl::StrCat("(", a, " * ", b, ")");
-    case OpType::kDiv:
-      return absl::StrCat("(", a, " / ", b, ")");
-    case OpType::kMaximum:
-      return absl::StrCat("yr_max(", a, ", ", b, ")");
-    case OpType::kMinimum:
-      return absl::StrCat("yr_min(", a, ", ", b, ")");
-    case OpType::kPow:
-      return absl::StrCat("powf(", a, ", ", b, ")");
     default:
       return "";
   }
@@ -1581,6 +1495,12 @@ bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int ke
 }
 
 }  // namespace
+
+std::string CudaFloatLiteral(double value) {
+  return ::yirage::backends::FloatLiteral(value, "__int_as_float(0x7fc00000)",
+                                          "__int_as_float(0x7f800000)",
+                                          "__int_as_float(0xff800000)");
+}
 
 std::string KernelName(int plan, int kernel) { return absl::StrCat("yr_p", plan, "_k", kernel); }
 

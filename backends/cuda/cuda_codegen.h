@@ -97,6 +97,9 @@ struct CudaTarget {
   int sm_count = 132;
 };
 
+// A float literal in CUDA C++: "(1.5f)", NaN and infinities as bit patterns.
+std::string CudaFloatLiteral(double value);
+
 // Names of the generated kernels.
 std::string KernelName(int plan, int kernel);  // "yr_p<plan>_k<kernel>"
 

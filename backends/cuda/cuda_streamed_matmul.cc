@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "backends/codegen_util.h"
 
 namespace yirage::backends::cuda {
 namespace {
@@ -18,8 +19,6 @@ using core::TensorInfo;
 constexpr int kChunkK = 64;  // K rows per pipeline stage
 constexpr int kTileN = 64;   // output columns per block
 constexpr int kThreads = 128;
-
-bool Is16(yirage::v1::DType t) { return t == yirage::v1::FLOAT16 || t == yirage::v1::BFLOAT16; }
 
 int64_t StageHalves(const StreamedMatmulPlan& p) {
   const int nw = p.match.w2 >= 0 ? 2 : 1;
@@ -284,12 +283,6 @@ extern "C" __global__ void __launch_bounds__(256) @NAME@_combine(const float* __
 }
 )";
 
-std::string FloatLit(double v) {
-  std::string s = absl::StrFormat("%.9g", v);
-  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-  return absl::StrCat("(", s, "f)");
-}
-
 }  // namespace
 
 std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::vector<int>& ops,
@@ -303,7 +296,8 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
   p.match = *match;
   const TensorInfo& x = g.tensor(match->x);
   const TensorInfo& w1 = g.tensor(match->w1);
-  if (x.shape.size() != 2 || w1.shape.size() != 2 || !Is16(x.dtype)) return std::nullopt;
+  if (x.shape.size() != 2 || w1.shape.size() != 2 || !::yirage::backends::Is16BitFloat(x.dtype))
+    return std::nullopt;
   p.dtype = x.dtype;
   p.m = x.shape[0];
   p.k = x.shape[1];
@@ -412,7 +406,7 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
       {"@STAGES@", absl::StrCat(p.stages)},
       {"@PREP@", (m.rms || !m.col_scales.empty()) ? "1" : "0"},
       {"@RMS@", m.rms ? "1" : "0"},
-      {"@EPS@", FloatLit(m.eps)},
+      {"@EPS@", CudaFloatLiteral(m.eps)},
       {"@NG@", absl::StrCat(m.col_scales.size())},
       {"@GSCALE@", gscale.empty() ? "1.0f" : absl::StrJoin(gscale, " * ")},
       {"@GCOPY@", absl::StrJoin(gcopy, " ")},
