@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/backend_abi_util.h"
 #include "backends/backend_api.h"
+#include "backends/backend_compile_util.h"
 #include "backends/cpu/cpu_builder.h"
 #include "backends/cpu/cpu_compiler.h"
 #include "backends/cpu/cpu_module.h"
@@ -58,36 +59,14 @@ int Probe(char** json_out) {
 int Compile(const void* request, size_t request_len, YirageModule** module, void** response,
             size_t* response_len, char** error) {
   return Guard(error, [&] {
-    if (module == nullptr || response == nullptr || response_len == nullptr) {
-      SetError(error, "compile: null output pointer");
-      return YIRAGE_ERROR;
-    }
-    *module = nullptr;
-    *response = nullptr;
-    *response_len = 0;
-    yirage::v1::CompileRequest req;
-    if (request == nullptr || !req.ParseFromArray(request, static_cast<int>(request_len))) {
-      SetError(error, "compile: the request is not a serialized yirage.v1.CompileRequest");
-      return YIRAGE_ERROR;
-    }
-    yirage::v1::CompileResponse resp;
-    absl::StatusOr<std::unique_ptr<CpuModule>> built =
-        BuildModule(req, CpuCompiler(CpuCompiler::DefaultPath()), &resp);
-    if (!built.ok()) {
-      SetError(error, absl::StrCat("compile: ", built.status().message()));
-      return YIRAGE_ERROR;
-    }
-    const std::string bytes = resp.SerializeAsString();
-    void* buf = std::malloc(bytes.size() > 0 ? bytes.size() : 1);
-    if (buf == nullptr) {
-      SetError(error, "compile: out of memory");
-      return YIRAGE_ERROR;
-    }
-    std::memcpy(buf, bytes.data(), bytes.size());
-    *response = buf;
-    *response_len = bytes.size();
-    *module = new YirageModule{*std::move(built)};
-    return YIRAGE_OK;
+    return ::yirage::backends::CompileRequestWith(
+        request, request_len, module, response, response_len, error,
+        [](const yirage::v1::CompileRequest& req,
+           yirage::v1::CompileResponse* resp) -> absl::StatusOr<YirageModule*> {
+          auto built = BuildModule(req, CpuCompiler(CpuCompiler::DefaultPath()), resp);
+          if (!built.ok()) return built.status();
+          return new YirageModule{*std::move(built)};
+        });
   });
 }
 
