@@ -8,34 +8,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "backends/dl_library.h"
 
 namespace yirage::backends::level_zero {
-namespace {
-
-// Binds `name` in `handle` to *fn; appends the name to *missing when absent.
-template <typename Fn>
-void Bind(void* handle, const char* name, Fn* fn, std::string* missing) {
-  *fn = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (*fn == nullptr && missing != nullptr) {
-    absl::StrAppend(missing, missing->empty() ? "" : ", ", name);
-  }
-}
-
-}  // namespace
+using ::yirage::backends::BindSymbol;
 
 absl::StatusOr<const ZeApi*> OpenZeLoader(const std::vector<std::string>& names) {
-  void* handle = nullptr;
-  std::string opened;
-  std::string tried;
-  for (const std::string& name : names) {
-    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle != nullptr) {
-      opened = name;
-      break;
-    }
-    const char* err = dlerror();
-    absl::StrAppend(&tried, tried.empty() ? "" : "; ", err != nullptr ? std::string(err) : name);
-  }
+  std::string opened, tried;
+  void* handle = ::yirage::backends::DlopenFirst(names, &opened, &tried);
   if (handle == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("libze_loader.so.1 not found (dlopen: ", tried,
@@ -44,7 +24,7 @@ absl::StatusOr<const ZeApi*> OpenZeLoader(const std::vector<std::string>& names)
   auto* api = new ZeApi;
   api->library = opened;
   std::string missing;
-#define YR_BIND(name) Bind(handle, #name, &api->name, &missing)
+#define YR_BIND(name) BindSymbol(handle, #name, &api->name, &missing)
   YR_BIND(zeInit);
   YR_BIND(zeDriverGet);
   YR_BIND(zeDeviceGet);
@@ -52,8 +32,8 @@ absl::StatusOr<const ZeApi*> OpenZeLoader(const std::vector<std::string>& names)
   YR_BIND(zeDeviceGetComputeProperties);
   YR_BIND(zeDeviceGetMemoryProperties);
 #undef YR_BIND
-  Bind(handle, "zeDriverGetProperties", &api->zeDriverGetProperties, nullptr);
-  Bind(handle, "zeDeviceGetCacheProperties", &api->zeDeviceGetCacheProperties, nullptr);
+  BindSymbol(handle, "zeDriverGetProperties", &api->zeDriverGetProperties, nullptr);
+  BindSymbol(handle, "zeDeviceGetCacheProperties", &api->zeDeviceGetCacheProperties, nullptr);
   if (!missing.empty()) {
     delete api;
     return absl::NotFoundError(absl::StrCat(opened, " lacks: ", missing));
