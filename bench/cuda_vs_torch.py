@@ -64,6 +64,39 @@ def bench(fn, iters, warmup):
     return statistics.median(times)
 
 
+def kernel_times(fn, calls=30):
+    """GPU time of fn's kernels per call (CUPTI, torch.profiler), without the
+    launch gaps that events around the call also see: (median us, kernels per
+    call, the longest kernel's name). The L2 flush runs before each call as in
+    bench() and is left out by its kernel name."""
+    from torch.profiler import ProfilerActivity, profile
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            _flush.zero_()
+            torch.cuda.synchronize()
+            fn()
+            torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+               and "fill" not in e.name.lower() and "memset" not in e.name.lower()
+               and "memcpy" not in e.name.lower()]
+    kernels.sort(key=lambda e: e.time_range.start)
+    # Calls are separated by synchronizations: split where the gap is large.
+    groups, last_end = [], None
+    for e in kernels:
+        if last_end is None or e.time_range.start - last_end > 50:
+            groups.append([])
+        groups[-1].append(e)
+        last_end = e.time_range.end
+    if not groups:
+        return math.nan, 0, ""
+    per_call = [sum(e.time_range.elapsed_us() for e in g) for g in groups]
+    longest = max(groups[-1], key=lambda e: e.time_range.elapsed_us()).name
+    return statistics.median(per_call), statistics.median(len(g) for g in groups), longest
+
+
 def load_kernel(path, index):
     spec = importlib.util.spec_from_file_location(f"yirage_kernel_{index}",
                                                   os.path.join(path, "yirage_kernel.py"))
@@ -81,6 +114,8 @@ def main():
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=25)
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print each one's kernel time per call (CUPTI), without launch gaps")
     args = ap.parse_args()
     torch.manual_seed(0)
     _flush = torch.empty(512 * 1024 * 1024, dtype=torch.int8, device="cuda")
@@ -89,6 +124,9 @@ def main():
     header = (f"{'case':<20}{'yirage_us':>10}{'eager_us':>10}{'compile_us':>11}"
               f"{'speedup':>9}{'roofline':>9}{'max_err':>9}  plan")
     print(header)
+    if args.profile:
+        tiny = torch.zeros(1, device="cuda")
+        print(f"{'(floor: one tiny kernel)':<30}{bench(lambda: tiny.add_(1), args.iters, args.warmup):>10.2f}")
     rows = []
     for index, d in enumerate(args.dirs):
         with open(os.path.join(d, "manifest.json")) as f:
@@ -115,7 +153,13 @@ def main():
                 except Exception as e:  # report, keep going
                     print(f"torch.compile failed for {graph}: {e}", file=sys.stderr)
                     row["compile_us"] = math.nan
+                if args.profile:
+                    row["eager_gpu"] = kernel_times(lambda: fn(*inputs))
+                    if not math.isnan(row["compile_us"]):
+                        row["compile_gpu"] = kernel_times(lambda: compiled(*inputs))
                 torch._dynamo.reset()
+        if args.profile:
+            row["yirage_gpu"] = kernel_times(ours)
         row["yirage_us"] = bench(ours, args.iters, args.warmup)
         moved = sum(t["bytes"] for t in manifest["inputs"]) + \
             sum(t["bytes"] for t in manifest["outputs"])
@@ -130,6 +174,11 @@ def main():
               f"{row.get('compile_us', math.nan):>11.2f}{row['speedup']:>8.2f}x"
               f"{row['roofline_fraction']:>9.2f}{row.get('max_err', math.nan):>9.4f}  "
               f"{row['plan'][:60]}", flush=True)
+        if args.profile:
+            for who in ("yirage", "eager", "compile"):
+                if who + "_gpu" in row:
+                    t, n, name = row[who + "_gpu"]
+                    print(f"    {who:<8} kernels {t:8.2f} us in {n} kernel(s), longest {name[:70]}")
     speedups = [r["speedup"] for r in rows if not math.isnan(r["speedup"])]
     if speedups:
         geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))

@@ -13,6 +13,7 @@
 #   JOB_SECONDS time limit per job (default 600)
 #   OUT         where logs, kernels and results go (default /tmp/yirage-bench)
 #   ITERS       timed calls per measurement (default 200)
+#   PROFILE=1   also print each kernel's GPU time per call (torch.profiler)
 set -uo pipefail
 BIN=$(cd "${1:-build/bin}" && pwd)
 shift || true
@@ -66,10 +67,10 @@ for g in "${GRAPHS[@]}"; do
   J=$(yy yirage-client --server "$C" list --json |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["job_id"])')
   echo "== $name: job $J done in $((SECONDS - start)) s"
-  yy yirage-client --server "$C" candidates "$J" | cut -c1-160 | head -8
+  yy yirage-client --server "$C" candidates "$J" | cut -c1-160 | head -11
   rm -rf "$OUT/kernels/$name"
   yy yirage-client --server "$C" kernel "$J" --out "$OUT/kernels/$name" && DIRS+=("$OUT/kernels/$name")
 done
 echo "== exported kernels vs PyTorch (same process, same method)"
-python3 "$(dirname "$0")/cuda_vs_torch.py" --bandwidth-gbps "$BW" --iters "${ITERS:-200}" \
+python3 "$(dirname "$0")/cuda_vs_torch.py" --bandwidth-gbps "$BW" --iters "${ITERS:-200}" ${PROFILE:+--profile} \
   --json "$OUT/results.json" "${DIRS[@]}" 2>&1 | tee "$OUT/table.txt"

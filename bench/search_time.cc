@@ -4,12 +4,13 @@
 // (server/scheduler.cc Submit: backend cpu, --max-candidates 64 by default,
 // the chip's search space when --chip names a built-in chip).
 //
-//   yirage-search-bench [--runs N] [--chip ID] [--max-candidates N] [--full-size]
+//   yirage-search-bench [--runs N] [--chip ID] [--backend B] [--max-candidates N] [--full-size] [--list]
 //                       [GRAPH.json ...]
 //
 // --full-size times the rewrite search alone (ExploreRewrites with the
 // options GenerateCandidatesWithStats passes it) with shape reduction off, so
 // every fingerprint runs on the graph's own shapes; the plans column is then 0.
+// --list prints the last run's plans in order, with their estimated cost.
 //
 // Without graphs it runs every examples/graphs/*.json under the source tree.
 // Prints one row per graph: median (and min/max) seconds over N runs, the
@@ -41,6 +42,8 @@ int Run(int argc, char** argv) {
   int max_candidates = 64;
   std::string chip_id;
   bool full_size = false;
+  bool list_plans = false;
+  std::string backend = "cpu";
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -52,9 +55,14 @@ int Run(int argc, char** argv) {
       max_candidates = std::atoi(argv[++i]);
     } else if (a == "--full-size") {
       full_size = true;
+    } else if (a == "--backend" && i + 1 < argc) {
+      backend = argv[++i];
+    } else if (a == "--list") {
+      list_plans = true;
     } else if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: %s [--runs N] [--chip ID] [--max-candidates N] [--full-size] [GRAPH.json ...]\n",
+          "usage: %s [--runs N] [--chip ID] [--backend B] [--max-candidates N] [--full-size] "
+          "[--list] [GRAPH.json ...]\n",
           argv[0]);
       return 0;
     } else {
@@ -69,7 +77,7 @@ int Run(int argc, char** argv) {
     std::sort(files.begin(), files.end());
   }
   yirage::core::SearchOptions options;
-  options.backend = "cpu";
+  options.backend = backend;
   options.max_candidates = max_candidates;
   if (!chip_id.empty()) {
     absl::StatusOr<std::vector<yirage::v1::Chip>> chips = yirage::core::BuiltinChips();
@@ -107,6 +115,7 @@ int Run(int argc, char** argv) {
     std::vector<double> seconds;
     std::vector<double> rewrite_seconds;
     yirage::core::SearchStats stats;
+    std::vector<yirage::v1::Plan> last_plans;
     for (int r = 0; r < runs; ++r) {
       const auto start = std::chrono::steady_clock::now();
       absl::StatusOr<std::vector<yirage::v1::Plan>> plans;
@@ -141,6 +150,7 @@ int Run(int argc, char** argv) {
                      std::string(plans.status().message()).c_str());
         return 1;
       }
+      last_plans = *std::move(plans);
     }
     std::vector<double> sorted = seconds;
     std::sort(sorted.begin(), sorted.end());
@@ -156,6 +166,12 @@ int Run(int argc, char** argv) {
     }
     if (!stats.rewrites_skipped.empty()) {
       std::printf("    rewrites skipped: %s\n", stats.rewrites_skipped.c_str());
+    }
+    if (list_plans) {
+      for (size_t i = 0; i < last_plans.size(); ++i) {
+        std::printf("    #%zu cost %.3g  %s\n", i, last_plans[i].estimated_cost(),
+                    last_plans[i].description().c_str());
+      }
     }
     std::fflush(stdout);
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -62,6 +63,10 @@ struct ScheduleVariant {
   // GPU fused chains (core/fused_pattern.h): copy-pipeline depth, 0 = the
   // backend's default. The other knobs do not apply to them.
   int gpu_stages = 0;
+  // GPU fused streamed matmuls: the kernel's form (Schedule.variant, 0 = the
+  // backend's choice) and warps per block (0 = the backend's default).
+  int gpu_form = 0;
+  int gpu_warps = 0;
   // GPU row kernels (not fused chains): threads per block, 0 = the
   // backend's default; from the chip's block_threads.
   int gpu_threads = 0;
@@ -77,6 +82,10 @@ struct GroupShape {
   // whose knobs they choose themselves: the generic knobs are fixed, so its
   // plans dedupe.
   bool fused_gpu = false;
+  bool attention = false;  // a fused attention chain (takes stages only)
+  // A streamed matmul the weights-to-registers form takes (X of at most 32
+  // rows, no low-rank branch).
+  bool registers_form = false;
 };
 
 bool IsGpuBackend(const SearchOptions& options) {
@@ -96,7 +105,15 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
     shape.max_k = std::max<int64_t>(shape.max_k, a.empty() ? 1 : a.back());
     shape.max_n = std::max<int64_t>(shape.max_n, out.empty() ? 1 : out.back());
   }
-  shape.fused_gpu = IsFusedGpuChain(graph, std::vector<int>(ops.begin(), ops.end()));
+  const std::vector<int> op_list(ops.begin(), ops.end());
+  shape.fused_gpu = IsFusedGpuChain(graph, op_list);
+  shape.attention = shape.fused_gpu && IsAttentionChain(graph, op_list);
+  if (shape.fused_gpu && !shape.attention) {
+    if (std::optional<StreamedMatmulMatch> m = MatchStreamedMatmul(graph, op_list); m.has_value()) {
+      const std::vector<int64_t>& x = graph.tensor(m->x).shape;
+      shape.registers_form = m->b < 0 && x.size() == 2 && x[0] <= 32;
+    }
+  }
   return shape;
 }
 
@@ -117,7 +134,17 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
                      const SearchOptions& options) {
   Schedule schedule = GenericSchedule(options);
   if (shape.fused_gpu && IsGpuBackend(options)) {
-    schedule.set_stages(variant.gpu_stages);  // split_k 0: automatic
+    // split_k 0: automatic. Chains the registers form does not take get
+    // the default schedule from its variants (so they dedupe); attention
+    // takes only the pipeline depth.
+    if (variant.gpu_form == 2 && !shape.registers_form) return schedule;
+    if (shape.attention) {
+      schedule.set_stages(variant.gpu_stages);
+      return schedule;
+    }
+    schedule.set_stages(variant.gpu_stages);
+    schedule.set_variant(variant.gpu_form);
+    schedule.set_warps(variant.gpu_warps);
     return schedule;
   }
   if (variant.gpu_threads > 0 && options.warp_size > 0) {
@@ -204,7 +231,12 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
   if (!any_rows && !any_cols) return "generic";
   // Fused GPU chains take none of the generic knobs.
   if (all_fused) {
-    return v.gpu_stages > 0 ? absl::StrCat("fused stages ", v.gpu_stages) : "fused";
+    std::string text = "fused";
+    if (v.gpu_form == 1) absl::StrAppend(&text, " smem");
+    if (v.gpu_form == 2) absl::StrAppend(&text, " regs");
+    if (v.gpu_stages > 0) absl::StrAppend(&text, " stages ", v.gpu_stages);
+    if (v.gpu_warps > 0) absl::StrAppend(&text, " warps ", v.gpu_warps);
+    return text;
   }
   if (v.gpu_stages > 0 || v.gpu_threads > 0) {
     const std::string base = VariantToString(
@@ -273,6 +305,16 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
         if (options.max_tile_bytes > 0 && stages * kStageBytes > options.max_tile_bytes) continue;
         ScheduleVariant v = variants.front();
         v.gpu_stages = stages;
+        v.gpu_form = 1;
+        variants.push_back(v);
+      }
+      // Weights streamed to registers (decode shapes): steps loaded ahead
+      // and block size; the backend sizes the K splits to fill the chip.
+      for (const auto& [depth, warps] : {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 8}}) {
+        ScheduleVariant v = variants.front();
+        v.gpu_form = 2;
+        v.gpu_stages = depth;
+        v.gpu_warps = warps;
         variants.push_back(v);
       }
     }
@@ -290,7 +332,7 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
 // Distinct (group, schedule) kernels with their costs, so that each is built
 // and costed once however many partitions and variants share it.
 struct KernelCache {
-  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int>;
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int>;
   std::map<Key, int> ids;     // kernel -> index into costs
   std::vector<double> costs;  // EstimateKernelCost of each kernel
 };
@@ -301,7 +343,8 @@ int CachedKernelId(const Graph& graph, PartitionEnumerator& enumerator,
                    KernelCache* cache) {
   KernelCache::Key key{group.begin,    group.end,   group.kind, s.parallel(),
                        s.block_rows(), s.tile_n(),  s.tile_k(), s.vector_width(),
-                       s.unroll(),     s.split_k(), s.stages(), s.warps()};
+                       s.unroll(),     s.split_k(), s.stages(), s.warps(),
+                       s.variant()};
   auto [it, inserted] = cache->ids.try_emplace(key, static_cast<int>(cache->costs.size()));
   if (inserted) {
     const RowGroupInfo* row = group.kind == yirage::v1::KERNEL_ROW

@@ -139,6 +139,16 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   if (static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
     traffic += 2.0 * kByteCost * static_cast<double>(rows) * row_width_sum * 4.0;
   }
+  if (gpu && !cols && block_rows == 1) {
+    bool registers = true;
+    for (size_t i = 0; i < ops.size() && registers; ++i) {
+      const OpType type = graph.op(ops[i]).type;
+      registers = row->row_width[i] == row->row_width[0] &&
+                  (IsElementwise(type) || type == OpType::kRmsNorm ||
+                   type == OpType::kLayerNorm || type == OpType::kSoftmax);
+    }
+    if (registers) flops *= kRegisterRowsGain;
+  }
   const int simd = EffectiveSimdWidth(options);
   const int vector_width = std::clamp(schedule.vector_width(), 1, simd);
   const double compute = kFlopCost * flops * static_cast<double>(simd) / vector_width;

@@ -19,6 +19,9 @@
 //        exceed the cache, every op's block output is written and read back.
 //  * compute: flops * kFlopCost, scaled up when vector_width is below the
 //    target SIMD width, and by kUnrollGain for matmuls unrolled 4x or more.
+//    On GPU backends a one-row-per-block chain of elementwise ops, norms and
+//    softmaxes of one row width runs with the row in registers (no staging
+//    through shared memory): its compute costs kRegisterRowsGain as much.
 //  * imbalance: work items W (row blocks for PARALLEL_ROWS, N tiles for
 //    PARALLEL_COLS) over T threads: ceil(W / T) * T / W, which is 1 when the
 //    threads are evenly busy and T / W when W < T. Each round of work items
@@ -50,6 +53,7 @@ inline constexpr double kTensorCoreSpeedup = 16.0;
 inline constexpr double kWorkItemOverhead = 2048.0;
 inline constexpr double kGenericSlowdown = 2.0;
 inline constexpr double kUnrollGain = 0.9;
+inline constexpr double kRegisterRowsGain = 0.5;
 inline constexpr int kDefaultThreads = 8;
 inline constexpr int64_t kDefaultCacheBytes = int64_t{1} << 20;
 inline constexpr int kDefaultSimdWidth = 8;

@@ -1481,15 +1481,18 @@ bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int ke
                               : ctx.graph.num_inputs() + ctx.out_position[t][0];
   const std::string out_type = scratch ? "float" : CType(ctx.graph.tensor(t).dtype);
   const std::string name = KernelName(ctx.plan_index, kernel_index);
-  int workspace_arg = -1;
+  int workspace_arg = -1, counter_arg = -1;
   if (const int64_t bytes = StreamedMatmulWorkspaceBytes(plan); bytes > 0) {
     workspace_arg = ctx.PlanBufferId(ctx.AddBuffer(bytes, false, name + " split-K partial sums"));
   }
+  if (const int64_t bytes = StreamedMatmulCounterBytes(plan); bytes > 0) {
+    counter_arg = ctx.PlanBufferId(ctx.AddBuffer(bytes, true, name + " split-K tile counters"));
+  }
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
-          "': streamed matmul (tensor cores: mma.m16n8k16, cp.async pipeline), ", plan.splits,
-          " K split(s), ", plan.stages, " stages");
+          "': ", StreamedMatmulSummary(plan));
   std::string source;
-  EmitStreamedMatmul(plan, name, out_arg, out_type, workspace_arg, &source, &ctx.code->launches);
+  EmitStreamedMatmul(plan, name, out_arg, out_type, workspace_arg, counter_arg, &source,
+                     &ctx.code->launches);
   code->Line(source);
   return true;
 }
@@ -1639,6 +1642,22 @@ static __device__ __forceinline__ unsigned yr_pack2(float lo, float hi) {
     return *reinterpret_cast<const unsigned*>(&h);
   }
 }
+template <typename T>
+static __device__ __forceinline__ float2 yr_unpack2(unsigned v) {
+  if constexpr (yr_is_half<T>::value) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&v));
+  } else {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+  }
+}
+// Weights streamed to registers (read once): loads that skip L1.
+static __device__ __forceinline__ void yr_ldg_stream(unsigned (&r)[4], const void* p) {
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(p));
+}
+static __device__ __forceinline__ void yr_ldg_stream(unsigned (&r)[2], const void* p) {
+  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(p));
+}
 // Register rows: 8 consecutive values stored with 16-byte stores.
 static __device__ __forceinline__ void yr_st8(float* p, const float* v) {
   reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
@@ -1780,8 +1799,7 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
         continue;
       }
       if (std::optional<StreamedMatmulPlan> streamed =
-              PlanStreamedMatmul(g, kernel_ops[k], kernel_outputs[k], target_,
-                                 kernel.schedule().split_k(), kernel.schedule().stages());
+              PlanStreamedMatmul(g, kernel_ops[k], kernel_outputs[k], target_, kernel.schedule());
           streamed.has_value() && EmitStreamedMatmulKernel(ctx, kernel, k, *streamed, &code)) {
         continue;
       }

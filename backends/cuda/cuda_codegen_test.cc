@@ -214,11 +214,17 @@ std::vector<Case> AllCases() {
       for (const yirage::v1::Graph& sm :
            {StreamedGatedGraph(dt, 24, 512, 128), StreamedRmsLinearGraph(dt, 3, 1024, 192),
             StreamedLoraGraph(dt, 16, 256, 128, 16), StreamedLoraGraph(dt, 40, 128, 64, 32)}) {
-        // Automatic split, one split (epilogue in the kernel), two splits
-        // with a two-stage pipeline.
+        // Shared-memory form: automatic split, one split (epilogue in the
+        // kernel), two splits with a two-stage pipeline. Registers form
+        // (LoRA falls back to shared memory): automatic, one split, two
+        // splits of two-warp blocks loading three steps ahead.
         cases.push_back({sm,
-                         {OneRowGroup(sm, Rows(4)), OneRowGroup(sm, WithGpu(Rows(4), 1)),
-                          OneRowGroup(sm, WithGpu(Rows(4), 2, 0, 2))}});
+                         {OneRowGroup(sm, WithForm(Rows(4), 1)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 1)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 0, 2), 1)),
+                          OneRowGroup(sm, WithForm(Rows(4), 2)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 2)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 2, 3), 2))}});
       }
     }
     const yirage::v1::Graph l = LoraGraph(dt);
@@ -266,6 +272,14 @@ TEST(CudaCodegenGpuTest, LargeFusedMatmulsMatchReference) {
   CheckCudaPlans(b, {OneRowGroup(b, Cols(128)),
                      OneRowGroup(b, WithGpu(Cols(64), 3, 0, 3)),
                      {Row({"N", "S"}, Rows(4)), Row({"A", "Sg", "Bm", "Y"}, Cols(128))}});
+  // Streamed matmuls at decode shapes, both forms, several splits.
+  const yirage::v1::Graph sg = StreamedGatedGraph(FLOAT16, 8, 2048, 1024);
+  CheckCudaPlans(sg, {OneRowGroup(sg, WithForm(Rows(4), 1)), OneRowGroup(sg, WithForm(Rows(4), 2)),
+                      OneRowGroup(sg, WithForm(WithGpu(Rows(4), 8, 8, 1), 2))});
+  const yirage::v1::Graph sr = StreamedRmsLinearGraph(BFLOAT16, 16, 2048, 512);
+  CheckCudaPlans(sr, {OneRowGroup(sr, WithForm(Rows(4), 2)),
+                      OneRowGroup(sr, WithForm(WithGpu(Rows(4), 1), 2)),
+                      OneRowGroup(sr, WithForm(WithGpu(Rows(4), 4, 8, 2), 2))});
   const yirage::v1::Graph many = GatedMlpGraph(FLOAT16, 100, 512, 256);
   CheckCudaPlans(many, {OneRowGroup(many, Cols(128)), OneRowGroup(many, Rows(16, 64))});
 }
@@ -301,8 +315,12 @@ TEST(CudaCodegenCompileTest, SkinnyHalfMatmulsUseTensorCores) {
 TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
   const yirage::v1::Graph gated = StreamedGatedGraph(FLOAT16, 8, 4096, 4096);
   const std::string g_src = PlanSource(gated, OneRowGroup(gated, Cols(128)));
-  EXPECT_NE(g_src.find("streamed matmul"), std::string::npos) << g_src;
-  EXPECT_NE(g_src.find("_combine("), std::string::npos) << "expected a K split";
+  EXPECT_NE(g_src.find("streamed matmul, weights to registers"), std::string::npos) << g_src;
+  EXPECT_EQ(g_src.find("_combine("), std::string::npos) << "the last block adds the splits";
+  EXPECT_EQ(g_src.find(", 1 K split(s)"), std::string::npos) << "expected a K split";
+  const std::string shared = PlanSource(gated, OneRowGroup(gated, WithForm(Cols(128), 1)));
+  EXPECT_NE(shared.find("cp.async pipeline"), std::string::npos) << shared;
+  EXPECT_NE(shared.find("_combine("), std::string::npos) << "expected a K split";
   const yirage::v1::Graph rms = StreamedRmsLinearGraph(BFLOAT16, 2, 4096, 6144);
   const std::string r_src = PlanSource(rms, OneRowGroup(rms, WithGpu(Rows(4), 1)));
   EXPECT_NE(r_src.find("streamed matmul"), std::string::npos);

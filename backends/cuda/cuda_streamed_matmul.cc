@@ -283,12 +283,277 @@ extern "C" __global__ void __launch_bounds__(256) @NAME@_combine(const float* __
 }
 )";
 
+// Form kRegisters: each warp streams its K range of W straight into
+// registers (16 rows x V columns per lane per step) and feeds the tensor
+// cores with W^T as the A operand (the rows of A are W's columns), X as the
+// B operand. Lane (g = lane / 4, c = lane % 4) loads rows 4c..4c+3 of the
+// step, columns V*g..V*g+V-1; byte permutes pair two rows of one column into
+// an A register (the K order inside a step is permuted the same way for A
+// and B, which a sum does not notice). No shared memory until the end:
+// the block's warps add their partial tiles there, and with K splits the
+// last block of a column tile to finish (a counter per tile) adds the
+// splits' partial sums in order and applies the epilogue.
+constexpr char kRegsKernel[] = R"(
+// streamed matmul, weights to registers: M=@M@ K=@K@ N=@N@, @NW@ weight(s), @SPLITS@ K split(s), @WB@ warps, prefetch @DEPTH@
+extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
+  typedef @T@ T;
+  constexpr int M = @M@, MT = (M + 7) / 8, MP = MT * 8, K = @K@, N = @N@, SPLITS = @SPLITS@;
+  constexpr int KS = K / SPLITS, WB = @WB@, KW = KS / WB, STEPS = KW / 16;
+  constexpr int V = @V@, NF = V / 2, BN = 8 * V, TILES = N / BN;
+  constexpr int NW = @NW@, DEPTH = @DEPTH@, NBUF = DEPTH + 1, NG = @NG@;
+  (void)TILES;
+  extern __shared__ __align__(16) float yr_rsm[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int tile = blockIdx.x, split = blockIdx.y, n0 = tile * BN;
+  const int k0 = split * KS + warp * KW + 4 * c;  // this lane's first row
+  const T* const w1p = w1 + (i64)k0 * N + n0 + V * g;
+#if @NW@ == 2
+  const T* const w2p = w2 + (i64)k0 * N + n0 + V * g;
+#endif
+  const T* const xp = x_in + (i64)g * K + k0;
+  unsigned wr[NBUF][NW][4][NF];
+  unsigned xr[NBUF][MT][2];
+#if @NG@ > 0
+  unsigned gr[NBUF][NG][2];
+#endif
+  auto load = [&](int b, int s) {
+    const i64 off = (i64)(16 * s) * N;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      yr_ldg_stream(wr[b][0][i], w1p + off + (i64)i * N);
+#if @NW@ == 2
+      yr_ldg_stream(wr[b][1][i], w2p + off + (i64)i * N);
+#endif
+    }
+#pragma unroll
+    for (int tt = 0; tt < MT; ++tt) {
+      if (tt * 8 + g < M) {
+        const uint2 v = __ldg(reinterpret_cast<const uint2*>(xp + (i64)tt * 8 * K + 16 * s));
+        xr[b][tt][0] = v.x;
+        xr[b][tt][1] = v.y;
+      } else {
+        xr[b][tt][0] = xr[b][tt][1] = 0u;
+      }
+    }
+#if @NG@ > 0
+    @GLOAD@
+#endif
+  };
+  float acc[NW][NF][MT][4];
+#pragma unroll
+  for (int w = 0; w < NW; ++w)
+#pragma unroll
+    for (int q = 0; q < NF; ++q)
+#pragma unroll
+      for (int tt = 0; tt < MT; ++tt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[w][q][tt][e] = 0.0f;
+  float ss[MT];
+#pragma unroll
+  for (int tt = 0; tt < MT; ++tt) ss[tt] = 0.0f;
+  (void)ss;
+#pragma unroll
+  for (int s = 0; s < DEPTH; ++s) {
+    if (s < STEPS) load(s, s);
+  }
+#pragma unroll
+  for (int s = 0; s < STEPS; ++s) {
+    if (s + DEPTH < STEPS) load((s + DEPTH) % NBUF, s + DEPTH);
+    const int b = s % NBUF;
+    unsigned bf[MT][2];
+#pragma unroll
+    for (int tt = 0; tt < MT; ++tt) {
+#if @PREP@
+      const float2 x01 = yr_unpack2<T>(xr[b][tt][0]), x23 = yr_unpack2<T>(xr[b][tt][1]);
+#if @RMS@
+      ss[tt] += x01.x * x01.x + x01.y * x01.y + x23.x * x23.x + x23.y * x23.y;
+#endif
+#if @NG@ > 0
+      float2 s01 = make_float2(1.0f, 1.0f), s23 = make_float2(1.0f, 1.0f);
+#pragma unroll
+      for (int gi = 0; gi < NG; ++gi) {
+        const float2 a = yr_unpack2<T>(gr[b][gi][0]), d = yr_unpack2<T>(gr[b][gi][1]);
+        s01.x *= a.x; s01.y *= a.y; s23.x *= d.x; s23.y *= d.y;
+      }
+      bf[tt][0] = yr_pack2<T>(x01.x * s01.x, x01.y * s01.y);
+      bf[tt][1] = yr_pack2<T>(x23.x * s23.x, x23.y * s23.y);
+#else
+      bf[tt][0] = xr[b][tt][0];
+      bf[tt][1] = xr[b][tt][1];
+#endif
+#else
+      bf[tt][0] = xr[b][tt][0];
+      bf[tt][1] = xr[b][tt][1];
+#endif
+    }
+#pragma unroll
+    for (int w = 0; w < NW; ++w) {
+#pragma unroll
+      for (int q = 0; q < NF; ++q) {
+        unsigned a[4];
+        a[0] = __byte_perm(wr[b][w][0][q], wr[b][w][1][q], 0x5410);
+        a[1] = __byte_perm(wr[b][w][0][q], wr[b][w][1][q], 0x7632);
+        a[2] = __byte_perm(wr[b][w][2][q], wr[b][w][3][q], 0x5410);
+        a[3] = __byte_perm(wr[b][w][2][q], wr[b][w][3][q], 0x7632);
+#pragma unroll
+        for (int tt = 0; tt < MT; ++tt) yr_mma16816<T>(acc[w][q][tt], a, bf[tt]);
+      }
+    }
+  }
+  // The warps' partial tiles [WB][NW][MP][BN] and sums of squares [WB][MP].
+  float* const part = yr_rsm;
+  float* const ssm = part + WB * NW * MP * BN;
+  (void)ssm;
+#pragma unroll
+  for (int w = 0; w < NW; ++w)
+#pragma unroll
+    for (int q = 0; q < NF; ++q)
+#pragma unroll
+      for (int tt = 0; tt < MT; ++tt) {
+        float* const p = part + ((warp * NW + w) * MP + tt * 8 + 2 * c) * BN + V * g + 2 * q;
+        p[0] = acc[w][q][tt][0];
+        p[BN] = acc[w][q][tt][1];
+        p[1] = acc[w][q][tt][2];
+        p[BN + 1] = acc[w][q][tt][3];
+      }
+#if @RMS@
+#pragma unroll
+  for (int tt = 0; tt < MT; ++tt) {
+    float v = ss[tt];
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    v += __shfl_xor_sync(0xffffffffu, v, 2);
+    if (c == 0) ssm[warp * MP + tt * 8 + g] = v;
+  }
+#endif
+  __syncthreads();
+#if @SPLITS@ > 1
+  __shared__ unsigned yr_last;
+#endif
+  for (int e = threadIdx.x; e < M * BN; e += WB * 32) {
+    const int tok = e / BN, col = e % BN;
+    float v = 0.0f, u = 0.0f, sq = 0.0f;
+    (void)u; (void)sq;
+#pragma unroll
+    for (int wp = 0; wp < WB; ++wp) {
+      v += part[((wp * NW) * MP + tok) * BN + col];
+#if @NW@ == 2
+      u += part[((wp * NW + 1) * MP + tok) * BN + col];
+#endif
+#if @RMS@
+      sq += ssm[wp * MP + tok];
+#endif
+    }
+#if @SPLITS@ == 1
+#if @RMS@
+    const float rs = rsqrtf(sq / (float)K + @EPS@);
+    v *= rs;
+    u *= rs;
+#endif
+#if @EPI@ == 1
+    v = yr_silu(v) * u;
+#endif
+    yr_st(o, (i64)tok * N + n0 + col, v);
+#else
+    ws[((i64)(split * NW) * M + tok) * N + n0 + col] = v;
+#if @NW@ == 2
+    ws[((i64)(split * NW + 1) * M + tok) * N + n0 + col] = u;
+#endif
+#if @RMS@
+    if (col == 0) ws[@SS_OFF@ + ((i64)split * TILES + tile) * M + tok] = sq;
+#endif
+#endif
+  }
+#if @SPLITS@ > 1
+  // The last block of this column tile to finish adds the splits in order.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) yr_last = atomicAdd(cnt + tile, 1u) == SPLITS - 1 ? 1u : 0u;
+  __syncthreads();
+  if (yr_last == 0u) return;
+  __threadfence();
+  for (int e = threadIdx.x; e < M * BN; e += WB * 32) {
+    const int tok = e / BN, col = e % BN;
+    float v = 0.0f, u = 0.0f, sq = 0.0f;
+    (void)u; (void)sq;
+#pragma unroll 4
+    for (int sp = 0; sp < SPLITS; ++sp) {
+      v += __ldcg(ws + ((i64)(sp * NW) * M + tok) * N + n0 + col);
+#if @NW@ == 2
+      u += __ldcg(ws + ((i64)(sp * NW + 1) * M + tok) * N + n0 + col);
+#endif
+#if @RMS@
+      sq += __ldcg(ws + @SS_OFF@ + ((i64)sp * TILES + tile) * M + tok);
+#endif
+    }
+#if @RMS@
+    const float rs = rsqrtf(sq / (float)K + @EPS@);
+    v *= rs;
+    u *= rs;
+#endif
+#if @EPI@ == 1
+    v = yr_silu(v) * u;
+#endif
+    yr_st(o, (i64)tok * N + n0 + col, v);
+  }
+  if (threadIdx.x == 0) cnt[tile] = 0u;  // ready for the next launch
+#endif
+}
+)";
+
+// Warps that stay resident per SM for kRegisters kernels (their ~128
+// registers per thread allow 16).
+constexpr int kRegistersWarpsPerSm = 16;
+
+int64_t RegistersSmemBytes(const StreamedMatmulPlan& p) {
+  const int nw = p.match.w2 >= 0 ? 2 : 1;
+  const int64_t mp = (p.m + 7) / 8 * 8;
+  const int64_t bn = p.m <= 16 ? 64 : 32;
+  return (p.warps * nw * mp * bn + p.warps * mp) * 4;
+}
+
+// The kRegisters plan of `base` (shapes and match filled in), or nullopt
+// when the form does not apply: M <= 32, no low-rank branch, N a multiple
+// of the block's columns, K a multiple of 16 * warps * splits.
+std::optional<StreamedMatmulPlan> PlanRegisters(StreamedMatmulPlan p, const CudaTarget& target,
+                                                const yirage::v1::Schedule& schedule) {
+  p.form = StreamedMatmulPlan::kRegisters;
+  const int64_t bn = p.m <= 16 ? 64 : 32;
+  if (p.m > 32 || p.r > 0 || p.n % bn != 0) return std::nullopt;
+  p.warps = schedule.warps() > 0 ? schedule.warps() : 4;
+  if (p.warps > 16 || p.k % (16 * p.warps) != 0) return std::nullopt;
+  const int nw = p.match.w2 >= 0 ? 2 : 1;
+  // Steps loaded ahead: deeper for one weight (fewer registers per step).
+  p.depth = schedule.stages() > 0 ? std::clamp(schedule.stages(), 1, 4) : (nw == 2 ? 1 : 2);
+  if (RegistersSmemBytes(p) > target.max_smem_per_block) return std::nullopt;
+  const int64_t tiles = p.n / bn;
+  // Steps per warp: at least 2, at most 64 (the loop is unrolled whole).
+  auto steps = [&](int64_t s) { return p.k / (16 * p.warps * s); };
+  auto splits_ok = [&](int64_t s) {
+    return s >= 1 && p.k % (16 * p.warps * s) == 0 && steps(s) >= 2 && steps(s) <= 64;
+  };
+  if (schedule.split_k() > 0 && splits_ok(schedule.split_k())) {
+    p.splits = schedule.split_k();
+  } else {
+    // The most splits whose warps are all resident at once (one wave).
+    const int64_t resident = int64_t{target.sm_count} * kRegistersWarpsPerSm;
+    p.splits = 0;
+    for (int64_t s = 1; s <= 64; s *= 2) {
+      if (!splits_ok(s)) continue;
+      if (p.splits == 0 || tiles * s * p.warps <= resident) p.splits = static_cast<int>(s);
+    }
+    if (p.splits == 0) return std::nullopt;
+  }
+  return p;
+}
+
 }  // namespace
 
 std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::vector<int>& ops,
                                                      const std::vector<int>& outputs,
-                                                     const CudaTarget& target, int requested_splits,
-                                                     int requested_stages) {
+                                                     const CudaTarget& target,
+                                                     const yirage::v1::Schedule& schedule) {
+  const int requested_splits = schedule.split_k();
+  const int requested_stages = schedule.stages();
   if (target.sm < 80) return std::nullopt;
   std::optional<StreamedMatmulMatch> match = core::MatchStreamedMatmul(g, ops);
   if (!match.has_value() || outputs.size() != 1 || outputs[0] != match->out) return std::nullopt;
@@ -326,6 +591,14 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
     }
   }
   p.m_tiles = p.m <= 16 ? 1 : (p.m <= 32 ? 2 : 4);
+  const int variant = schedule.variant();
+  if (variant != StreamedMatmulPlan::kShared) {
+    if (std::optional<StreamedMatmulPlan> regs = PlanRegisters(p, target, schedule);
+        regs.has_value()) {
+      return regs;
+    }
+    // Not applicable: the shared-memory form (the plan says which it got).
+  }
   p.stages = requested_stages >= 2 ? std::min(requested_stages, 8) : 4;
   while (p.stages > 2 && SmemBytes(p) > target.max_smem_per_block) --p.stages;
   if (SmemBytes(p) > target.max_smem_per_block) return std::nullopt;
@@ -354,12 +627,31 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
 int64_t StreamedMatmulWorkspaceBytes(const StreamedMatmulPlan& p) {
   if (p.splits <= 1) return 0;
   const int nw = p.match.w2 >= 0 ? 2 : 1;
+  if (p.form == StreamedMatmulPlan::kRegisters) {
+    const int64_t tiles = p.n / (p.m <= 16 ? 64 : 32);
+    return (int64_t{p.splits} * nw * p.m * p.n + int64_t{p.splits} * tiles * p.m) * 4;
+  }
   return (int64_t{p.splits} * nw * p.m * p.n + int64_t{p.splits} * p.m) * 4;
 }
 
+int64_t StreamedMatmulCounterBytes(const StreamedMatmulPlan& p) {
+  if (p.form != StreamedMatmulPlan::kRegisters || p.splits <= 1) return 0;
+  return p.n / (p.m <= 16 ? 64 : 32) * 4;
+}
+
+std::string StreamedMatmulSummary(const StreamedMatmulPlan& p) {
+  if (p.form == StreamedMatmulPlan::kRegisters) {
+    return absl::StrCat("streamed matmul (weights to registers, tensor cores: mma.m16n8k16), ",
+                        p.splits, " K split(s), ", p.warps, " warps, ", p.depth,
+                        " step(s) loaded ahead");
+  }
+  return absl::StrCat("streamed matmul (tensor cores: mma.m16n8k16, cp.async pipeline), ",
+                      p.splits, " K split(s), ", p.stages, " stages");
+}
+
 void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, int out_arg,
-                        const std::string& out_type, int workspace_arg, std::string* source,
-                        std::vector<KernelLaunch>* launches) {
+                        const std::string& out_type, int workspace_arg, int counter_arg,
+                        std::string* source, std::vector<KernelLaunch>* launches) {
   const StreamedMatmulMatch& m = p.match;
   const std::string t = p.dtype == yirage::v1::BFLOAT16 ? "__nv_bfloat16" : "__half";
   const int nw = m.w2 >= 0 ? 2 : 1;
@@ -385,6 +677,51 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
                                  i, " + k0 + c);"));
   }
   const bool split = p.splits > 1;
+  if (p.form == StreamedMatmulPlan::kRegisters) {
+    std::vector<std::string> gload;
+    for (size_t i = 0; i < m.col_scales.size(); ++i) {
+      gload.push_back(absl::StrCat(
+          "{ const uint2 v = __ldg(reinterpret_cast<const uint2*>(g", i,
+          " + k0 + 16 * s)); gr[b][", i, "][0] = v.x; gr[b][", i, "][1] = v.y; }"));
+    }
+    params.push_back(absl::StrCat(out_type, "* __restrict__ o"));
+    args.push_back(out_arg);
+    params.push_back("float* __restrict__ ws");
+    args.push_back(split ? workspace_arg : out_arg);
+    params.push_back("unsigned* __restrict__ cnt");
+    args.push_back(split ? counter_arg : out_arg);
+    const int64_t bn = p.m <= 16 ? 64 : 32;
+    const std::vector<std::pair<std::string, std::string>> subst = {
+        {"@NAME@", name},
+        {"@PARAMS@", absl::StrJoin(params, ", ")},
+        {"@T@", t},
+        {"@M@", absl::StrCat(p.m)},
+        {"@K@", absl::StrCat(p.k)},
+        {"@N@", absl::StrCat(p.n)},
+        {"@NW@", absl::StrCat(nw)},
+        {"@SPLITS@", absl::StrCat(p.splits)},
+        {"@WB@", absl::StrCat(p.warps)},
+        {"@V@", bn == 64 ? "8" : "4"},
+        {"@DEPTH@", absl::StrCat(p.depth)},
+        {"@PREP@", (m.rms || !m.col_scales.empty()) ? "1" : "0"},
+        {"@RMS@", m.rms ? "1" : "0"},
+        {"@EPS@", CudaFloatLiteral(m.eps)},
+        {"@NG@", absl::StrCat(m.col_scales.size())},
+        {"@GLOAD@", absl::StrJoin(gload, "\n    ")},
+        {"@EPI@", absl::StrCat(m.epilogue == core::StreamedMatmulMatch::Epilogue::kSiluMul ? 1 : 0)},
+        {"@SS_OFF@", absl::StrCat(int64_t{p.splits} * nw * p.m * p.n, "LL")},
+    };
+    *source += absl::StrReplaceAll(kRegsKernel, subst);
+    KernelLaunch main;
+    main.name = name;
+    main.grid[0] = p.n / bn;
+    main.grid[1] = p.splits;
+    main.block = p.warps * 32;
+    main.smem_bytes = static_cast<int>(RegistersSmemBytes(p));
+    main.args = args;
+    launches->push_back(main);
+    return;
+  }
   params.push_back(absl::StrCat(split ? std::string("float") : out_type, "* __restrict__ o"));
   args.push_back(split ? workspace_arg : out_arg);
   params.push_back("float* __restrict__ ws");

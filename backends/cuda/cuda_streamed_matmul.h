@@ -27,11 +27,16 @@
 #include "backends/cuda/cuda_codegen.h"
 #include "core/fused_pattern.h"
 #include "core/graph.h"
+#include "yirage/v1/plan.pb.h"
 
 namespace yirage::backends::cuda {
 
 struct StreamedMatmulPlan {
+  enum Form { kShared = 1, kRegisters = 2 };
   core::StreamedMatmulMatch match;
+  Form form = kShared;
+  int warps = 4;      // kRegisters: warps per block
+  int depth = 2;      // kRegisters: 16-row steps loaded ahead per warp
   int64_t m = 0, k = 0, n = 0, r = 0;
   int m_tiles = 1;  // 16-row tiles: 1, 2 or 4
   int splits = 1;
@@ -42,23 +47,32 @@ struct StreamedMatmulPlan {
 // The plan for `ops` on `target`, or nullopt when the chain or its shapes
 // don't fit (16-bit X and weights of one dtype, X [M, K] with M <= 64, K a
 // multiple of 64 (of 64 * splits), N a multiple of 64, rank a multiple of 16
-// up to 64, column scales [K]). `requested_splits` (the schedule's split_k)
-// when it divides K so, else automatic: enough blocks to fill every SM once.
+// up to 64, column scales [K]). `schedule` picks the form (variant: 0 =
+// kRegisters where it applies, else kShared), split_k (when it divides K
+// so, else automatic: enough blocks to fill every SM once), stages (kShared:
+// pipeline depth; kRegisters: steps loaded ahead) and warps (kRegisters).
 std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const core::Graph& graph,
                                                      const std::vector<int>& ops,
                                                      const std::vector<int>& outputs,
-                                                     const CudaTarget& target, int requested_splits,
-                                                     int requested_stages);
+                                                     const CudaTarget& target,
+                                                     const yirage::v1::Schedule& schedule);
 
-// Float workspace bytes the plan needs (0 with one split).
+// Float workspace bytes the plan needs (0 with one split), and bytes of
+// zero-initialized tile counters (kRegisters with splits; the kernel leaves
+// them zero).
 int64_t StreamedMatmulWorkspaceBytes(const StreamedMatmulPlan& plan);
+int64_t StreamedMatmulCounterBytes(const StreamedMatmulPlan& plan);
 
-// Emits the kernels `name` (and `name`_combine with splits) into `source`
-// and their launches. The inputs are graph inputs (buffer id = tensor id);
-// `out_arg`/`out_type` are the output's buffer id and C type.
+// Emits the kernels `name` (and `name`_combine for kShared with splits) into
+// `source` and their launches. The inputs are graph inputs (buffer id =
+// tensor id); `out_arg`/`out_type` are the output's buffer id and C type;
+// `workspace_arg`/`counter_arg` the buffers sized above (-1 when 0 bytes).
 void EmitStreamedMatmul(const StreamedMatmulPlan& plan, const std::string& name, int out_arg,
-                        const std::string& out_type, int workspace_arg, std::string* source,
-                        std::vector<KernelLaunch>* launches);
+                        const std::string& out_type, int workspace_arg, int counter_arg,
+                        std::string* source, std::vector<KernelLaunch>* launches);
+
+// A one-line summary of the plan's form and knobs, for source comments.
+std::string StreamedMatmulSummary(const StreamedMatmulPlan& plan);
 
 }  // namespace yirage::backends::cuda
 

@@ -116,6 +116,12 @@ inline yirage::v1::Schedule WithGpu(yirage::v1::Schedule s, int split_k, int war
   return s;
 }
 
+// `s` with the GPU fused-chain form (Schedule.variant) set.
+inline yirage::v1::Schedule WithForm(yirage::v1::Schedule s, int variant) {
+  s.set_variant(variant);
+  return s;
+}
+
 struct Compiled {
   YirageModule* module = nullptr;
   yirage::v1::CompileResponse response;
