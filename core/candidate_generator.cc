@@ -310,7 +310,8 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       }
       // Weights streamed to registers (decode shapes): steps loaded ahead
       // and block size; the backend sizes the K splits to fill the chip.
-      for (const auto& [depth, warps] : {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 8}}) {
+      for (const auto& [depth, warps] :
+           {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 8}, std::pair{3, 0}}) {
         ScheduleVariant v = variants.front();
         v.gpu_form = 2;
         v.gpu_stages = depth;

@@ -1650,13 +1650,17 @@ static __device__ __forceinline__ float2 yr_unpack2(unsigned v) {
     return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
   }
 }
-// Weights streamed to registers (read once): loads that skip L1.
+// Weights streamed to registers (read once): loads that skip L1. volatile
+// keeps them where the kernel issues them, steps ahead of the tensor-core
+// work that uses them (the compiler would otherwise sink them to their use
+// and serialize the stream).
 static __device__ __forceinline__ void yr_ldg_stream(unsigned (&r)[4], const void* p) {
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(p));
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(p));
 }
 static __device__ __forceinline__ void yr_ldg_stream(unsigned (&r)[2], const void* p) {
-  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(p));
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "l"(p));
 }
 // Register rows: 8 consecutive values stored with 16-byte stores.
 static __device__ __forceinline__ void yr_st8(float* p, const float* v) {

@@ -32,7 +32,7 @@
 namespace yirage::backends::cuda {
 
 struct StreamedMatmulPlan {
-  enum Form { kShared = 1, kRegisters = 2 };
+  enum Form { kShared = 1, kRegisters = 2 };  // Schedule.variant values
   core::StreamedMatmulMatch match;
   Form form = kShared;
   int warps = 4;      // kRegisters: warps per block
