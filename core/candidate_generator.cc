@@ -67,8 +67,6 @@ struct ScheduleVariant {
   // backend's choice) and warps per block (0 = the backend's default).
   int gpu_form = 0;
   int gpu_warps = 0;
-  // GPU fused streamed matmuls: K splits across blocks (0 = automatic).
-  int gpu_split = 0;
   // GPU row kernels (not fused chains): threads per block, 0 = the
   // backend's default; from the chip's block_threads.
   int gpu_threads = 0;
@@ -88,8 +86,6 @@ struct GroupShape {
   // A streamed matmul the weights-to-registers form takes (X of at most 32
   // rows, no low-rank branch).
   bool registers_form = false;
-  // A streamed matmul without a low-rank branch (takes explicit K splits).
-  bool splittable = false;
 };
 
 bool IsGpuBackend(const SearchOptions& options) {
@@ -116,7 +112,6 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
     if (std::optional<StreamedMatmulMatch> m = MatchStreamedMatmul(graph, op_list); m.has_value()) {
       const std::vector<int64_t>& x = graph.tensor(m->x).shape;
       shape.registers_form = m->b < 0 && x.size() == 2 && x[0] <= 32;
-      shape.splittable = m->b < 0;
     }
   }
   return shape;
@@ -142,8 +137,7 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
     // split_k 0: automatic. Chains the registers form does not take get
     // the default schedule from its variants (so they dedupe); attention
     // takes only the pipeline depth.
-    if (variant.gpu_form >= 2 && !shape.registers_form) return schedule;
-    if (variant.gpu_split > 0 && !shape.splittable) return schedule;
+    if (variant.gpu_form == 2 && !shape.registers_form) return schedule;
     if (shape.attention) {
       schedule.set_stages(variant.gpu_stages);
       return schedule;
@@ -151,7 +145,6 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
     schedule.set_stages(variant.gpu_stages);
     schedule.set_variant(variant.gpu_form);
     schedule.set_warps(variant.gpu_warps);
-    schedule.set_split_k(variant.gpu_split);
     return schedule;
   }
   if (variant.gpu_threads > 0 && options.warp_size > 0) {
@@ -241,10 +234,8 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
     std::string text = "fused";
     if (v.gpu_form == 1) absl::StrAppend(&text, " smem");
     if (v.gpu_form == 2) absl::StrAppend(&text, " regs");
-    if (v.gpu_form == 3) absl::StrAppend(&text, " regs prefetch");
     if (v.gpu_stages > 0) absl::StrAppend(&text, " stages ", v.gpu_stages);
     if (v.gpu_warps > 0) absl::StrAppend(&text, " warps ", v.gpu_warps);
-    if (v.gpu_split > 0) absl::StrAppend(&text, " split ", v.gpu_split);
     return text;
   }
   if (v.gpu_stages > 0 || v.gpu_threads > 0) {
@@ -319,25 +310,15 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       }
       // Weights streamed to registers (decode shapes): steps loaded ahead
       // and block size; the backend sizes the K splits to fill the chip.
-      // Form 3 also prefetches the weights into L2 ahead of the loads.
-      for (const auto& [form, depth, warps, split] :
-           {std::tuple{2, 1, 0, 0}, std::tuple{2, 2, 0, 0}, std::tuple{2, 2, 8, 0},
-            std::tuple{2, 3, 0, 0}, std::tuple{2, 2, 0, 16}, std::tuple{3, 1, 0, 0},
-            std::tuple{3, 2, 8, 0}}) {
+      // (Measured on an H200 and dropped: explicit K splits above the
+      // automatic ones for either form, and an L2 prefetch of the weights
+      // ahead of the register loads; all slower.)
+      for (const auto& [depth, warps] :
+           {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 8}, std::pair{3, 0}}) {
         ScheduleVariant v = variants.front();
-        v.gpu_form = form;
+        v.gpu_form = 2;
         v.gpu_stages = depth;
         v.gpu_warps = warps;
-        v.gpu_split = split;
-        variants.push_back(v);
-      }
-      // The shared-memory form with more K splits than it picks for 64-row
-      // X (one block per SM): two blocks per SM, more warps in flight.
-      for (int stages : {3, 4}) {
-        ScheduleVariant v = variants.front();
-        v.gpu_form = 1;
-        v.gpu_stages = stages;
-        v.gpu_split = 4;
         variants.push_back(v);
       }
     }

@@ -1,11 +1,13 @@
 #include "core/tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -182,20 +184,54 @@ HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b
   const std::vector<int64_t> b_strides = BroadcastStrides(b_batch, batch);
   HostTensor out{out_shape, std::vector<double>(NumElements(out_shape), 0.0)};
   const int64_t num_batches = NumElements(batch);
-  for (int64_t bi = 0; bi < num_batches; ++bi) {
-    const double* pa = a.data.data() + StridedOffset(bi, batch, a_strides) * m * k;
+  // Work items: one output row segment of kColumns columns. Each output is
+  // summed over p in ascending order whatever the split, so the result does
+  // not depend on the thread count. B rows are read contiguously (i-p-j).
+  constexpr int64_t kColumns = 1024;
+  const int64_t segments = (n + kColumns - 1) / kColumns;
+  const int64_t items = num_batches * m * segments;
+  auto run_item = [&](int64_t item) {
+    const int64_t seg = item % segments;
+    const int64_t i = (item / segments) % m;
+    const int64_t bi = item / (segments * m);
+    const double* pa = a.data.data() + StridedOffset(bi, batch, a_strides) * m * k + i * k;
     const double* pb = b.data.data() + StridedOffset(bi, batch, b_strides) * k * n;
-    double* po = out.data.data() + bi * m * n;
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
+    double* po = out.data.data() + bi * m * n + i * n;
+    const int64_t j0 = seg * kColumns, j1 = std::min(n, j0 + kColumns);
+    if (op.transpose_b) {
+      for (int64_t j = j0; j < j1; ++j) {
         double sum = 0;
-        for (int64_t p = 0; p < k; ++p) {
-          sum += pa[i * k + p] * (op.transpose_b ? pb[j * k + p] : pb[p * n + j]);
-        }
-        po[i * n + j] = sum;
+        for (int64_t p = 0; p < k; ++p) sum += pa[p] * pb[j * k + p];
+        po[j] = sum;
       }
+      return;
     }
+    for (int64_t p = 0; p < k; ++p) {
+      const double av = pa[p];
+      const double* row = pb + p * n;
+      for (int64_t j = j0; j < j1; ++j) po[j] += av * row[j];
+    }
+  };
+  // Large products (verification of decode-sized GEMMs: billions of
+  // multiply-adds) use every core; small ones stay on this thread.
+  const double work = static_cast<double>(items) * static_cast<double>(k) *
+                      static_cast<double>(std::min(n, kColumns));
+  const int threads = work < 1e7 ? 1
+                                 : static_cast<int>(std::clamp<int64_t>(
+                                       std::thread::hardware_concurrency(), 1, items));
+  if (threads <= 1) {
+    for (int64_t item = 0; item < items; ++item) run_item(item);
+    return out;
   }
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int64_t item = next++; item < items; item = next++) run_item(item);
+    });
+  }
+  for (std::thread& t : pool) t.join();
   return out;
 }
 

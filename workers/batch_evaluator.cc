@@ -2,7 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
+
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 #include "absl/strings/str_cat.h"
 #include "core/graph.h"
@@ -47,6 +53,45 @@ std::vector<core::HostTensor> DecodeOutputs(const core::Graph& graph, const Outp
 
 }  // namespace
 
+absl::StatusOr<std::shared_ptr<const BatchEvaluator::PreparedInputs>> BatchEvaluator::Prepare(
+    const yirage::v1::Batch& batch, const core::Graph& graph) {
+  std::string key;
+  google::protobuf::io::StringOutputStream stream(&key);
+  {
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    batch.graph().SerializeToCodedStream(&coded);
+  }
+  absl::StrAppend(&key, "#seed=", batch.seed());
+  {
+    absl::MutexLock lock(&mu_);
+    if (last_ != nullptr && last_->key == key) return last_;
+  }
+  auto prepared = std::make_shared<PreparedInputs>();
+  prepared->key = std::move(key);
+  std::vector<core::HostTensor> inputs = core::MakeRandomInputs(graph, batch.seed());
+  absl::StatusOr<std::vector<core::HostTensor>> reference =
+      core::EvaluateReference(graph, inputs);
+  if (!reference.ok()) {
+    return absl::Status(reference.status().code(),
+                        absl::StrCat("reference: ", reference.status().message()));
+  }
+  prepared->reference = *std::move(reference);
+  for (int i = 0; i < graph.num_inputs(); ++i) {
+    prepared->input_bytes.push_back(core::EncodeTensor(inputs[i], graph.tensor(i).dtype));
+  }
+  for (auto& b : prepared->input_bytes) prepared->input_pointers.push_back(b.data());
+  absl::MutexLock lock(&mu_);
+  last_ = prepared;
+  ++references_computed_;
+  return prepared;
+}
+
+int64_t BatchEvaluator::references_computed() const {
+  absl::MutexLock lock(&mu_);
+  return references_computed_;
+}
+
 absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Callbacks& callbacks) {
   auto fail_all = [&](const std::string& error) {
     for (const auto& c : batch.candidates()) {
@@ -62,17 +107,10 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
   if (!graph.ok()) return fail_all(absl::StrCat("graph: ", std::string(graph.status().message())));
   core::Tolerance tolerance{batch.tolerance().rtol(), batch.tolerance().atol()};
 
-  std::vector<core::HostTensor> inputs = core::MakeRandomInputs(*graph, batch.seed());
-  auto reference = core::EvaluateReference(*graph, inputs);
-  if (!reference.ok()) {
-    return fail_all(absl::StrCat("reference: ", std::string(reference.status().message())));
-  }
-  std::vector<std::vector<uint8_t>> input_bytes;
-  std::vector<const void*> input_pointers;
-  for (int i = 0; i < graph->num_inputs(); ++i) {
-    input_bytes.push_back(core::EncodeTensor(inputs[i], graph->tensor(i).dtype));
-  }
-  for (auto& b : input_bytes) input_pointers.push_back(b.data());
+  absl::StatusOr<std::shared_ptr<const PreparedInputs>> prepared = Prepare(batch, *graph);
+  if (!prepared.ok()) return fail_all(std::string(prepared.status().message()));
+  const std::vector<core::HostTensor>* reference = &(*prepared)->reference;
+  const std::vector<const void*>& input_pointers = (*prepared)->input_pointers;
 
   // Plan 0 is the baseline; plan i+1 is candidate i.
   yirage::v1::CompileRequest request;

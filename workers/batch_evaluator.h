@@ -7,8 +7,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/graph.h"
+#include "core/tensor.h"
 #include "backends/backend_api.h"
 #include "workers/backend_library.h"
 #include "yirage/v1/worker.pb.h"
@@ -35,11 +43,31 @@ class BatchEvaluator {
   // should_stop cut the batch short. Errors of single candidates are results,
   // not a failed status. Returns Aborted (after reporting the candidate that
   // caused it) when the device was lost: the process must restart.
+  // Thread-safe, but meant for one batch at a time.
   absl::Status Evaluate(const yirage::v1::Batch& batch, const Callbacks& callbacks);
 
+  // How many times inputs and the reference were computed (not reused).
+  int64_t references_computed() const ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
+  // A batch's seeded inputs (encoded for the device) and float64 reference
+  // outputs. The scheduler leases a job's candidates in several batches with
+  // one graph and seed, so the last one is kept: the reference of a decode
+  // GEMM costs seconds.
+  struct PreparedInputs {
+    std::string key;  // the graph (deterministic bytes) and seed
+    std::vector<core::HostTensor> reference;
+    std::vector<std::vector<uint8_t>> input_bytes;
+    std::vector<const void*> input_pointers;
+  };
+  absl::StatusOr<std::shared_ptr<const PreparedInputs>> Prepare(const yirage::v1::Batch& batch,
+                                                                const core::Graph& graph);
+
   BackendLibrary* const backend_;
   const YirageTimingOptions timing_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const PreparedInputs> last_ ABSL_GUARDED_BY(mu_);
+  int64_t references_computed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace yirage::worker

@@ -15,7 +15,8 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<BackendLibrary> bac
                std::string device_description)
     : options_(options),
       backend_(std::move(backend)),
-      device_description_(std::move(device_description)) {
+      device_description_(std::move(device_description)),
+      evaluator_(backend_.get(), options.timing) {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   hostname_ = host;
@@ -111,7 +112,6 @@ void Worker::StartBatch(const yirage::v1::Batch& batch) {
   spdlog::info("executing {} ({} candidates of job {})", batch.batch_id(), batch.candidates_size(),
                batch.job_id());
   evaluation_ = std::thread([this, batch] {
-    BatchEvaluator evaluator(backend_.get(), options_.timing);
     BatchEvaluator::Callbacks callbacks;
     callbacks.on_start = [this](int64_t id) {
       // The scheduler must know which candidate runs before it runs: if it
@@ -135,7 +135,7 @@ void Worker::StartBatch(const yirage::v1::Batch& batch) {
       absl::MutexLock lock(&mu_);
       return abandon_;
     };
-    absl::Status status = evaluator.Evaluate(batch, callbacks);
+    absl::Status status = evaluator_.Evaluate(batch, callbacks);
     if (!status.ok())
       spdlog::error("batch {}: {}", batch.batch_id(), std::string(status.message()));
     absl::MutexLock lock(&mu_);

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "backends/backend_api.h"
 #include "workers/backend_library.h"
+#include "workers/batch_evaluator.h"
 #include "yirage/v1/worker.grpc.pb.h"
 
 namespace yirage::worker {
@@ -56,6 +57,9 @@ class Worker {
   const WorkerOptions options_;
   std::unique_ptr<BackendLibrary> backend_;
   const std::string device_description_;
+  // One for the worker's life: it keeps the last batch's inputs and
+  // reference for the job's next batch. Used by one evaluation at a time.
+  BatchEvaluator evaluator_;
   std::string worker_id_;
   std::string hostname_;
   std::unique_ptr<yirage::v1::WorkerService::Stub> stub_;

@@ -1662,9 +1662,6 @@ static __device__ __forceinline__ void yr_ldg_stream(unsigned (&r)[2], const voi
   asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1]) : "l"(p));
 }
-static __device__ __forceinline__ void yr_prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" : : "l"(p));
-}
 // Register rows: 8 consecutive values stored with 16-byte stores.
 static __device__ __forceinline__ void yr_st8(float* p, const float* v) {
   reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);

@@ -294,7 +294,7 @@ extern "C" __global__ void __launch_bounds__(256) @NAME@_combine(const float* __
 // last block of a column tile to finish (a counter per tile) adds the
 // splits' partial sums in order and applies the epilogue.
 constexpr char kRegsKernel[] = R"(
-// streamed matmul, weights to registers: M=@M@ K=@K@ N=@N@, @NW@ weight(s), @SPLITS@ K split(s), @WB@ warps, @DEPTH@ step(s) loaded ahead, L2 prefetch @PF@ steps ahead
+// streamed matmul, weights to registers: M=@M@ K=@K@ N=@N@, @NW@ weight(s), @SPLITS@ K split(s), @WB@ warps, @DEPTH@ step(s) loaded ahead
 extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
   typedef @T@ T;
   constexpr int M = @M@, MT = (M + 7) / 8, MP = MT * 8, K = @K@, N = @N@, SPLITS = @SPLITS@;
@@ -358,19 +358,6 @@ extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
   }
 #pragma unroll
   for (int s = 0; s < STEPS; ++s) {
-#if @PF@ > 0
-    // L2 prefetch of the rows @PF@ steps ahead: no registers held, so the
-    // DRAM reads start early whatever the register loads' schedule.
-    if (s + @PF@ < STEPS && (g & 1) == 0) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        yr_prefetch_l2(w1p + (i64)(16 * (s + @PF@) + i) * N);
-#if @NW@ == 2
-        yr_prefetch_l2(w2p + (i64)(16 * (s + @PF@) + i) * N);
-#endif
-      }
-    }
-#endif
     if (s + DEPTH < STEPS) load((s + DEPTH) % NBUF, s + DEPTH);
     const int b = s % NBUF;
     unsigned bf[MT][2];
@@ -534,7 +521,6 @@ std::optional<StreamedMatmulPlan> PlanRegisters(StreamedMatmulPlan p, const Cuda
   // (64 rows need 255 registers a thread and ran 25% slower than the
   // shared-memory form on an H200.)
   if (p.m > 32 || p.r > 0 || p.n % bn != 0) return std::nullopt;
-  if (schedule.variant() == StreamedMatmulPlan::kRegistersPrefetch) p.l2_prefetch_steps = 4;
   p.warps = schedule.warps() > 0 ? schedule.warps() : 4;
   if (p.warps > 16 || p.k % (16 * p.warps) != 0) return std::nullopt;
   const int nw = p.match.w2 >= 0 ? 2 : 1;
@@ -659,10 +645,7 @@ std::string StreamedMatmulSummary(const StreamedMatmulPlan& p) {
   if (p.form == StreamedMatmulPlan::kRegisters) {
     return absl::StrCat("streamed matmul (weights to registers, tensor cores: mma.m16n8k16), ",
                         p.splits, " K split(s), ", p.warps, " warps, ", p.depth,
-                        " step(s) loaded ahead",
-                        p.l2_prefetch_steps > 0
-                            ? absl::StrCat(", L2 prefetch ", p.l2_prefetch_steps, " steps ahead")
-                            : "");
+                        " step(s) loaded ahead");
   }
   return absl::StrCat("streamed matmul (tensor cores: mma.m16n8k16, cp.async pipeline), ",
                       p.splits, " K split(s), ", p.stages, " stages");
@@ -722,7 +705,6 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
         {"@WB@", absl::StrCat(p.warps)},
         {"@V@", bn == 64 ? "8" : "4"},
         {"@DEPTH@", absl::StrCat(p.depth)},
-        {"@PF@", absl::StrCat(p.l2_prefetch_steps)},
 
         {"@PREP@", (m.rms || !m.col_scales.empty()) ? "1" : "0"},
         {"@RMS@", m.rms ? "1" : "0"},

@@ -32,14 +32,11 @@
 namespace yirage::backends::cuda {
 
 struct StreamedMatmulPlan {
-  // Schedule.variant values. kRegistersPrefetch: kRegisters that also
-  // prefetches the weight rows 4 steps ahead into L2.
-  enum Form { kShared = 1, kRegisters = 2, kRegistersPrefetch = 3 };
+  enum Form { kShared = 1, kRegisters = 2 };  // Schedule.variant values
   core::StreamedMatmulMatch match;
   Form form = kShared;
   int warps = 4;      // kRegisters: warps per block
   int depth = 2;      // kRegisters: 16-row steps loaded ahead per warp
-  int l2_prefetch_steps = 0;  // kRegistersPrefetch: steps prefetched into L2 ahead
   int64_t m = 0, k = 0, n = 0, r = 0;
   int m_tiles = 1;  // 16-row tiles: 1, 2 or 4
   int splits = 1;

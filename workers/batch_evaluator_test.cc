@@ -1,0 +1,93 @@
+#include "workers/batch_evaluator.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/candidate_generator.h"
+#include "core/graph.h"
+#include "core/graph_json.h"
+#include "gtest/gtest.h"
+#include "workers/backend_library.h"
+
+namespace yirage::worker {
+namespace {
+
+constexpr char kGraph[] = R"({
+  "name": "small_mlp",
+  "inputs": [{"name": "X", "shape": [4, 64], "dtype": "float32"},
+             {"name": "W", "shape": [64, 32], "dtype": "float32"}],
+  "ops": [{"name": "M", "op": "matmul", "inputs": ["X", "W"]},
+          {"name": "Y", "op": "silu", "inputs": ["M"]}],
+  "outputs": ["Y"]
+})";
+
+// A batch of the graph's first `n` candidates, with `seed`.
+yirage::v1::Batch MakeBatch(uint64_t seed, int n) {
+  absl::StatusOr<yirage::v1::Graph> proto = core::ParseGraphJson(kGraph);
+  EXPECT_TRUE(proto.ok()) << proto.status();
+  absl::StatusOr<core::Graph> graph = core::Graph::FromProto(*proto);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  core::SearchOptions options;
+  options.backend = "cpu";
+  options.max_candidates = n + 1;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*graph, options);
+  EXPECT_TRUE(plans.ok()) << plans.status();
+  yirage::v1::Batch batch;
+  batch.set_batch_id("b");
+  batch.set_job_id("j");
+  *batch.mutable_graph() = *proto;
+  batch.mutable_tolerance()->set_rtol(1e-3);
+  batch.mutable_tolerance()->set_atol(1e-4);
+  *batch.mutable_baseline() = (*plans)[0];
+  for (int i = 1; i < static_cast<int>(plans->size()); ++i) {
+    yirage::v1::BatchCandidate* c = batch.add_candidates();
+    c->set_candidate_id(i);
+    *c->mutable_plan() = (*plans)[i];
+  }
+  batch.set_seed(seed);
+  return batch;
+}
+
+// Evaluates `batch`; returns how many candidates were verified.
+int Verified(BatchEvaluator& evaluator, const yirage::v1::Batch& batch) {
+  int verified = 0, results = 0;
+  BatchEvaluator::Callbacks callbacks;
+  callbacks.on_start = [](int64_t) {};
+  callbacks.on_result = [&](const yirage::v1::CandidateResult& r) {
+    ++results;
+    verified += r.status() == yirage::v1::VERIFIED ? 1 : 0;
+    EXPECT_EQ(r.status(), yirage::v1::VERIFIED) << r.error();
+  };
+  callbacks.should_stop = [] { return false; };
+  EXPECT_TRUE(evaluator.Evaluate(batch, callbacks).ok());
+  EXPECT_EQ(results, batch.candidates_size());
+  return verified;
+}
+
+// A job's batches share its graph and seed: the inputs and the float64
+// reference are computed once and reused; another seed computes them anew.
+TEST(BatchEvaluatorTest, ReusesTheReferenceAcrossBatchesOfOneJob) {
+  absl::StatusOr<std::unique_ptr<BackendLibrary>> backend =
+      BackendLibrary::Load("cpu", YIRAGE_BIN_DIR);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  YirageTimingOptions timing{};
+  timing.warmup_runs = 1;
+  timing.max_runs = 3;
+  timing.min_runs = 1;
+  timing.target_seconds = 0.01;
+  BatchEvaluator evaluator(backend->get(), timing);
+  const yirage::v1::Batch first = MakeBatch(7, 2);
+  ASSERT_GT(first.candidates_size(), 0);
+  EXPECT_EQ(Verified(evaluator, first), first.candidates_size());
+  EXPECT_EQ(evaluator.references_computed(), 1);
+  EXPECT_EQ(Verified(evaluator, first), first.candidates_size());
+  EXPECT_EQ(evaluator.references_computed(), 1);
+  const yirage::v1::Batch reseeded = MakeBatch(8, 2);
+  EXPECT_EQ(Verified(evaluator, reseeded), reseeded.candidates_size());
+  EXPECT_EQ(evaluator.references_computed(), 2);
+}
+
+}  // namespace
+}  // namespace yirage::worker
