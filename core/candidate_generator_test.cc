@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -319,6 +320,57 @@ TEST(CandidateGeneratorTest, GpuKnobsFollowTheChip) {
   EXPECT_FALSE(stages.count(6)) << "64 KiB cannot hold 6 stages";
   EXPECT_TRUE(stages.count(3));
   EXPECT_FALSE(warps.count(32));
+}
+
+// The streamed-matmul chains get both kernel forms (Schedule.variant) with
+// their knobs; the registers form only where it applies (no low-rank branch,
+// X of at most 32 rows).
+TEST(CandidateGeneratorTest, StreamedMatmulFormsAreSearched) {
+  SearchOptions gpu;
+  gpu.backend = "cuda";
+  gpu.enable_rewrites = false;
+  gpu.warp_size = 32;
+  gpu.max_tile_bytes = 227 * 1024;
+  auto forms = [&](const yirage::v1::Graph& proto) {
+    std::set<std::tuple<int, int, int>> seen;  // (variant, stages, warps)
+    for (const Plan& plan : MustGenerate(MustBuild(proto), gpu)) {
+      if (plan.kernels_size() != 1) continue;
+      const auto& s = plan.kernels(0).schedule();
+      seen.insert({s.variant(), s.stages(), s.warps()});
+    }
+    return seen;
+  };
+  const auto rms = forms(testing::RmsNormLinearProto());  // X: 16 rows
+  for (const auto& form : {std::tuple{0, 0, 0}, std::tuple{1, 3, 0}, std::tuple{1, 6, 0},
+                           std::tuple{2, 1, 0}, std::tuple{2, 2, 0}, std::tuple{2, 2, 8},
+                           std::tuple{2, 3, 0}}) {
+    EXPECT_TRUE(rms.count(form)) << std::get<0>(form) << " " << std::get<1>(form) << " "
+                                 << std::get<2>(form);
+  }
+  const auto lora = forms(testing::LoraProto());  // a low-rank branch
+  EXPECT_TRUE(lora.count({1, 3, 0}));
+  for (const auto& form : lora) EXPECT_NE(std::get<0>(form), 2);
+}
+
+// On GPUs a one-row-per-block norm chain in registers is costed below the
+// same chain with rms_norm expanded into reductions (staged in shared
+// memory), so the search tries the fused original first.
+TEST(CandidateGeneratorTest, RegisterRowNormChainsRankFirstOnGpus) {
+  std::ifstream f(std::string(YIRAGE_SOURCE_DIR) +
+                  "/examples/graphs/bench/norm_transformer_b1.json");
+  std::stringstream text;
+  text << f.rdbuf();
+  absl::StatusOr<yirage::v1::Graph> proto = ParseGraphJson(text.str());
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  SearchOptions gpu;
+  gpu.backend = "cuda";
+  gpu.warp_size = 32;
+  gpu.max_candidates = 4;
+  std::vector<Plan> plans = MustGenerate(MustBuild(*proto), gpu);
+  ASSERT_GE(plans.size(), 2u);
+  EXPECT_TRUE(plans[0].baseline());
+  EXPECT_EQ(plans[1].description().rfind("[NH+T+U+V+Y] rows b1", 0), 0u) << plans[1].description();
+  EXPECT_TRUE(plans[1].rewrites().empty());
 }
 
 TEST(CandidateGeneratorTest, SkinnyElementwiseGraphGetsColumnSchedules) {
