@@ -4,7 +4,8 @@
 // (server/scheduler.cc Submit: backend cpu, --max-candidates 64 by default,
 // the chip's search space when --chip names a built-in chip).
 //
-//   yirage-search-bench [--runs N] [--chip ID] [--backend B] [--max-candidates N] [--full-size] [--list]
+//   yirage-search-bench [--runs N] [--chip ID] [--backend B] [--max-candidates N] [--full-size]
+//   [--list]
 //                       [GRAPH.json ...]
 //
 // --full-size times the rewrite search alone (ExploreRewrites with the

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -345,10 +345,9 @@ struct KernelCache {
 int CachedKernelId(const Graph& graph, PartitionEnumerator& enumerator,
                    const SearchOptions& options, const KernelGroup& group, const Schedule& s,
                    KernelCache* cache) {
-  KernelCache::Key key{group.begin,    group.end,   group.kind, s.parallel(),
-                       s.block_rows(), s.tile_n(),  s.tile_k(), s.vector_width(),
-                       s.unroll(),     s.split_k(), s.stages(), s.warps(),
-                       s.variant()};
+  KernelCache::Key key{group.begin, group.end,  group.kind,       s.parallel(), s.block_rows(),
+                       s.tile_n(),  s.tile_k(), s.vector_width(), s.unroll(),   s.split_k(),
+                       s.stages(),  s.warps(),  s.variant()};
   auto [it, inserted] = cache->ids.try_emplace(key, static_cast<int>(cache->costs.size()));
   if (inserted) {
     const RowGroupInfo* row = group.kind == yirage::v1::KERNEL_ROW

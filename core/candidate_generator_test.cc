@@ -341,9 +341,9 @@ TEST(CandidateGeneratorTest, StreamedMatmulFormsAreSearched) {
     return seen;
   };
   const auto rms = forms(testing::RmsNormLinearProto());  // X: 16 rows
-  for (const auto& form : {std::tuple{0, 0, 0}, std::tuple{1, 3, 0}, std::tuple{1, 6, 0},
-                           std::tuple{2, 1, 0}, std::tuple{2, 2, 0}, std::tuple{2, 2, 8},
-                           std::tuple{2, 3, 0}}) {
+  for (const auto& form :
+       {std::tuple{0, 0, 0}, std::tuple{1, 3, 0}, std::tuple{1, 6, 0}, std::tuple{2, 1, 0},
+        std::tuple{2, 2, 0}, std::tuple{2, 2, 8}, std::tuple{2, 3, 0}}) {
     EXPECT_TRUE(rms.count(form)) << std::get<0>(form) << " " << std::get<1>(form) << " "
                                  << std::get<2>(form);
   }

@@ -144,8 +144,8 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
     for (size_t i = 0; i < ops.size() && registers; ++i) {
       const OpType type = graph.op(ops[i]).type;
       registers = row->row_width[i] == row->row_width[0] &&
-                  (IsElementwise(type) || type == OpType::kRmsNorm ||
-                   type == OpType::kLayerNorm || type == OpType::kSoftmax);
+                  (IsElementwise(type) || type == OpType::kRmsNorm || type == OpType::kLayerNorm ||
+                   type == OpType::kSoftmax);
     }
     if (registers) flops *= kRegisterRowsGain;
   }

@@ -216,9 +216,10 @@ HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b
   // multiply-adds) use every core; small ones stay on this thread.
   const double work = static_cast<double>(items) * static_cast<double>(k) *
                       static_cast<double>(std::min(n, kColumns));
-  const int threads = work < 1e7 ? 1
-                                 : static_cast<int>(std::clamp<int64_t>(
-                                       std::thread::hardware_concurrency(), 1, items));
+  const int threads =
+      work < 1e7
+          ? 1
+          : static_cast<int>(std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, items));
   if (threads <= 1) {
     for (int64_t item = 0; item < items; ++item) run_item(item);
     return out;

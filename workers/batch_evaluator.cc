@@ -7,12 +7,11 @@
 #include <utility>
 #include <vector>
 
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-
 #include "absl/strings/str_cat.h"
 #include "core/graph.h"
 #include "core/tensor.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "spdlog/spdlog.h"
 
 namespace yirage::worker {
@@ -70,8 +69,7 @@ absl::StatusOr<std::shared_ptr<const BatchEvaluator::PreparedInputs>> BatchEvalu
   auto prepared = std::make_shared<PreparedInputs>();
   prepared->key = std::move(key);
   std::vector<core::HostTensor> inputs = core::MakeRandomInputs(graph, batch.seed());
-  absl::StatusOr<std::vector<core::HostTensor>> reference =
-      core::EvaluateReference(graph, inputs);
+  absl::StatusOr<std::vector<core::HostTensor>> reference = core::EvaluateReference(graph, inputs);
   if (!reference.ok()) {
     return absl::Status(reference.status().code(),
                         absl::StrCat("reference: ", reference.status().message()));

@@ -15,9 +15,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "backends/backend_api.h"
 #include "core/graph.h"
 #include "core/tensor.h"
-#include "backends/backend_api.h"
 #include "workers/backend_library.h"
 #include "yirage/v1/worker.pb.h"
 

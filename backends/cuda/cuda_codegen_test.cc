@@ -278,9 +278,9 @@ TEST(CudaCodegenGpuTest, LargeFusedMatmulsMatchReference) {
                       OneRowGroup(sg, WithForm(WithGpu(Rows(4), 8, 8, 1), 2)),
                       OneRowGroup(sg, WithForm(WithGpu(Rows(4), 2, 0, 3), 1))});
   const yirage::v1::Graph sr = StreamedRmsLinearGraph(BFLOAT16, 16, 2048, 512);
-  CheckCudaPlans(sr, {OneRowGroup(sr, WithForm(Rows(4), 2)),
-                      OneRowGroup(sr, WithForm(WithGpu(Rows(4), 1), 2)),
-                      OneRowGroup(sr, WithForm(WithGpu(Rows(4), 4, 8, 2), 2))});
+  CheckCudaPlans(
+      sr, {OneRowGroup(sr, WithForm(Rows(4), 2)), OneRowGroup(sr, WithForm(WithGpu(Rows(4), 1), 2)),
+           OneRowGroup(sr, WithForm(WithGpu(Rows(4), 4, 8, 2), 2))});
   const yirage::v1::Graph many = GatedMlpGraph(FLOAT16, 100, 512, 256);
   CheckCudaPlans(many, {OneRowGroup(many, Cols(128)), OneRowGroup(many, Rows(16, 64))});
 }

@@ -426,6 +426,20 @@ extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
   }
 #endif
   __syncthreads();
+  // The epilogue of one output: the rms row scale, silu(v) * u, the store.
+  auto finish = [&](int tok, int col, float v, float u, float sq) {
+    (void)u; (void)sq;
+#if @RMS@
+    const float rs = rsqrtf(sq / (float)K + @EPS@);
+    v *= rs;
+    u *= rs;
+#endif
+#if @EPI@ == 1
+    v = yr_silu(v) * u;
+#endif
+    yr_st(o, (i64)tok * N + n0 + col, v);
+  };
+  (void)finish;
 #if @SPLITS@ > 1
   __shared__ unsigned yr_last;
 #endif
@@ -444,15 +458,7 @@ extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
 #endif
     }
 #if @SPLITS@ == 1
-#if @RMS@
-    const float rs = rsqrtf(sq / (float)K + @EPS@);
-    v *= rs;
-    u *= rs;
-#endif
-#if @EPI@ == 1
-    v = yr_silu(v) * u;
-#endif
-    yr_st(o, (i64)tok * N + n0 + col, v);
+    finish(tok, col, v, u, sq);
 #else
     ws[((i64)(split * NW) * M + tok) * N + n0 + col] = v;
 #if @NW@ == 2
@@ -485,15 +491,7 @@ extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
       sq += __ldcg(ws + @SS_OFF@ + ((i64)sp * TILES + tile) * M + tok);
 #endif
     }
-#if @RMS@
-    const float rs = rsqrtf(sq / (float)K + @EPS@);
-    v *= rs;
-    u *= rs;
-#endif
-#if @EPI@ == 1
-    v = yr_silu(v) * u;
-#endif
-    yr_st(o, (i64)tok * N + n0 + col, v);
+    finish(tok, col, v, u, sq);
   }
   if (threadIdx.x == 0) cnt[tile] = 0u;  // ready for the next launch
 #endif
@@ -647,8 +645,8 @@ std::string StreamedMatmulSummary(const StreamedMatmulPlan& p) {
                         p.splits, " K split(s), ", p.warps, " warps, ", p.depth,
                         " step(s) loaded ahead");
   }
-  return absl::StrCat("streamed matmul (tensor cores: mma.m16n8k16, cp.async pipeline), ",
-                      p.splits, " K split(s), ", p.stages, " stages");
+  return absl::StrCat("streamed matmul (tensor cores: mma.m16n8k16, cp.async pipeline), ", p.splits,
+                      " K split(s), ", p.stages, " stages");
 }
 
 void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, int out_arg,
@@ -682,9 +680,9 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
   if (p.form == StreamedMatmulPlan::kRegisters) {
     std::vector<std::string> gload;
     for (size_t i = 0; i < m.col_scales.size(); ++i) {
-      gload.push_back(absl::StrCat(
-          "{ const uint2 v = __ldg(reinterpret_cast<const uint2*>(g", i,
-          " + k0 + 16 * s)); gr[b][", i, "][0] = v.x; gr[b][", i, "][1] = v.y; }"));
+      gload.push_back(absl::StrCat("{ const uint2 v = __ldg(reinterpret_cast<const uint2*>(g", i,
+                                   " + k0 + 16 * s)); gr[b][", i, "][0] = v.x; gr[b][", i,
+                                   "][1] = v.y; }"));
     }
     params.push_back(absl::StrCat(out_type, "* __restrict__ o"));
     args.push_back(out_arg);
@@ -711,7 +709,8 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
         {"@EPS@", CudaFloatLiteral(m.eps)},
         {"@NG@", absl::StrCat(m.col_scales.size())},
         {"@GLOAD@", absl::StrJoin(gload, "\n    ")},
-        {"@EPI@", absl::StrCat(m.epilogue == core::StreamedMatmulMatch::Epilogue::kSiluMul ? 1 : 0)},
+        {"@EPI@",
+         absl::StrCat(m.epilogue == core::StreamedMatmulMatch::Epilogue::kSiluMul ? 1 : 0)},
         {"@SS_OFF@", absl::StrCat(int64_t{p.splits} * nw * p.m * p.n, "LL")},
     };
     *source += absl::StrReplaceAll(kRegsKernel, subst);

@@ -35,8 +35,8 @@ struct StreamedMatmulPlan {
   enum Form { kShared = 1, kRegisters = 2 };  // Schedule.variant values
   core::StreamedMatmulMatch match;
   Form form = kShared;
-  int warps = 4;      // kRegisters: warps per block
-  int depth = 2;      // kRegisters: 16-row steps loaded ahead per warp
+  int warps = 4;  // kRegisters: warps per block
+  int depth = 2;  // kRegisters: 16-row steps loaded ahead per warp
   int64_t m = 0, k = 0, n = 0, r = 0;
   int m_tiles = 1;  // 16-row tiles: 1, 2 or 4
   int splits = 1;
