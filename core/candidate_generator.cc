@@ -83,8 +83,8 @@ struct GroupShape {
   // plans dedupe.
   bool fused_gpu = false;
   bool attention = false;  // a fused attention chain (takes stages only)
-  // A streamed matmul the weights-to-registers form takes (X of at most 32
-  // rows, no low-rank branch).
+  // A streamed matmul the weights-to-registers form takes (X of at most
+  // kStreamedRegistersMaxRows rows, no low-rank branch).
   bool registers_form = false;
 };
 
@@ -111,7 +111,7 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
   if (shape.fused_gpu && !shape.attention) {
     if (std::optional<StreamedMatmulMatch> m = MatchStreamedMatmul(graph, op_list); m.has_value()) {
       const std::vector<int64_t>& x = graph.tensor(m->x).shape;
-      shape.registers_form = m->b < 0 && x.size() == 2 && x[0] <= 32;
+      shape.registers_form = m->b < 0 && x.size() == 2 && x[0] <= kStreamedRegistersMaxRows;
     }
   }
   return shape;
@@ -138,11 +138,8 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
     // the default schedule from its variants (so they dedupe); attention
     // takes only the pipeline depth.
     if (variant.gpu_form == 2 && !shape.registers_form) return schedule;
-    if (shape.attention) {
-      schedule.set_stages(variant.gpu_stages);
-      return schedule;
-    }
     schedule.set_stages(variant.gpu_stages);
+    if (shape.attention) return schedule;
     schedule.set_variant(variant.gpu_form);
     schedule.set_warps(variant.gpu_warps);
     return schedule;

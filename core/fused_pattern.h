@@ -7,6 +7,7 @@
 #ifndef YIRAGE_CORE_FUSED_PATTERN_H_
 #define YIRAGE_CORE_FUSED_PATTERN_H_
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -41,6 +42,11 @@ struct StreamedMatmulMatch {
 // Every intermediate must be consumed only inside the chain.
 std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& graph,
                                                        const std::vector<int>& ops);
+
+// The most rows of X the GPU backends' weights-to-registers form of a
+// streamed matmul takes (backends/cuda/cuda_streamed_matmul.h); the search
+// only offers that form's variants to chains within it.
+inline constexpr int64_t kStreamedRegistersMaxRows = 32;
 
 // True when `ops` is one of the chains above.
 bool IsFusedGpuChain(const Graph& graph, const std::vector<int>& ops);

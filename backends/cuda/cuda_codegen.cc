@@ -1704,6 +1704,18 @@ static __device__ __forceinline__ float yr_max(float a, float b) { return (a > b
 static __device__ __forceinline__ float yr_min(float a, float b) { return (a < b || a != a) ? a : b; }
 static __device__ __forceinline__ float yr_relu(float x) { return x > 0.0f ? x : (x != x ? x : 0.0f); }
 static __device__ __forceinline__ float yr_silu(float x) { return x / (1.0f + expf(-x)); }
+// Streamed matmuls' epilogue (cuda_streamed_matmul.cc): the deferred rms row
+// scale 1 / sqrt(sq / k + eps) and the gated silu(v) * u.
+template <int kRms, int kSiluMul>
+static __device__ __forceinline__ float yr_streamed_epilogue(float v, float u, float sq, int k,
+                                                             float eps) {
+  if (kRms) {
+    const float rs = rsqrtf(sq / (float)k + eps);
+    v *= rs;
+    u *= rs;
+  }
+  return kSiluMul ? yr_silu(v) * u : v;
+}
 static __device__ __forceinline__ float yr_gelu(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
 }

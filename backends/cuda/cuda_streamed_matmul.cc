@@ -268,18 +268,12 @@ extern "C" __global__ void __launch_bounds__(256) @NAME@_combine(const float* __
     u += ws[(i64)(s * NW + 1) * M * N + x];
 #endif
   }
-#if @RMS@
   float ss = 0.0f;
+#if @RMS@
 #pragma unroll
   for (int s = 0; s < S; ++s) ss += ws[@SS_OFF@ + s * M + row];
-  const float rs = rsqrtf(ss / (float)K + @EPS@);
-  v *= rs;
-  u *= rs;
 #endif
-#if @EPI@ == 1
-  v = yr_silu(v) * u;
-#endif
-  yr_st(o, x, v);
+  yr_st(o, x, yr_streamed_epilogue<@RMS@, @EPI@>(v, u, ss, K, @EPS@));
 }
 )";
 
@@ -365,6 +359,7 @@ extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
     for (int tt = 0; tt < MT; ++tt) {
 #if @PREP@
       const float2 x01 = yr_unpack2<T>(xr[b][tt][0]), x23 = yr_unpack2<T>(xr[b][tt][1]);
+#endif
 #if @RMS@
       ss[tt] += x01.x * x01.x + x01.y * x01.y + x23.x * x23.x + x23.y * x23.y;
 #endif
@@ -377,10 +372,6 @@ extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
       }
       bf[tt][0] = yr_pack2<T>(x01.x * s01.x, x01.y * s01.y);
       bf[tt][1] = yr_pack2<T>(x23.x * s23.x, x23.y * s23.y);
-#else
-      bf[tt][0] = xr[b][tt][0];
-      bf[tt][1] = xr[b][tt][1];
-#endif
 #else
       bf[tt][0] = xr[b][tt][0];
       bf[tt][1] = xr[b][tt][1];
@@ -426,17 +417,8 @@ extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
   }
 #endif
   __syncthreads();
-  // The epilogue of one output: the rms row scale, silu(v) * u, the store.
   auto finish = [&](int tok, int col, float v, float u, float sq) {
-    (void)u; (void)sq;
-#if @RMS@
-    const float rs = rsqrtf(sq / (float)K + @EPS@);
-    v *= rs;
-    u *= rs;
-#endif
-#if @EPI@ == 1
-    v = yr_silu(v) * u;
-#endif
+    v = yr_streamed_epilogue<@RMS@, @EPI@>(v, u, sq, K, @EPS@);
     yr_st(o, (i64)tok * N + n0 + col, v);
   };
   (void)finish;
@@ -525,7 +507,7 @@ std::optional<StreamedMatmulPlan> PlanRegisters(StreamedMatmulPlan p, const Cuda
   const int64_t bn = RegistersColumns(p);
   // (64 rows need 255 registers a thread and ran 25-40% slower than the
   // shared-memory form on an H200: 45-51 us against 37 for gated_mlp b8.)
-  if (p.m > 32 || p.r > 0 || p.n % bn != 0) return std::nullopt;
+  if (p.m > core::kStreamedRegistersMaxRows || p.r > 0 || p.n % bn != 0) return std::nullopt;
   p.warps = schedule.warps() > 0 ? schedule.warps() : 4;
   if (p.warps > 16 || p.k % (16 * p.warps) != 0) return std::nullopt;
   const int nw = p.match.w2 >= 0 ? 2 : 1;
@@ -710,7 +692,6 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
         {"@WB@", absl::StrCat(p.warps)},
         {"@V@", bn == 64 ? "8" : "4"},
         {"@DEPTH@", absl::StrCat(p.depth)},
-
         {"@PREP@", (m.rms || !m.col_scales.empty()) ? "1" : "0"},
         {"@RMS@", m.rms ? "1" : "0"},
         {"@EPS@", CudaFloatLiteral(m.eps)},
