@@ -26,6 +26,7 @@
 #include "core/fused_pattern.h"
 #include "core/graph.h"
 #include "core/graph_hash.h"
+#include "core/parallel_for.h"
 #include "core/partition_enumerator.h"
 #include "core/rewrite.h"
 #include "core/row_group.h"
@@ -717,19 +718,6 @@ bool WasVerified(const Hash128& job, const Hash128& rewritten) {
   return VerifiedPairs().contains({job, rewritten});
 }
 
-// Runs f(i) for i in [0, n) on up to `threads` threads.
-template <typename F>
-void ParallelFor(int n, int threads, F f) {
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int i = next++; i < n; i = next++) f(i);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-}
-
 }  // namespace
 
 absl::Status ValidatePlan(const Graph& graph, const Plan& plan) {
@@ -825,7 +813,7 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
                                                            absl::UnknownError("not run"));
   SearchOptions inner = options;
   inner.max_candidates = 0;
-  ParallelFor(num_graphs, threads, [&](int i) {
+  ParallelFor(num_graphs, threads, [&](int64_t i) {
     const Graph& g = i == 0 ? graph : *rewritten[i - 1].graph;
     per_graph[i] = GeneratePlansForGraph(g, inner);
   });

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/graph_hash.h"
+#include "core/parallel_for.h"
 
 namespace yirage::core {
 namespace fingerprint_internal {
@@ -146,27 +147,12 @@ void ForBroadcast(const std::vector<int64_t>& out, const std::vector<int64_t>& a
         }
 }
 
-// Calls f(i) for i in [0, n), on up to hardware_concurrency() threads when
-// the work (n * work_per_item modular operations) is large enough to pay for
-// starting them.
+// Calls f(i) for i in [0, n), on more threads when the work (n *
+// work_per_item modular operations) is large enough to pay for starting them.
 template <typename F>
 void ParallelRows(int64_t n, int64_t work_per_item, F f) {
-  constexpr int64_t kMinWorkPerThread = int64_t{1} << 21;
-  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t threads =
-      std::min<int64_t>({hw, n, std::max<int64_t>(1, n * work_per_item / kMinWorkPerThread)});
-  if (threads <= 1) {
-    for (int64_t i = 0; i < n; ++i) f(i);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  auto worker = [&] {
-    for (int64_t i = next++; i < n; i = next++) f(i);
-  };
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  constexpr double kMinWorkPerThread = 1 << 21;
+  ParallelFor(n, ThreadsForWork(n, static_cast<double>(work_per_item), kMinWorkPerThread), f);
 }
 
 // Degree bounds of one tensor (see the header).
@@ -941,21 +927,17 @@ absl::StatusOr<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(
   const_cast<GraphAnalysisHolder&>(*f->analysis_).Set(Analyze(reference));
   const std::vector<Hash128> hashes = TensorHashes(reference);
   f->trials_.resize(options.trials);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < options.trials; ++t) {
-    threads.emplace_back([&, t] {
-      auto trial = std::make_unique<Trial>();
-      Init(trial.get(), options.seed + 0x1000193ull * static_cast<uint64_t>(t + 1));
-      trial->input_seed = Mix(trial->key ^ 0x1);
-      for (int i = 0; i < reference.num_inputs(); ++i) {
-        trial->inputs.push_back(trial->MakeInput(reference.tensor(i).shape, i, false));
-      }
-      trial->inputs_q.resize(reference.num_inputs());
-      trial->reference_outputs = trial->Evaluate(reference, f->analysis_->get(), hashes);
-      f->trials_[t] = std::move(trial);
-    });
-  }
-  for (std::thread& th : threads) th.join();
+  ParallelFor(options.trials, options.trials, [&](int64_t t) {
+    auto trial = std::make_unique<Trial>();
+    Init(trial.get(), options.seed + 0x1000193ull * static_cast<uint64_t>(t + 1));
+    trial->input_seed = Mix(trial->key ^ 0x1);
+    for (int i = 0; i < reference.num_inputs(); ++i) {
+      trial->inputs.push_back(trial->MakeInput(reference.tensor(i).shape, i, false));
+    }
+    trial->inputs_q.resize(reference.num_inputs());
+    trial->reference_outputs = trial->Evaluate(reference, f->analysis_->get(), hashes);
+    f->trials_[t] = std::move(trial);
+  });
   return f;
 }
 
@@ -1000,16 +982,8 @@ FingerprintResult Fingerprinter::Check(const Graph& candidate) const {
       }
     }
   };
-  const int threads = std::min<int>(
-      num_trials, std::max<int>(1, static_cast<int>(std::thread::hardware_concurrency())));
-  std::atomic<int> next{0};
-  auto worker = [&] {
-    for (int t = next++; t < num_trials; t = next++) run_trial(t);
-  };
-  std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
-  worker();
-  for (std::thread& th : pool) th.join();
+  ParallelFor(num_trials, std::thread::hardware_concurrency(),
+              [&](int64_t t) { run_trial(static_cast<int>(t)); });
   result.trials = num_trials;
   for (int t = 0; t < num_trials; ++t) {
     if (failures[t].empty()) continue;

@@ -1,19 +1,18 @@
 #include "core/tensor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/parallel_for.h"
 
 namespace yirage::core {
 namespace {
@@ -214,25 +213,11 @@ HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b
   };
   // Large products (verification of decode-sized GEMMs: billions of
   // multiply-adds) use every core; small ones stay on this thread.
-  const double work = static_cast<double>(items) * static_cast<double>(k) *
-                      static_cast<double>(std::min(n, kColumns));
-  const int threads =
-      work < 1e7
-          ? 1
-          : static_cast<int>(std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, items));
-  if (threads <= 1) {
-    for (int64_t item = 0; item < items; ++item) run_item(item);
-    return out;
-  }
-  std::atomic<int64_t> next{0};
-  std::vector<std::thread> pool;
-  pool.reserve(threads);
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (int64_t item = next++; item < items; item = next++) run_item(item);
-    });
-  }
-  for (std::thread& t : pool) t.join();
+  constexpr double kMinWorkPerThread = 1e7;
+  ParallelFor(
+      items,
+      ThreadsForWork(items, static_cast<double>(k * std::min(n, kColumns)), kMinWorkPerThread),
+      run_item);
   return out;
 }
 
