@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/graph.h"
+#include "core/graph_hash.h"
 #include "core/tensor.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "spdlog/spdlog.h"
 
 namespace yirage::worker {
@@ -54,20 +52,15 @@ std::vector<core::HostTensor> DecodeOutputs(const core::Graph& graph, const Outp
 
 absl::StatusOr<std::shared_ptr<const BatchEvaluator::PreparedInputs>> BatchEvaluator::Prepare(
     const yirage::v1::Batch& batch, const core::Graph& graph) {
-  std::string key;
-  google::protobuf::io::StringOutputStream stream(&key);
-  {
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    batch.graph().SerializeToCodedStream(&coded);
-  }
-  absl::StrAppend(&key, "#seed=", batch.seed());
+  // The inputs and the reference depend on the graph's structure (not its
+  // names) and the seed: the canonical hash says when they are the same.
+  const PreparedKey key{core::CanonicalGraphHash(graph), batch.seed()};
   {
     absl::MutexLock lock(&mu_);
     if (last_ != nullptr && last_->key == key) return last_;
   }
   auto prepared = std::make_shared<PreparedInputs>();
-  prepared->key = std::move(key);
+  prepared->key = key;
   std::vector<core::HostTensor> inputs = core::MakeRandomInputs(graph, batch.seed());
   absl::StatusOr<std::vector<core::HostTensor>> reference = core::EvaluateReference(graph, inputs);
   if (!reference.ok()) {

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -17,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "backends/backend_api.h"
 #include "core/graph.h"
+#include "core/graph_hash.h"
 #include "core/tensor.h"
 #include "workers/backend_library.h"
 #include "yirage/v1/worker.pb.h"
@@ -54,8 +54,13 @@ class BatchEvaluator {
   // outputs. The scheduler leases a job's candidates in several batches with
   // one graph and seed, so the last one is kept: the reference of a decode
   // GEMM costs seconds.
+  struct PreparedKey {
+    core::Hash128 graph;  // core::CanonicalGraphHash
+    uint64_t seed = 0;
+    bool operator==(const PreparedKey&) const = default;
+  };
   struct PreparedInputs {
-    std::string key;  // the graph (deterministic bytes) and seed
+    PreparedKey key;
     std::vector<core::HostTensor> reference;
     std::vector<std::vector<uint8_t>> input_bytes;
     std::vector<const void*> input_pointers;
