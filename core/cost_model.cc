@@ -139,13 +139,17 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   if (static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
     traffic += 2.0 * kByteCost * static_cast<double>(rows) * row_width_sum * 4.0;
   }
-  if (gpu && !cols && block_rows == 1) {
+  // The register-row test of the CUDA backend (cuda_codegen.cc
+  // CanUseRegisterRows), less its operand-alignment checks: rows of one
+  // width, at least 256 and a multiple of 8 (16-byte loads).
+  const int64_t width = row->row_width.empty() ? 0 : row->row_width[0];
+  if (gpu && !cols && block_rows == 1 && width >= 256 && width % 8 == 0) {
     bool registers = true;
     for (size_t i = 0; i < ops.size() && registers; ++i) {
       const OpType type = graph.op(ops[i]).type;
-      registers = row->row_width[i] == row->row_width[0] &&
-                  (IsElementwise(type) || type == OpType::kRmsNorm || type == OpType::kLayerNorm ||
-                   type == OpType::kSoftmax);
+      registers =
+          row->row_width[i] == width && (IsElementwise(type) || type == OpType::kRmsNorm ||
+                                         type == OpType::kLayerNorm || type == OpType::kSoftmax);
     }
     if (registers) flops *= kRegisterRowsGain;
   }

@@ -20,8 +20,9 @@
 //  * compute: flops * kFlopCost, scaled up when vector_width is below the
 //    target SIMD width, and by kUnrollGain for matmuls unrolled 4x or more.
 //    On GPU backends a one-row-per-block chain of elementwise ops, norms and
-//    softmaxes of one row width runs with the row in registers (no staging
-//    through shared memory): its compute costs kRegisterRowsGain as much.
+//    softmaxes of one row width (>= 256, a multiple of 8) runs with the row
+//    in registers (no staging through shared memory): its compute costs
+//    kRegisterRowsGain as much.
 //  * imbalance: work items W (row blocks for PARALLEL_ROWS, N tiles for
 //    PARALLEL_COLS) over T threads: ceil(W / T) * T / W, which is 1 when the
 //    threads are evenly busy and T / W when W < T. Each round of work items
