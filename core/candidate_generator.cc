@@ -56,6 +56,12 @@ constexpr int kBaselineBlockRows = 4;
 constexpr int64_t kMaxColsRows = 256;
 
 // One uniform schedule choice, applied to every KERNEL_ROW kernel of a plan.
+// ScheduleVariant.gpu_form of variants only fused attention chains take:
+// splits merged as the backend chooses, or through a workspace
+// (Schedule.variant 2).
+constexpr int kAttentionVariant = 3;
+constexpr int kAttentionWorkspaceVariant = 4;
+
 struct ScheduleVariant {
   bool cols = false;   // PARALLEL_COLS where the group qualifies
   int block_rows = 1;  // PARALLEL_ROWS kernels (clipped to their rows)
@@ -68,6 +74,8 @@ struct ScheduleVariant {
   // backend's choice) and warps per block (0 = the backend's default).
   int gpu_form = 0;
   int gpu_warps = 0;
+  // GPU fused attention: query rows per block (0 = the backend's default).
+  int gpu_block_rows = 0;
   // GPU row kernels (not fused chains): threads per block, 0 = the
   // backend's default; from the chip's block_threads.
   int gpu_threads = 0;
@@ -83,9 +91,9 @@ struct GroupShape {
   // whose knobs they choose themselves: the generic knobs are fixed, so its
   // plans dedupe.
   bool fused_gpu = false;
-  bool attention = false;  // a fused attention chain (takes stages only)
-  // A streamed matmul the weights-to-registers form takes (X of at most
-  // kStreamedRegistersMaxRows rows, no low-rank branch).
+  bool attention = false;  // a fused attention chain (takes stages and warps)
+  // A streamed matmul the weights-to-registers form takes (X rows as
+  // StreamedRegistersTakeRows says, no low-rank branch).
   bool registers_form = false;
 };
 
@@ -112,7 +120,7 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
   if (shape.fused_gpu && !shape.attention) {
     if (std::optional<StreamedMatmulMatch> m = MatchStreamedMatmul(graph, op_list); m.has_value()) {
       const std::vector<int64_t>& x = graph.tensor(m->x).shape;
-      shape.registers_form = m->b < 0 && x.size() == 2 && x[0] <= kStreamedRegistersMaxRows;
+      shape.registers_form = m->b < 0 && x.size() == 2 && StreamedRegistersTakeRows(x[0]);
     }
   }
   return shape;
@@ -135,12 +143,20 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
                      const SearchOptions& options) {
   Schedule schedule = GenericSchedule(options);
   if (shape.fused_gpu && IsGpuBackend(options)) {
-    // split_k 0: automatic. Chains the registers form does not take get
-    // the default schedule from its variants (so they dedupe); attention
-    // takes only the pipeline depth.
+    // split_k 0: automatic. Chains a variant does not apply to (the
+    // registers form, attention's own) get the default schedule from it (so
+    // they dedupe); attention takes the pipeline depth and warps only.
     if (variant.gpu_form == 2 && !shape.registers_form) return schedule;
+    const bool attention_only =
+        variant.gpu_form == kAttentionVariant || variant.gpu_form == kAttentionWorkspaceVariant;
+    if (attention_only && !shape.attention) return schedule;
     schedule.set_stages(variant.gpu_stages);
-    if (shape.attention) return schedule;
+    if (shape.attention) {
+      schedule.set_warps(variant.gpu_warps);
+      if (variant.gpu_block_rows > 0) schedule.set_block_rows(variant.gpu_block_rows);
+      if (variant.gpu_form == kAttentionWorkspaceVariant) schedule.set_variant(2);
+      return schedule;
+    }
     schedule.set_variant(variant.gpu_form);
     schedule.set_warps(variant.gpu_warps);
     return schedule;
@@ -232,7 +248,9 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
     std::string text = "fused";
     if (v.gpu_form == 1) absl::StrAppend(&text, " smem");
     if (v.gpu_form == 2) absl::StrAppend(&text, " regs");
+    if (v.gpu_form == kAttentionWorkspaceVariant) absl::StrAppend(&text, " workspace");
     if (v.gpu_stages > 0) absl::StrAppend(&text, " stages ", v.gpu_stages);
+    if (v.gpu_block_rows > 0) absl::StrAppend(&text, " rows ", v.gpu_block_rows);
     if (v.gpu_warps > 0) absl::StrAppend(&text, " warps ", v.gpu_warps);
     return text;
   }
@@ -317,6 +335,24 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
         v.gpu_form = 2;
         v.gpu_stages = depth;
         v.gpu_warps = warps;
+        variants.push_back(v);
+      }
+      // Fused attention (the default: 64 query rows per block, one warp
+      // per 16 rows): the block's keys split over 2 or 4 warps per row
+      // group; 128 rows per block; the key splits merged through a
+      // workspace rather than a cluster. The backend sizes the key splits.
+      struct AttentionKnobs {
+        int form, rows, warps, stages;
+      };
+      for (const AttentionKnobs& k :
+           {AttentionKnobs{kAttentionVariant, 64, 8, 3}, AttentionKnobs{kAttentionVariant, 64, 16, 2},
+            AttentionKnobs{kAttentionVariant, 128, 8, 4},
+            AttentionKnobs{kAttentionWorkspaceVariant, 64, 4, 4}}) {
+        ScheduleVariant v = variants.front();
+        v.gpu_form = k.form;
+        v.gpu_block_rows = k.rows;
+        v.gpu_warps = k.warps;
+        v.gpu_stages = k.stages;
         variants.push_back(v);
       }
     }

@@ -16,8 +16,8 @@ using core::OpInfo;
 using core::OpType;
 using core::TensorInfo;
 
-constexpr int kTileM = 64;  // query rows per block (16 per warp, 4 warps)
 constexpr int kTileN = 64;  // keys per tile
+constexpr int kMaxClusterSplits = 8;  // portable cluster size
 
 std::vector<int64_t> Lead(const std::vector<int64_t>& shape) {
   return std::vector<int64_t>(shape.begin(), shape.end() - 2);
@@ -25,32 +25,39 @@ std::vector<int64_t> Lead(const std::vector<int64_t>& shape) {
 
 // The kernel template; @NAME@-style placeholders are replaced below.
 constexpr char kAttentionKernel[] = R"(
-// attention: B=@B@ M=@M@ N=@N@ D=@D@ DV=@DV@, @SPLITS@ key split(s) of @NS@ keys.
-// Warp w owns query rows [16w, 16w+16) of the block's 64; S, P and O live in
-// registers in the m16n8k16 mma layouts (lane: rows lane/4 and lane/4 + 8,
-// columns 2 (lane % 4) + {0, 1} of each 8-column block); K and V tiles of 64
-// keys stream through a two-stage cp.async pipeline in shared memory.
-extern "C" __global__ void __launch_bounds__(128) @NAME@(const @T@* __restrict__ q,
-    const @T@* __restrict__ k, const @T@* __restrict__ v, @OT@* __restrict__ o,
-    float* __restrict__ ws) {
+// attention: B=@B@ M=@M@ N=@N@ D=@D@ DV=@DV@, @SPLITS@ key split(s) of @NS@ keys; @RW@ row warps x
+// @KG@ key group(s), @STAGES@ stages; splits merge: @MERGE@.
+// Warp (rw, kg) owns query rows [16 rw, 16 rw + 16) of the block's and every
+// KG-th key tile from kg on; S, P and O live in registers in the m16n8k16 mma
+// layouts (lane: rows lane/4 and lane/4 + 8, columns 2 (lane % 4) + {0, 1} of
+// each 8-column block). Each pipeline step brings KG tiles of 64 keys (one
+// per key group) through a @STAGES@-step cp.async ring in shared memory; the
+// key groups' partial rows merge in shared memory at the end.
+extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NAME@(
+    const @T@* __restrict__ q, const @T@* __restrict__ k, const @T@* __restrict__ v,
+    @OT@* __restrict__ o, float* __restrict__ ws) {
   typedef @T@ T;
-  constexpr int M = @M@, N = @N@, D = @D@, DV = @DV@, NS = @NS@, BM = 64, BN = 64;
+  constexpr int M = @M@, N = @N@, D = @D@, DV = @DV@, NS = @NS@, BN = 64;
+  constexpr int RW = @RW@, KG = @KG@, NT = RW * KG * 32, BM = 16 * RW, STAGES = @STAGES@;
+  constexpr int SPLITS = @SPLITS@, MERGE = @MERGE_KIND@;  // 0 none, 1 cluster, 2 workspace
   constexpr int LQ = D + 8, LV = DV + 8;
   constexpr int LK = @KT@ ? D + 8 : BN + 8;
   constexpr int KSIZE = @KT@ ? BN * (D + 8) : D * (BN + 8);
-  constexpr int VSIZE = BN * LV;
-  constexpr int TILES = NS / BN;
+  constexpr int VSIZE = BN * LV, TILE = KSIZE + VSIZE;
+  constexpr int STEPS = NS / BN / KG;
+  constexpr int LP = DV + 4;  // partial rows in shared memory: O, m, l, pad (16-byte rows)
   extern __shared__ __align__(128) unsigned char yr_smb[];
   T* const sq = reinterpret_cast<T*>(yr_smb);
-  T* const skv = sq + BM * LQ;  // two stages of [K tile | V tile]
+  T* const skv = sq + BM * LQ;  // STAGES steps of KG [K tile | V tile]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int rw = warp % RW, kg = warp / RW;
   const int m0 = blockIdx.x * BM, b = blockIdx.y, split = blockIdx.z;
-  (void)ws; (void)split; (void)o;
+  (void)ws; (void)split; (void)o; (void)SPLITS; (void)MERGE; (void)kg; (void)LP;
   const T* const qb = q + ((i64)b * M + m0) * D;
   const T* const kb = k + (i64)b * D * N;
   const T* const vb = v + (i64)b * N * DV;
-  const int key0 = @SPLIT_BEGIN@;
-  for (int x = tid; x < BM * D / 8; x += 128) {
+  const int key0 = split * NS;
+  for (int x = tid; x < BM * D / 8; x += NT) {
     const int r = x / (D / 8), c = (x % (D / 8)) * 8;
     if (m0 + r < M) {
       yr_cp_async16(sq + r * LQ + c, qb + (i64)r * D + c);
@@ -58,28 +65,44 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(const @T@* __restrict__
       *reinterpret_cast<uint4*>(sq + r * LQ + c) = make_uint4(0, 0, 0, 0);
     }
   }
-  auto load_tile = [&](int t, int stage) {
-    T* const sk = skv + stage * (KSIZE + VSIZE);
-    T* const sv = sk + KSIZE;
-    const int n0 = key0 + t * BN;
-#if @KT@
-    for (int x = tid; x < BN * D / 8; x += 128) {
-      const int n = x / (D / 8), c = (x % (D / 8)) * 8;
-      yr_cp_async16(sk + n * LK + c, kb + (i64)(n0 + n) * D + c);
+  // Tile copies in 16-byte chunks: each thread's chunks of a tile sit at
+  // fixed offsets (rows kr + i * KRS of K, vr + i * VRS of V), so a step
+  // costs one address add per chunk.
+  constexpr int KROWS = @KT@ ? BN : D, KRC = (@KT@ ? D : BN) / 8;  // K tile rows, chunks a row
+  constexpr int KSTRIDE = @KT@ ? D : N;                           // elements between K rows
+  constexpr int VRC = DV / 8, KRS = NT / KRC, VRS = NT / VRC;
+  const int kr = tid / KRC, kc = (tid % KRC) * 8, vr = tid / VRC, vc = (tid % VRC) * 8;
+  const T* const kthread = kb + (i64)kr * KSTRIDE + kc;
+  const T* const vthread = vb + (i64)vr * DV + vc;
+  // Step st: tiles st * KG + g (g < KG) into slots g of ring stage `stage`.
+  auto load_step = [&](int st, int stage) {
+#pragma unroll
+    for (int g = 0; g < KG; ++g) {
+      T* const sk = skv + (stage * KG + g) * TILE;
+      T* const sv = sk + KSIZE;
+      const int n0 = key0 + (st * KG + g) * BN;
+      const T* const kt = kthread + (@KT@ ? (i64)n0 * D : (i64)n0);
+      const T* const vt = vthread + (i64)n0 * DV;
+#pragma unroll
+      for (int i = 0; i < (KROWS + KRS - 1) / KRS; ++i) {
+        if (KROWS % KRS == 0 || kr + i * KRS < KROWS) {
+          yr_cp_async16(sk + (kr + i * KRS) * LK + kc, kt + (i64)i * KRS * KSTRIDE);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < (BN + VRS - 1) / VRS; ++i) {
+        if (BN % VRS == 0 || vr + i * VRS < BN) {
+          yr_cp_async16(sv + (vr + i * VRS) * LV + vc, vt + (i64)i * VRS * DV);
+        }
+      }
     }
-#else
-    for (int x = tid; x < D * BN / 8; x += 128) {
-      const int dd = x / (BN / 8), c = (x % (BN / 8)) * 8;
-      yr_cp_async16(sk + dd * LK + c, kb + (i64)dd * N + n0 + c);
-    }
-#endif
-    for (int x = tid; x < BN * DV / 8; x += 128) {
-      const int n = x / (DV / 8), c = (x % (DV / 8)) * 8;
-      yr_cp_async16(sv + n * LV + c, vb + (i64)(n0 + n) * DV + c);
-    }
-    yr_cp_async_commit();
   };
-  load_tile(0, 0);  // with Q
+  // Q rides in the first group; STAGES - 1 steps in flight before the loop.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < STEPS) load_step(s, s);
+    yr_cp_async_commit();
+  }
   const int li = lane & 7, lm = lane >> 3;  // ldmatrix: row within matrix, matrix
   unsigned qa[D / 16][4];
   float oacc[DV / 8][4];
@@ -87,21 +110,20 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(const @T@* __restrict__
   for (int j = 0; j < DV / 8; ++j) oacc[j][0] = oacc[j][1] = oacc[j][2] = oacc[j][3] = 0.0f;
   float m_run[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)};
   float l_run[2] = {0.0f, 0.0f};
-  for (int t = 0; t < TILES; ++t) {
-    if (t + 1 < TILES) {
-      load_tile(t + 1, (t + 1) & 1);
-      yr_cp_async_wait<1>();
-    } else {
-      yr_cp_async_wait<0>();
-    }
+  for (int t = 0; t < STEPS; ++t) {
+    yr_cp_async_wait<STAGES - 2>();
+    // Step t has landed for every thread, and every warp is done with step
+    // t - 1, whose stage the next load refills.
     __syncthreads();
+    if (t + STAGES - 1 < STEPS) load_step(t + STAGES - 1, (t + STAGES - 1) % STAGES);
+    yr_cp_async_commit();
     if (t == 0) {
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
-        yr_ldsm_x4(qa[ks], sq + (warp * 16 + li + (lm & 1) * 8) * LQ + ks * 16 + (lm >> 1) * 8);
+        yr_ldsm_x4(qa[ks], sq + (rw * 16 + li + (lm & 1) * 8) * LQ + ks * 16 + (lm >> 1) * 8);
       }
     }
-    const T* const sk = skv + (t & 1) * (KSIZE + VSIZE);
+    const T* const sk = skv + ((t % STAGES) * KG + kg) * TILE;
     const T* const sv = sk + KSIZE;
     // S = Q K: 16 x 64 per warp.
     float s[BN / 8][4];
@@ -121,25 +143,33 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(const @T@* __restrict__
         yr_mma16816<T>(s[nb + 1], qa[ks], bf + 2);
       }
     }
-    // Online softmax; rows h = 0 (lane/4) and h = 1 (lane/4 + 8).
+    // Online softmax in base 2: m is the running row max of S * scale *
+    // log2(e), so P = exp2(S * scale * log2(e) - m) is one FFMA and one
+    // exp2 per element. Rows h = 0 (lane/4) and h = 1 (lane/4 + 8). (fmaxf
+    // drops a NaN of S from the max, but its exp2 carries it into the sums.)
+    const float kLog2Scale = @SCALE@ * 1.4426950408889634f;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = -__int_as_float(0x7f800000);
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        s[j][2 * h] *= @SCALE@;
-        s[j][2 * h + 1] *= @SCALE@;
-        mx = yr_max(mx, yr_max(s[j][2 * h], s[j][2 * h + 1]));
+      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      // The max of S scaled (a negative scale turns S's max into the min).
+      float mn = __int_as_float(0x7f800000);
+      if (kLog2Scale < 0.0f) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) mn = fminf(mn, fminf(s[j][2 * h], s[j][2 * h + 1]));
+        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, 1));
+        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, 2));
       }
-      mx = yr_max(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = yr_max(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = yr_max(m_run[h], mx);
-      const float alpha = __expf(m_run[h] - m_new);
+      const float m_new = fmaxf(m_run[h], (kLog2Scale < 0.0f ? mn : mx) * kLog2Scale);
+      const float alpha = yr_exp2(m_run[h] - m_new);
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
-        s[j][2 * h] = __expf(s[j][2 * h] - m_new);
-        s[j][2 * h + 1] = __expf(s[j][2 * h + 1] - m_new);
+        s[j][2 * h] = yr_exp2(fmaf(s[j][2 * h], kLog2Scale, -m_new));
+        s[j][2 * h + 1] = yr_exp2(fmaf(s[j][2 * h + 1], kLog2Scale, -m_new));
         sum += s[j][2 * h] + s[j][2 * h + 1];
       }
       l_run[h] = l_run[h] * alpha + sum;  // this lane's columns; summed at the end
@@ -166,7 +196,6 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(const @T@* __restrict__
         yr_mma16816<T>(oacc[nb + 1], pa, bf + 2);
       }
     }
-    __syncthreads();  // this stage is consumed before it is refilled
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -174,11 +203,124 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(const @T@* __restrict__
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
   }
   const int qd = lane & 3;
+  float* const part = reinterpret_cast<float*>(skv);  // over the drained ring
+  (void)part;
+#if @KG@ > 1 || @MERGE_KIND@ == 1
+  yr_cp_async_wait<0>();
+  __syncthreads();
+#endif
+#if @KG@ > 1
+  // Key groups 1.. hand their partial rows [KG - 1][BM][LP] to group 0.
+  if (kg > 0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float* const w = part + ((kg - 1) * BM + rw * 16 + (lane >> 2) + 8 * h) * LP;
+#pragma unroll
+      for (int j = 0; j < DV / 8; ++j) {
+        *reinterpret_cast<float2*>(w + j * 8 + 2 * qd) = make_float2(oacc[j][2 * h], oacc[j][2 * h + 1]);
+      }
+      if (qd == 0) {
+        w[DV] = m_run[h];
+        w[DV + 1] = l_run[h];
+      }
+    }
+  }
+  __syncthreads();
+  if (kg == 0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = rw * 16 + (lane >> 2) + 8 * h;
+      float m_new = m_run[h];
+#pragma unroll
+      for (int g = 1; g < KG; ++g) m_new = fmaxf(m_new, part[((g - 1) * BM + row) * LP + DV]);
+      const float a0 = yr_exp2(m_run[h] - m_new);
+      l_run[h] *= a0;
+#pragma unroll
+      for (int j = 0; j < DV / 8; ++j) {
+        oacc[j][2 * h] *= a0;
+        oacc[j][2 * h + 1] *= a0;
+      }
+#pragma unroll
+      for (int g = 1; g < KG; ++g) {
+        const float* const w = part + ((g - 1) * BM + row) * LP;
+        const float ag = yr_exp2(w[DV] - m_new);
+        l_run[h] += ag * w[DV + 1];
+#pragma unroll
+        for (int j = 0; j < DV / 8; ++j) {
+          const float2 pv = *reinterpret_cast<const float2*>(w + j * 8 + 2 * qd);
+          oacc[j][2 * h] += ag * pv.x;
+          oacc[j][2 * h + 1] += ag * pv.y;
+        }
+      }
+      m_run[h] = m_new;
+    }
+  }
+#if @MERGE_KIND@ == 1
+  __syncthreads();  // the cluster's partial rows reuse the space
+#endif
+#endif
+#if @MERGE_KIND@ == 1
+  // Partial rows [BM][LP] (O, then m and l); the cluster's blocks are the
+  // splits of this query tile, and block `split` merges rows
+  // [split * RPB, (split + 1) * RPB) from all of them, 4 columns a thread.
+  constexpr int RPB = BM / SPLITS;
+  if (kg == 0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float* const w = part + (rw * 16 + (lane >> 2) + 8 * h) * LP;
+#pragma unroll
+      for (int j = 0; j < DV / 8; ++j) {
+        *reinterpret_cast<float2*>(w + j * 8 + 2 * qd) = make_float2(oacc[j][2 * h], oacc[j][2 * h + 1]);
+      }
+      if (qd == 0) {
+        w[DV] = m_run[h];
+        w[DV + 1] = l_run[h];
+      }
+    }
+  }
+  yr_cluster_sync();
+  for (int x = tid; x < RPB * (DV / 4); x += NT) {
+    const int r = split * RPB + x / (DV / 4), c = (x % (DV / 4)) * 4;
+    if (m0 + r >= M) continue;
+    const unsigned row = yr_smem_addr(part + r * LP);
+    float ms[SPLITS], ls[SPLITS];
+    float4 os[SPLITS];
+#pragma unroll
+    for (int s2 = 0; s2 < SPLITS; ++s2) {
+      const float2 ml = yr_ld_cluster2(row + DV * 4, s2);
+      ms[s2] = ml.x;
+      ls[s2] = ml.y;
+      os[s2] = yr_ld_cluster4(row + c * 4, s2);
+    }
+    float mx = ms[0];
+#pragma unroll
+    for (int s2 = 1; s2 < SPLITS; ++s2) mx = fmaxf(mx, ms[s2]);
+    float den = 0.0f;
+    float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int s2 = 0; s2 < SPLITS; ++s2) {
+      const float e = yr_exp2(ms[s2] - mx);
+      den += e * ls[s2];
+      num.x += e * os[s2].x;
+      num.y += e * os[s2].y;
+      num.z += e * os[s2].z;
+      num.w += e * os[s2].w;
+    }
+    const float inv = 1.0f / den;
+    const i64 at = ((i64)b * M + m0 + r) * DV + c;
+    yr_st(o, at, num.x * inv);
+    yr_st(o, at + 1, num.y * inv);
+    yr_st(o, at + 2, num.z * inv);
+    yr_st(o, at + 3, num.w * inv);
+  }
+  yr_cluster_sync();  // the other blocks' reads of this block's rows are done
+#else
+  if (kg != 0) return;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int gm = m0 + warp * 16 + (lane >> 2) + 8 * h;
+    const int gm = m0 + rw * 16 + (lane >> 2) + 8 * h;
     if (gm >= M) continue;
-#if @SPLITS@ == 1
+#if @MERGE_KIND@ == 0
     const float inv = 1.0f / l_run[h];
     @OT@* const out = o + ((i64)b * M + gm) * DV;
 #pragma unroll
@@ -198,6 +340,7 @@ extern "C" __global__ void __launch_bounds__(128) @NAME@(const @T@* __restrict__
     }
 #endif
   }
+#endif
 }
 )";
 
@@ -214,11 +357,11 @@ extern "C" __global__ void __launch_bounds__(256) @NAME@_merge(const float* __re
   const float* w = ws + rowi * (DV + 2);
   float mx = -__int_as_float(0x7f800000);
 #pragma unroll 4
-  for (int s = 0; s < S; ++s) mx = yr_max(mx, w[s * stride + DV]);
+  for (int s = 0; s < S; ++s) mx = fmaxf(mx, w[s * stride + DV]);
   float num = 0.0f, den = 0.0f;
 #pragma unroll 4
   for (int s = 0; s < S; ++s) {
-    const float e = expf(w[s * stride + DV] - mx);
+    const float e = yr_exp2(w[s * stride + DV] - mx);  // m in base-2 units
     num += e * w[s * stride + c];
     den += e * w[s * stride + DV + 1];
   }
@@ -287,35 +430,94 @@ std::optional<AttentionPattern> MatchAttention(const Graph& g, const std::vector
   return a;
 }
 
-int AttentionSplits(const AttentionPattern& a, const CudaTarget& target, int requested) {
-  const int64_t tiles = a.n / kTileN;
-  if (requested > 0) {
-    return tiles % requested == 0 ? requested : 1;
-  }
-  const int64_t blocks = (a.m + kTileM - 1) / kTileM * a.batch;
-  int splits = 1;
-  // Two blocks per SM (a block uses 128 threads and ~46 KB of shared memory
-  // at D = 64, so several fit), keeping at least two tiles per split for the
-  // copy pipeline.
-  while (blocks * splits < 2 * target.sm_count && tiles % (2 * splits) == 0 &&
-         tiles / (2 * splits) >= 2) {
-    splits *= 2;
-  }
-  return splits;
+namespace {
+
+int64_t RowsPerBlock(const AttentionConfig& c) { return 16 * c.row_warps; }
+
+int64_t TileBytes(const AttentionPattern& a) {
+  const int64_t ksize = a.transpose_k ? kTileN * (a.d + 8) : a.d * (kTileN + 8);
+  return (ksize + kTileN * (a.dv + 8)) * 2;
 }
 
-int64_t AttentionWorkspaceBytes(const AttentionPattern& a, int splits) {
-  return splits > 1 ? int64_t{splits} * a.batch * a.m * (a.dv + 2) * 4 : 0;
+int64_t SmemBytes(const AttentionPattern& a, const AttentionConfig& c) {
+  const int64_t ring = int64_t{c.stages} * c.key_groups * TileBytes(a);
+  // Partial rows (the key groups', then the cluster's) over the drained ring.
+  const int64_t rows = RowsPerBlock(c) * (a.dv + 4) * 4;
+  const int64_t partial =
+      std::max<int64_t>(c.key_groups - 1, c.cluster_merge ? 1 : 0) * rows;
+  return RowsPerBlock(c) * (a.d + 8) * 2 + std::max(ring, partial);
 }
 
-void EmitAttention(const AttentionPattern& a, int splits, const std::string& name, int q_arg,
-                   int k_arg, int v_arg, int out_arg, const std::string& out_type,
-                   int workspace_arg, std::string* source, std::vector<KernelLaunch>* launches) {
+}  // namespace
+
+AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& target,
+                              const yirage::v1::Schedule& schedule) {
+  AttentionConfig c;
+  const int rows = schedule.block_rows();
+  c.row_warps = rows == 32 || rows == 64 || rows == 128 ? rows / 16 : 4;
+  const int w = schedule.warps();
+  if (w > 0 && w % c.row_warps == 0 && w <= 16) {
+    const int groups = w / c.row_warps;
+    if (groups == 1 || groups == 2 || groups == 4) c.key_groups = groups;
+  }
+  while ((a.n / kTileN) % c.key_groups != 0) c.key_groups /= 2;  // whole steps
+  c.stages = schedule.stages() >= 2 && schedule.stages() <= 8 ? schedule.stages() : 4;
+  const int64_t steps = a.n / kTileN / c.key_groups;  // with one split
+  const bool cluster_ok = target.sm >= 90 && schedule.variant() != 2;
+  auto fits_cluster = [&](int64_t s) {
+    return cluster_ok && s > 1 && s <= kMaxClusterSplits && RowsPerBlock(c) % s == 0;
+  };
+  const int64_t units = (a.m + RowsPerBlock(c) - 1) / RowsPerBlock(c) * a.batch;
+  const int64_t threads = 32 * int64_t{c.row_warps} * c.key_groups;
+  if (schedule.split_k() > 0) {
+    c.splits = steps % schedule.split_k() == 0 ? schedule.split_k() : 1;
+    c.cluster_merge = fits_cluster(c.splits);
+  } else {
+    // One full wave at the kernel's occupancy (shared memory and threads per
+    // SM; 90% of it counts as full). A cluster merges the splits where they
+    // are few and the grid stays within one block per SM (clusters of
+    // larger grids wait for whole groups of SMs to free up).
+    c.cluster_merge = cluster_ok;
+    while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
+    const int64_t per_sm = std::clamp<int64_t>(
+        std::min((target.max_smem_per_block + 1024) / (SmemBytes(a, c) + 1024), 2048 / threads),
+        1, 32);
+    const int64_t wave = int64_t{target.sm_count} * per_sm * 9 / 10;
+    c.splits = 1;
+    while (units * c.splits < wave && steps % (2 * c.splits) == 0 && 2 * c.splits <= 64) {
+      c.splits *= 2;
+    }
+    c.cluster_merge = false;
+    if (cluster_ok && c.splits > 1) {
+      int64_t s = std::min<int64_t>(c.splits, kMaxClusterSplits);
+      while (s > 1 && units * s > target.sm_count) s /= 2;
+      if (fits_cluster(s) && (s == c.splits || units * kMaxClusterSplits <= target.sm_count)) {
+        c.splits = static_cast<int>(s);
+        c.cluster_merge = true;
+      }
+    }
+  }
+  while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
+  return c;
+}
+
+int64_t AttentionWorkspaceBytes(const AttentionPattern& a, const AttentionConfig& c) {
+  return c.splits > 1 && !c.cluster_merge ? int64_t{c.splits} * a.batch * a.m * (a.dv + 2) * 4
+                                          : 0;
+}
+
+void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
+                   const std::string& name, int q_arg, int k_arg, int v_arg, int out_arg,
+                   const std::string& out_type, int workspace_arg, std::string* source,
+                   std::vector<KernelLaunch>* launches) {
+  const int splits = config.splits;
   const int64_t ns = a.n / splits;
+  const bool workspace = splits > 1 && !config.cluster_merge;
+  const int merge_kind = splits == 1 ? 0 : config.cluster_merge ? 1 : 2;
   const std::vector<std::pair<std::string, std::string>> subst = {
       {"@NAME@", name},
       {"@T@", CTypeOf(a.dtype)},
-      {"@OT@", splits > 1 ? std::string("float") : out_type},
+      {"@OT@", workspace ? std::string("float") : out_type},
       {"@B@", absl::StrCat(a.batch)},
       {"@M@", absl::StrCat(a.m)},
       {"@N@", absl::StrCat(a.n)},
@@ -323,24 +525,30 @@ void EmitAttention(const AttentionPattern& a, int splits, const std::string& nam
       {"@DV@", absl::StrCat(a.dv)},
       {"@NS@", absl::StrCat(ns)},
       {"@SPLITS@", absl::StrCat(splits)},
-      {"@SPLIT_BEGIN@", splits > 1 ? "split * NS" : "0"},
+      {"@RW@", absl::StrCat(config.row_warps)},
+      {"@KG@", absl::StrCat(config.key_groups)},
+      {"@STAGES@", absl::StrCat(config.stages)},
+      {"@MERGE_KIND@", absl::StrCat(merge_kind)},
+      {"@MERGE@", merge_kind == 0   ? "none"
+                  : merge_kind == 1 ? "thread-block cluster (distributed shared memory)"
+                                    : "workspace + merge kernel"},
+      {"@CLUSTER_ATTR@",
+       merge_kind == 1 ? absl::StrCat("__cluster_dims__(1, 1, ", splits, ") ") : ""},
       {"@KT@", a.transpose_k ? "1" : "0"},
       {"@SCALE@", CudaFloatLiteral(a.scale)},
   };
   *source += absl::StrReplaceAll(kAttentionKernel, subst);
-  const int64_t ksize = a.transpose_k ? kTileN * (a.d + 8) : a.d * (kTileN + 8);
-  const int64_t smem = (kTileM * (a.d + 8) + 2 * (ksize + kTileN * (a.dv + 8))) * 2;
   KernelLaunch main;
   main.name = name;
-  main.grid[0] = (a.m + kTileM - 1) / kTileM;
+  main.grid[0] = (a.m + RowsPerBlock(config) - 1) / RowsPerBlock(config);
   main.grid[1] = a.batch;
   main.grid[2] = splits;
-  main.block = 128;
-  main.smem_bytes = static_cast<int>(smem);
-  main.args = {q_arg, k_arg, v_arg, splits > 1 ? workspace_arg : out_arg,
-               splits > 1 ? workspace_arg : out_arg};
+  main.block = 32 * config.row_warps * config.key_groups;
+  main.smem_bytes = static_cast<int>(SmemBytes(a, config));
+  main.args = {q_arg, k_arg, v_arg, workspace ? workspace_arg : out_arg,
+               workspace ? workspace_arg : out_arg};
   launches->push_back(main);
-  if (splits > 1) {
+  if (workspace) {
     std::vector<std::pair<std::string, std::string>> merge_subst = subst;
     merge_subst[2] = {"@OT@", out_type};
     *source += absl::StrReplaceAll(kMergeKernel, merge_subst);

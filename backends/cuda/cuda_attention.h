@@ -2,16 +2,17 @@
 //   S = Q @ K [* scale]; P = softmax(S, last axis); O = P @ V
 // (16-bit Q, K, V graph inputs) becomes a flash-attention kernel on tensor
 // cores with the keys split across blocks ("split-KV" decode). Block (q tile
-// of 64 rows, batch, split): warp w owns 16 query rows; S, P and O stay in
-// registers in the mma.m16n8k16 layouts (fp32 accumulation, operands loaded
-// with ldmatrix, P packed to 16-bit straight from S's registers); K and V
-// tiles of 64 keys stream through a two-stage cp.async pipeline. The softmax
-// is online: a running row max m and sum l, O rescaled by exp(m_old - m_new)
-// per tile. Each split writes its unnormalized O with m and l to a
-// workspace, and a merge kernel combines them:
-//   O = sum_s e^(m_s - m*) O_s / sum_s e^(m_s - m*) l_s.
-// With one split the kernel normalizes and stores O itself. S and P never
-// reach memory.
+// of 16 rows per warp, batch, split): warp w owns 16 query rows; S, P and O
+// stay in registers in the mma.m16n8k16 layouts (fp32 accumulation,
+// operands loaded with ldmatrix, P packed to 16-bit straight from S's
+// registers); K and V tiles of 64 keys stream through a multi-stage cp.async
+// pipeline. The softmax is online: a running row max m and sum l, O
+// rescaled by exp(m_old - m_new) per tile. The splits' unnormalized O with
+// m and l merge as
+//   O = sum_s e^(m_s - m*) O_s / sum_s e^(m_s - m*) l_s,
+// inside a thread-block cluster through distributed shared memory (sm_90+),
+// or through a global workspace and a merge kernel. With one split the
+// kernel normalizes and stores O itself. S and P never reach memory.
 #ifndef YIRAGE_BACKENDS_CUDA_CUDA_ATTENTION_H_
 #define YIRAGE_BACKENDS_CUDA_CUDA_ATTENTION_H_
 
@@ -44,21 +45,46 @@ std::optional<AttentionPattern> MatchAttention(const core::Graph& graph,
                                                const std::vector<int>& ops,
                                                const std::vector<int>& outputs);
 
-// Key splits for `pattern` on `target`: `requested` when it divides the keys
-// into multiples of 64, else (0 = automatic) the smallest power of two that
-// gives two blocks per SM, keeping at least two 64-key tiles per split.
-int AttentionSplits(const AttentionPattern& pattern, const CudaTarget& target, int requested);
+// How one fused attention kernel runs: query rows per block (16 per row
+// warp), key groups (warps that split the block's keys; their partial rows
+// merge in shared memory), the depth of the K/V copy pipeline, and the key
+// splits across blocks with how their partial results merge.
+struct AttentionConfig {
+  int row_warps = 4;   // 2, 4 or 8: 32, 64 or 128 query rows per block
+  int key_groups = 1;  // 1, 2 or 4: warps per block = row_warps * key_groups
+  int stages = 4;      // pipeline steps of key_groups 64-key tiles (2..8)
+  int splits = 1;      // key splits (blocks along grid z)
+  // Splits merge inside a thread-block cluster of the `splits` blocks of
+  // one query tile (sm_90+, at most 8 splits, block rows a multiple of the
+  // splits): each block reads the others' partial rows from their shared
+  // memory. Otherwise (splits > 1) they go through a global workspace and a
+  // merge kernel.
+  bool cluster_merge = false;
+};
 
-// Emits the kernels (named `name` and `name`_merge) into `source` and their
-// launches. Arguments are buffer ids (see cuda_codegen.h): the three inputs,
-// the output (`out_type` is its C type: the graph output's dtype, or float
-// for a plan buffer) and, with splits > 1, a float workspace of
-// AttentionWorkspaceBytes().
-void EmitAttention(const AttentionPattern& pattern, int splits, const std::string& name, int q_arg,
-                   int k_arg, int v_arg, int out_arg, const std::string& out_type,
-                   int workspace_arg, std::string* source, std::vector<KernelLaunch>* launches);
+// The configuration of `pattern`'s kernel on `target` under `schedule`:
+// block_rows() (32, 64 or 128; else 64), warps() (row warps times 1, 2 or 4
+// key groups, at most 16; else one key group), stages() (2..8; else 4),
+// split_k() (0 = automatic: the fewest splits, powers of two, that fill the
+// SMs once at the kernel's occupancy; at most 8, merged in a cluster, where
+// the grid then stays within one block per SM), variant() (2 = merge
+// through the workspace). A requested split that does not leave whole
+// pipeline steps becomes 1. The pipeline gets shallower where the chip's
+// shared memory per block cannot hold it.
+AttentionConfig PlanAttention(const AttentionPattern& pattern, const CudaTarget& target,
+                              const yirage::v1::Schedule& schedule);
 
-int64_t AttentionWorkspaceBytes(const AttentionPattern& pattern, int splits);
+// Emits the kernel (named `name`; with a workspace merge also `name`_merge)
+// into `source` and its launches. Arguments are buffer ids (see
+// cuda_codegen.h): the three inputs, the output (`out_type` is its C type:
+// the graph output's dtype, or float for a plan buffer) and, when
+// AttentionWorkspaceBytes() > 0, a float workspace of that size.
+void EmitAttention(const AttentionPattern& pattern, const AttentionConfig& config,
+                   const std::string& name, int q_arg, int k_arg, int v_arg, int out_arg,
+                   const std::string& out_type, int workspace_arg, std::string* source,
+                   std::vector<KernelLaunch>* launches);
+
+int64_t AttentionWorkspaceBytes(const AttentionPattern& pattern, const AttentionConfig& config);
 
 }  // namespace yirage::backends::cuda
 

@@ -1453,18 +1453,20 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
                               : ctx.graph.num_inputs() + ctx.out_position[t][0];
   const std::string out_type = scratch ? "float" : CType(ctx.graph.tensor(t).dtype);
-  const int splits = AttentionSplits(attention, ctx.target, kernel.schedule().split_k());
+  const AttentionConfig config = PlanAttention(attention, ctx.target, kernel.schedule());
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int workspace_arg = -1;
-  if (splits > 1) {
-    workspace_arg = ctx.PlanBufferId(ctx.AddBuffer(AttentionWorkspaceBytes(attention, splits),
-                                                   false, name + " attention split partials"));
+  if (const int64_t bytes = AttentionWorkspaceBytes(attention, config); bytes > 0) {
+    workspace_arg =
+        ctx.PlanBufferId(ctx.AddBuffer(bytes, false, name + " attention split partials"));
   }
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
-          "': fused attention (tensor cores: mma.m16n8k16, online softmax), ", splits,
-          " key split(s)");
+          "': fused attention (tensor cores: mma.m16n8k16, online softmax), ", config.splits,
+          " key split(s)", config.cluster_merge ? " merged in a cluster" : "", ", ",
+          config.row_warps, " row warps x ", config.key_groups, " key group(s), ", config.stages,
+          " stages");
   std::string source;
-  EmitAttention(attention, splits, name, attention.q, attention.k, attention.v, out_arg, out_type,
+  EmitAttention(attention, config, name, attention.q, attention.k, attention.v, out_arg, out_type,
                 workspace_arg, &source, &ctx.code->launches);
   code->Line(source);
   return true;
@@ -1649,6 +1651,46 @@ static __device__ __forceinline__ float2 yr_unpack2(unsigned v) {
   } else {
     return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
   }
+}
+// 2^x on the special function unit (flush-to-zero; the fused attention
+// kernel's softmax runs in base 2).
+static __device__ __forceinline__ float yr_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+// Thread-block clusters (sm_90+): the attention kernel's splits merge
+// through distributed shared memory. (Declared for every pass so that a
+// host compilation of the file parses; only sm_90+ kernels call them.)
+static __device__ __forceinline__ void yr_cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+#endif
+}
+static __device__ __forceinline__ unsigned yr_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// The floats at shared address `addr` (8- / 16-byte aligned) of cluster block `rank`.
+static __device__ __forceinline__ float2 yr_ld_cluster2(unsigned addr, unsigned rank) {
+  float2 v = make_float2(0.0f, 0.0f);
+#if __CUDA_ARCH__ >= 900
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
+               : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
+#endif
+  return v;
+}
+static __device__ __forceinline__ float4 yr_ld_cluster4(unsigned addr, unsigned rank) {
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if __CUDA_ARCH__ >= 900
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
+#endif
+  return v;
 }
 // Weights streamed to registers (read once): loads that skip L1. volatile
 // keeps them where the kernel issues them, steps ahead of the tensor-core

@@ -203,10 +203,20 @@ std::vector<Case> AllCases() {
                       OneRowGroup(a, WithGpu(Rows(8, 16), 2, 2)), AllRowSingles(a, Rows(3))}});
     for (const yirage::v1::Graph& fa : {FlashAttentionGraph(dt), ScaledAttentionGraph(dt)}) {
       if (dt == FLOAT32) continue;
-      // Automatic, explicit (2) and no key split; then S in its own kernel.
+      const int max_splits = fa.name() == "flash_attention" ? 4 : 2;  // one 64-key tile each
+      // Automatic, explicit (2) and no key split; two splits merged through
+      // the workspace; 32-row blocks in 4 splits with a two-stage pipeline;
+      // 128-row blocks; 64-row blocks with 2 and 4 key groups; then S in
+      // its own kernel.
       cases.push_back({fa,
                        {OneRowGroup(fa, Rows(4)), OneRowGroup(fa, WithGpu(Rows(4), 2)),
-                        OneRowGroup(fa, WithGpu(Rows(4), 1)), AllRowSingles(fa, Rows(2))}});
+                        OneRowGroup(fa, WithGpu(Rows(4), 1)),
+                        OneRowGroup(fa, WithForm(WithGpu(Rows(4), 2), 2)),
+                        OneRowGroup(fa, WithGpu(Rows(32), max_splits, 2, 2)),
+                        OneRowGroup(fa, WithGpu(Rows(128), 0, 8, 3)),
+                        OneRowGroup(fa, WithGpu(Rows(64), 0, 8, 3)),
+                        OneRowGroup(fa, WithForm(WithGpu(Rows(64), 1, 16, 2), 2)),
+                        AllRowSingles(fa, Rows(2))}});
     }
     const yirage::v1::Graph nc = NormChainGraph(dt);
     cases.push_back({nc, {OneRowGroup(nc, Rows(1)), OneRowGroup(nc, Rows(2))}});
@@ -349,12 +359,28 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
   const yirage::v1::Graph g = FlashAttentionGraph(FLOAT16);
   const std::string automatic = PlanSource(g, OneRowGroup(g, Rows(4)));
   EXPECT_NE(automatic.find("fused attention"), std::string::npos) << automatic;
-  EXPECT_NE(automatic.find("_merge("), std::string::npos) << "expected a key split";
+  // sm_90: the splits merge in a thread-block cluster, no second kernel.
+  EXPECT_NE(automatic.find("merged in a cluster, 4 row warps x 1 key group(s), 4 stages"),
+            std::string::npos)
+      << "expected a key split";
+  EXPECT_NE(automatic.find("__cluster_dims__(1, 1, "), std::string::npos);
+  EXPECT_EQ(automatic.find("_merge("), std::string::npos);
   const std::string one = PlanSource(g, OneRowGroup(g, WithGpu(Rows(4), 1)));
-  EXPECT_NE(one.find("1 key split(s)"), std::string::npos);
+  EXPECT_NE(one.find("1 key split(s), 4 row warps"), std::string::npos);
   EXPECT_EQ(one.find("_merge("), std::string::npos);
-  const std::string two = PlanSource(g, OneRowGroup(g, WithGpu(Rows(4), 2)));
-  EXPECT_NE(two.find("2 key split(s) of 128 keys"), std::string::npos);
+  EXPECT_EQ(one.find("__cluster_dims__"), std::string::npos);
+  // 8 warps over 64 rows: two key groups per row group.
+  const std::string two = PlanSource(g, OneRowGroup(g, WithGpu(Rows(64), 2, 8, 3)));
+  EXPECT_NE(two.find("2 key split(s) merged in a cluster, 4 row warps x 2 key group(s), 3 stages"),
+            std::string::npos)
+      << two;
+  EXPECT_NE(two.find("__cluster_dims__(1, 1, 2)"), std::string::npos);
+  const std::string wide = PlanSource(g, OneRowGroup(g, WithGpu(Rows(128), 1, 8)));
+  EXPECT_NE(wide.find("8 row warps x 1 key group(s)"), std::string::npos) << wide;
+  // Schedule.variant 2: through the workspace and a merge kernel.
+  const std::string workspace = PlanSource(g, OneRowGroup(g, WithForm(WithGpu(Rows(4), 2), 2)));
+  EXPECT_NE(workspace.find("_merge("), std::string::npos) << workspace;
+  EXPECT_EQ(workspace.find("__cluster_dims__"), std::string::npos);
   // Keys not a multiple of 64: the generic row kernel.
   const yirage::v1::Graph odd = AttentionGraph(FLOAT16);
   EXPECT_EQ(PlanSource(odd, OneRowGroup(odd, Rows(4))).find("fused attention"), std::string::npos);
