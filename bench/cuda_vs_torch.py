@@ -8,9 +8,13 @@ through its own yirage_kernel.py, as a user would.
     python3 bench/cuda_vs_torch.py [--bandwidth-gbps 4800] KERNEL_DIR...
 
 Prints one row per kernel: our time, eager, torch.compile, our speedup over the
-faster of the two, and the fraction of the HBM roofline we reach (bytes of the
-inputs and outputs / time, against the chip's bandwidth). Also writes the rows
-as JSON to --json when given."""
+faster of the two, the fraction of the HBM roofline we reach (bytes of the
+inputs and outputs / time, against the chip's bandwidth), and read_us: the time
+of a kernel that only reads that many bytes, measured the same way (the floor
+of any memory-bound kernel under this method: launch, events and ramp
+included). After each flush the stream idles ~100 us before the start event,
+so host launch overhead is in no figure. Also writes the rows as JSON to
+--json when given."""
 import argparse
 import importlib.util
 import json
@@ -46,6 +50,11 @@ TORCH_FNS = {
 }
 
 _flush = None
+# GPU cycles the stream idles after each flush (~100 us on an H200): the call's
+# launches are all queued before its start event, so no figure counts host
+# launch overhead (Python, dynamo guards), which a 512 MiB flush alone did not
+# always hide (torch.compile's LoRA: 152 us with events, 3.7 us of kernels).
+HEAD_START_CYCLES = 200_000
 
 
 def bench(fn, iters, warmup):
@@ -54,6 +63,7 @@ def bench(fn, iters, warmup):
     times = []
     for _ in range(iters):
         _flush.zero_()
+        torch.cuda._sleep(HEAD_START_CYCLES)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
@@ -97,6 +107,32 @@ def kernel_times(fn, calls=30):
     return statistics.median(per_call), statistics.median(len(g) for g in groups), longest
 
 
+def read_floor_fn(nbytes):
+    """A call that only reads `nbytes` from HBM (a Triton kernel summing
+    16-byte vectors, one 16 KiB block per program): the best a memory-bound
+    kernel moving that many bytes can do under this method. None without
+    Triton."""
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    @triton.jit
+    def _read(x, out, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        v = tl.load(x + offs, mask=offs < n, other=0)
+        tl.store(out + pid, tl.sum(v, axis=0))
+
+    n = max(4, nbytes // 4)
+    block = 4096
+    x = torch.ones(n, dtype=torch.int32, device="cuda")
+    grid = (n + block - 1) // block
+    out = torch.empty(grid, dtype=torch.int32, device="cuda")
+    return lambda: _read[(grid,)](x, out, n, BLOCK=block)
+
+
 def load_kernel(path, index):
     spec = importlib.util.spec_from_file_location(f"yirage_kernel_{index}",
                                                   os.path.join(path, "yirage_kernel.py"))
@@ -122,7 +158,7 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  "
           f"bandwidth {args.bandwidth_gbps:g} GB/s  median of {args.iters} calls, L2 flushed")
     header = (f"{'case':<20}{'yirage_us':>10}{'eager_us':>10}{'compile_us':>11}"
-              f"{'speedup':>9}{'roofline':>9}{'max_err':>9}  plan")
+              f"{'speedup':>9}{'roofline':>9}{'read_us':>9}{'max_err':>9}  plan")
     print(header)
     if args.profile:
         tiny = torch.zeros(1, device="cuda")
@@ -166,13 +202,16 @@ def main():
         row["bytes"] = moved
         row["roofline_us"] = moved / (args.bandwidth_gbps * 1e3)
         row["roofline_fraction"] = row["roofline_us"] / row["yirage_us"]
+        floor = read_floor_fn(moved)
+        row["read_us"] = bench(floor, args.iters, args.warmup) if floor else math.nan
         torch_best = min(v for v in (row.get("eager_us", math.nan), row.get("compile_us", math.nan))
                          if not math.isnan(v)) if fn is not None else math.nan
         row["speedup"] = torch_best / row["yirage_us"]
         rows.append(row)
         print(f"{graph:<20}{row['yirage_us']:>10.2f}{row.get('eager_us', math.nan):>10.2f}"
               f"{row.get('compile_us', math.nan):>11.2f}{row['speedup']:>8.2f}x"
-              f"{row['roofline_fraction']:>9.2f}{row.get('max_err', math.nan):>9.4f}  "
+              f"{row['roofline_fraction']:>9.2f}{row['read_us']:>9.2f}"
+              f"{row.get('max_err', math.nan):>9.4f}  "
               f"{row['plan'][:60]}", flush=True)
         if args.profile:
             for who in ("yirage", "eager", "compile"):

@@ -92,8 +92,8 @@ struct GroupShape {
   // plans dedupe.
   bool fused_gpu = false;
   bool attention = false;  // a fused attention chain (takes stages and warps)
-  // A streamed matmul the weights-to-registers form takes (X rows as
-  // StreamedRegistersTakeRows says, no low-rank branch).
+  // A streamed matmul the weights-to-registers form takes (X of at most
+  // kStreamedRegistersMaxRows rows, no low-rank branch).
   bool registers_form = false;
 };
 
@@ -120,7 +120,7 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
   if (shape.fused_gpu && !shape.attention) {
     if (std::optional<StreamedMatmulMatch> m = MatchStreamedMatmul(graph, op_list); m.has_value()) {
       const std::vector<int64_t>& x = graph.tensor(m->x).shape;
-      shape.registers_form = m->b < 0 && x.size() == 2 && StreamedRegistersTakeRows(x[0]);
+      shape.registers_form = m->b < 0 && x.size() == 2 && x[0] <= kStreamedRegistersMaxRows;
     }
   }
   return shape;
@@ -339,14 +339,17 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       }
       // Fused attention (the default: 64 query rows per block, one warp
       // per 16 rows): the block's keys split over 2 or 4 warps per row
-      // group; 128 rows per block; the key splits merged through a
-      // workspace rather than a cluster. The backend sizes the key splits.
+      // group (more warps on short key ranges); the key splits merged
+      // through a workspace rather than a cluster. The backend sizes the
+      // key splits. (Measured on an H200 and dropped, gqa_decode b1 / b8
+      // against the best of these: 32-row blocks 13.6 / 38.6 us against
+      // 12.1 / 29.2, 128-row 16.8 / 36.8, 256-row 25.3 / 43.9; a software
+      // pipeline computing the next S during the softmax: no gain.)
       struct AttentionKnobs {
         int form, rows, warps, stages;
       };
       for (const AttentionKnobs& k :
            {AttentionKnobs{kAttentionVariant, 64, 8, 3}, AttentionKnobs{kAttentionVariant, 64, 16, 2},
-            AttentionKnobs{kAttentionVariant, 128, 8, 4},
             AttentionKnobs{kAttentionWorkspaceVariant, 64, 4, 4}}) {
         ScheduleVariant v = variants.front();
         v.gpu_form = k.form;

@@ -352,6 +352,38 @@ TEST(CandidateGeneratorTest, StreamedMatmulFormsAreSearched) {
   for (const auto& form : lora) EXPECT_NE(std::get<0>(form), 2);
 }
 
+// A fused attention chain gets its own variants on GPUs (block rows, warps,
+// pipeline depth, the workspace merge); other chains get none of them.
+TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
+  std::ifstream f(std::string(YIRAGE_SOURCE_DIR) + "/examples/graphs/bench/gqa_decode_b1.json");
+  std::stringstream text;
+  text << f.rdbuf();
+  absl::StatusOr<yirage::v1::Graph> proto = ParseGraphJson(text.str());
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  SearchOptions gpu;
+  gpu.backend = "cuda";
+  gpu.enable_rewrites = false;
+  gpu.warp_size = 32;
+  gpu.max_tile_bytes = 227 * 1024;
+  std::set<std::tuple<int, int, int, int>> seen;  // (variant, stages, warps, block_rows)
+  for (const Plan& plan : MustGenerate(MustBuild(*proto), gpu)) {
+    if (plan.kernels_size() != 1) continue;
+    const auto& s = plan.kernels(0).schedule();
+    seen.insert({s.variant(), s.stages(), s.warps(), s.block_rows()});
+  }
+  for (const auto& v : {std::tuple{0, 0, 0, 1}, std::tuple{0, 3, 0, 1}, std::tuple{0, 6, 0, 1},
+                        std::tuple{0, 3, 8, 64}, std::tuple{0, 2, 16, 64},
+                        std::tuple{2, 4, 4, 64}}) {
+    EXPECT_TRUE(seen.count(v)) << std::get<0>(v) << " " << std::get<1>(v) << " " << std::get<2>(v)
+                               << " " << std::get<3>(v);
+  }
+  EXPECT_EQ(seen.size(), 6u) << "the registers-form variants dedupe away";
+  // A streamed matmul takes none of attention's knobs.
+  for (const Plan& plan : MustGenerate(MustBuild(testing::RmsNormLinearProto()), gpu)) {
+    for (const auto& kernel : plan.kernels()) EXPECT_NE(kernel.schedule().warps(), 16);
+  }
+}
+
 // On GPUs a one-row-per-block norm chain in registers is costed below the
 // same chain with rms_norm expanded into reductions (staged in shared
 // memory), so the search tries the fused original first.

@@ -43,20 +43,10 @@ struct StreamedMatmulMatch {
 std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& graph,
                                                        const std::vector<int>& ops);
 
-// The most rows of X one block of the GPU backends' weights-to-registers
-// form of a streamed matmul takes (backends/cuda/cuda_streamed_matmul.h);
-// X of up to twice that many (an even number) is split into two row blocks
-// that read the same weights (the second through L2). The search only
-// offers that form's variants to chains within it.
+// The most rows of X the GPU backends' weights-to-registers form of a
+// streamed matmul takes (backends/cuda/cuda_streamed_matmul.h); the search
+// only offers that form's variants to chains within it.
 inline constexpr int64_t kStreamedRegistersMaxRows = 32;
-inline constexpr int64_t kStreamedRegistersMaxRowBlocks = 2;
-
-// Whether the weights-to-registers form takes X of `rows` rows.
-inline bool StreamedRegistersTakeRows(int64_t rows) {
-  return rows <= kStreamedRegistersMaxRows ||
-         (rows <= kStreamedRegistersMaxRowBlocks * kStreamedRegistersMaxRows &&
-          rows % kStreamedRegistersMaxRowBlocks == 0);
-}
 
 // True when `ops` is one of the chains above.
 bool IsFusedGpuChain(const Graph& graph, const std::vector<int>& ops);

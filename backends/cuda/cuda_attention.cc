@@ -18,6 +18,7 @@ using core::TensorInfo;
 
 constexpr int kTileN = 64;  // keys per tile
 constexpr int kMaxClusterSplits = 8;  // portable cluster size
+constexpr int kMaxWarps = 16;         // 512 threads: 128 registers a thread
 
 std::vector<int64_t> Lead(const std::vector<int64_t>& shape) {
   return std::vector<int64_t>(shape.begin(), shape.end() - 2);
@@ -110,23 +111,16 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
   for (int j = 0; j < DV / 8; ++j) oacc[j][0] = oacc[j][1] = oacc[j][2] = oacc[j][3] = 0.0f;
   float m_run[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)};
   float l_run[2] = {0.0f, 0.0f};
-  for (int t = 0; t < STEPS; ++t) {
-    yr_cp_async_wait<STAGES - 2>();
-    // Step t has landed for every thread, and every warp is done with step
-    // t - 1, whose stage the next load refills.
-    __syncthreads();
-    if (t + STAGES - 1 < STEPS) load_step(t + STAGES - 1, (t + STAGES - 1) % STAGES);
-    yr_cp_async_commit();
-    if (t == 0) {
+  auto load_q = [&]() {
 #pragma unroll
-      for (int ks = 0; ks < D / 16; ++ks) {
-        yr_ldsm_x4(qa[ks], sq + (rw * 16 + li + (lm & 1) * 8) * LQ + ks * 16 + (lm >> 1) * 8);
-      }
+    for (int ks = 0; ks < D / 16; ++ks) {
+      yr_ldsm_x4(qa[ks], sq + (rw * 16 + li + (lm & 1) * 8) * LQ + ks * 16 + (lm >> 1) * 8);
     }
+  };
+  // S of step t (this warp's tile of it) into s.
+  auto qk = [&](int t, float (&s)[BN / 8][4]) {
     const T* const sk = skv + ((t % STAGES) * KG + kg) * TILE;
-    const T* const sv = sk + KSIZE;
     // S = Q K: 16 x 64 per warp.
-    float s[BN / 8][4];
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
@@ -143,6 +137,10 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
         yr_mma16816<T>(s[nb + 1], qa[ks], bf + 2);
       }
     }
+  };
+  // The online softmax of S (in s) of step t, then O += P V.
+  auto softmax_pv = [&](int t, float (&s)[BN / 8][4]) {
+    const T* const sv = skv + ((t % STAGES) * KG + kg) * TILE + KSIZE;
     // Online softmax in base 2: m is the running row max of S * scale *
     // log2(e), so P = exp2(S * scale * log2(e) - m) is one FFMA and one
     // exp2 per element. Rows h = 0 (lane/4) and h = 1 (lane/4 + 8). (fmaxf
@@ -196,6 +194,22 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
         yr_mma16816<T>(oacc[nb + 1], pa, bf + 2);
       }
     }
+  };
+  // In step t, after the wait for it: step t has landed for every thread,
+  // and every warp is done with step t - 1, whose stage the load of step
+  // t + STAGES - 1 refills.
+  auto refill = [&](int t) {
+    __syncthreads();
+    if (t + STAGES - 1 < STEPS) load_step(t + STAGES - 1, (t + STAGES - 1) % STAGES);
+    yr_cp_async_commit();
+  };
+  for (int t = 0; t < STEPS; ++t) {
+    yr_cp_async_wait<STAGES - 2>();
+    refill(t);
+    if (t == 0) load_q();
+    float s[BN / 8][4];
+    qk(t, s);
+    softmax_pv(t, s);
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -454,9 +468,9 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
                               const yirage::v1::Schedule& schedule) {
   AttentionConfig c;
   const int rows = schedule.block_rows();
-  c.row_warps = rows == 32 || rows == 64 || rows == 128 ? rows / 16 : 4;
+  c.row_warps = rows == 32 || rows == 64 || rows == 128 || rows == 256 ? rows / 16 : 4;
   const int w = schedule.warps();
-  if (w > 0 && w % c.row_warps == 0 && w <= 16) {
+  if (w > 0 && w % c.row_warps == 0 && w <= kMaxWarps) {
     const int groups = w / c.row_warps;
     if (groups == 1 || groups == 2 || groups == 4) c.key_groups = groups;
   }
@@ -475,8 +489,11 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   } else {
     // One full wave at the kernel's occupancy (shared memory and threads per
     // SM; 90% of it counts as full). A cluster merges the splits where they
-    // are few and the grid stays within one block per SM (clusters of
-    // larger grids wait for whole groups of SMs to free up).
+    // are few and the grid stays within one block per SM, half of that
+    // for clusters above 4: a cluster's blocks run in one GPC at once, and
+    // on an H200 a grid of 8-block clusters on every SM ran up to twice as
+    // long as the workspace merge (gqa_decode b8 with 256-row blocks: 51
+    // us against 29).
     c.cluster_merge = cluster_ok;
     while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
     const int64_t per_sm = std::clamp<int64_t>(
@@ -490,8 +507,9 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     c.cluster_merge = false;
     if (cluster_ok && c.splits > 1) {
       int64_t s = std::min<int64_t>(c.splits, kMaxClusterSplits);
-      while (s > 1 && units * s > target.sm_count) s /= 2;
-      if (fits_cluster(s) && (s == c.splits || units * kMaxClusterSplits <= target.sm_count)) {
+      auto fits_grid = [&](int64_t n) { return units * n * (n > 4 ? 2 : 1) <= target.sm_count; };
+      while (s > 1 && !fits_grid(s)) s /= 2;
+      if (fits_cluster(s) && (s == c.splits || fits_grid(kMaxClusterSplits))) {
         c.splits = static_cast<int>(s);
         c.cluster_merge = true;
       }

@@ -50,8 +50,8 @@ std::optional<AttentionPattern> MatchAttention(const core::Graph& graph,
 // merge in shared memory), the depth of the K/V copy pipeline, and the key
 // splits across blocks with how their partial results merge.
 struct AttentionConfig {
-  int row_warps = 4;   // 2, 4 or 8: 32, 64 or 128 query rows per block
-  int key_groups = 1;  // 1, 2 or 4: warps per block = row_warps * key_groups
+  int row_warps = 4;   // 2, 4, 8 or 16: 32 to 256 query rows per block
+  int key_groups = 1;  // 1, 2 or 4: warps per block = row_warps * key_groups <= 16
   int stages = 4;      // pipeline steps of key_groups 64-key tiles (2..8)
   int splits = 1;      // key splits (blocks along grid z)
   // Splits merge inside a thread-block cluster of the `splits` blocks of
@@ -63,8 +63,8 @@ struct AttentionConfig {
 };
 
 // The configuration of `pattern`'s kernel on `target` under `schedule`:
-// block_rows() (32, 64 or 128; else 64), warps() (row warps times 1, 2 or 4
-// key groups, at most 16; else one key group), stages() (2..8; else 4),
+// block_rows() (32, 64, 128 or 256; else 64), warps() (row warps times 1, 2
+// or 4 key groups, at most 16; else one key group), stages() (2..8; else 4),
 // split_k() (0 = automatic: the fewest splits, powers of two, that fill the
 // SMs once at the kernel's occupancy; at most 8, merged in a cluster, where
 // the grid then stays within one block per SM), variant() (2 = merge

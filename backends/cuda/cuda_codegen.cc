@@ -1652,7 +1652,7 @@ static __device__ __forceinline__ float2 yr_unpack2(unsigned v) {
     return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
   }
 }
-// 2^x on the special function unit (flush-to-zero; the fused attention
+// 2^x on the special function unit (flush-to-zero; the attention
 // kernel's softmax runs in base 2).
 static __device__ __forceinline__ float yr_exp2(float x) {
   float y;

@@ -206,8 +206,8 @@ std::vector<Case> AllCases() {
       const int max_splits = fa.name() == "flash_attention" ? 4 : 2;  // one 64-key tile each
       // Automatic, explicit (2) and no key split; two splits merged through
       // the workspace; 32-row blocks in 4 splits with a two-stage pipeline;
-      // 128-row blocks; 64-row blocks with 2 and 4 key groups; then S in
-      // its own kernel.
+      // 128-row blocks; 64-row blocks with 2 and 4 key groups; 256-row
+      // blocks; then S in its own kernel.
       cases.push_back({fa,
                        {OneRowGroup(fa, Rows(4)), OneRowGroup(fa, WithGpu(Rows(4), 2)),
                         OneRowGroup(fa, WithGpu(Rows(4), 1)),
@@ -216,6 +216,7 @@ std::vector<Case> AllCases() {
                         OneRowGroup(fa, WithGpu(Rows(128), 0, 8, 3)),
                         OneRowGroup(fa, WithGpu(Rows(64), 0, 8, 3)),
                         OneRowGroup(fa, WithForm(WithGpu(Rows(64), 1, 16, 2), 2)),
+                        OneRowGroup(fa, WithGpu(Rows(256), 0, 16, 4)),
                         AllRowSingles(fa, Rows(2))}});
     }
     const yirage::v1::Graph nc = NormChainGraph(dt);

@@ -288,31 +288,17 @@ extern "C" __global__ void __launch_bounds__(256) @NAME@_combine(const float* __
 // last block of a column tile to finish (a counter per tile) adds the
 // splits' partial sums in order and applies the epilogue.
 constexpr char kRegsKernel[] = R"(
-// streamed matmul, weights to registers: M=@M@ (@RB@ row block(s) of @MR@) K=@K@ N=@N@, @NW@ weight(s), @SPLITS@ K split(s), @WB@ warps, @DEPTH@ step(s) loaded ahead
+// streamed matmul, weights to registers: M=@M@ K=@K@ N=@N@, @NW@ weight(s), @SPLITS@ K split(s), @WB@ warps, @DEPTH@ step(s) loaded ahead
 extern "C" __global__ void __launch_bounds__(@WB@ * 32) @NAME@(@PARAMS@) {
   typedef @T@ T;
-  // M: the rows of this block (its row block of X and of the output).
-  constexpr int M = @MR@, MT = (M + 7) / 8, MP = MT * 8, K = @K@, N = @N@, SPLITS = @SPLITS@;
+  constexpr int M = @M@, MT = (M + 7) / 8, MP = MT * 8, K = @K@, N = @N@, SPLITS = @SPLITS@;
   constexpr int KS = K / SPLITS, WB = @WB@, KW = KS / WB, STEPS = KW / 16;
   constexpr int V = @V@, NF = V / 2, BN = 8 * V, TILES = N / BN;
-  constexpr int NW = @NW@, DEPTH = @DEPTH@, NBUF = DEPTH + 1, NG = @NG@, RB = @RB@;
+  constexpr int NW = @NW@, DEPTH = @DEPTH@, NBUF = DEPTH + 1, NG = @NG@;
   (void)TILES;
   extern __shared__ __align__(16) float yr_rsm[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int tile = blockIdx.x / RB, split = blockIdx.y, n0 = tile * BN;
-#if @RB@ > 1
-  {
-    // Row block rb: its rows of X and of the output, its own partial sums
-    // and tile counters.
-    const int rb = blockIdx.x % RB;
-    x_in += (i64)rb * M * K;
-    o += (i64)rb * M * N;
-#if @SPLITS@ > 1
-    ws += (i64)rb * (@SS_OFF@ + (i64)SPLITS * TILES * M);
-    cnt += rb * TILES;
-#endif
-  }
-#endif
+  const int tile = blockIdx.x, split = blockIdx.y, n0 = tile * BN;
   const int k0 = split * KS + warp * KW + 4 * c;  // this lane's first row
   const T* const w1p = w1 + (i64)k0 * N + n0 + V * g;
 #if @NW@ == 2
@@ -503,33 +489,27 @@ constexpr int kRegistersWarpsPerSm = 16;
 // Output columns per kRegisters block: a warp's lanes load 16 bytes (8
 // columns) of a row each; 8 bytes above 16 rows of X, which need twice the
 // accumulators.
-int64_t RegistersRows(const StreamedMatmulPlan& p) { return p.m / p.row_blocks; }
-int64_t RegistersColumns(const StreamedMatmulPlan& p) { return RegistersRows(p) <= 16 ? 64 : 32; }
+int64_t RegistersColumns(const StreamedMatmulPlan& p) { return p.m <= 16 ? 64 : 32; }
 
 int64_t RegistersSmemBytes(const StreamedMatmulPlan& p) {
   const int nw = p.match.w2 >= 0 ? 2 : 1;
-  const int64_t mp = (RegistersRows(p) + 7) / 8 * 8;
+  const int64_t mp = (p.m + 7) / 8 * 8;
   const int64_t bn = RegistersColumns(p);
   return (p.warps * nw * mp * bn + p.warps * mp) * 4;
 }
 
 // The kRegisters plan of `base` (shapes and match filled in), or nullopt
-// when the form does not apply: rows as core::StreamedRegistersTakeRows
-// says, no low-rank branch, N a multiple of the block's columns, K a
-// multiple of 16 * warps * splits.
+// when the form does not apply: M <= 32, no low-rank branch, N a multiple
+// of the block's columns, K a multiple of 16 * warps * splits.
 std::optional<StreamedMatmulPlan> PlanRegisters(StreamedMatmulPlan p, const CudaTarget& target,
                                                 const yirage::v1::Schedule& schedule) {
   p.form = StreamedMatmulPlan::kRegisters;
-  // (64 rows in one block need 255 registers a thread and ran 25-40% slower
-  // than the shared-memory form on an H200: 45-51 us against 37 for
-  // gated_mlp b8. Two blocks of 32 rows read the weights twice, the second
-  // time mostly from L2.)
-  if (!core::StreamedRegistersTakeRows(p.m) || p.r > 0) return std::nullopt;
-  p.row_blocks = p.m <= core::kStreamedRegistersMaxRows
-                     ? 1
-                     : static_cast<int>(core::kStreamedRegistersMaxRowBlocks);
   const int64_t bn = RegistersColumns(p);
-  if (p.n % bn != 0) return std::nullopt;
+  // (64 rows need 255 registers a thread and ran 25-40% slower than the
+  // shared-memory form on an H200: 45-51 us against 37 for gated_mlp b8.
+  // Two blocks of 32 rows each, reading the same weights (the second
+  // mostly from L2), ran 44-57 us against 37.)
+  if (p.m > core::kStreamedRegistersMaxRows || p.r > 0 || p.n % bn != 0) return std::nullopt;
   p.warps = schedule.warps() > 0 ? schedule.warps() : 4;
   if (p.warps > 16 || p.k % (16 * p.warps) != 0) return std::nullopt;
   const int nw = p.match.w2 >= 0 ? 2 : 1;
@@ -550,9 +530,7 @@ std::optional<StreamedMatmulPlan> PlanRegisters(StreamedMatmulPlan p, const Cuda
     p.splits = 0;
     for (int64_t s = 1; s <= 64; s *= 2) {
       if (!splits_ok(s)) continue;
-      if (p.splits == 0 || tiles * p.row_blocks * s * p.warps <= resident) {
-        p.splits = static_cast<int>(s);
-      }
+      if (p.splits == 0 || tiles * s * p.warps <= resident) p.splits = static_cast<int>(s);
     }
     if (p.splits == 0) return std::nullopt;
   }
@@ -605,12 +583,7 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
   }
   p.m_tiles = p.m <= 16 ? 1 : (p.m <= 32 ? 2 : 4);
   const int variant = schedule.variant();
-  // The backend's choice (variant 0) is the registers form in one row block
-  // (the faster form on an H200 wherever it applied), else shared memory;
-  // two row blocks only when asked for.
-  const bool registers = variant == StreamedMatmulPlan::kRegisters ||
-                         (variant == 0 && p.m <= core::kStreamedRegistersMaxRows);
-  if (registers) {
+  if (variant != StreamedMatmulPlan::kShared) {
     if (std::optional<StreamedMatmulPlan> regs = PlanRegisters(p, target, schedule);
         regs.has_value()) {
       return regs;
@@ -646,7 +619,6 @@ int64_t StreamedMatmulWorkspaceBytes(const StreamedMatmulPlan& p) {
   if (p.splits <= 1) return 0;
   const int nw = p.match.w2 >= 0 ? 2 : 1;
   if (p.form == StreamedMatmulPlan::kRegisters) {
-    // Per row block: the splits' partial sums, then their sums of squares.
     const int64_t tiles = p.n / RegistersColumns(p);
     return (int64_t{p.splits} * nw * p.m * p.n + int64_t{p.splits} * tiles * p.m) * 4;
   }
@@ -655,15 +627,14 @@ int64_t StreamedMatmulWorkspaceBytes(const StreamedMatmulPlan& p) {
 
 int64_t StreamedMatmulCounterBytes(const StreamedMatmulPlan& p) {
   if (p.form != StreamedMatmulPlan::kRegisters || p.splits <= 1) return 0;
-  return p.n / RegistersColumns(p) * p.row_blocks * 4;
+  return p.n / RegistersColumns(p) * 4;
 }
 
 std::string StreamedMatmulSummary(const StreamedMatmulPlan& p) {
   if (p.form == StreamedMatmulPlan::kRegisters) {
     return absl::StrCat("streamed matmul (weights to registers, tensor cores: mma.m16n8k16), ",
                         p.splits, " K split(s), ", p.warps, " warps, ", p.depth,
-                        " step(s) loaded ahead",
-                        p.row_blocks > 1 ? absl::StrCat(", ", p.row_blocks, " row blocks") : "");
+                        " step(s) loaded ahead");
   }
   return absl::StrCat("streamed matmul (tensor cores: mma.m16n8k16, cp.async pipeline), ", p.splits,
                       " K split(s), ", p.stages, " stages");
@@ -716,8 +687,6 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
         {"@PARAMS@", absl::StrJoin(params, ", ")},
         {"@T@", t},
         {"@M@", absl::StrCat(p.m)},
-        {"@MR@", absl::StrCat(RegistersRows(p))},
-        {"@RB@", absl::StrCat(p.row_blocks)},
         {"@K@", absl::StrCat(p.k)},
         {"@N@", absl::StrCat(p.n)},
         {"@NW@", absl::StrCat(nw)},
@@ -732,12 +701,12 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
         {"@GLOAD@", absl::StrJoin(gload, "\n    ")},
         {"@EPI@",
          absl::StrCat(m.epilogue == core::StreamedMatmulMatch::Epilogue::kSiluMul ? 1 : 0)},
-        {"@SS_OFF@", absl::StrCat(int64_t{p.splits} * nw * RegistersRows(p) * p.n, "LL")},
+        {"@SS_OFF@", absl::StrCat(int64_t{p.splits} * nw * p.m * p.n, "LL")},
     };
     *source += absl::StrReplaceAll(kRegsKernel, subst);
     KernelLaunch main;
     main.name = name;
-    main.grid[0] = p.n / bn * p.row_blocks;
+    main.grid[0] = p.n / bn;
     main.grid[1] = p.splits;
     main.block = p.warps * 32;
     main.smem_bytes = static_cast<int>(RegistersSmemBytes(p));

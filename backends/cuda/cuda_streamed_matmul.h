@@ -37,10 +37,6 @@ struct StreamedMatmulPlan {
   Form form = kShared;
   int warps = 4;  // kRegisters: warps per block
   int depth = 2;  // kRegisters: 16-row steps loaded ahead per warp
-  // kRegisters: blocks that split X's rows (m / row_blocks each) and read
-  // the same weight columns, the second through L2; grid x is
-  // tiles * row_blocks with a tile's row blocks adjacent.
-  int row_blocks = 1;
   int64_t m = 0, k = 0, n = 0, r = 0;
   int m_tiles = 1;  // 16-row tiles: 1, 2 or 4
   int splits = 1;
@@ -52,7 +48,7 @@ struct StreamedMatmulPlan {
 // don't fit (16-bit X and weights of one dtype, X [M, K] with M <= 64, K a
 // multiple of 64 (of 64 * splits), N a multiple of 64, rank a multiple of 16
 // up to 64, column scales [K]). `schedule` picks the form (variant: 0 =
-// kRegisters where it applies in one row block, else kShared), split_k (when it divides K
+// kRegisters where it applies, else kShared), split_k (when it divides K
 // so, else automatic: enough blocks to fill every SM once), stages (kShared:
 // pipeline depth; kRegisters: steps loaded ahead) and warps (kRegisters).
 std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const core::Graph& graph,
