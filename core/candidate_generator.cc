@@ -230,6 +230,7 @@ KernelPlan MakeKernel(const Graph& graph, const KernelGroup& group, const Schedu
 std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const Plan& plan,
                             const SearchOptions& options) {
   bool any_rows = false, any_cols = false, any_matmul = false, all_fused = true;
+  bool all_attention = true;
   for (const KernelPlan& kernel : plan.kernels()) {
     std::vector<int> ops;
     for (const std::string& op : kernel.ops()) {
@@ -238,6 +239,7 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
     }
     if (kernel.kind() != yirage::v1::KERNEL_ROW) continue;
     all_fused = all_fused && IsGpuBackend(options) && IsFusedGpuChain(graph, ops);
+    all_attention = all_attention && IsAttentionChain(graph, ops);
     const bool cols = kernel.schedule().parallel() == yirage::v1::PARALLEL_COLS;
     any_cols = any_cols || cols;
     any_rows = any_rows || !cols;
@@ -246,7 +248,9 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
   // Fused GPU chains take none of the generic knobs.
   if (all_fused) {
     std::string text = "fused";
-    if (v.gpu_form == 1) absl::StrAppend(&text, " smem");
+    // Form 1 is the streamed matmuls' shared-memory form; attention takes
+    // only its stages.
+    if (v.gpu_form == 1 && !all_attention) absl::StrAppend(&text, " smem");
     if (v.gpu_form == 2) absl::StrAppend(&text, " regs");
     if (v.gpu_form == kAttentionWorkspaceVariant) absl::StrAppend(&text, " workspace");
     if (v.gpu_stages > 0) absl::StrAppend(&text, " stages ", v.gpu_stages);
@@ -348,9 +352,9 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       struct AttentionKnobs {
         int form, rows, warps, stages;
       };
-      for (const AttentionKnobs& k :
-           {AttentionKnobs{kAttentionVariant, 64, 8, 3}, AttentionKnobs{kAttentionVariant, 64, 16, 2},
-            AttentionKnobs{kAttentionWorkspaceVariant, 64, 4, 4}}) {
+      for (const AttentionKnobs& k : {AttentionKnobs{kAttentionVariant, 64, 8, 3},
+                                      AttentionKnobs{kAttentionVariant, 64, 16, 2},
+                                      AttentionKnobs{kAttentionWorkspaceVariant, 64, 4, 4}}) {
         ScheduleVariant v = variants.front();
         v.gpu_form = k.form;
         v.gpu_block_rows = k.rows;

@@ -371,9 +371,9 @@ TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
     const auto& s = plan.kernels(0).schedule();
     seen.insert({s.variant(), s.stages(), s.warps(), s.block_rows()});
   }
-  for (const auto& v : {std::tuple{0, 0, 0, 1}, std::tuple{0, 3, 0, 1}, std::tuple{0, 6, 0, 1},
-                        std::tuple{0, 3, 8, 64}, std::tuple{0, 2, 16, 64},
-                        std::tuple{2, 4, 4, 64}}) {
+  for (const auto& v :
+       {std::tuple{0, 0, 0, 1}, std::tuple{0, 3, 0, 1}, std::tuple{0, 6, 0, 1},
+        std::tuple{0, 3, 8, 64}, std::tuple{0, 2, 16, 64}, std::tuple{2, 4, 4, 64}}) {
     EXPECT_TRUE(seen.count(v)) << std::get<0>(v) << " " << std::get<1>(v) << " " << std::get<2>(v)
                                << " " << std::get<3>(v);
   }

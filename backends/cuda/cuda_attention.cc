@@ -16,7 +16,7 @@ using core::OpInfo;
 using core::OpType;
 using core::TensorInfo;
 
-constexpr int kTileN = 64;  // keys per tile
+constexpr int kTileN = 64;            // keys per tile
 constexpr int kMaxClusterSplits = 8;  // portable cluster size
 constexpr int kMaxWarps = 16;         // 512 threads: 128 registers a thread
 
@@ -457,8 +457,7 @@ int64_t SmemBytes(const AttentionPattern& a, const AttentionConfig& c) {
   const int64_t ring = int64_t{c.stages} * c.key_groups * TileBytes(a);
   // Partial rows (the key groups', then the cluster's) over the drained ring.
   const int64_t rows = RowsPerBlock(c) * (a.dv + 4) * 4;
-  const int64_t partial =
-      std::max<int64_t>(c.key_groups - 1, c.cluster_merge ? 1 : 0) * rows;
+  const int64_t partial = std::max<int64_t>(c.key_groups - 1, c.cluster_merge ? 1 : 0) * rows;
   return RowsPerBlock(c) * (a.d + 8) * 2 + std::max(ring, partial);
 }
 
@@ -497,8 +496,8 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     c.cluster_merge = cluster_ok;
     while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
     const int64_t per_sm = std::clamp<int64_t>(
-        std::min((target.max_smem_per_block + 1024) / (SmemBytes(a, c) + 1024), 2048 / threads),
-        1, 32);
+        std::min((target.max_smem_per_block + 1024) / (SmemBytes(a, c) + 1024), 2048 / threads), 1,
+        32);
     const int64_t wave = int64_t{target.sm_count} * per_sm * 9 / 10;
     c.splits = 1;
     while (units * c.splits < wave && steps % (2 * c.splits) == 0 && 2 * c.splits <= 64) {
@@ -520,8 +519,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
 }
 
 int64_t AttentionWorkspaceBytes(const AttentionPattern& a, const AttentionConfig& c) {
-  return c.splits > 1 && !c.cluster_merge ? int64_t{c.splits} * a.batch * a.m * (a.dv + 2) * 4
-                                          : 0;
+  return c.splits > 1 && !c.cluster_merge ? int64_t{c.splits} * a.batch * a.m * (a.dv + 2) * 4 : 0;
 }
 
 void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,

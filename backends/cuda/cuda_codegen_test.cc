@@ -208,16 +208,15 @@ std::vector<Case> AllCases() {
       // the workspace; 32-row blocks in 4 splits with a two-stage pipeline;
       // 128-row blocks; 64-row blocks with 2 and 4 key groups; 256-row
       // blocks; then S in its own kernel.
-      cases.push_back({fa,
-                       {OneRowGroup(fa, Rows(4)), OneRowGroup(fa, WithGpu(Rows(4), 2)),
-                        OneRowGroup(fa, WithGpu(Rows(4), 1)),
-                        OneRowGroup(fa, WithForm(WithGpu(Rows(4), 2), 2)),
-                        OneRowGroup(fa, WithGpu(Rows(32), max_splits, 2, 2)),
-                        OneRowGroup(fa, WithGpu(Rows(128), 0, 8, 3)),
-                        OneRowGroup(fa, WithGpu(Rows(64), 0, 8, 3)),
-                        OneRowGroup(fa, WithForm(WithGpu(Rows(64), 1, 16, 2), 2)),
-                        OneRowGroup(fa, WithGpu(Rows(256), 0, 16, 4)),
-                        AllRowSingles(fa, Rows(2))}});
+      cases.push_back(
+          {fa,
+           {OneRowGroup(fa, Rows(4)), OneRowGroup(fa, WithGpu(Rows(4), 2)),
+            OneRowGroup(fa, WithGpu(Rows(4), 1)), OneRowGroup(fa, WithForm(WithGpu(Rows(4), 2), 2)),
+            OneRowGroup(fa, WithGpu(Rows(32), max_splits, 2, 2)),
+            OneRowGroup(fa, WithGpu(Rows(128), 0, 8, 3)),
+            OneRowGroup(fa, WithGpu(Rows(64), 0, 8, 3)),
+            OneRowGroup(fa, WithForm(WithGpu(Rows(64), 1, 16, 2), 2)),
+            OneRowGroup(fa, WithGpu(Rows(256), 0, 16, 4)), AllRowSingles(fa, Rows(2))}});
     }
     const yirage::v1::Graph nc = NormChainGraph(dt);
     cases.push_back({nc, {OneRowGroup(nc, Rows(1)), OneRowGroup(nc, Rows(2))}});
