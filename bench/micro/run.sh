@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Device microbenchmarks behind the CUDA notes in README.md, on a GPU host with
+# nvcc (from the repository root):   bench/micro/run.sh [ARCH]   (default sm_90a)
+#   hbm_read_patterns - the HBM read floor of gated_mlp's weights, and the
+#                       streamed matmul's access pattern, timed like the bench
+#   mma_sync_peak     - mma.sync.m16n8k16 fp16/fp32 throughput
+set -euo pipefail
+ARCH=${1:-sm_90a}
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+dir=$(cd "$(dirname "$0")" && pwd)
+for b in hbm_read_patterns mma_sync_peak; do
+  "$NVCC" -O3 -std=c++17 -arch="$ARCH" -o "$OUT/$b" "$dir/$b.cu"
+  echo "== $b"
+  "$OUT/$b"
+done
