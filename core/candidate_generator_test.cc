@@ -41,6 +41,14 @@ std::vector<Plan> MustGenerate(const Graph& graph, const SearchOptions& options 
   return plans.ok() ? *std::move(plans) : std::vector<Plan>{};
 }
 
+// The graph of a JSON file (a path under the source tree).
+absl::StatusOr<yirage::v1::Graph> LoadGraphFile(const std::string& relative) {
+  std::ifstream in(std::string(YIRAGE_SOURCE_DIR) + "/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseGraphJson(text.str());
+}
+
 // The kernels of a plan, serialized deterministically (what makes two plans
 // the same plan, whatever their description or cost).
 std::string KernelsKey(const Plan& plan) {
@@ -355,10 +363,8 @@ TEST(CandidateGeneratorTest, StreamedMatmulFormsAreSearched) {
 // A fused attention chain gets its own variants on GPUs (block rows, warps,
 // pipeline depth, the workspace merge); other chains get none of them.
 TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
-  std::ifstream f(std::string(YIRAGE_SOURCE_DIR) + "/examples/graphs/bench/gqa_decode_b1.json");
-  std::stringstream text;
-  text << f.rdbuf();
-  absl::StatusOr<yirage::v1::Graph> proto = ParseGraphJson(text.str());
+  absl::StatusOr<yirage::v1::Graph> proto =
+      LoadGraphFile("examples/graphs/bench/gqa_decode_b1.json");
   ASSERT_TRUE(proto.ok()) << proto.status();
   SearchOptions gpu;
   gpu.backend = "cuda";
@@ -388,11 +394,8 @@ TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
 // same chain with rms_norm expanded into reductions (staged in shared
 // memory), so the search tries the fused original first.
 TEST(CandidateGeneratorTest, RegisterRowNormChainsRankFirstOnGpus) {
-  std::ifstream f(std::string(YIRAGE_SOURCE_DIR) +
-                  "/examples/graphs/bench/norm_transformer_b1.json");
-  std::stringstream text;
-  text << f.rdbuf();
-  absl::StatusOr<yirage::v1::Graph> proto = ParseGraphJson(text.str());
+  absl::StatusOr<yirage::v1::Graph> proto =
+      LoadGraphFile("examples/graphs/bench/norm_transformer_b1.json");
   ASSERT_TRUE(proto.ok()) << proto.status();
   SearchOptions gpu;
   gpu.backend = "cuda";

@@ -219,16 +219,12 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
   const int qd = lane & 3;
   float* const part = reinterpret_cast<float*>(skv);  // over the drained ring
   (void)part;
-#if @KG@ > 1 || @MERGE_KIND@ == 1
-  yr_cp_async_wait<0>();
-  __syncthreads();
-#endif
-#if @KG@ > 1
-  // Key groups 1.. hand their partial rows [KG - 1][BM][LP] to group 0.
-  if (kg > 0) {
+  // This warp's partial rows (O, then m and l) at their rows of the BM
+  // rows [BM][LP] from row `row0` of `part` on.
+  auto store_partial = [&](int row0) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float* const w = part + ((kg - 1) * BM + rw * 16 + (lane >> 2) + 8 * h) * LP;
+      float* const w = part + (row0 + rw * 16 + (lane >> 2) + 8 * h) * LP;
 #pragma unroll
       for (int j = 0; j < DV / 8; ++j) {
         *reinterpret_cast<float2*>(w + j * 8 + 2 * qd) = make_float2(oacc[j][2 * h], oacc[j][2 * h + 1]);
@@ -238,7 +234,15 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
         w[DV + 1] = l_run[h];
       }
     }
-  }
+  };
+  (void)store_partial;
+#if @KG@ > 1 || @MERGE_KIND@ == 1
+  yr_cp_async_wait<0>();
+  __syncthreads();
+#endif
+#if @KG@ > 1
+  // Key groups 1.. hand their partial rows [KG - 1][BM][LP] to group 0.
+  if (kg > 0) store_partial((kg - 1) * BM);
   __syncthreads();
   if (kg == 0) {
 #pragma unroll
@@ -278,20 +282,7 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
   // splits of this query tile, and block `split` merges rows
   // [split * RPB, (split + 1) * RPB) from all of them, 4 columns a thread.
   constexpr int RPB = BM / SPLITS;
-  if (kg == 0) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float* const w = part + (rw * 16 + (lane >> 2) + 8 * h) * LP;
-#pragma unroll
-      for (int j = 0; j < DV / 8; ++j) {
-        *reinterpret_cast<float2*>(w + j * 8 + 2 * qd) = make_float2(oacc[j][2 * h], oacc[j][2 * h + 1]);
-      }
-      if (qd == 0) {
-        w[DV] = m_run[h];
-        w[DV + 1] = l_run[h];
-      }
-    }
-  }
+  if (kg == 0) store_partial(0);
   yr_cluster_sync();
   for (int x = tid; x < RPB * (DV / 4); x += NT) {
     const int r = split * RPB + x / (DV / 4), c = (x % (DV / 4)) * 4;
