@@ -481,9 +481,10 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     // SM; 90% of it counts as full). A cluster merges the splits where they
     // are few and the grid stays within one block per SM, half of that
     // for clusters above 4: a cluster's blocks run in one GPC at once, and
-    // on an H200 a grid of 8-block clusters on every SM ran up to twice as
-    // long as the workspace merge (gqa_decode b8 with 256-row blocks: 51
-    // us against 29).
+    // larger cluster grids ran longer than the workspace merge on an H200
+    // (gqa_decode b8: 4-block clusters of 64-row blocks, two per SM, 53.6
+    // us against 35.6; 8-block clusters of 256-row blocks, 50.8 against
+    // 43.9).
     c.cluster_merge = cluster_ok;
     while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
     const int64_t per_sm = std::clamp<int64_t>(
