@@ -465,6 +465,14 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     if (groups == 1 || groups == 2 || groups == 4) c.key_groups = groups;
   }
   while ((a.n / kTileN) % c.key_groups != 0) c.key_groups /= 2;  // whole steps
+  // Fewer key groups where even a two-stage ring of theirs does not fit
+  // (D = 128: 35 KiB a tile).
+  auto fits_two_stages = [&] {
+    AttentionConfig two = c;
+    two.stages = 2;
+    return SmemBytes(a, two) <= target.max_smem_per_block;
+  };
+  while (c.key_groups > 1 && !fits_two_stages()) c.key_groups /= 2;
   c.stages = schedule.stages() >= 2 && schedule.stages() <= 8 ? schedule.stages() : 4;
   const int64_t steps = a.n / kTileN / c.key_groups;  // with one split
   const bool cluster_ok = target.sm >= 90 && schedule.variant() != 2;

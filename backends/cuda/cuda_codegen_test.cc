@@ -377,6 +377,16 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
   EXPECT_NE(two.find("__cluster_dims__(1, 1, 2)"), std::string::npos);
   const std::string wide = PlanSource(g, OneRowGroup(g, WithGpu(Rows(128), 1, 8)));
   EXPECT_NE(wide.find("8 row warps x 1 key group(s)"), std::string::npos) << wide;
+  // D = 128: four key groups' two-stage ring (280 KiB) exceeds the shared
+  // memory per block, two fit.
+  GraphBuilder b("head_dim_128");
+  b.Input("Q", {1, 64, 128}, FLOAT16).Input("K", {1, 128, 256}, FLOAT16);
+  b.Input("V", {1, 256, 128}, FLOAT16);
+  b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  const std::string d128 =
+      PlanSource(b.proto(), OneRowGroup(b.proto(), WithGpu(Rows(64), 1, 16, 2)));
+  EXPECT_NE(d128.find("4 row warps x 2 key group(s), 2 stages"), std::string::npos) << d128;
   // Schedule.variant 2: through the workspace and a merge kernel.
   const std::string workspace = PlanSource(g, OneRowGroup(g, WithForm(WithGpu(Rows(4), 2), 2)));
   EXPECT_NE(workspace.find("_merge("), std::string::npos) << workspace;
