@@ -359,6 +359,7 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
   const yirage::v1::Graph g = FlashAttentionGraph(FLOAT16);
   const std::string automatic = PlanSource(g, OneRowGroup(g, Rows(4)));
   EXPECT_NE(automatic.find("fused attention"), std::string::npos) << automatic;
+  if (TargetOfCompiles().sm < 90) GTEST_SKIP() << "the rest checks sm_90 thread-block clusters";
   // sm_90: the splits merge in a thread-block cluster, no second kernel.
   EXPECT_NE(automatic.find("merged in a cluster, 4 row warps x 1 key group(s), 4 stages"),
             std::string::npos)
@@ -394,6 +395,40 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
   // Keys not a multiple of 64: the generic row kernel.
   const yirage::v1::Graph odd = AttentionGraph(FLOAT16);
   EXPECT_EQ(PlanSource(odd, OneRowGroup(odd, Rows(4))).find("fused attention"), std::string::npos);
+}
+
+// CPU-only (CI), or on an H200: the automatic key splits of the benchmark's
+// attention graphs for the plans the search offers (the configurations the
+// H200 table in README.md measured).
+TEST(CudaCodegenCompileTest, AttentionSplitsFillTheChip) {
+  const CompileTarget target = TargetOfCompiles();
+  if (target.sm < 90 || target.sm_count != 132) {
+    GTEST_SKIP() << "the expected splits are an H200's (sm_90, 132 SMs); this target: sm_"
+                 << target.sm << ", " << target.sm_count << " SMs";
+  }
+  auto source = [](const std::string& name, const yirage::v1::Schedule& schedule) {
+    absl::StatusOr<yirage::v1::Graph> g =
+        LoadGraph(SourceDir() + "/examples/graphs/bench/" + name + ".json");
+    EXPECT_TRUE(g.ok()) << g.status();
+    return g.ok() ? PlanSource(*g, OneRowGroup(*g, schedule)) : std::string();
+  };
+  auto expect = [](const std::string& src, const std::string& what, bool workspace) {
+    EXPECT_NE(src.find(what), std::string::npos) << what << "\n" << src.substr(0, 4000);
+    EXPECT_EQ(src.find("_merge(") != std::string::npos, workspace) << what;
+  };
+  // b = 1 (2 heads x 256 queries): 8 blocks of 64 rows, each split 8 ways.
+  expect(source("gqa_decode_b1", Rows(4)),
+         "8 key split(s) merged in a cluster, 4 row warps x 1 key group(s), 4 stages", false);
+  expect(source("gqa_decode_b1", WithGpu(Rows(64), 0, 8, 3)),
+         "8 key split(s) merged in a cluster, 4 row warps x 2 key group(s), 3 stages", false);
+  // b = 8 (16 heads): 64 blocks of 64 rows fill the chip in 4 splits, two
+  // blocks an SM: too many for clusters.
+  expect(source("gqa_decode_b8", Rows(4)), "4 key split(s), 4 row warps x 1 key group(s), 4 stages",
+         true);
+  expect(source("gqa_decode_b8", WithGpu(Rows(64), 0, 16, 2)),
+         "2 key split(s) merged in a cluster, 4 row warps x 4 key group(s), 2 stages", false);
+  expect(source("gqa_decode_b8", WithGpu(Rows(256), 0, 16, 4)),
+         "16 key split(s), 16 row warps x 1 key group(s), 4 stages", true);
 }
 
 }  // namespace

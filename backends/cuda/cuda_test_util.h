@@ -99,6 +99,21 @@ inline bool HasGpu() {
   static const bool has = Probe().rc == YIRAGE_OK;
   return has;
 }
+// What plans compile for: the device's SM version and count, or (no GPU) the
+// backend's default target, an H200 (sm_90, 132 SMs).
+struct CompileTarget {
+  int sm = 90;
+  int sm_count = 132;
+};
+inline CompileTarget TargetOfCompiles() {
+  CompileTarget t;
+  if (!HasGpu()) return t;
+  const nlohmann::json j = Probe().json;
+  const std::string arch = j.value("arch", "sm_90");  // "sm_90a"
+  if (arch.size() >= 5 && arch.rfind("sm_", 0) == 0) t.sm = std::atoi(arch.c_str() + 3);
+  t.sm_count = j.value("sm_count", t.sm_count);
+  return t;
+}
 #define YR_REQUIRE_GPU()                                                                   \
   do {                                                                                     \
     if (!::yirage::backends::cuda::testing::HasGpu()) {                                    \
