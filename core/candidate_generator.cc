@@ -55,13 +55,13 @@ constexpr int kBaselineBlockRows = 4;
 // matmul or have fewer rows than threads.
 constexpr int64_t kMaxColsRows = 256;
 
-// One uniform schedule choice, applied to every KERNEL_ROW kernel of a plan.
 // ScheduleVariant.gpu_form of variants only fused attention chains take:
 // splits merged as the backend chooses, or through a workspace
 // (Schedule.variant 2).
 constexpr int kAttentionVariant = 3;
 constexpr int kAttentionWorkspaceVariant = 4;
 
+// One uniform schedule choice, applied to every KERNEL_ROW kernel of a plan.
 struct ScheduleVariant {
   bool cols = false;   // PARALLEL_COLS where the group qualifies
   int block_rows = 1;  // PARALLEL_ROWS kernels (clipped to their rows)

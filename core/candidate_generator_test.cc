@@ -41,6 +41,17 @@ std::vector<Plan> MustGenerate(const Graph& graph, const SearchOptions& options 
   return plans.ok() ? *std::move(plans) : std::vector<Plan>{};
 }
 
+// Options of a CUDA worker on an H200-like chip (warps of 32, 227 KiB of
+// shared memory per block), rewrites off.
+SearchOptions CudaOptions() {
+  SearchOptions gpu;
+  gpu.backend = "cuda";
+  gpu.enable_rewrites = false;
+  gpu.warp_size = 32;
+  gpu.max_tile_bytes = 227 * 1024;
+  return gpu;
+}
+
 // The graph of a JSON file (a path under the source tree).
 absl::StatusOr<yirage::v1::Graph> LoadGraphFile(const std::string& relative) {
   std::ifstream in(std::string(YIRAGE_SOURCE_DIR) + "/" + relative);
@@ -334,11 +345,7 @@ TEST(CandidateGeneratorTest, GpuKnobsFollowTheChip) {
 // their knobs; the registers form only where it applies (no low-rank branch,
 // X of at most 32 rows).
 TEST(CandidateGeneratorTest, StreamedMatmulFormsAreSearched) {
-  SearchOptions gpu;
-  gpu.backend = "cuda";
-  gpu.enable_rewrites = false;
-  gpu.warp_size = 32;
-  gpu.max_tile_bytes = 227 * 1024;
+  const SearchOptions gpu = CudaOptions();
   auto forms = [&](const yirage::v1::Graph& proto) {
     std::set<std::tuple<int, int, int>> seen;  // (variant, stages, warps)
     for (const Plan& plan : MustGenerate(MustBuild(proto), gpu)) {
@@ -366,11 +373,7 @@ TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
   absl::StatusOr<yirage::v1::Graph> proto =
       LoadGraphFile("examples/graphs/bench/gqa_decode_b1.json");
   ASSERT_TRUE(proto.ok()) << proto.status();
-  SearchOptions gpu;
-  gpu.backend = "cuda";
-  gpu.enable_rewrites = false;
-  gpu.warp_size = 32;
-  gpu.max_tile_bytes = 227 * 1024;
+  const SearchOptions gpu = CudaOptions();
   std::set<std::tuple<int, int, int, int>> seen;  // (variant, stages, warps, block_rows)
   for (const Plan& plan : MustGenerate(MustBuild(*proto), gpu)) {
     if (plan.kernels_size() != 1) continue;

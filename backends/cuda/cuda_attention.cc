@@ -40,7 +40,7 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
   typedef @T@ T;
   constexpr int M = @M@, N = @N@, D = @D@, DV = @DV@, NS = @NS@, BN = 64;
   constexpr int RW = @RW@, KG = @KG@, NT = RW * KG * 32, BM = 16 * RW, STAGES = @STAGES@;
-  constexpr int SPLITS = @SPLITS@, MERGE = @MERGE_KIND@;  // 0 none, 1 cluster, 2 workspace
+  constexpr int SPLITS = @SPLITS@;  // merged (@MERGE_KIND@): 0 none, 1 cluster, 2 workspace
   constexpr int LQ = D + 8, LV = DV + 8;
   constexpr int LK = @KT@ ? D + 8 : BN + 8;
   constexpr int KSIZE = @KT@ ? BN * (D + 8) : D * (BN + 8);
@@ -53,7 +53,7 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int rw = warp % RW, kg = warp / RW;
   const int m0 = blockIdx.x * BM, b = blockIdx.y, split = blockIdx.z;
-  (void)ws; (void)split; (void)o; (void)SPLITS; (void)MERGE; (void)kg; (void)LP;
+  (void)ws; (void)split; (void)o; (void)SPLITS; (void)kg; (void)LP;
   const T* const qb = q + ((i64)b * M + m0) * D;
   const T* const kb = k + (i64)b * D * N;
   const T* const vb = v + (i64)b * N * DV;
