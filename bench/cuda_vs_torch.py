@@ -10,9 +10,9 @@ through its own yirage_kernel.py, as a user would.
 Prints one row per kernel: our time, eager, torch.compile, our speedup over the
 faster of the two, the fraction of the HBM roofline we reach (bytes of the
 inputs and outputs / time, against the chip's bandwidth), and read_us: the time
-of a kernel that only reads that many bytes, measured the same way (the floor
-of any memory-bound kernel under this method: launch, events and ramp
-included). After each flush the stream idles ~100 us before the start event,
+of a simple Triton kernel that only reads that many bytes, measured the same
+way (launch, events and ramp included): a reference point for memory-bound
+kernels, not a bound (a tuned read can be faster). After each flush the stream idles ~100 us before the start event,
 so host launch overhead is in no figure. Also writes the rows as JSON to
 --json when given."""
 import argparse
@@ -109,9 +109,8 @@ def kernel_times(fn, calls=30):
 
 def read_floor_fn(nbytes):
     """A call that only reads `nbytes` from HBM (a Triton kernel summing
-    16-byte vectors, one 16 KiB block per program): the best a memory-bound
-    kernel moving that many bytes can do under this method. None without
-    Triton."""
+    16-byte vectors, one 16 KiB block per program): what a plain read of those
+    bytes takes under this method. None without Triton."""
     try:
         import triton
         import triton.language as tl

@@ -398,8 +398,8 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
 }
 
 // CPU-only (CI), or on an H200: the automatic key splits of the benchmark's
-// attention graphs for the plans the search offers (the configurations the
-// H200 table in README.md measured).
+// attention graphs for plans the search offers (among them the two the H200
+// table in README.md picked).
 TEST(CudaCodegenCompileTest, AttentionSplitsFillTheChip) {
   const CompileTarget target = TargetOfCompiles();
   if (target.sm < 90 || target.sm_count != 132) {
