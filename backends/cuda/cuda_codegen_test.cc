@@ -236,6 +236,19 @@ std::vector<Case> AllCases() {
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 2)),
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 2, 3), 2))}});
       }
+      // 64-row tiles (rows not a multiple of 16 in the second): the
+      // shared-memory form's warps along the rows (8 by default, 16, 4),
+      // its K splits summed in a cluster (sm_90) or by a combine kernel
+      // (variant 3), the norm's sums of squares through either.
+      for (const yirage::v1::Graph& sm :
+           {StreamedGatedGraph(dt, 64, 1024, 128), StreamedRmsLinearGraph(dt, 50, 1024, 192)}) {
+        cases.push_back({sm,
+                         {OneRowGroup(sm, WithForm(Rows(4), 1)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 4, 16, 3), 1)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 4, 2), 1)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 8), 3)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1, 16), 1))}});
+      }
     }
     const yirage::v1::Graph l = LoraGraph(dt);
     cases.push_back({l,
@@ -332,6 +345,21 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
   const std::string shared = PlanSource(gated, OneRowGroup(gated, WithForm(Cols(128), 1)));
   EXPECT_NE(shared.find("cp.async pipeline"), std::string::npos) << shared;
   EXPECT_NE(shared.find("_combine("), std::string::npos) << "expected a K split";
+  // 64 rows on sm_90: 8 warps, two K splits summed in a cluster; variant
+  // 3 sums them with a combine kernel.
+  if (TargetOfCompiles().sm >= 90) {
+    const yirage::v1::Graph g64 = StreamedGatedGraph(FLOAT16, 64, 4096, 4096);
+    const std::string cl = PlanSource(g64, OneRowGroup(g64, WithForm(Cols(128), 1)));
+    EXPECT_NE(cl.find("2 K split(s) in a cluster, 4 stages, 256 threads"), std::string::npos) << cl;
+    EXPECT_NE(cl.find("__cluster_dims__(1, 2, 1)"), std::string::npos);
+    EXPECT_EQ(cl.find("_combine("), std::string::npos);
+    EXPECT_NE(cl.find("yr_cp_async16_stream(w1s"), std::string::npos)
+        << "weights stream evict-first";
+    const std::string ws = PlanSource(g64, OneRowGroup(g64, WithForm(WithGpu(Cols(128), 2), 3)));
+    EXPECT_NE(ws.find("2 K split(s) (combine kernel)"), std::string::npos) << ws;
+    EXPECT_NE(ws.find("_combine("), std::string::npos);
+    EXPECT_EQ(ws.find("__cluster_dims__"), std::string::npos);
+  }
   const yirage::v1::Graph rms = StreamedRmsLinearGraph(BFLOAT16, 2, 4096, 6144);
   const std::string r_src = PlanSource(rms, OneRowGroup(rms, WithGpu(Rows(4), 1)));
   EXPECT_NE(r_src.find("streamed matmul"), std::string::npos);

@@ -4,8 +4,9 @@
 // column scales) and epilogue (silu(X W1) * (X W2), the low-rank branch
 // (X A) B) fused.
 //
-// Block: 4 warps, 64 output columns (16 per warp) of every weight; grid
-// (N / 64, splits), each split a K range. The block streams 64-row chunks of
+// Block: 4 warps along its 64 output columns (16 each) of every weight,
+// times 1, 2 or 4 along its rows; grid (N / 64, splits), each split a K
+// range. The block streams 64-row chunks of
 // X and of every weight through a `stages`-deep cp.async pipeline in shared
 // memory and multiplies them with mma.m16n8k16 (float accumulation, operands
 // by ldmatrix). Column scales multiply the staged X chunk; the rms row
@@ -13,9 +14,11 @@
 // normalization: the norm's reduction runs in the matmul's pass). The
 // low-rank T = X A (rank <= 64) is accumulated in the same pass and
 // multiplied by the block's B columns at the end. With one split the block
-// applies the epilogue and stores Y; with more, it writes float partial sums
-// (and each split's sums of squares) and a combine kernel adds the splits
-// and applies the epilogue.
+// applies the epilogue and stores Y; with more, the splits of a column tile
+// are one thread-block cluster (sm_90) that adds its partial tiles through
+// distributed shared memory, or each writes float partial sums (and its
+// sums of squares) and a combine kernel adds the splits. Weights stream
+// under an L2 evict-first policy (read once).
 #ifndef YIRAGE_BACKENDS_CUDA_CUDA_STREAMED_MATMUL_H_
 #define YIRAGE_BACKENDS_CUDA_CUDA_STREAMED_MATMUL_H_
 
@@ -35,11 +38,12 @@ struct StreamedMatmulPlan {
   enum Form { kShared = 1, kRegisters = 2 };  // Schedule.variant values
   core::StreamedMatmulMatch match;
   Form form = kShared;
-  int warps = 4;  // kRegisters: warps per block
+  int warps = 4;  // warps per block (kShared: 4, 8 or 16: 4 along N times 1-4 along M)
   int depth = 2;  // kRegisters: 16-row steps loaded ahead per warp
   int64_t m = 0, k = 0, n = 0, r = 0;
   int m_tiles = 1;  // 16-row tiles: 1, 2 or 4
   int splits = 1;
+  bool cluster = false;  // kShared: the splits are one cluster, summed in shared memory
   int stages = 4;
   yirage::v1::DType dtype = yirage::v1::FLOAT16;
 };
@@ -48,9 +52,13 @@ struct StreamedMatmulPlan {
 // don't fit (16-bit X and weights of one dtype, X [M, K] with M <= 64, K a
 // multiple of 64 (of 64 * splits), N a multiple of 64, rank a multiple of 16
 // up to 64, column scales [K]). `schedule` picks the form (variant: 0 =
-// kRegisters where it applies, else kShared), split_k (when it divides K
-// so, else automatic: enough blocks to fill every SM once), stages (kShared:
-// pipeline depth; kRegisters: steps loaded ahead) and warps (kRegisters).
+// kRegisters where it applies, else kShared; 3: kShared with its K splits
+// summed by a combine kernel rather than in a cluster), split_k (when it
+// divides K so, else automatic: enough blocks to fill every SM once; on
+// sm_90 a 64-row kShared plan takes as many splits as one cluster per
+// column tile allows in one wave), stages (kShared: pipeline depth;
+// kRegisters: steps loaded ahead) and warps (kRegisters: per block;
+// kShared: 4, 8 or 16, 4 along the block's columns).
 std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const core::Graph& graph,
                                                      const std::vector<int>& ops,
                                                      const std::vector<int>& outputs,
