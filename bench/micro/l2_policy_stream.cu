@@ -39,13 +39,12 @@ __device__ __forceinline__ unsigned SharedAddress(const void* p) {
 template <bool kEvictFirst>
 __device__ __forceinline__ void Copy16(void* dst, const void* src, unsigned long long policy) {
   if (kEvictFirst) {
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(
-                     SharedAddress(dst)),
-                 "l"(src), "l"(policy)
-                 : "memory");
+    asm volatile(
+        "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(SharedAddress(dst)),
+        "l"(src), "l"(policy)
+        : "memory");
   } else {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(SharedAddress(dst)),
-                 "l"(src)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(SharedAddress(dst)), "l"(src)
                  : "memory");
   }
 }
@@ -88,7 +87,8 @@ __global__ void __launch_bounds__(NT, 1)
 
 __global__ void flat_read(const uint4* p, i64 n, unsigned* sink) {
   uint4 acc = make_uint4(0, 0, 0, 0);
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n;
+       i += (i64)gridDim.x * blockDim.x) {
     const uint4 v = __ldcs(p + i);
     acc.x ^= v.x;
     acc.y ^= v.y;
@@ -138,9 +138,10 @@ void Run() {
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const dim3 grid(kN / BN, SPLITS);
   const float us = MedianUs([&] { k<<<grid, NT, smem>>>(g_w1, g_w2, g_sink); });
-  printf("%-12s rows %3d cols %3d splits %2d stages %d threads %3d blocks %4d: %7.2f us  %5.2f TB/s\n",
-         kEvictFirst ? "evict_first" : "default", BK, BN, SPLITS, STAGES, NT, grid.x * grid.y, us,
-         2.0 * kK * kN * 2 / (us * 1e-6) / 1e12);
+  printf(
+      "%-12s rows %3d cols %3d splits %2d stages %d threads %3d blocks %4d: %7.2f us  %5.2f TB/s\n",
+      kEvictFirst ? "evict_first" : "default", BK, BN, SPLITS, STAGES, NT, grid.x * grid.y, us,
+      2.0 * kK * kN * 2 / (us * 1e-6) / 1e12);
 }
 
 int main() {
