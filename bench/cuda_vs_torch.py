@@ -12,9 +12,9 @@ faster of the two, the fraction of the HBM roofline we reach (bytes of the
 inputs and outputs / time, against the chip's bandwidth), and read_us: the time
 of a simple Triton kernel that only reads that many bytes, measured the same
 way (launch, events and ramp included): a reference point for memory-bound
-kernels, not a bound (a tuned read can be faster). After each flush the stream idles ~100 us before the start event,
-so host launch overhead is in no figure. Also writes the rows as JSON to
---json when given."""
+kernels, not a bound (a tuned read can be faster). After each flush the
+stream idles ~100 us before the start event, so host launch overhead is in no
+figure. Also writes the rows as JSON to --json when given."""
 import argparse
 import importlib.util
 import json

@@ -666,7 +666,6 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
     }
     // Not applicable: the shared-memory form (the plan says which it got).
   }
-  p.form = StreamedMatmulPlan::kShared;
   p.stages = requested_stages >= 2 ? std::min(requested_stages, 8) : 4;
   while (p.stages > 2 && SmemBytes(p) > target.max_smem_per_block) --p.stages;
   if (SmemBytes(p) > target.max_smem_per_block) return std::nullopt;
@@ -709,7 +708,8 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
       p.splits *= 2;
     }
   }
-  // The cluster merge leaves each block's float partial tile in its ring.
+  // The cluster merge leaves each block's float partial tile in its ring
+  // (the kernel's static_assert holds it to the same bound).
   const int nw = p.match.w2 >= 0 ? 2 : 1;
   const int64_t tile_bytes = (int64_t{nw} * p.m_tiles * 16 * (kTileN + 4) + p.m_tiles * 16) * 4;
   p.cluster = cluster_ok(p.splits) && tile_bytes <= p.stages * StageHalves(p) * 2;
