@@ -60,6 +60,7 @@ constexpr int64_t kMaxColsRows = 256;
 // (Schedule.variant 2).
 constexpr int kAttentionVariant = 3;
 constexpr int kAttentionWorkspaceVariant = 4;
+constexpr int kAttentionPullVariant = 5;  // the cluster merge reading remote rows
 
 // One uniform schedule choice, applied to every KERNEL_ROW kernel of a plan.
 struct ScheduleVariant {
@@ -74,8 +75,10 @@ struct ScheduleVariant {
   // backend's choice) and warps per block (0 = the backend's default).
   int gpu_form = 0;
   int gpu_warps = 0;
-  // GPU fused attention: query rows per block (0 = the backend's default).
+  // GPU fused attention: query rows per block and per warp (0 = the
+  // backend's defaults).
   int gpu_block_rows = 0;
+  int gpu_warp_rows = 0;
   // GPU row kernels (not fused chains): threads per block, 0 = the
   // backend's default; from the chip's block_threads.
   int gpu_threads = 0;
@@ -147,14 +150,17 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
     // registers form, attention's own) get the default schedule from it (so
     // they dedupe); attention takes the pipeline depth and warps only.
     if (variant.gpu_form == 2 && !shape.registers_form) return schedule;
-    const bool attention_only =
-        variant.gpu_form == kAttentionVariant || variant.gpu_form == kAttentionWorkspaceVariant;
+    const bool attention_only = variant.gpu_form == kAttentionVariant ||
+                                variant.gpu_form == kAttentionWorkspaceVariant ||
+                                variant.gpu_form == kAttentionPullVariant;
     if (attention_only && !shape.attention) return schedule;
     schedule.set_stages(variant.gpu_stages);
     if (shape.attention) {
       schedule.set_warps(variant.gpu_warps);
       if (variant.gpu_block_rows > 0) schedule.set_block_rows(variant.gpu_block_rows);
+      schedule.set_warp_rows(variant.gpu_warp_rows);
       if (variant.gpu_form == kAttentionWorkspaceVariant) schedule.set_variant(2);
+      if (variant.gpu_form == kAttentionPullVariant) schedule.set_variant(3);
       return schedule;
     }
     schedule.set_variant(variant.gpu_form);
@@ -254,7 +260,9 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
     if (v.gpu_form == 2) absl::StrAppend(&text, " regs");
     if (v.gpu_form == kAttentionWorkspaceVariant) absl::StrAppend(&text, " workspace");
     if (v.gpu_stages > 0) absl::StrAppend(&text, " stages ", v.gpu_stages);
+    if (v.gpu_form == kAttentionPullVariant) absl::StrAppend(&text, " pull");
     if (v.gpu_block_rows > 0) absl::StrAppend(&text, " rows ", v.gpu_block_rows);
+    if (v.gpu_warp_rows > 0) absl::StrAppend(&text, " warp_rows ", v.gpu_warp_rows);
     if (v.gpu_warps > 0) absl::StrAppend(&text, " warps ", v.gpu_warps);
     return text;
   }
@@ -330,11 +338,14 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       }
       // Weights streamed to registers (decode shapes): steps loaded ahead
       // and block size; the backend sizes the K splits to fill the chip.
-      // (Measured on an H200 and dropped: explicit K splits above the
-      // automatic ones for either form, and an L2 prefetch of the weights
-      // ahead of the register loads; all slower.)
+      // 16-warp blocks leave one split where the column tiles alone fill
+      // the chip, so no pass adds splits through global memory (H200,
+      // rms_norm_linear b1 / b8: 19.0 / 21.1 us against 20.0 / 23.4 with
+      // 4 warps and 4 splits). (Measured on an H200 and dropped: explicit
+      // K splits above the automatic ones for either form, and an L2
+      // prefetch of the weights ahead of the register loads; all slower.)
       for (const auto& [depth, warps] :
-           {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 8}, std::pair{3, 0}}) {
+           {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 8}, std::pair{2, 16}, std::pair{3, 0}}) {
         ScheduleVariant v = variants.front();
         v.gpu_form = 2;
         v.gpu_stages = depth;
@@ -343,23 +354,29 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       }
       // Fused attention (the default: 64 query rows per block, one warp
       // per 16 rows): the block's keys split over 2 or 4 warps per row
-      // group (more warps on short key ranges); the key splits merged
-      // through a workspace rather than a cluster. The backend sizes the
-      // key splits. (Measured on an H200 and dropped, gqa_decode b1 / b8
-      // against the best of these: 32-row blocks 13.6 / 38.6 us against
-      // 12.1 / 29.2, 128-row 16.8 / 36.8, 256-row 25.3 / 43.9; a software
-      // pipeline computing the next S during the softmax: no gain.)
+      // group (more warps on short key ranges); 32-row warps (2 per 64
+      // rows) in 2 key groups; the cluster merge pulling remote rows
+      // rather than pushing them; the key splits merged through a
+      // workspace rather than a cluster. The backend sizes the key splits.
+      // (Measured on an H200 and dropped, gqa_decode b1 / b8 against the
+      // best of these: 32-row blocks 13.6 / 38.6 us against 12.1 / 29.2,
+      // 128-row 16.8 / 36.8, 256-row 25.3 / 43.9 (their 8-block clusters
+      // do not fit the SMs at once); a software pipeline computing the next
+      // S during the softmax, and the exponentials in f16x2: no gain.)
       struct AttentionKnobs {
-        int form, rows, warps, stages;
+        int form, rows, warps, stages, warp_rows;
       };
-      for (const AttentionKnobs& k : {AttentionKnobs{kAttentionVariant, 64, 8, 3},
-                                      AttentionKnobs{kAttentionVariant, 64, 16, 2},
-                                      AttentionKnobs{kAttentionWorkspaceVariant, 64, 4, 4}}) {
+      for (const AttentionKnobs& k : {AttentionKnobs{kAttentionVariant, 64, 8, 3, 0},
+                                      AttentionKnobs{kAttentionPullVariant, 64, 8, 3, 0},
+                                      AttentionKnobs{kAttentionVariant, 64, 16, 2, 0},
+                                      AttentionKnobs{kAttentionVariant, 64, 4, 4, 32},
+                                      AttentionKnobs{kAttentionWorkspaceVariant, 64, 4, 4, 0}}) {
         ScheduleVariant v = variants.front();
         v.gpu_form = k.form;
         v.gpu_block_rows = k.rows;
         v.gpu_warps = k.warps;
         v.gpu_stages = k.stages;
+        v.gpu_warp_rows = k.warp_rows;
         variants.push_back(v);
       }
     }
@@ -377,7 +394,7 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
 // Distinct (group, schedule) kernels with their costs, so that each is built
 // and costed once however many partitions and variants share it.
 struct KernelCache {
-  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int>;
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
   std::map<Key, int> ids;     // kernel -> index into costs
   std::vector<double> costs;  // EstimateKernelCost of each kernel
 };
@@ -388,7 +405,7 @@ int CachedKernelId(const Graph& graph, PartitionEnumerator& enumerator,
                    KernelCache* cache) {
   KernelCache::Key key{group.begin, group.end,  group.kind,       s.parallel(), s.block_rows(),
                        s.tile_n(),  s.tile_k(), s.vector_width(), s.unroll(),   s.split_k(),
-                       s.stages(),  s.warps(),  s.variant()};
+                       s.stages(),  s.warps(),  s.variant(),      s.warp_rows()};
   auto [it, inserted] = cache->ids.try_emplace(key, static_cast<int>(cache->costs.size()));
   if (inserted) {
     const RowGroupInfo* row = group.kind == yirage::v1::KERNEL_ROW

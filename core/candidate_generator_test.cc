@@ -374,22 +374,27 @@ TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
       LoadGraphFile("examples/graphs/bench/gqa_decode_b1.json");
   ASSERT_TRUE(proto.ok()) << proto.status();
   const SearchOptions gpu = CudaOptions();
-  std::set<std::tuple<int, int, int, int>> seen;  // (variant, stages, warps, block_rows)
+  // (variant, stages, warps, block_rows, warp_rows)
+  std::set<std::tuple<int, int, int, int, int>> seen;
   for (const Plan& plan : MustGenerate(MustBuild(*proto), gpu)) {
     if (plan.kernels_size() != 1) continue;
     const auto& s = plan.kernels(0).schedule();
-    seen.insert({s.variant(), s.stages(), s.warps(), s.block_rows()});
+    seen.insert({s.variant(), s.stages(), s.warps(), s.block_rows(), s.warp_rows()});
   }
   for (const auto& v :
-       {std::tuple{0, 0, 0, 1}, std::tuple{0, 3, 0, 1}, std::tuple{0, 6, 0, 1},
-        std::tuple{0, 3, 8, 64}, std::tuple{0, 2, 16, 64}, std::tuple{2, 4, 4, 64}}) {
+       {std::tuple{0, 0, 0, 1, 0}, std::tuple{0, 3, 0, 1, 0}, std::tuple{0, 6, 0, 1, 0},
+        std::tuple{0, 3, 8, 64, 0}, std::tuple{3, 3, 8, 64, 0}, std::tuple{0, 2, 16, 64, 0},
+        std::tuple{0, 4, 4, 64, 32}, std::tuple{2, 4, 4, 64, 0}}) {
     EXPECT_TRUE(seen.count(v)) << std::get<0>(v) << " " << std::get<1>(v) << " " << std::get<2>(v)
-                               << " " << std::get<3>(v);
+                               << " " << std::get<3>(v) << " " << std::get<4>(v);
   }
-  EXPECT_EQ(seen.size(), 6u) << "the registers-form variants dedupe away";
+  EXPECT_EQ(seen.size(), 8u) << "the registers-form variants dedupe away";
   // A streamed matmul takes none of attention's knobs.
   for (const Plan& plan : MustGenerate(MustBuild(testing::RmsNormLinearProto()), gpu)) {
-    for (const auto& kernel : plan.kernels()) EXPECT_NE(kernel.schedule().warps(), 16);
+    for (const auto& kernel : plan.kernels()) {
+      EXPECT_EQ(kernel.schedule().warp_rows(), 0);
+      EXPECT_NE(kernel.schedule().block_rows(), 64);
+    }
   }
 }
 

@@ -45,32 +45,41 @@ std::optional<AttentionPattern> MatchAttention(const core::Graph& graph,
                                                const std::vector<int>& ops,
                                                const std::vector<int>& outputs);
 
-// How one fused attention kernel runs: query rows per block (16 per row
-// warp), key groups (warps that split the block's keys; their partial rows
-// merge in shared memory), the depth of the K/V copy pipeline, and the key
-// splits across blocks with how their partial results merge.
+// How one fused attention kernel runs: query rows per block (warp_rows per
+// row warp), key groups (warps that split the block's keys; their partial
+// rows merge in shared memory), the depth of the K/V copy pipeline, and the
+// key splits across blocks with how their partial results merge.
 struct AttentionConfig {
-  int row_warps = 4;   // 2, 4, 8 or 16: 32 to 256 query rows per block
-  int key_groups = 1;  // 1, 2 or 4: warps per block = row_warps * key_groups <= 16
+  int warp_rows = 16;  // 16 or 32 (two 16-row tiles sharing each K / V fragment)
+  int row_warps = 4;   // 1 to 16: 32 to 256 query rows per block
+  int key_groups = 1;  // 1, 2 or 4: warps per block = row_warps * key_groups <= 16 (8 for 32 rows)
   int stages = 4;      // pipeline steps of key_groups 64-key tiles (2..8)
   int splits = 1;      // key splits (blocks along grid z)
   // Splits merge inside a thread-block cluster of the `splits` blocks of
   // one query tile (sm_90+, at most 8 splits, block rows a multiple of the
-  // splits): each block reads the others' partial rows from their shared
-  // memory. Otherwise (splits > 1) they go through a global workspace and a
+  // splits). Otherwise (splits > 1) they go through a global workspace and a
   // merge kernel.
   bool cluster_merge = false;
+  // In the cluster merge, every warp pushes its partial rows (each key
+  // group's) into the shared memory of the block that merges them, past
+  // the ring, and one cluster barrier follows; otherwise the key groups
+  // merge in shared memory first and each block reads the other blocks'
+  // partial rows after the barrier, with a second barrier before exit.
+  bool push_merge = false;
 };
 
 // The configuration of `pattern`'s kernel on `target` under `schedule`:
-// block_rows() (32, 64, 128 or 256; else 64), warps() (row warps times 1, 2
-// or 4 key groups, at most 16; else one key group), stages() (2..8; else 4),
-// split_k() (0 = automatic: the fewest splits, powers of two, that fill the
-// SMs once at the kernel's occupancy; at most 8, merged in a cluster, where
-// the grid then stays within one block per SM), variant() (2 = merge
-// through the workspace). A requested split that does not leave whole
-// pipeline steps becomes 1. The pipeline gets shallower where the chip's
-// shared memory per block cannot hold it.
+// warp_rows() (32; else 16), block_rows() (32, 64, 128 or 256, at least the
+// warp's rows; else 64), warps() (row warps times 1, 2 or 4 key groups, at
+// most 16, 8 with 32-row warps; else one key group), stages() (2..8; else
+// 4), split_k() (0 = automatic: the fewest splits, powers of two, that fill
+// the SMs once at the kernel's occupancy; at most 8, merged in a cluster,
+// where the grid then stays within one block per SM), variant() (2 = merge
+// through the workspace; 3 = a cluster merge that pulls rows, not pushes
+// them). A requested split that does not leave whole pipeline steps becomes
+// 1. The pipeline gets shallower where the chip's shared memory per block
+// cannot hold it; the cluster merge pushes rows where the shared memory
+// holds the receiving rows beside the ring.
 AttentionConfig PlanAttention(const AttentionPattern& pattern, const CudaTarget& target,
                               const yirage::v1::Schedule& schedule);
 

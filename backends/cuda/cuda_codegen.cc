@@ -1463,8 +1463,10 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
           "': fused attention (tensor cores: mma.m16n8k16, online softmax), ", config.splits,
           " key split(s)", config.cluster_merge ? " merged in a cluster" : "", ", ",
-          config.row_warps, " row warps x ", config.key_groups, " key group(s), ", config.stages,
-          " stages");
+          config.row_warps, " row warps",
+          config.warp_rows == 16 ? "" : absl::StrCat(" of ", config.warp_rows, " rows"), " x ",
+          config.key_groups, " key group(s), ", config.stages, " stages",
+          config.push_merge ? ", rows pushed to the merging block" : "");
   std::string source;
   EmitAttention(attention, config, name, attention.q, attention.k, attention.v, out_arg, out_type,
                 workspace_arg, &source, &ctx.code->launches);
@@ -1726,6 +1728,22 @@ static __device__ __forceinline__ float yr_ld_cluster1(unsigned addr, unsigned r
   asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
 #endif
   return v;
+}
+// The cluster address of shared address `addr` in cluster block `rank`, and
+// a store of two floats there (8-byte aligned); a cluster barrier's release
+// makes it visible to that block.
+static __device__ __forceinline__ unsigned yr_cluster_addr(unsigned addr, unsigned rank) {
+  unsigned remote = addr;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+#endif
+  return remote;
+}
+static __device__ __forceinline__ void yr_st_cluster2(unsigned remote, float x, float y) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(remote), "f"(x), "f"(y)
+               : "memory");
+#endif
 }
 // Weights streamed to registers (read once): loads that skip L1, under an
 // L2 policy from yr_stream_policy(). volatile keeps them where the kernel

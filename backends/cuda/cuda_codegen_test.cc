@@ -206,8 +206,10 @@ std::vector<Case> AllCases() {
       const int max_splits = fa.name() == "flash_attention" ? 4 : 2;  // one 64-key tile each
       // Automatic, explicit (2) and no key split; two splits merged through
       // the workspace; 32-row blocks in 4 splits with a two-stage pipeline;
-      // 128-row blocks; 64-row blocks with 2 and 4 key groups; 256-row
-      // blocks; then S in its own kernel.
+      // 128-row blocks; 64-row blocks with 2 and 4 key groups, pushing and
+      // pulling the cluster's rows; 32-row warps (64-row blocks in 2 key
+      // groups; 32-row blocks of one warp, 2 splits pulled; 128-row blocks
+      // through the workspace); 256-row blocks; then S in its own kernel.
       cases.push_back(
           {fa,
            {OneRowGroup(fa, Rows(4)), OneRowGroup(fa, WithGpu(Rows(4), 2)),
@@ -215,7 +217,11 @@ std::vector<Case> AllCases() {
             OneRowGroup(fa, WithGpu(Rows(32), max_splits, 2, 2)),
             OneRowGroup(fa, WithGpu(Rows(128), 0, 8, 3)),
             OneRowGroup(fa, WithGpu(Rows(64), 0, 8, 3)),
+            OneRowGroup(fa, WithForm(WithGpu(Rows(64), 0, 8, 3), 3)),
             OneRowGroup(fa, WithForm(WithGpu(Rows(64), 1, 16, 2), 2)),
+            OneRowGroup(fa, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 32)),
+            OneRowGroup(fa, WithForm(WithWarpRows(WithGpu(Rows(32), 2, 1, 3), 32), 3)),
+            OneRowGroup(fa, WithForm(WithWarpRows(WithGpu(Rows(128), 2, 4, 2), 32), 2)),
             OneRowGroup(fa, WithGpu(Rows(256), 0, 16, 4)), AllRowSingles(fa, Rows(2))}});
     }
     const yirage::v1::Graph nc = NormChainGraph(dt);
@@ -227,14 +233,16 @@ std::vector<Case> AllCases() {
         // Shared-memory form: automatic split, one split (epilogue in the
         // kernel), two splits with a two-stage pipeline. Registers form
         // (LoRA falls back to shared memory): automatic, one split, two
-        // splits of two-warp blocks loading three steps ahead.
+        // splits of two-warp blocks loading three steps ahead, 16-warp
+        // blocks with their automatic split.
         cases.push_back({sm,
                          {OneRowGroup(sm, WithForm(Rows(4), 1)),
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 1)),
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 0, 2), 1)),
                           OneRowGroup(sm, WithForm(Rows(4), 2)),
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 2)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 2, 3), 2))}});
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 2, 3), 2)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 0, 16, 2), 2))}});
       }
       // 64-row tiles (rows not a multiple of 16 in the second): the
       // shared-memory form's warps along the rows (8 by default, 16, 4),
@@ -404,6 +412,20 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
             std::string::npos)
       << two;
   EXPECT_NE(two.find("__cluster_dims__(1, 1, 2)"), std::string::npos);
+  // The cluster's rows pushed to the merging block unless variant 3 asks to
+  // pull them.
+  EXPECT_NE(two.find("rows pushed to the merging block"), std::string::npos) << two;
+  EXPECT_NE(two.find("yr_st_cluster2("), std::string::npos);
+  const std::string pull = PlanSource(g, OneRowGroup(g, WithForm(WithGpu(Rows(64), 2, 8, 3), 3)));
+  EXPECT_NE(pull.find("2 key split(s) merged in a cluster, 4 row warps x 2 key group(s), 3 stages"),
+            std::string::npos)
+      << pull;
+  EXPECT_EQ(pull.find("rows pushed"), std::string::npos) << pull;
+  // 32-row warps: 64 rows take 2 row warps.
+  const std::string wr32 =
+      PlanSource(g, OneRowGroup(g, WithWarpRows(WithGpu(Rows(64), 2, 4, 4), 32)));
+  EXPECT_NE(wr32.find("2 row warps of 32 rows x 2 key group(s), 4 stages"), std::string::npos)
+      << wr32;
   const std::string wide = PlanSource(g, OneRowGroup(g, WithGpu(Rows(128), 1, 8)));
   EXPECT_NE(wide.find("8 row warps x 1 key group(s)"), std::string::npos) << wide;
   // D = 128: four key groups' two-stage ring (280 KiB) exceeds the shared
@@ -454,7 +476,12 @@ TEST(CudaCodegenCompileTest, AttentionSplitsFillTheChip) {
   expect(source("gqa_decode_b8", Rows(4)), "4 key split(s), 4 row warps x 1 key group(s), 4 stages",
          true);
   expect(source("gqa_decode_b8", WithGpu(Rows(64), 0, 16, 2)),
-         "2 key split(s) merged in a cluster, 4 row warps x 4 key group(s), 2 stages", false);
+         "2 key split(s) merged in a cluster, 4 row warps x 4 key group(s), 2 stages, rows pushed",
+         false);
+  expect(source("gqa_decode_b8", WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 32)),
+         "2 key split(s) merged in a cluster, 2 row warps of 32 rows x 2 key group(s), 4 stages, "
+         "rows pushed",
+         false);
   expect(source("gqa_decode_b8", WithGpu(Rows(256), 0, 16, 4)),
          "16 key split(s), 16 row warps x 1 key group(s), 4 stages", true);
 }

@@ -137,6 +137,12 @@ inline yirage::v1::Schedule WithForm(yirage::v1::Schedule s, int variant) {
   return s;
 }
 
+// `s` with fused attention's query rows per warp set.
+inline yirage::v1::Schedule WithWarpRows(yirage::v1::Schedule s, int warp_rows) {
+  s.set_warp_rows(warp_rows);
+  return s;
+}
+
 struct Compiled {
   YirageModule* module = nullptr;
   yirage::v1::CompileResponse response;
