@@ -687,9 +687,9 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
   auto cluster_ok = [&](int64_t s) {
     return target.sm >= 90 && !workspace_merge && s >= 2 && s <= 8 && tiles * s <= target.sm_count;
   };
-  // (With a low-rank branch each split adds its own T_s B to its partial
-  // tile: sum_s (X_s W_s + T_s B) = X W + T B.)
-  if (requested_splits > 0 && splits_ok(requested_splits)) {
+  if (p.r > 0) {
+    p.splits = 1;  // T = X A needs all of K in the block
+  } else if (requested_splits > 0 && splits_ok(requested_splits)) {
     p.splits = requested_splits;
   } else if (p.m_tiles == 4 && cluster_ok(2) && splits_ok(2)) {
     // 64 rows: one wave of cluster splits, as many as fit.
@@ -707,11 +707,6 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
            p.k / (2 * p.splits) >= 4 * kChunkK) {
       p.splits *= 2;
     }
-    // A short K whose column tiles leave SMs idle: splits of two chunks
-    // and more, summed in a cluster, while the grid stays within one block
-    // per SM (lora at the bench shape, 64 column tiles of a 256-deep K, on
-    // an H200: 2 splits).
-    while (cluster_ok(2 * p.splits) && splits_ok(2 * p.splits)) p.splits *= 2;
   }
   // The cluster merge leaves each block's float partial tile in its ring
   // (the kernel's static_assert holds it to the same bound).

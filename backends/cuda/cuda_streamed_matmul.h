@@ -13,8 +13,7 @@
 // scale, 1 / sqrt(mean(X^2) + eps), is applied after the matmul (deferred
 // normalization: the norm's reduction runs in the matmul's pass). The
 // low-rank T = X A (rank <= 64) is accumulated in the same pass and
-// multiplied by the block's B columns at the end (each K split its own
-// partial T, whose products with B add up in the split sum). With one split the block
+// multiplied by the block's B columns at the end. With one split the block
 // applies the epilogue and stores Y; with more, the splits of a column tile
 // are one thread-block cluster (sm_90) that adds its partial tiles through
 // distributed shared memory, or each writes float partial sums (and its
@@ -56,9 +55,8 @@ struct StreamedMatmulPlan {
 // kRegisters where it applies, else kShared; 3: kShared with its K splits
 // summed by a combine kernel rather than in a cluster), split_k (when it
 // divides K so, else automatic: enough blocks to fill every SM once; on
-// sm_90 a 64-row kShared plan, or one whose column tiles leave SMs idle,
-// takes as many splits as one cluster per column tile allows in one wave,
-// each at least two 64-deep chunks), stages (kShared: pipeline depth;
+// sm_90 a 64-row kShared plan takes as many splits as one cluster per
+// column tile allows in one wave), stages (kShared: pipeline depth;
 // kRegisters: steps loaded ahead) and warps (kRegisters: per block;
 // kShared: 4, 8 or 16, 4 along the block's columns).
 std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const core::Graph& graph,
