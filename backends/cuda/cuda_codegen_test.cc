@@ -307,6 +307,7 @@ TEST(CudaCodegenGpuTest, LargeFusedMatmulsMatchReference) {
   const yirage::v1::Graph sg = StreamedGatedGraph(FLOAT16, 8, 2048, 1024);
   CheckCudaPlans(sg, {OneRowGroup(sg, WithForm(Rows(4), 1)), OneRowGroup(sg, WithForm(Rows(4), 2)),
                       OneRowGroup(sg, WithForm(WithGpu(Rows(4), 8, 8, 1), 2)),
+                      OneRowGroup(sg, WithForm(WithGpu(Rows(4), 0, 16, 2), 2)),
                       OneRowGroup(sg, WithForm(WithGpu(Rows(4), 2, 0, 3), 1))});
   const yirage::v1::Graph sr = StreamedRmsLinearGraph(BFLOAT16, 16, 2048, 512);
   CheckCudaPlans(
@@ -367,6 +368,14 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
     EXPECT_NE(ws.find("2 K split(s) (combine kernel)"), std::string::npos) << ws;
     EXPECT_NE(ws.find("_combine("), std::string::npos);
     EXPECT_EQ(ws.find("__cluster_dims__"), std::string::npos);
+    // The registers form with 16-warp blocks (one an SM): its 2 K splits a
+    // cluster, no workspace or counters; 4-warp blocks sum through memory.
+    const std::string rc =
+        PlanSource(gated, OneRowGroup(gated, WithForm(WithGpu(Cols(128), 0, 16, 2), 2)));
+    EXPECT_NE(rc.find("2 K split(s) in a cluster, 16 warps"), std::string::npos) << rc;
+    EXPECT_NE(rc.find("__cluster_dims__(1, 2, 1)"), std::string::npos);
+    EXPECT_NE(rc.find("\"buffers\":[]"), std::string::npos) << rc;
+    EXPECT_EQ(g_src.find("__cluster_dims__"), std::string::npos) << g_src;
   }
   const yirage::v1::Graph rms = StreamedRmsLinearGraph(BFLOAT16, 2, 4096, 6144);
   const std::string r_src = PlanSource(rms, OneRowGroup(rms, WithGpu(Rows(4), 1)));

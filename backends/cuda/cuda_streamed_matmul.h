@@ -43,7 +43,8 @@ struct StreamedMatmulPlan {
   int64_t m = 0, k = 0, n = 0, r = 0;
   int m_tiles = 1;  // 16-row tiles: 1, 2 or 4
   int splits = 1;
-  bool cluster = false;  // kShared: the splits are one cluster, summed in shared memory
+  bool cluster = false;     // the splits are one cluster, summed in shared memory
+  int64_t launch_smem = 0;  // kRegisters: dynamic shared memory the launch asks for
   int stages = 4;
   yirage::v1::DType dtype = yirage::v1::FLOAT16;
 };
