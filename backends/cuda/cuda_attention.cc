@@ -298,9 +298,8 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
       yr_st(o, at + 3, num.w * inv);
     }
     // No second barrier: every remote store landed before the first one.
-    return;
   }
-#endif
+#else
   float* const part = reinterpret_cast<float*>(skv);  // over the drained ring
   (void)part;
   // This warp's partial rows (O, then m and l) at their rows of the BM
@@ -441,6 +440,7 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
     }
   }
 #endif
+#endif  // @MERGE_KIND@ == 3
 }
 )";
 
