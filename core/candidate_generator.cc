@@ -148,7 +148,8 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
   if (shape.fused_gpu && IsGpuBackend(options)) {
     // split_k 0: automatic. Chains a variant does not apply to (the
     // registers form, attention's own) get the default schedule from it (so
-    // they dedupe); attention takes the pipeline depth and warps only.
+    // they dedupe); attention takes its own knobs (depth, block and warp
+    // rows, warps, merge).
     if (variant.gpu_form == 2 && !shape.registers_form) return schedule;
     const bool attention_only = variant.gpu_form == kAttentionVariant ||
                                 variant.gpu_form == kAttentionWorkspaceVariant ||
@@ -339,7 +340,8 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       // Weights streamed to registers (decode shapes): steps loaded ahead
       // and block size; the backend sizes the K splits to fill the chip.
       // 16-warp blocks leave one split where the column tiles alone fill
-      // the chip, so no pass adds splits through global memory (H200,
+      // the chip, else few splits summed in a cluster, so no pass adds
+      // splits through global memory (H200,
       // rms_norm_linear b1 / b8: 19.0 / 21.1 us against 20.0 / 23.4 with
       // 4 warps and 4 splits). (Measured on an H200 and dropped: explicit
       // K splits above the automatic ones for either form, and an L2

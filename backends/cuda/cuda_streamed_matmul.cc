@@ -356,7 +356,9 @@ extern "C" __global__ void __launch_bounds__(256) @NAME@_combine(const float* __
 // and B, which a sum does not notice). No shared memory until the end:
 // the block's warps add their partial tiles there, and with K splits the
 // last block of a column tile to finish (a counter per tile) adds the
-// splits' partial sums in order and applies the epilogue.
+// splits' partial sums in order and applies the epilogue, or, where the
+// splits are one cluster, each block adds its share of the elements from
+// every block's shared memory.
 constexpr char kRegsKernel[] = R"(
 // streamed matmul, weights to registers: M=@M@ K=@K@ N=@N@, @NW@ weight(s), @SPLITS@ K split(s), @WB@ warps, @DEPTH@ step(s) loaded ahead
 extern "C" __global__ void __launch_bounds__(@WB@ * 32) @CLUSTER_DIMS@ @NAME@(@PARAMS@) {
@@ -653,12 +655,10 @@ std::optional<StreamedMatmulPlan> PlanRegisters(StreamedMatmulPlan p, const Cuda
   // 8) where 16-warp blocks fill the SMs at most once, so that every
   // cluster is resident at once, adding the splits through distributed
   // shared memory (gated_mlp b1 on an H200, bench/gpu_bench.sh: 24.7 us
-  // against 25.2 through global memory). (Where the grid has
-  // several blocks per SM a cluster merge measured slower on an H200:
-  // gated_mlp b1 26.5 us against 25.3, rms_norm_linear b8 30.1 against
-  // 23.4, rms_norm_linear b1 19.8 against 20.1.)
-  // The launch then asks for over half an SM's shared memory, so that no
-  // two blocks of a cluster share an SM.
+  // against 25.2 through global memory; with several blocks an SM the
+  // cluster merge measured slower, above). The launch then asks for over
+  // half an SM's shared memory, so that no two blocks of a cluster share
+  // an SM.
   p.cluster = target.sm >= 90 && p.warps >= 16 && p.splits >= 2 && p.splits <= 8 &&
               tiles * p.splits <= target.sm_count;
   p.launch_smem = RegistersSmemBytes(p);
