@@ -1699,39 +1699,7 @@ static __device__ __forceinline__ void yr_cluster_sync() {
 static __device__ __forceinline__ unsigned yr_smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
-// The floats at shared address `addr` (8- / 16-byte aligned) of cluster block `rank`.
-static __device__ __forceinline__ float2 yr_ld_cluster2(unsigned addr, unsigned rank) {
-  float2 v = make_float2(0.0f, 0.0f);
-#if __CUDA_ARCH__ >= 900
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
-               : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
-#endif
-  return v;
-}
-static __device__ __forceinline__ float4 yr_ld_cluster4(unsigned addr, unsigned rank) {
-  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#if __CUDA_ARCH__ >= 900
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
-#endif
-  return v;
-}
-static __device__ __forceinline__ float yr_ld_cluster1(unsigned addr, unsigned rank) {
-  float v = 0.0f;
-#if __CUDA_ARCH__ >= 900
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
-#endif
-  return v;
-}
-// The cluster address of shared address `addr` in cluster block `rank`, and
-// a store of two floats there (8-byte aligned); a cluster barrier's release
-// makes it visible to that block.
+// The cluster address of shared address `addr` in cluster block `rank`.
 static __device__ __forceinline__ unsigned yr_cluster_addr(unsigned addr, unsigned rank) {
   unsigned remote = addr;
 #if __CUDA_ARCH__ >= 900
@@ -1739,6 +1707,36 @@ static __device__ __forceinline__ unsigned yr_cluster_addr(unsigned addr, unsign
 #endif
   return remote;
 }
+// The floats at shared address `addr` (8- / 16-byte aligned) of cluster block `rank`.
+static __device__ __forceinline__ float2 yr_ld_cluster2(unsigned addr, unsigned rank) {
+  float2 v = make_float2(0.0f, 0.0f);
+#if __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
+               : "=f"(v.x), "=f"(v.y) : "r"(yr_cluster_addr(addr, rank)) : "memory");
+#endif
+  return v;
+}
+static __device__ __forceinline__ float4 yr_ld_cluster4(unsigned addr, unsigned rank) {
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(yr_cluster_addr(addr, rank))
+               : "memory");
+#endif
+  return v;
+}
+static __device__ __forceinline__ float yr_ld_cluster1(unsigned addr, unsigned rank) {
+  float v = 0.0f;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n"
+               : "=f"(v) : "r"(yr_cluster_addr(addr, rank)) : "memory");
+#endif
+  return v;
+}
+// A store of two floats at cluster address `remote` (from yr_cluster_addr;
+// 8-byte aligned); a cluster barrier's release makes it visible to that
+// block.
 static __device__ __forceinline__ void yr_st_cluster2(unsigned remote, float x, float y) {
 #if __CUDA_ARCH__ >= 900
   asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(remote), "f"(x), "f"(y)
