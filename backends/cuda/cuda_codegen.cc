@@ -1642,6 +1642,21 @@ static __device__ __forceinline__ void yr_ldsm_x4(unsigned* r, const T* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
+// Offset of element (r, c) in a shared tile of 16-bit rows W elements wide
+// whose 16-byte chunks are XOR-swizzled by row: ldmatrix on 8 rows of one
+// chunk column hits 8 different bank groups without padding the rows, so
+// cp.async fills land on whole 128-byte lines (padded rows slowed them).
+// Rows of W/8 chunks where W/8 is not a power of two keep 8 halves of padding.
+template <int W>
+static __device__ __forceinline__ int yr_swz(int r, int c) {
+  constexpr int C = W / 8;
+  if constexpr ((C & (C - 1)) == 0) {
+    constexpr int RPL = C >= 8 ? 1 : 8 / C;  // rows sharing one 128-byte line
+    return r * W + ((((c >> 3) ^ (r / RPL)) & (C - 1)) << 3) + (c & 7);
+  } else {
+    return r * (W + 8) + c;
+  }
+}
 template <typename T>
 static __device__ __forceinline__ void yr_ldsm_x4_t(unsigned* r, const T* p) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));

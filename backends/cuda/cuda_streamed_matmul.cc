@@ -22,15 +22,22 @@ constexpr int kTileN = 64;   // output columns per block
 // combine kernel, never in a cluster.
 constexpr int kSharedWorkspaceVariant = 3;
 
+// Halves in one row of the low-rank A chunk: yr_swz<R> pads only ranks whose
+// rows are not a power-of-two number of 16-byte chunks.
+int64_t LowRankRowHalves(int r) {
+  const int chunks = r / 8;
+  return (chunks & (chunks - 1)) == 0 ? r : r + 8;
+}
+
 int64_t StageHalves(const StreamedMatmulPlan& p) {
   const int nw = p.match.w2 >= 0 ? 2 : 1;
-  return int64_t{p.m_tiles} * 16 * (kChunkK + 8) + nw * kChunkK * (kTileN + 8) +
-         (p.r > 0 ? kChunkK * (p.r + 8) : 0) +
+  return int64_t{p.m_tiles} * 16 * kChunkK + nw * kChunkK * kTileN +
+         (p.r > 0 ? kChunkK * LowRankRowHalves(p.r) : 0) +
          static_cast<int64_t>(p.match.col_scales.size()) * kChunkK;
 }
 
 int64_t SmemBytes(const StreamedMatmulPlan& p) {
-  return (p.stages * StageHalves(p) + p.r * (kTileN + 8)) * 2 + p.m_tiles * 16 * 4;
+  return (p.stages * StageHalves(p) + p.r * kTileN) * 2 + p.m_tiles * 16 * 4;
 }
 
 constexpr char kKernel[] = R"(
@@ -42,14 +49,15 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
   // Warps: 4 along N (16 columns each) times WM along M (MTW 16-row tiles each).
   constexpr int NT = @NT@, WM = NT / 128, MTW = MT / WM;
   static_assert(MT % WM == 0, "row tiles split evenly over the warps");
-  constexpr int LX = BK + 8, LW = BN + 8, LA = R + 8;
+  // Unpadded rows, chunks swizzled by yr_swz (X and W rows are 128 bytes).
+  constexpr int LX = BK, LW = BN, CA = R / 8, LA = (CA & (CA - 1)) == 0 ? R : R + 8;
   constexpr int NG = @NG@;
   constexpr int STAGE = MP * LX + NW * BK * LW + (R > 0 ? BK * LA : 0) + NG * BK;
   constexpr int CHUNKS = KS / BK;
   constexpr int TPR = NT / MP, CPT = BK / TPR;  // prologue pass: threads per row, columns each
   extern __shared__ __align__(128) unsigned char yr_smb[];
   T* const sm = reinterpret_cast<T*>(yr_smb);
-  T* const bsm = sm + STAGES * STAGE;  // low rank: the block's B columns [R][LW]
+  T* const bsm = sm + STAGES * STAGE;  // low rank: the block's B columns [R][BN], swizzled
   float* const rs_sm = reinterpret_cast<float*>(bsm + R * LW);
   (void)rs_sm; (void)bsm;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -68,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
 #if @R@ > 0
   for (int x = tid; x < R * (BN / 8); x += NT) {
     const int r = x / (BN / 8), c = (x % (BN / 8)) * 8;
-    yr_cp_async16_stream(bsm + r * LW + c, lb + (i64)r * N + n0 + c, policy);
+    yr_cp_async16_stream(bsm + yr_swz<BN>(r, c), lb + (i64)r * N + n0 + c, policy);
   }
 #endif
   auto load = [&](int t, int st) {
@@ -77,20 +85,20 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
     const int k0 = kbase + t * BK;
     for (int x = tid; x < M * (BK / 8); x += NT) {
       const int r = x / (BK / 8), c = (x % (BK / 8)) * 8;
-      yr_cp_async16(xs + r * LX + c, x_in + (i64)r * K + k0 + c);
+      yr_cp_async16(xs + yr_swz<BK>(r, c), x_in + (i64)r * K + k0 + c);
     }
     for (int x = tid; x < BK * (BN / 8); x += NT) {
       const int r = x / (BN / 8), c = (x % (BN / 8)) * 8;
-      yr_cp_async16_stream(w1s + r * LW + c, w1 + (i64)(k0 + r) * N + n0 + c, policy);
+      yr_cp_async16_stream(w1s + yr_swz<BN>(r, c), w1 + (i64)(k0 + r) * N + n0 + c, policy);
 #if @NW@ == 2
-      yr_cp_async16_stream(w1s + BK * LW + r * LW + c, w2 + (i64)(k0 + r) * N + n0 + c, policy);
+      yr_cp_async16_stream(w1s + BK * LW + yr_swz<BN>(r, c), w2 + (i64)(k0 + r) * N + n0 + c, policy);
 #endif
     }
 #if @R@ > 0
     T* const as = w1s + NW * BK * LW;
     for (int x = tid; x < BK * (R / 8); x += NT) {
       const int r = x / (R / 8), c = (x % (R / 8)) * 8;
-      yr_cp_async16_stream(as + r * LA + c, la + (i64)(k0 + r) * R + c, policy);
+      yr_cp_async16_stream(as + yr_swz<R>(r, c), la + (i64)(k0 + r) * R + c, policy);
     }
 #endif
 #if @NG@ > 0
@@ -139,13 +147,13 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
 #endif
 #pragma unroll 8
       for (int c = 0; c < CPT; ++c) {
-        float xv = yr_ld(xs, row * LX + c0 + c);
+        float xv = yr_ld(xs, yr_swz<BK>(row, c0 + c));
 #if @RMS@
         ss += xv * xv;
 #endif
 #if @NG@ > 0
         xv *= @GSCALE@;
-        yr_sth(xs + row * LX + c0 + c, xv);
+        yr_sth(xs + yr_swz<BK>(row, c0 + c), xv);
 #endif
       }
     }
@@ -159,18 +167,18 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
 #pragma unroll
       for (int mt = 0; mt < MTW; ++mt) {
         yr_ldsm_x4(af[mt],
-                   xs + ((mt0 + mt) * 16 + li + (lm & 1) * 8) * LX + ks * 16 + (lm >> 1) * 8);
+                   xs + yr_swz<BK>((mt0 + mt) * 16 + li + (lm & 1) * 8, ks * 16 + (lm >> 1) * 8));
       }
       unsigned bf[4];
-      yr_ldsm_x4_t(bf, w1s + (ks * 16 + li + (lm & 1) * 8) * LW + wn * 16 + (lm >> 1) * 8);
+      yr_ldsm_x4_t(bf, w1s + yr_swz<BN>(ks * 16 + li + (lm & 1) * 8, wn * 16 + (lm >> 1) * 8));
 #pragma unroll
       for (int mt = 0; mt < MTW; ++mt) {
         yr_mma16816<T>(acc1[mt][0], af[mt], bf);
         yr_mma16816<T>(acc1[mt][1], af[mt], bf + 2);
       }
 #if @NW@ == 2
-      yr_ldsm_x4_t(bf, w1s + BK * LW + (ks * 16 + li + (lm & 1) * 8) * LW + wn * 16 +
-                           (lm >> 1) * 8);
+      yr_ldsm_x4_t(bf, w1s + BK * LW +
+                           yr_swz<BN>(ks * 16 + li + (lm & 1) * 8, wn * 16 + (lm >> 1) * 8));
 #pragma unroll
       for (int mt = 0; mt < MTW; ++mt) {
         yr_mma16816<T>(acc2[mt][0], af[mt], bf);
@@ -181,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
       const T* const as = w1s + NW * BK * LW;
 #pragma unroll
       for (int j = 0; j < R / 8; j += 2) {
-        yr_ldsm_x4_t(bf, as + (ks * 16 + li + (lm & 1) * 8) * LA + (j + (lm >> 1)) * 8);
+        yr_ldsm_x4_t(bf, as + yr_swz<R>(ks * 16 + li + (lm & 1) * 8, (j + (lm >> 1)) * 8));
 #pragma unroll
         for (int mt = 0; mt < MTW; ++mt) {
           yr_mma16816<T>(tacc[mt][j], af[mt], bf);
@@ -200,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
 #pragma unroll
   for (int kk = 0; kk < R / 16; ++kk) {
     unsigned bf[4];
-    yr_ldsm_x4_t(bf, bsm + (kk * 16 + li + (lm & 1) * 8) * LW + wn * 16 + (lm >> 1) * 8);
+    yr_ldsm_x4_t(bf, bsm + yr_swz<BN>(kk * 16 + li + (lm & 1) * 8, wn * 16 + (lm >> 1) * 8));
 #pragma unroll
     for (int mt = 0; mt < MTW; ++mt) {
       unsigned pa[4];
