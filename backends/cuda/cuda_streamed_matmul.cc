@@ -79,20 +79,27 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
     yr_cp_async16_stream(bsm + yr_swz<BN>(r, c), lb + (i64)r * N + n0 + c, policy);
   }
 #endif
-  auto load = [&](int t, int st) {
-    T* const xs = sm + st * STAGE;
-    T* const w1s = xs + MP * LX;
+  // Copies of chunk t into stage st: the weights (this block's columns) ...
+  auto load_weights = [&](int t, int st) {
+    T* const w1s = sm + st * STAGE + MP * LX;
     const int k0 = kbase + t * BK;
-    for (int x = tid; x < M * (BK / 8); x += NT) {
-      const int r = x / (BK / 8), c = (x % (BK / 8)) * 8;
-      yr_cp_async16(xs + yr_swz<BK>(r, c), x_in + (i64)r * K + k0 + c);
-    }
     for (int x = tid; x < BK * (BN / 8); x += NT) {
       const int r = x / (BN / 8), c = (x % (BN / 8)) * 8;
       yr_cp_async16_stream(w1s + yr_swz<BN>(r, c), w1 + (i64)(k0 + r) * N + n0 + c, policy);
 #if @NW@ == 2
       yr_cp_async16_stream(w1s + BK * LW + yr_swz<BN>(r, c), w2 + (i64)(k0 + r) * N + n0 + c, policy);
 #endif
+    }
+  };
+  // ... and what every block reads: X, the low-rank A and the column scales.
+  auto load_shared = [&](int t, int st) {
+    T* const xs = sm + st * STAGE;
+    T* const w1s = xs + MP * LX;
+    const int k0 = kbase + t * BK;
+    (void)w1s;
+    for (int x = tid; x < M * (BK / 8); x += NT) {
+      const int r = x / (BK / 8), c = (x % (BK / 8)) * 8;
+      yr_cp_async16(xs + yr_swz<BK>(r, c), x_in + (i64)r * K + k0 + c);
     }
 #if @R@ > 0
     T* const as = w1s + NW * BK * LW;
@@ -111,10 +118,22 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
     }
 #endif
   };
+  if constexpr (CHUNKS <= STAGES - 1) {
+    // The whole K range fits the prologue: every weight copy goes out before
+    // the shared operands', all in the first group. (On an H200, LoRA's X
+    // and A copies issued ahead of the weights' delayed them by ~0.7 us:
+    // 64 blocks asking for the same lines at once.)
+    for (int s = 0; s < CHUNKS; ++s) load_weights(s, s);
+    for (int s = 0; s < CHUNKS; ++s) load_shared(s, s);
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < CHUNKS) load(s, s);
-    yr_cp_async_commit();
+    for (int s = 0; s < STAGES - 1; ++s) yr_cp_async_commit();
+  } else {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      load_shared(s, s);
+      load_weights(s, s);
+      yr_cp_async_commit();
+    }
   }
   float acc1[MTW][2][4], acc2[MTW][2][4];
 #if @R@ > 0
@@ -198,7 +217,10 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
       }
 #endif
     }
-    if (t + STAGES - 1 < CHUNKS) load(t + STAGES - 1, (t + STAGES - 1) % STAGES);
+    if (t + STAGES - 1 < CHUNKS) {
+      load_shared(t + STAGES - 1, (t + STAGES - 1) % STAGES);
+      load_weights(t + STAGES - 1, (t + STAGES - 1) % STAGES);
+    }
     yr_cp_async_commit();
   }
   yr_cp_async_wait<0>();
