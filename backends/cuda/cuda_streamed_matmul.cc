@@ -36,37 +36,19 @@ int64_t StageHalves(const StreamedMatmulPlan& p) {
          static_cast<int64_t>(p.match.col_scales.size()) * kChunkK;
 }
 
-// Warps of the shared-memory form that compute the low-rank T = X A apart
-// from the main warps: 4 (one 16-row step of each 64-row chunk) for a
-// single K split without rms or column scales (their epilogues assume the
-// main warps alone), with T's fragments small enough to hold whole.
-int LowRankWarps(const StreamedMatmulPlan& p) {
-  return p.r > 0 && p.splits == 1 && !p.match.rms && p.match.col_scales.empty() &&
-                 p.m_tiles * p.r <= 64
-             ? 4
-             : 0;
-}
-
 int64_t SmemBytes(const StreamedMatmulPlan& p) {
   return (p.stages * StageHalves(p) + p.r * kTileN) * 2 + p.m_tiles * 16 * 4;
 }
 
 constexpr char kKernel[] = R"(
-// streamed matmul: M=@M@ K=@K@ N=@N@, @NW@ weight(s), rank @R@, @SPLITS@ K split(s)@MERGE@, @STAGES@ stages, @NT@ threads (+@TW@ low-rank warps)
-extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @NAME@(@PARAMS@) {
+// streamed matmul: M=@M@ K=@K@ N=@N@, @NW@ weight(s), rank @R@, @SPLITS@ K split(s)@MERGE@, @STAGES@ stages, @NT@ threads
+extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS@) {
   typedef @T@ T;
   constexpr int M = @M@, MT = @MT@, MP = MT * 16, K = @K@, N = @N@, SPLITS = @SPLITS@, KS = K / SPLITS;
   constexpr int BK = 64, BN = 64, STAGES = @STAGES@, R = @R@, NW = @NW@;
   // Warps: 4 along N (16 columns each) times WM along M (MTW 16-row tiles each).
   constexpr int NT = @NT@, WM = NT / 128, MTW = MT / WM;
   static_assert(MT % WM == 0, "row tiles split evenly over the warps");
-  // With TW = 4 low-rank warps, T = X A is theirs: T warp q takes the q-th
-  // 16-row step of every chunk, and the main warps only add their sums.
-  // (Every main warp computing all of T spent a third of its ldmatrix and
-  // half its mma on copies of the same product: LoRA on an H200, 0.9 us of
-  // loop against 0.45 without them.)
-  constexpr int TW = @TW@, NTT = NT + 32 * TW;
-  static_assert(TW == 0 || (R > 0 && BK / 16 == TW), "one 16-row step of each chunk a T warp");
   // Unpadded rows, chunks swizzled by yr_swz (X and W rows are 128 bytes).
   constexpr int LX = BK, LW = BN, CA = R / 8, LA = (CA & (CA - 1)) == 0 ? R : R + 8;
   constexpr int NG = @NG@;
@@ -80,21 +62,19 @@ extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @N
   (void)rs_sm; (void)bsm;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int wn = warp & 3, mt0 = (warp >> 2) * MTW;
-  const bool t_warp = TW > 0 && warp >= NT / 32;
-  (void)t_warp;
   const int li = lane & 7, lm = lane >> 3;
   const int n0 = blockIdx.x * BN, split = blockIdx.y;
   (void)split;
   const int kbase = split * KS;
   const unsigned long long policy = yr_stream_policy();  // the weights are read once
   // Rows M..MP-1 of every X stage stay zero.
-  for (int x = tid; x < STAGES * (MP - M) * (BK / 8); x += NTT) {
+  for (int x = tid; x < STAGES * (MP - M) * (BK / 8); x += NT) {
     const int st = x / ((MP - M) * (BK / 8)), rem = x % ((MP - M) * (BK / 8));
     *reinterpret_cast<uint4*>(sm + st * STAGE + (M + rem / (BK / 8)) * LX + (rem % (BK / 8)) * 8) =
         make_uint4(0, 0, 0, 0);
   }
 #if @R@ > 0
-  for (int x = tid; x < R * (BN / 8); x += NTT) {
+  for (int x = tid; x < R * (BN / 8); x += NT) {
     const int r = x / (BN / 8), c = (x % (BN / 8)) * 8;
     yr_cp_async16_stream(bsm + yr_swz<BN>(r, c), lb + (i64)r * N + n0 + c, policy);
   }
@@ -103,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @N
   auto load_weights = [&](int t, int st) {
     T* const w1s = sm + st * STAGE + MP * LX;
     const int k0 = kbase + t * BK;
-    for (int x = tid; x < BK * (BN / 8); x += NTT) {
+    for (int x = tid; x < BK * (BN / 8); x += NT) {
       const int r = x / (BN / 8), c = (x % (BN / 8)) * 8;
       yr_cp_async16_stream(w1s + yr_swz<BN>(r, c), w1 + (i64)(k0 + r) * N + n0 + c, policy);
 #if @NW@ == 2
@@ -117,13 +97,13 @@ extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @N
     T* const w1s = xs + MP * LX;
     const int k0 = kbase + t * BK;
     (void)w1s;
-    for (int x = tid; x < M * (BK / 8); x += NTT) {
+    for (int x = tid; x < M * (BK / 8); x += NT) {
       const int r = x / (BK / 8), c = (x % (BK / 8)) * 8;
       yr_cp_async16(xs + yr_swz<BK>(r, c), x_in + (i64)r * K + k0 + c);
     }
 #if @R@ > 0
     T* const as = w1s + NW * BK * LW;
-    for (int x = tid; x < BK * (R / 8); x += NTT) {
+    for (int x = tid; x < BK * (R / 8); x += NT) {
       const int r = x / (R / 8), c = (x % (R / 8)) * 8;
       yr_cp_async16_stream(as + yr_swz<R>(r, c), la + (i64)(k0 + r) * R + c, policy);
     }
@@ -158,15 +138,6 @@ extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @N
   float acc1[MTW][2][4], acc2[MTW][2][4];
 #if @R@ > 0
   float tacc[MTW][R / 8][4];
-#endif
-#if @TW@ > 0
-  float ttac[MT][R / 8][4];  // a T warp's partial T, all row tiles
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int j = 0; j < R / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) ttac[mt][j][e] = 0.0f;
 #endif
 #pragma unroll
   for (int mt = 0; mt < MTW; ++mt) {
@@ -209,7 +180,6 @@ extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @N
     __syncthreads();  // the scaled X chunk is read by every warp
 #endif
 #endif
-    if (!t_warp) {
 #pragma unroll
     for (int ks = 0; ks < BK / 16; ++ks) {
       unsigned af[MTW][4];
@@ -234,7 +204,7 @@ extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @N
         yr_mma16816<T>(acc2[mt][1], af[mt], bf + 2);
       }
 #endif
-#if @R@ > 0 && @TW@ == 0
+#if @R@ > 0
       const T* const as = w1s + NW * BK * LW;
 #pragma unroll
       for (int j = 0; j < R / 8; j += 2) {
@@ -247,25 +217,6 @@ extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @N
       }
 #endif
     }
-    }
-#if @TW@ > 0
-    else {
-      const int ks = warp - NT / 32;
-      const T* const as = w1s + NW * BK * LW;
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        unsigned af[4];
-        yr_ldsm_x4(af, xs + yr_swz<BK>(mt * 16 + li + (lm & 1) * 8, ks * 16 + (lm >> 1) * 8));
-#pragma unroll
-        for (int j = 0; j < R / 8; j += 2) {
-          unsigned bf[4];
-          yr_ldsm_x4_t(bf, as + yr_swz<R>(ks * 16 + li + (lm & 1) * 8, (j + (lm >> 1)) * 8));
-          yr_mma16816<T>(ttac[mt][j], af, bf);
-          yr_mma16816<T>(ttac[mt][j + 1], af, bf + 2);
-        }
-      }
-    }
-#endif
     if (t + STAGES - 1 < CHUNKS) {
       load_shared(t + STAGES - 1, (t + STAGES - 1) % STAGES);
       load_weights(t + STAGES - 1, (t + STAGES - 1) % STAGES);
@@ -275,40 +226,7 @@ extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @N
   yr_cp_async_wait<0>();
 #if @R@ > 0
   __syncthreads();
-#if @TW@ > 0
-  {
-    // The main warps' T: the sum of the T warps' partials, fragment element
-    // by fragment element, through the consumed ring.
-    constexpr int TE = MT * (R / 8) * 4;
-    static_assert(TW * TE * 32 * 4 <= STAGES * STAGE * 2, "the partial T fit in the ring");
-    float* const tsum = reinterpret_cast<float*>(yr_smb);
-    if (t_warp) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int j = 0; j < R / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            tsum[((warp - NT / 32) * TE + (mt * (R / 8) + j) * 4 + e) * 32 + lane] = ttac[mt][j][e];
-    }
-    __syncthreads();
-    if (!t_warp) {
-#pragma unroll
-      for (int mt = 0; mt < MTW; ++mt)
-#pragma unroll
-        for (int j = 0; j < R / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            float v = 0.0f;
-#pragma unroll
-            for (int q = 0; q < TW; ++q) v += tsum[(q * TE + ((mt0 + mt) * (R / 8) + j) * 4 + e) * 32 + lane];
-            tacc[mt][j][e] = v;
-          }
-    }
-  }
-#endif
   // Y += T B for the block's columns, T = X A straight from its registers.
-  if (!t_warp)
 #pragma unroll
   for (int kk = 0; kk < R / 16; ++kk) {
     unsigned bf[4];
@@ -396,7 +314,6 @@ extern "C" __global__ void __launch_bounds__(@NT@ + 32 * @TW@) @CLUSTER_DIMS@ @N
   if (blockIdx.x == 0 && tid % TPR == 0 && tid / TPR < M) ws[@SS_OFF@ + split * M + tid / TPR] = ss;
 #endif
 #endif
-  if (!t_warp)  // (T warps exist only without a cluster or rms)
 #pragma unroll
   for (int mt = 0; mt < MTW; ++mt) {
 #pragma unroll
@@ -1016,7 +933,6 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
       {"@EPI@", absl::StrCat(epi)},
       {"@SS_OFF@", absl::StrCat(ss_off, "LL")},
       {"@NT@", absl::StrCat(p.warps * 32)},
-      {"@TW@", absl::StrCat(LowRankWarps(p))},
       {"@CLUSTER@", p.cluster ? "1" : "0"},
       {"@CLUSTER_DIMS@", p.cluster ? absl::StrCat("__cluster_dims__(1, ", p.splits, ", 1)") : ""},
       {"@MERGE@", combine ? " (combine kernel)" : (p.cluster ? " in a cluster" : "")},
@@ -1026,7 +942,7 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
   main.name = name;
   main.grid[0] = p.n / kTileN;
   main.grid[1] = p.splits;
-  main.block = (p.warps + LowRankWarps(p)) * 32;
+  main.block = p.warps * 32;
   main.smem_bytes = static_cast<int>(SmemBytes(p));
   main.args = args;
   launches->push_back(main);
