@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_test_util.h"
 #include "gtest/gtest.h"
 
@@ -395,6 +397,15 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
   const yirage::v1::Graph lora = StreamedLoraGraph(FLOAT16, 16, 256, 4096, 16);
   const std::string l_src = PlanSource(lora, OneRowGroup(lora, Cols(64)));
   EXPECT_NE(l_src.find("rank 16"), std::string::npos) << l_src;
+  // The GPU test's LoRA shapes compile (1-4 row tiles, ranks 16 and 32).
+  for (const auto& [m, r] : std::vector<std::pair<int64_t, int64_t>>{{8, 32}, {40, 16}, {64, 32}}) {
+    const yirage::v1::Graph l = StreamedLoraGraph(FLOAT16, m, 512, 512, r);
+    const std::string src = PlanSource(l, OneRowGroup(l, WithForm(WithGpu(Rows(4), 1), 1)));
+    EXPECT_NE(
+        src.find(absl::StrCat("streamed matmul: M=", m, " K=512 N=512, 1 weight(s), rank ", r)),
+        std::string::npos)
+        << src;
+  }
   // More than 64 rows: the generic row kernels.
   const yirage::v1::Graph wide = StreamedGatedGraph(FLOAT16, 80, 256, 128);
   EXPECT_EQ(PlanSource(wide, OneRowGroup(wide, Cols(128))).find("streamed matmul"),
