@@ -6,13 +6,15 @@
 #   mma_sync_peak     - mma.sync.m16n8k16 fp16/fp32 throughput
 #   l2_policy_stream  - the streamed matmul's cp.async weight tiles under the
 #                       default and the evict-first L2 policy
+#   smem_fill         - LoRA's shared-memory fill (copy order, swizzled or
+#                       padded rows) and attention streams by key splits
 set -euo pipefail
 ARCH=${1:-sm_90a}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 dir=$(cd "$(dirname "$0")" && pwd)
-for b in hbm_read_patterns mma_sync_peak l2_policy_stream; do
+for b in hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill; do
   "$NVCC" -O3 -std=c++17 -arch="$ARCH" -o "$OUT/$b" "$dir/$b.cu"
   echo "== $b"
   "$OUT/$b"
