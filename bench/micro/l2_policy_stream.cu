@@ -20,14 +20,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-#define CK(x)                                                      \
-  do {                                                             \
-    cudaError_t e = (x);                                           \
-    if (e != cudaSuccess) {                                        \
-      printf("err %s line %d\n", cudaGetErrorString(e), __LINE__); \
-      exit(1);                                                     \
-    }                                                              \
-  } while (0)
+
+#include "timing.cuh"
 
 typedef long long i64;
 constexpr int kK = 4096, kN = 4096;
@@ -98,34 +92,10 @@ __global__ void flat_read(const uint4* p, i64 n, unsigned* sink) {
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x12345678u) *sink = 1;
 }
 
-__global__ void idle(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
-
-char* g_flush;
+// The method of bench/cuda_vs_torch.py, median of 60 after 3.
 template <typename F>
 float MedianUs(F launch) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> v;
-  for (int i = 0; i < 3; ++i) launch();
-  for (int i = 0; i < 60; ++i) {
-    CK(cudaMemsetAsync(g_flush, i & 255, size_t{512} << 20));
-    idle<<<1, 1>>>(200000);
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    v.push_back(ms * 1000);
-  }
-  CK(cudaGetLastError());
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return FlushedMedianUs(launch, 60, 3);
 }
 
 __half *g_w1, *g_w2;
@@ -150,9 +120,8 @@ int main() {
   CK(cudaMalloc(&g_w1, elems * 2 * 2));
   g_w2 = g_w1 + elems;
   CK(cudaMemset(g_w1, 0x3c, elems * 2 * 2));
-  CK(cudaMalloc(&g_flush, size_t{512} << 20));
   CK(cudaMalloc(&g_sink, 4));
-  printf("empty kernel: %.2f us\n", MedianUs([&] { idle<<<1, 1>>>(0); }));
+  printf("empty kernel: %.2f us\n", MedianUs([&] { IdleKernel<<<1, 1>>>(0); }));
   printf("flat read:    %.2f us\n", MedianUs([&] {
            flat_read<<<132 * 4, 1024>>>(reinterpret_cast<const uint4*>(g_w1), elems * 2 * 2 / 16,
                                         g_sink);

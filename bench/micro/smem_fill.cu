@@ -27,22 +27,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-#define CK(x)                                                      \
-  do {                                                             \
-    cudaError_t e = (x);                                           \
-    if (e != cudaSuccess) {                                        \
-      printf("err %s line %d\n", cudaGetErrorString(e), __LINE__); \
-      exit(1);                                                     \
-    }                                                              \
-  } while (0)
+
+#include "timing.cuh"
 
 namespace {
-
-__global__ void Idle(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
 
 __device__ __forceinline__ unsigned SmemAddr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -162,37 +150,6 @@ __global__ void __launch_bounds__(128)
       __float2half(acc);
 }
 
-struct Timer {
-  char* flush = nullptr;
-  size_t flush_bytes = 512ull << 20;
-  cudaEvent_t e0, e1;
-  Timer() {
-    CK(cudaMalloc(&flush, flush_bytes));
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-  }
-  template <typename F>
-  float Median(F&& launch, int iters = 100) {
-    for (int i = 0; i < 5; ++i) launch();
-    CK(cudaDeviceSynchronize());
-    std::vector<float> ts;
-    for (int i = 0; i < iters; ++i) {
-      CK(cudaMemsetAsync(flush, i & 0xff, flush_bytes));
-      Idle<<<1, 1>>>(200000);
-      CK(cudaEventRecord(e0));
-      launch();
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      ts.push_back(ms * 1000.0f);
-    }
-    CK(cudaGetLastError());
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-  }
-};
-
 template <typename Kernel>
 void SetSmem(Kernel kernel, int bytes) {
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
@@ -207,7 +164,6 @@ int LoraSmem(bool swizzle) {
 
 int main() {
   setvbuf(stdout, nullptr, _IONBF, 0);
-  Timer timer;
   __half *x, *w, *a, *k, *v, *out;
   CK(cudaMalloc(&x, kM * kK * 2));
   CK(cudaMalloc(&w, (size_t)kK * kN * 2));
@@ -220,7 +176,7 @@ int main() {
   CK(cudaMemset(a, 0, kK * kR * 2));
   CK(cudaMemset(k, 0, (size_t)kBatch * kD * kKeys * 2));
   CK(cudaMemset(v, 0, (size_t)kBatch * kKeys * kD * 2));
-  const float empty = timer.Median([] { Idle<<<1, 32>>>(0); });
+  const float empty = FlushedMedianUs([] { IdleKernel<<<1, 32>>>(0); }, 100, 5);
   printf("empty kernel                        %7.2f us\n", empty);
 
   printf("-- LoRA fill: 64 blocks, X, W and A of all 4 chunks in flight\n");
@@ -238,7 +194,8 @@ int main() {
   for (const LoraRow& row : lora) {
     const int smem = LoraSmem(row.swizzle);
     SetSmem(row.kernel, smem);
-    const float us = timer.Median([&] { row.kernel<<<kN / kBn, 128, smem>>>(x, w, a, out); });
+    const float us =
+        FlushedMedianUs([&] { row.kernel<<<kN / kBn, 128, smem>>>(x, w, a, out); }, 100, 5);
     if (lora_base == 0.0f) lora_base = us;
     printf("%-36s%7.2f us  %5.2fx of the emitted fill\n", row.name, us, us / lora_base);
   }
@@ -259,7 +216,7 @@ int main() {
     const int smem = kStages * 2 * kTile * kD * 2;
     SetSmem(row.kernel, smem);
     const dim3 grid(kUnits, kBatch, row.splits);
-    const float us = timer.Median([&] { row.kernel<<<grid, 128, smem>>>(k, v, out); });
+    const float us = FlushedMedianUs([&] { row.kernel<<<grid, 128, smem>>>(k, v, out); }, 100, 5);
     if (attn_base == 0.0f) attn_base = us;
     printf("%-36s%7.2f us  %5.2fx of 8 splits\n", row.name, us, us / attn_base);
   }
