@@ -302,23 +302,28 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
 #else
   float* const part = reinterpret_cast<float*>(skv);  // over the drained ring
   (void)part;
-  // This warp's partial rows (O, then m and l) at their rows of the BM
-  // rows [BM][LP] from row `row0` of `part` on.
+  // This lane's share of one partial row (O, then m and l) at `w`: tile mt,
+  // half h (rows lane / 4 and lane / 4 + 8).
+  auto write_partial_row = [&](float* w, int mt, int h) {
+#pragma unroll
+    for (int j = 0; j < DV / 8; ++j) {
+      *reinterpret_cast<float2*>(w + j * 8 + 2 * qd) =
+          make_float2(oacc[mt][j][2 * h], oacc[mt][j][2 * h + 1]);
+    }
+    if (qd == 0) {
+      w[DV] = m_run[mt][h];
+      w[DV + 1] = l_run[mt][h];
+    }
+  };
+  (void)write_partial_row;
+  // This warp's partial rows at their rows of the BM rows [BM][LP] from row
+  // `row0` of `part` on.
   auto store_partial = [&](int row0) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float* const w = part + (row0 + rw * WR + mt * 16 + (lane >> 2) + 8 * h) * LP;
-#pragma unroll
-        for (int j = 0; j < DV / 8; ++j) {
-          *reinterpret_cast<float2*>(w + j * 8 + 2 * qd) =
-              make_float2(oacc[mt][j][2 * h], oacc[mt][j][2 * h + 1]);
-        }
-        if (qd == 0) {
-          w[DV] = m_run[mt][h];
-          w[DV + 1] = l_run[mt][h];
-        }
+        write_partial_row(part + (row0 + rw * WR + mt * 16 + (lane >> 2) + 8 * h) * LP, mt, h);
       }
     }
   };
@@ -426,16 +431,7 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
         yr_st(out, j * 8 + 2 * qd + 1, oacc[mt][j][2 * h + 1] * inv);
       }
 #else
-      float* const w = ws + (((i64)split * @B@ + b) * M + gm) * (DV + 2);
-#pragma unroll
-      for (int j = 0; j < DV / 8; ++j) {
-        *reinterpret_cast<float2*>(w + j * 8 + 2 * qd) =
-            make_float2(oacc[mt][j][2 * h], oacc[mt][j][2 * h + 1]);
-      }
-      if (qd == 0) {
-        w[DV] = m_run[mt][h];
-        w[DV + 1] = l_run[mt][h];
-      }
+      write_partial_row(ws + (((i64)split * @B@ + b) * M + gm) * (DV + 2), mt, h);
 #endif
     }
   }
