@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Device microbenchmarks behind the CUDA notes in README.md, on a GPU host with
-# nvcc (from the repository root):   bench/micro/run.sh [ARCH]   (default sm_90a)
+# nvcc (from the repository root):   bench/micro/run.sh [ARCH [NAME...]]
+# (ARCH default sm_90a; NAMEs: some of the benchmarks below, default all)
 #   hbm_read_patterns - the HBM read floor of gated_mlp's weights, and the
 #                       streamed matmul's access pattern, timed like the bench
 #   mma_sync_peak     - mma.sync.m16n8k16 fp16/fp32 throughput
@@ -10,11 +11,16 @@
 #                       padded rows) and attention streams by key splits
 set -euo pipefail
 ARCH=${1:-sm_90a}
+shift || true
+ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill)
+NAMES=("$@")
+[ ${#NAMES[@]} -eq 0 ] && NAMES=("${ALL[@]}")
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 dir=$(cd "$(dirname "$0")" && pwd)
-for b in hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill; do
+for b in "${NAMES[@]}"; do
+  [ -f "$dir/$b.cu" ] || { echo "no benchmark $b (one of: ${ALL[*]})" >&2; exit 2; }
   "$NVCC" -O3 -std=c++17 -arch="$ARCH" -o "$OUT/$b" "$dir/$b.cu"
   echo "== $b"
   "$OUT/$b"
