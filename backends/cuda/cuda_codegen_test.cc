@@ -316,7 +316,8 @@ TEST(CudaCodegenGpuTest, LargeFusedMatmulsMatchReference) {
       sr, {OneRowGroup(sr, WithForm(Rows(4), 2)), OneRowGroup(sr, WithForm(WithGpu(Rows(4), 1), 2)),
            OneRowGroup(sr, WithForm(WithGpu(Rows(4), 4, 8, 2), 2))});
   // LoRA, shared-memory form: a ring that holds all of K and one that does
-  // not; 1, 3 and 4 row tiles; ranks 16 and 32.
+  // not; 8, 16, 40 and 64 rows (1 and 4 row tiles, 40 padded to 64);
+  // ranks 16 and 32.
   const yirage::v1::Graph sl = StreamedLoraGraph(FLOAT16, 16, 256, 1024, 16);
   CheckCudaPlans(sl, {OneRowGroup(sl, WithForm(WithGpu(Rows(4), 1, 0, 6), 1)),
                       OneRowGroup(sl, WithForm(WithGpu(Rows(4), 1, 0, 3), 1))});
@@ -397,7 +398,7 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
   const yirage::v1::Graph lora = StreamedLoraGraph(FLOAT16, 16, 256, 4096, 16);
   const std::string l_src = PlanSource(lora, OneRowGroup(lora, Cols(64)));
   EXPECT_NE(l_src.find("rank 16"), std::string::npos) << l_src;
-  // The GPU test's LoRA shapes compile (1-4 row tiles, ranks 16 and 32).
+  // The GPU test's LoRA shapes compile (8, 40 and 64 rows; ranks 16 and 32).
   for (const auto& [m, r] : std::vector<std::pair<int64_t, int64_t>>{{8, 32}, {40, 16}, {64, 32}}) {
     const yirage::v1::Graph l = StreamedLoraGraph(FLOAT16, m, 512, 512, r);
     const std::string src = PlanSource(l, OneRowGroup(l, WithForm(WithGpu(Rows(4), 1), 1)));

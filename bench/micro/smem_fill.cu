@@ -8,11 +8,11 @@
 //    64 columns, every chunk in flight at once, as the streamed matmul's
 //    shared-memory form issues it when the ring holds all of K):
 //      swizzled, weights first    - what the backend emits
-//      swizzled, shared first     - X's and A's copies of each chunk ahead
-//                                   of its weights (the order before 87dbd0c)
-//      padded, shared first       - rows padded by 8 halves (before 2b59d89)
-//    In this session's harness (the generated kernel itself, with its math)
-//    the three measured 6.2-6.3, 7.0 and 7.0 us on an H200; this file
+//      swizzled, chunk by chunk   - each chunk's X, W and A copies in turn,
+//                                   a group a chunk (the order before 87dbd0c)
+//      padded, chunk by chunk     - rows padded by 8 halves (before 2b59d89)
+//    In a harness on an H200 (2026-11-30: the generated kernel itself, with
+//    its math) the three measured 6.2-6.3, 7.0 and 7.0 us; this file
 //    isolates the copies and has not run on a GPU yet.
 // 2. Attention-shaped streams (gqa_decode b1: K and V of 2 x 4096 keys x 64,
 //    fp16, each key slice read by 4 blocks of query rows): the same bytes
@@ -23,10 +23,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <vector>
 
 #include "timing.cuh"
 
@@ -80,13 +77,15 @@ __global__ void __launch_bounds__(128)
       Copy16(ws + Offset<kBn, kSwizzle>(r, c), w + (long long)(t * kBk + r) * kN + n0 + c);
     }
   };
-  auto shared = [&](int t) {
+  auto copy_x = [&](int t) {
     __half* xs = sm + t * kStage;
-    __half* as = xs + kM * LX + kBk * LW;
     for (int i = threadIdx.x; i < kM * (kBk / 8); i += 128) {
       const int r = i / (kBk / 8), c = (i % (kBk / 8)) * 8;
       Copy16(xs + Offset<kBk, kSwizzle>(r, c), x + r * kK + t * kBk + c);
     }
+  };
+  auto copy_a = [&](int t) {
+    __half* as = sm + t * kStage + kM * LX + kBk * LW;
     for (int i = threadIdx.x; i < kBk * (kR / 8); i += 128) {
       const int r = i / (kR / 8), c = (i % (kR / 8)) * 8;
       Copy16(as + Offset<kR, kSwizzle>(r, c), a + (t * kBk + r) * kR + c);
@@ -94,12 +93,16 @@ __global__ void __launch_bounds__(128)
   };
   if constexpr (kWeightsFirst) {
     for (int t = 0; t < kChunks; ++t) weights(t);
-    for (int t = 0; t < kChunks; ++t) shared(t);
+    for (int t = 0; t < kChunks; ++t) {
+      copy_x(t);
+      copy_a(t);
+    }
     Commit();
   } else {
     for (int t = 0; t < kChunks; ++t) {
-      shared(t);
+      copy_x(t);
       weights(t);
+      copy_a(t);
       Commit();
     }
   }
@@ -187,8 +190,8 @@ int main() {
   };
   const LoraRow lora[] = {
       {"swizzled, weights first (emitted)", LoraFill<true, true>, true},
-      {"swizzled, shared first", LoraFill<true, false>, true},
-      {"padded, shared first", LoraFill<false, false>, false},
+      {"swizzled, chunk by chunk", LoraFill<true, false>, true},
+      {"padded, chunk by chunk", LoraFill<false, false>, false},
   };
   float lora_base = 0.0f;
   for (const LoraRow& row : lora) {
