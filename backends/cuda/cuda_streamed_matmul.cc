@@ -122,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
     // The whole K range fits the prologue: every weight copy goes out before
     // the shared operands', all in the first group. (On an H200, LoRA's X
     // and A copies issued ahead of the weights' cost its kernel ~0.7 us: 7.0
-    // against 6.2-6.3 in a harness. Neither alone did, nor did it depend on
+    // against 6.2-6.4 in a harness. Neither alone did, nor did it depend on
     // their pages or on which chunk each block asked for first.)
     for (int s = 0; s < CHUNKS; ++s) load_weights(s, s);
     for (int s = 0; s < CHUNKS; ++s) load_shared(s, s);

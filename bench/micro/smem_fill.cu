@@ -12,7 +12,7 @@
 //                                   a group a chunk (the order before 87dbd0c)
 //      padded, chunk by chunk     - rows padded by 8 halves (before 2b59d89)
 //    In a harness on an H200 (2026-11-30: the generated kernel itself, with
-//    its math) the three measured 6.2-6.3, 7.0 and 7.0 us; this file
+//    its math) the three measured 6.2-6.4, 7.0 and 7.0 us; this file
 //    isolates the copies and has not run on a GPU yet.
 // 2. Attention-shaped streams (gqa_decode b1: K and V of 2 x 4096 keys x 64,
 //    fp16, each key slice read by 4 blocks of query rows): the same bytes
