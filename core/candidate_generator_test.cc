@@ -368,7 +368,8 @@ TEST(CandidateGeneratorTest, StreamedMatmulFormsAreSearched) {
 }
 
 // A fused attention chain gets its own variants on GPUs (block rows, warps,
-// pipeline depth, the workspace merge); other chains get none of them.
+// pipeline depth, the workspace and in-kernel merges); other chains get none
+// of them.
 TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
   absl::StatusOr<yirage::v1::Graph> proto =
       LoadGraphFile("examples/graphs/bench/gqa_decode_b1.json");
@@ -384,11 +385,11 @@ TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
   for (const auto& v :
        {std::tuple{0, 0, 0, 1, 0}, std::tuple{0, 3, 0, 1, 0}, std::tuple{0, 6, 0, 1, 0},
         std::tuple{0, 3, 8, 64, 0}, std::tuple{3, 3, 8, 64, 0}, std::tuple{0, 2, 16, 64, 0},
-        std::tuple{0, 4, 4, 64, 32}, std::tuple{2, 4, 4, 64, 0}}) {
+        std::tuple{0, 4, 4, 64, 32}, std::tuple{2, 4, 4, 64, 0}, std::tuple{4, 2, 4, 64, 32}}) {
     EXPECT_TRUE(seen.count(v)) << std::get<0>(v) << " " << std::get<1>(v) << " " << std::get<2>(v)
                                << " " << std::get<3>(v) << " " << std::get<4>(v);
   }
-  EXPECT_EQ(seen.size(), 8u) << "the registers-form variants dedupe away";
+  EXPECT_EQ(seen.size(), 9u) << "the registers-form variants dedupe away";
   // A streamed matmul takes none of attention's knobs.
   for (const Plan& plan : MustGenerate(MustBuild(testing::RmsNormLinearProto()), gpu)) {
     for (const auto& kernel : plan.kernels()) {

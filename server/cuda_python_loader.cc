@@ -165,9 +165,16 @@ class Kernel:
         stream = ctypes.c_void_p(torch.cuda.current_stream(self.device).cuda_stream)
         for fn, launch, params in self._params(pointers):
             g = launch["grid"]
-            _check_cu(_cu.cuLaunchKernel(fn, g[0], g[1], g[2], launch["block"], 1, 1,
-                                         launch["smem_bytes"], stream, params, None),
-                      f"cuLaunchKernel({launch['name']})")
+            if launch.get("cooperative"):
+                # The grid's blocks wait for each other: all resident at once.
+                _check_cu(_cu.cuLaunchCooperativeKernel(fn, g[0], g[1], g[2], launch["block"],
+                                                        1, 1, launch["smem_bytes"], stream,
+                                                        params),
+                          f"cuLaunchCooperativeKernel({launch['name']})")
+            else:
+                _check_cu(_cu.cuLaunchKernel(fn, g[0], g[1], g[2], launch["block"], 1, 1,
+                                             launch["smem_bytes"], stream, params, None),
+                          f"cuLaunchKernel({launch['name']})")
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 

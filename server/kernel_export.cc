@@ -88,7 +88,9 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
       {"calling",
        "launch every entry of 'launches' in order on one stream: grid, block (x only), "
        "smem_bytes of dynamic shared memory (set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES "
-       "above 48 KiB); every argument is a device pointer: argument id i < #inputs is input i, "
+       "above 48 KiB), with cuLaunchCooperativeKernel where 'cooperative' is true (its blocks "
+       "wait for each other); every argument is a device pointer: argument id i < #inputs is input "
+       "i, "
        "then the outputs, then scratch buffer (id - #inputs - #outputs); zero_init buffers must "
        "be zero before the first launch (the kernels leave them zero)"},
       {"inputs", TensorList(graph, false)},

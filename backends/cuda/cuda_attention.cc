@@ -18,6 +18,7 @@ using core::TensorInfo;
 
 constexpr int kTileN = 64;            // keys per tile
 constexpr int kMaxClusterSplits = 8;  // portable cluster size
+constexpr int kMaxSpinSplits = 16;    // in-kernel merge: each thread holds every split's values
 constexpr int kMaxWarps = 16;         // 512 threads: 128 registers a thread
 
 std::vector<int64_t> Lead(const std::vector<int64_t>& shape) {
@@ -43,7 +44,8 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
   constexpr int M = @M@, N = @N@, D = @D@, DV = @DV@, NS = @NS@, BN = 64;
   constexpr int RW = @RW@, KG = @KG@, MT = @MT@, NT = RW * KG * 32, WR = 16 * MT, BM = WR * RW;
   constexpr int STAGES = @STAGES@;
-  constexpr int SPLITS = @SPLITS@;  // merged (@MERGE_KIND@): 0 none, 1 cluster pull, 2 workspace, 3 cluster push
+  // merged (@MERGE_KIND@): 0 none, 1 cluster pull, 2 workspace, 3 cluster push, 4 in-kernel
+  constexpr int SPLITS = @SPLITS@;
   constexpr int LQ = D + 8, LV = DV + 8;
   constexpr int LK = @KT@ ? D + 8 : BN + 8;
   constexpr int KSIZE = @KT@ ? BN * (D + 8) : D * (BN + 8);
@@ -414,6 +416,73 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
     yr_st(o, at + 3, num.w * inv);
   }
   yr_cluster_sync();  // the other blocks' reads of this block's rows are done
+#elif @MERGE_KIND@ == 4
+  // In-kernel merge: the grid is co-resident (a cooperative launch), so
+  // every split leaves its partial rows in the workspace [SPLITS][B][M][LW],
+  // arrives at its query tile's counter (past the partials; it only grows,
+  // SPLITS a launch) and waits for the tile's other splits; then block
+  // `split` merges rows [split * RPB, (split + 1) * RPB). No second kernel,
+  // no cluster size limit. (On an H200, gqa_decode b1 in 16 splits: 11.0
+  // us in a harness, against 12.3 for 8 splits merged in a cluster.)
+  {
+    constexpr int RPB = BM / SPLITS, LW = DV + 4;
+    constexpr i64 SLOT = (i64)@B@ * M * LW;
+    unsigned* const cnt =
+        reinterpret_cast<unsigned*>(ws + SPLITS * SLOT) + b * gridDim.x + blockIdx.x;
+    if (kg == 0) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int gm = m0 + rw * WR + mt * 16 + (lane >> 2) + 8 * h;
+          if (gm < M) write_partial_row(ws + split * SLOT + ((i64)b * M + gm) * LW, mt, h);
+        }
+      }
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      const unsigned old = atomicAdd(cnt, 1u);
+      const unsigned target = old - old % SPLITS + SPLITS;
+      unsigned now;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(now) : "l"(cnt) : "memory");
+      } while ((int)(now - target) < 0);
+    }
+    __syncthreads();
+    for (int x = tid; x < RPB * (DV / 4); x += NT) {
+      const int r = split * RPB + x / (DV / 4), c = (x % (DV / 4)) * 4;
+      if (m0 + r >= M) continue;
+      const float* const w0 = ws + ((i64)b * M + m0 + r) * LW;
+      float2 ml[SPLITS];
+      float4 os[SPLITS];
+#pragma unroll
+      for (int s2 = 0; s2 < SPLITS; ++s2) {
+        ml[s2] = __ldcg(reinterpret_cast<const float2*>(w0 + s2 * SLOT + DV));
+        os[s2] = __ldcg(reinterpret_cast<const float4*>(w0 + s2 * SLOT + c));
+      }
+      float mx = ml[0].x;
+#pragma unroll
+      for (int s2 = 1; s2 < SPLITS; ++s2) mx = fmaxf(mx, ml[s2].x);
+      float den = 0.0f;
+      float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int s2 = 0; s2 < SPLITS; ++s2) {
+        const float e = yr_exp2(ml[s2].x - mx);
+        den += e * ml[s2].y;
+        num.x += e * os[s2].x;
+        num.y += e * os[s2].y;
+        num.z += e * os[s2].z;
+        num.w += e * os[s2].w;
+      }
+      const float inv = 1.0f / den;
+      const i64 at = ((i64)b * M + m0 + r) * DV + c;
+      yr_st(o, at, num.x * inv);
+      yr_st(o, at + 1, num.y * inv);
+      yr_st(o, at + 2, num.z * inv);
+      yr_st(o, at + 3, num.w * inv);
+    }
+  }
 #else
   if (kg != 0) return;
 #pragma unroll
@@ -614,6 +683,45 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     }
   }
   while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
+  // The in-kernel merge (variant 4 asks for it; a cooperative launch keeps
+  // the grid co-resident): where the grid fits the chip at the kernel's
+  // occupancy, with whole pipeline steps and query rows for every split.
+  // Automatic splits take it where a cluster would have merged fewer
+  // splits than the chip wants (see the kernel's comment), with the split
+  // count that gives every block an SM of its own.
+  const int64_t threads_per_block = 32 * int64_t{c.row_warps} * c.key_groups;
+  // Blocks an SM holds: shared memory, threads, and registers at the most
+  // a thread may take (255; the compiler is free to use them).
+  const int64_t resident =
+      int64_t{target.sm_count} *
+      std::clamp<int64_t>(std::min({(target.max_smem_per_block + 1024) / (SmemBytes(a, c) + 1024),
+                                    2048 / threads_per_block, 65536 / (threads_per_block * 256)}),
+                          1, 32);
+  auto spin_fits = [&](int64_t s) {
+    return target.sm >= 70 && s > 1 && s <= kMaxSpinSplits && RowsPerBlock(c) % s == 0 &&
+           steps % s == 0 && units * s <= resident;
+  };
+  if (schedule.variant() == 4) {
+    if (schedule.split_k() <= 0) {
+      c.splits = 1;
+      while (2 * c.splits <= kMaxSpinSplits && units * c.splits * 2 <= resident &&
+             steps % (2 * c.splits) == 0 && RowsPerBlock(c) % (2 * c.splits) == 0) {
+        c.splits *= 2;
+      }
+    }
+    if (spin_fits(c.splits)) {
+      c.spin_merge = true;
+      c.cluster_merge = false;
+    }
+  } else if (schedule.split_k() <= 0 && schedule.variant() != 2 && c.splits > 1) {
+    int64_t s = 1;
+    while (2 * s <= kMaxSpinSplits && units * s * 2 <= target.sm_count && spin_fits(2 * s)) s *= 2;
+    if (c.cluster_merge ? s > c.splits : s == c.splits) {
+      c.splits = static_cast<int>(s);
+      c.spin_merge = true;
+      c.cluster_merge = false;
+    }
+  }
   // The push merge where its receiving rows fit beside the ring (on an
   // H200, gqa_decode b8 with 64-row blocks of 4 key groups and 2 splits:
   // 29.1 us against 30.5 pulling).
@@ -626,6 +734,11 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
 }
 
 int64_t AttentionWorkspaceBytes(const AttentionPattern& a, const AttentionConfig& c) {
+  if (c.spin_merge) {
+    // Partial rows of 16 bytes' multiple, then a counter per query tile.
+    const int64_t tiles = (a.m + RowsPerBlock(c) - 1) / RowsPerBlock(c) * a.batch;
+    return int64_t{c.splits} * a.batch * a.m * (a.dv + 4) * 4 + tiles * 4;
+  }
   return c.splits > 1 && !c.cluster_merge ? int64_t{c.splits} * a.batch * a.m * (a.dv + 2) * 4 : 0;
 }
 
@@ -635,8 +748,12 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
                    std::vector<KernelLaunch>* launches) {
   const int splits = config.splits;
   const int64_t ns = a.n / splits;
-  const bool workspace = splits > 1 && !config.cluster_merge;
-  const int merge_kind = splits == 1 ? 0 : !config.cluster_merge ? 2 : config.push_merge ? 3 : 1;
+  const bool workspace = splits > 1 && !config.cluster_merge && !config.spin_merge;
+  const int merge_kind = splits == 1             ? 0
+                         : config.spin_merge     ? 4
+                         : !config.cluster_merge ? 2
+                         : config.push_merge     ? 3
+                                                 : 1;
   const std::vector<std::pair<std::string, std::string>> subst = {
       {"@NAME@", name},
       {"@T@", CTypeOf(a.dtype)},
@@ -657,6 +774,7 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
       {"@MERGE@", merge_kind == 0   ? "none"
                   : merge_kind == 1 ? "thread-block cluster (distributed shared memory)"
                   : merge_kind == 3 ? "thread-block cluster (rows pushed to the merging block)"
+                  : merge_kind == 4 ? "in the kernel, through the workspace (cooperative launch)"
                                     : "workspace + merge kernel"},
       {"@CLUSTER_ATTR@", merge_kind == 1 || merge_kind == 3
                              ? absl::StrCat("__cluster_dims__(1, 1, ", splits, ") ")
@@ -673,7 +791,8 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
   main.block = 32 * config.row_warps * config.key_groups;
   main.smem_bytes = static_cast<int>(SmemBytes(a, config));
   main.args = {q_arg, k_arg, v_arg, workspace ? workspace_arg : out_arg,
-               workspace ? workspace_arg : out_arg};
+               workspace || config.spin_merge ? workspace_arg : out_arg};
+  main.cooperative = config.spin_merge;
   launches->push_back(main);
   if (workspace) {
     std::vector<std::pair<std::string, std::string>> merge_subst = subst;

@@ -66,6 +66,11 @@ struct AttentionConfig {
   // merge in shared memory first and each block reads the other blocks'
   // partial rows after the barrier, with a second barrier before exit.
   bool push_merge = false;
+  // Splits merge inside the kernel through the workspace: each block
+  // leaves its partial rows there, waits at its query tile's counter for the
+  // other splits (the launch is cooperative, so they are co-resident) and
+  // merges its share of the rows. At most 16 splits.
+  bool spin_merge = false;
 };
 
 // The configuration of `pattern`'s kernel on `target` under `schedule`:
@@ -76,7 +81,9 @@ struct AttentionConfig {
 // the SMs once at the kernel's occupancy; at most 8, merged in a cluster,
 // where the grid then stays within one block per SM), variant() (2 = merge
 // through the workspace; 3 = a cluster merge that pulls rows, not pushes
-// them). A requested split that does not leave whole pipeline steps becomes
+// them; 4 = the in-kernel merge, where the grid fits the chip at once; the
+// automatic splits take it where a cluster would merge fewer splits than
+// fill the chip). A requested split that does not leave whole pipeline steps becomes
 // 1. The pipeline gets shallower where the chip's shared memory per block
 // cannot hold it; the cluster merge pushes rows where the shared memory
 // holds the receiving rows beside the ring.

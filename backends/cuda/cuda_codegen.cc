@@ -1457,13 +1457,20 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int workspace_arg = -1;
   if (const int64_t bytes = AttentionWorkspaceBytes(attention, config); bytes > 0) {
-    workspace_arg =
-        ctx.PlanBufferId(ctx.AddBuffer(bytes, false, name + " attention split partials"));
+    // The in-kernel merge's tile counters start at zero (and stay multiples
+    // of the split count between launches).
+    workspace_arg = ctx.PlanBufferId(
+        ctx.AddBuffer(bytes, config.spin_merge,
+                      name + (config.spin_merge ? " attention split partials and tile counters"
+                                                : " attention split partials")));
   }
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
           "': fused attention (tensor cores: mma.m16n8k16, online softmax), ", config.splits,
-          " key split(s)", config.cluster_merge ? " merged in a cluster" : "", ", ",
-          config.row_warps, " row warps",
+          " key split(s)",
+          config.cluster_merge ? " merged in a cluster"
+          : config.spin_merge  ? " merged in the kernel (cooperative launch)"
+                               : "",
+          ", ", config.row_warps, " row warps",
           config.warp_rows == 16 ? "" : absl::StrCat(" of ", config.warp_rows, " rows"), " x ",
           config.key_groups, " key group(s), ", config.stages, " stages",
           config.push_merge ? ", rows pushed to the merging block" : "");
@@ -1521,7 +1528,8 @@ std::string LaunchRecord(const PlanCode& code) {
                         {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
                         {"block", l.block},
                         {"smem_bytes", l.smem_bytes},
-                        {"args", l.args}});
+                        {"args", l.args},
+                        {"cooperative", l.cooperative}});
   }
   const nlohmann::json record = {{"buffers", buffers}, {"launches", launches}};
   return absl::StrCat("\n", kLaunchRecordMarker, record.dump(), "\n");

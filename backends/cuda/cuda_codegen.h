@@ -83,6 +83,9 @@ struct KernelLaunch {
   int block = 128;        // threads
   int smem_bytes = 0;     // dynamic shared memory
   std::vector<int> args;  // buffer ids (see the file comment)
+  // Launched with cuLaunchCooperativeKernel: its blocks wait for each other,
+  // so the whole grid must be resident at once (the launch fails otherwise).
+  bool cooperative = false;
 };
 
 struct PlanCode {

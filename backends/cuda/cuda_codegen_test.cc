@@ -211,7 +211,9 @@ std::vector<Case> AllCases() {
       // 128-row blocks; 64-row blocks with 2 and 4 key groups, pushing and
       // pulling the cluster's rows; 32-row warps (64-row blocks in 2 key
       // groups; 32-row blocks of one warp, 2 splits pulled; 128-row blocks
-      // through the workspace); 256-row blocks; then S in its own kernel.
+      // through the workspace); 256-row blocks; merged in the kernel (64-row
+      // blocks in the most splits, 32-row warps in two stages, 32-row
+      // blocks in 2 splits); then S in its own kernel.
       cases.push_back(
           {fa,
            {OneRowGroup(fa, Rows(4)), OneRowGroup(fa, WithGpu(Rows(4), 2)),
@@ -224,7 +226,10 @@ std::vector<Case> AllCases() {
             OneRowGroup(fa, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 32)),
             OneRowGroup(fa, WithForm(WithWarpRows(WithGpu(Rows(32), 2, 1, 3), 32), 3)),
             OneRowGroup(fa, WithForm(WithWarpRows(WithGpu(Rows(128), 2, 4, 2), 32), 2)),
-            OneRowGroup(fa, WithGpu(Rows(256), 0, 16, 4)), AllRowSingles(fa, Rows(2))}});
+            OneRowGroup(fa, WithGpu(Rows(256), 0, 16, 4)),
+            OneRowGroup(fa, WithForm(WithGpu(Rows(64), max_splits, 4, 4), 4)),
+            OneRowGroup(fa, WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 32), 4)),
+            OneRowGroup(fa, WithForm(WithGpu(Rows(32), 2, 4, 2), 4)), AllRowSingles(fa, Rows(2))}});
     }
     const yirage::v1::Graph nc = NormChainGraph(dt);
     cases.push_back({nc, {OneRowGroup(nc, Rows(1)), OneRowGroup(nc, Rows(2))}});
@@ -290,6 +295,26 @@ TEST(CudaCodegenGpuTest, EveryPlanKindMatchesReference) {
     SCOPED_TRACE(c.graph.name());
     CheckCudaPlans(c.graph, c.plans);
   }
+}
+
+// NEEDS A GPU: attention's key splits merged in the kernel (the blocks of a
+// query tile wait for each other at a counter that lasts across launches),
+// launched three times with other inputs each time: the small graphs in the
+// most splits, and gqa_decode b1 as the search gets it (16 splits).
+TEST(CudaCodegenGpuTest, InKernelAttentionMergeHoldsAcrossLaunches) {
+  YR_REQUIRE_GPU();
+  for (const yirage::v1::Graph& fa :
+       {FlashAttentionGraph(FLOAT16), ScaledAttentionGraph(BFLOAT16)}) {
+    const int max_splits = fa.name() == "flash_attention" ? 4 : 2;
+    CheckCudaPlans(fa,
+                   {OneRowGroup(fa, WithForm(WithGpu(Rows(64), max_splits, 4, 4), 4)),
+                    OneRowGroup(fa, WithForm(WithGpu(Rows(32), 2, 4, 2), 4))},
+                   {}, 3);
+  }
+  absl::StatusOr<yirage::v1::Graph> b1 =
+      LoadGraph(SourceDir() + "/examples/graphs/bench/gqa_decode_b1.json");
+  ASSERT_TRUE(b1.ok()) << b1.status();
+  CheckCudaPlans(*b1, {OneRowGroup(*b1, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 32))}, {}, 3);
 }
 
 // NEEDS A GPU: decode-sized fused groups with tensor-core-sized tiles and K
@@ -498,11 +523,34 @@ TEST(CudaCodegenCompileTest, AttentionSplitsFillTheChip) {
     EXPECT_NE(src.find(what), std::string::npos) << what << "\n" << src.substr(0, 4000);
     EXPECT_EQ(src.find("_merge(") != std::string::npos, workspace) << what;
   };
-  // b = 1 (2 heads x 256 queries): 8 blocks of 64 rows, each split 8 ways.
-  expect(source("gqa_decode_b1", Rows(4)),
-         "8 key split(s) merged in a cluster, 4 row warps x 1 key group(s), 4 stages", false);
-  expect(source("gqa_decode_b1", WithGpu(Rows(64), 0, 8, 3)),
-         "8 key split(s) merged in a cluster, 4 row warps x 2 key group(s), 3 stages", false);
+  // b = 1 (2 heads x 256 queries): 8 blocks of 64 rows, each split 16 ways
+  // (a block an SM) and merged in the kernel: a cluster holds 8 at most.
+  auto in_kernel = [](const std::string& src) {
+    EXPECT_NE(src.find("in the kernel, through the workspace"), std::string::npos);
+    EXPECT_NE(src.find("\"cooperative\":true"), std::string::npos);
+    EXPECT_EQ(src.find("__cluster_dims__"), std::string::npos);
+  };
+  const std::string b1 = source("gqa_decode_b1", Rows(4));
+  expect(b1,
+         "16 key split(s) merged in the kernel (cooperative launch), 4 row warps x 1 key "
+         "group(s), 4 stages",
+         false);
+  in_kernel(b1);
+  const std::string b1_8warps = source("gqa_decode_b1", WithGpu(Rows(64), 0, 8, 3));
+  expect(b1_8warps,
+         "16 key split(s) merged in the kernel (cooperative launch), 4 row warps x 2 key "
+         "group(s), 3 stages",
+         false);
+  in_kernel(b1_8warps);
+  // Asked for the in-kernel merge (variant 4): 32-row warps, two stages, two
+  // blocks an SM, so 4 splits of the 64 query tiles at b = 8.
+  const std::string b8_in_kernel =
+      source("gqa_decode_b8", WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 32), 4));
+  expect(b8_in_kernel,
+         "4 key split(s) merged in the kernel (cooperative launch), 2 row warps of 32 rows x 2 "
+         "key group(s), 2 stages",
+         false);
+  in_kernel(b8_in_kernel);
   // b = 8 (16 heads): 64 blocks of 64 rows fill the chip in 4 splits, two
   // blocks an SM: too many for clusters.
   expect(source("gqa_decode_b8", Rows(4)), "4 key split(s), 4 row warps x 1 key group(s), 4 stages",

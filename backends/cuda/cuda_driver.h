@@ -27,7 +27,8 @@ namespace yirage::backends::cuda {
       X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                  \
           X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxReset) X(cuCtxSetCurrent)           \
               X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
-                  X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)           \
+                  X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuLaunchCooperativeKernel)         \
+                      X(cuMemAlloc) X(cuMemFree)                                               \
                       X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuMemsetD32)             \
                           X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)              \
                               X(cuEventElapsedTime) X(cuEventDestroy)

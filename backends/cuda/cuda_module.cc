@@ -201,10 +201,16 @@ absl::Status CudaModule::Launch(int plan) {
       values[a] = id < num_io ? io_[id] : ps.buffers[id - num_io];
       params[a] = &values[a];
     }
-    CUresult rc = device_->cu().cuLaunchKernel(
-        ps.fns[k], static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]),
-        static_cast<unsigned>(l.grid[2]), static_cast<unsigned>(l.block), 1, 1,
-        static_cast<unsigned>(l.smem_bytes), nullptr, params.data(), nullptr);
+    const CudaDriver& cu = device_->cu();
+    const unsigned gx = static_cast<unsigned>(l.grid[0]), gy = static_cast<unsigned>(l.grid[1]),
+                   gz = static_cast<unsigned>(l.grid[2]), bx = static_cast<unsigned>(l.block),
+                   smem = static_cast<unsigned>(l.smem_bytes);
+    // A cooperative launch fails (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+    // rather than run a grid whose blocks could not all be resident.
+    CUresult rc = l.cooperative ? cu.cuLaunchCooperativeKernel(ps.fns[k], gx, gy, gz, bx, 1, 1,
+                                                               smem, nullptr, params.data())
+                                : cu.cuLaunchKernel(ps.fns[k], gx, gy, gz, bx, 1, 1, smem, nullptr,
+                                                    params.data(), nullptr);
     if (rc != CUDA_SUCCESS) return Fail(rc, absl::StrCat("plan ", plan, ": launching ", l.name));
   }
   return absl::OkStatus();

@@ -191,15 +191,16 @@ inline void ExpectAllCompiled(const Compiled& c) {
 
 // Runs plan `index` and compares every output with the float64 reference.
 // Returns the comparison.
+// `seed` offsets the inputs' seed (a repeated run gets other inputs).
 inline core::CompareResult RunAndCompare(const core::Graph& g, Compiled& c, int index,
-                                         core::Tolerance tol = {}) {
+                                         core::Tolerance tol = {}, int seed = 0) {
   core::CompareResult result;
   const yirage::v1::CompiledPlan& cp = c.response.plans(index);
   if (!cp.ok()) {
     result.message = "did not compile: " + cp.error();
     return result;
   }
-  const std::vector<core::HostTensor> inputs = core::MakeRandomInputs(g, 42 + index);
+  const std::vector<core::HostTensor> inputs = core::MakeRandomInputs(g, 42 + index + 1000 * seed);
   absl::StatusOr<std::vector<core::HostTensor>> ref = core::EvaluateReference(g, inputs);
   if (!ref.ok()) {
     result.message = std::string(ref.status().message());
@@ -221,17 +222,22 @@ inline core::CompareResult RunAndCompare(const core::Graph& g, Compiled& c, int 
   return core::CompareOutputs(g, *ref, got, tol);
 }
 
+// Each plan run `runs` times, on other inputs each time (kernels that keep
+// state between launches, such as counters, must stay right).
 inline void CheckCudaPlans(const yirage::v1::Graph& proto,
                            const std::vector<std::vector<KernelSpec>>& specs,
-                           core::Tolerance tol = {}) {
+                           core::Tolerance tol = {}, int runs = 1) {
   absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
   ASSERT_TRUE(g.ok()) << g.status();
   Compiled c;
   CompileThroughAbi(proto, MakePlans(*g, specs), &c);
   for (int i = 0; i < static_cast<int>(specs.size()); ++i) {
-    const core::CompareResult r = RunAndCompare(*g, c, i, tol);
-    EXPECT_TRUE(r.ok) << proto.name() << " plan " << i << ": " << r.message << "\n"
-                      << c.response.plans(i).source();
+    for (int run = 0; run < runs; ++run) {
+      const core::CompareResult r = RunAndCompare(*g, c, i, tol, run);
+      EXPECT_TRUE(r.ok) << proto.name() << " plan " << i << " run " << run << ": " << r.message
+                        << "\n"
+                        << c.response.plans(i).source();
+    }
   }
 }
 
