@@ -9,10 +9,12 @@
 #                       default and the evict-first L2 policy
 #   smem_fill         - LoRA's shared-memory fill (copy order, swizzled or
 #                       padded rows) and attention streams by key splits
+#   l2_flush_writeback - what the benchmark's L2 flush (a 512 MiB write)
+#                       costs the next kernel: its dirty lines' write-back
 set -euo pipefail
 ARCH=${1:-sm_90a}
 shift || true
-ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill)
+ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback)
 NAMES=("$@")
 [ ${#NAMES[@]} -eq 0 ] && NAMES=("${ALL[@]}")
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
