@@ -330,6 +330,30 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
     }
   };
   (void)store_partial;
+  // Stores o[at .. at + 3]: the merge of the splits' partials of one row
+  // (ml: m in base-2 units and l; os: four columns of O).
+  auto merge_store = [&](const float2(&ml)[SPLITS], const float4(&os)[SPLITS], i64 at) {
+    float mx = ml[0].x;
+#pragma unroll
+    for (int s2 = 1; s2 < SPLITS; ++s2) mx = fmaxf(mx, ml[s2].x);
+    float den = 0.0f;
+    float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int s2 = 0; s2 < SPLITS; ++s2) {
+      const float e = yr_exp2(ml[s2].x - mx);
+      den += e * ml[s2].y;
+      num.x += e * os[s2].x;
+      num.y += e * os[s2].y;
+      num.z += e * os[s2].z;
+      num.w += e * os[s2].w;
+    }
+    const float inv = 1.0f / den;
+    yr_st(o, at, num.x * inv);
+    yr_st(o, at + 1, num.y * inv);
+    yr_st(o, at + 2, num.z * inv);
+    yr_st(o, at + 3, num.w * inv);
+  };
+  (void)merge_store;
 #if @KG@ > 1 || @MERGE_KIND@ == 1
   yr_cp_async_wait<0>();
   __syncthreads();
@@ -385,35 +409,14 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
     const int r = split * RPB + x / (DV / 4), c = (x % (DV / 4)) * 4;
     if (m0 + r >= M) continue;
     const unsigned row = yr_smem_addr(part + r * LP);
-    float ms[SPLITS], ls[SPLITS];
+    float2 ml[SPLITS];
     float4 os[SPLITS];
 #pragma unroll
     for (int s2 = 0; s2 < SPLITS; ++s2) {
-      const float2 ml = yr_ld_cluster2(row + DV * 4, s2);
-      ms[s2] = ml.x;
-      ls[s2] = ml.y;
+      ml[s2] = yr_ld_cluster2(row + DV * 4, s2);
       os[s2] = yr_ld_cluster4(row + c * 4, s2);
     }
-    float mx = ms[0];
-#pragma unroll
-    for (int s2 = 1; s2 < SPLITS; ++s2) mx = fmaxf(mx, ms[s2]);
-    float den = 0.0f;
-    float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int s2 = 0; s2 < SPLITS; ++s2) {
-      const float e = yr_exp2(ms[s2] - mx);
-      den += e * ls[s2];
-      num.x += e * os[s2].x;
-      num.y += e * os[s2].y;
-      num.z += e * os[s2].z;
-      num.w += e * os[s2].w;
-    }
-    const float inv = 1.0f / den;
-    const i64 at = ((i64)b * M + m0 + r) * DV + c;
-    yr_st(o, at, num.x * inv);
-    yr_st(o, at + 1, num.y * inv);
-    yr_st(o, at + 2, num.z * inv);
-    yr_st(o, at + 3, num.w * inv);
+    merge_store(ml, os, ((i64)b * M + m0 + r) * DV + c);
   }
   yr_cluster_sync();  // the other blocks' reads of this block's rows are done
 #elif @MERGE_KIND@ == 4
@@ -461,26 +464,7 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
         ml[s2] = __ldcg(reinterpret_cast<const float2*>(w0 + s2 * SLOT + DV));
         os[s2] = __ldcg(reinterpret_cast<const float4*>(w0 + s2 * SLOT + c));
       }
-      float mx = ml[0].x;
-#pragma unroll
-      for (int s2 = 1; s2 < SPLITS; ++s2) mx = fmaxf(mx, ml[s2].x);
-      float den = 0.0f;
-      float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int s2 = 0; s2 < SPLITS; ++s2) {
-        const float e = yr_exp2(ml[s2].x - mx);
-        den += e * ml[s2].y;
-        num.x += e * os[s2].x;
-        num.y += e * os[s2].y;
-        num.z += e * os[s2].z;
-        num.w += e * os[s2].w;
-      }
-      const float inv = 1.0f / den;
-      const i64 at = ((i64)b * M + m0 + r) * DV + c;
-      yr_st(o, at, num.x * inv);
-      yr_st(o, at + 1, num.y * inv);
-      yr_st(o, at + 2, num.z * inv);
-      yr_st(o, at + 3, num.w * inv);
+      merge_store(ml, os, ((i64)b * M + m0 + r) * DV + c);
     }
   }
 #else
