@@ -686,14 +686,14 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
            steps % s == 0 && units * s <= resident;
   };
   if (schedule.variant() == 4) {
+    // The requested split, or the most the chip holds at once.
+    int64_t s = c.splits;
     if (schedule.split_k() <= 0) {
-      c.splits = 1;
-      while (2 * c.splits <= kMaxSpinSplits && units * c.splits * 2 <= resident &&
-             steps % (2 * c.splits) == 0 && RowsPerBlock(c) % (2 * c.splits) == 0) {
-        c.splits *= 2;
-      }
+      s = 1;
+      while (spin_fits(2 * s)) s *= 2;
     }
-    if (spin_fits(c.splits)) {
+    if (spin_fits(s)) {
+      c.splits = static_cast<int>(s);
       c.spin_merge = true;
       c.cluster_merge = false;
     }
