@@ -633,6 +633,15 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   };
   const int64_t units = (a.m + RowsPerBlock(c) - 1) / RowsPerBlock(c) * a.batch;
   const int64_t threads = 32 * int64_t{c.row_warps} * c.key_groups;
+  // Blocks an SM holds at the current shared memory: by it and by threads,
+  // and, `with_registers`, by registers at the most a thread may take (255;
+  // the compiler is free to use them).
+  auto blocks_per_sm = [&](bool with_registers) {
+    int64_t n =
+        std::min((target.max_smem_per_block + 1024) / (SmemBytes(a, c) + 1024), 2048 / threads);
+    if (with_registers) n = std::min(n, 65536 / (threads * 256));
+    return std::clamp<int64_t>(n, 1, 32);
+  };
   if (schedule.split_k() > 0) {
     c.splits = steps % schedule.split_k() == 0 ? schedule.split_k() : 1;
     c.cluster_merge = fits_cluster(c.splits);
@@ -647,10 +656,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     // 43.9).
     c.cluster_merge = cluster_ok;
     while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
-    const int64_t per_sm = std::clamp<int64_t>(
-        std::min((target.max_smem_per_block + 1024) / (SmemBytes(a, c) + 1024), 2048 / threads), 1,
-        32);
-    const int64_t wave = int64_t{target.sm_count} * per_sm * 9 / 10;
+    const int64_t wave = int64_t{target.sm_count} * blocks_per_sm(false) * 9 / 10;
     c.splits = 1;
     while (units * c.splits < wave && steps % (2 * c.splits) == 0 && 2 * c.splits <= 64) {
       c.splits *= 2;
@@ -673,14 +679,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   // Automatic splits take it where a cluster would have merged fewer
   // splits than the chip wants (see the kernel's comment), with the split
   // count that gives every block an SM of its own.
-  const int64_t threads_per_block = 32 * int64_t{c.row_warps} * c.key_groups;
-  // Blocks an SM holds: shared memory, threads, and registers at the most
-  // a thread may take (255; the compiler is free to use them).
-  const int64_t resident =
-      int64_t{target.sm_count} *
-      std::clamp<int64_t>(std::min({(target.max_smem_per_block + 1024) / (SmemBytes(a, c) + 1024),
-                                    2048 / threads_per_block, 65536 / (threads_per_block * 256)}),
-                          1, 32);
+  const int64_t resident = int64_t{target.sm_count} * blocks_per_sm(true);
   auto spin_fits = [&](int64_t s) {
     return target.sm >= 70 && s > 1 && s <= kMaxSpinSplits && RowsPerBlock(c) % s == 0 &&
            steps % s == 0 && units * s <= resident;
@@ -699,7 +698,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     }
   } else if (schedule.split_k() <= 0 && schedule.variant() != 2 && c.splits > 1) {
     int64_t s = 1;
-    while (2 * s <= kMaxSpinSplits && units * s * 2 <= target.sm_count && spin_fits(2 * s)) s *= 2;
+    while (units * s * 2 <= target.sm_count && spin_fits(2 * s)) s *= 2;
     if (c.cluster_merge ? s > c.splits : s == c.splits) {
       c.splits = static_cast<int>(s);
       c.spin_merge = true;
