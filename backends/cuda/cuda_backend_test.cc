@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -368,6 +369,96 @@ TEST(CudaBackendGpuTest, BenchmarkGraphsVerifyAndTime) {
         "tc_plans=%d/%d plan=\"%s\"\n",
         proto->name().c_str(), best, baseline, best_plan, best_tc ? 1 : 0, tensor_core_plans,
         c.response.plans_size(), best_plan >= 0 ? (*plans)[best_plan].description().c_str() : "-");
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+}  // namespace yirage::backends::cuda::testing
+
+namespace yirage::backends::cuda::testing {
+namespace {
+
+// NEEDS A GPU; a tuning aid, skipped unless YIRAGE_SWEEP_GRAPH names a graph
+// file (a substring of its path). Takes the graph's first candidate with a
+// fused kernel (streamed matmul or attention; YIRAGE_SWEEP_PLAN picks another
+// index), sets that kernel's schedule to each of YIRAGE_SWEEP's
+// "variant,stages,warps,split_k" entries (';'-separated, 0 = the backend's
+// choice), and verifies and times every resulting plan, so that schedules
+// outside the generator's list can be compared on the device in one run.
+TEST(CudaBackendGpuTest, ScheduleSweep) {
+  const char* graph_env = std::getenv("YIRAGE_SWEEP_GRAPH");
+  if (graph_env == nullptr) GTEST_SKIP() << "set YIRAGE_SWEEP_GRAPH and YIRAGE_SWEEP";
+  YR_REQUIRE_GPU();
+  std::string file;
+  for (const std::string& f : ExampleGraphFiles(true)) {
+    if (f.find(graph_env) != std::string::npos) file = f;
+  }
+  ASSERT_FALSE(file.empty()) << "no bench graph matches " << graph_env;
+  absl::StatusOr<yirage::v1::Graph> proto = LoadGraph(file);
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
+  ASSERT_TRUE(g.ok());
+  core::SearchOptions options;
+  options.backend = "cuda";
+  options.max_candidates = kMaxCandidates;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  Compiled probe;
+  CompileThroughAbi(*proto, *plans, &probe);
+  int base = -1;
+  if (const char* p = std::getenv("YIRAGE_SWEEP_PLAN"); p != nullptr && *p != 0)
+    base = std::atoi(p);
+  for (int i = 0; base < 0 && i < probe.response.plans_size(); ++i) {
+    const std::string& src = probe.response.plans(i).source();
+    if (src.find("streamed matmul") != std::string::npos ||
+        src.find("fused attention") != std::string::npos) {
+      base = i;
+    }
+  }
+  ASSERT_GE(base, 0);
+  ASSERT_LT(base, static_cast<int>(plans->size()));
+  // The fused kernel: the one with the most ops.
+  const yirage::v1::Plan& base_plan = (*plans)[base];
+  int fused = 0;
+  for (int k = 0; k < base_plan.kernels_size(); ++k) {
+    if (base_plan.kernels(k).ops_size() > base_plan.kernels(fused).ops_size()) fused = k;
+  }
+  std::vector<yirage::v1::Plan> sweep;
+  std::vector<std::string> labels;
+  const char* specs = std::getenv("YIRAGE_SWEEP");
+  std::stringstream all(specs != nullptr ? specs : "0,0,0,0");
+  for (std::string spec; std::getline(all, spec, ';');) {
+    int v = 0, s = 0, w = 0, k = 0;
+    if (std::sscanf(spec.c_str(), "%d,%d,%d,%d", &v, &s, &w, &k) != 4) continue;
+    yirage::v1::Plan p = base_plan;
+    yirage::v1::Schedule* sched = p.mutable_kernels(fused)->mutable_schedule();
+    sched->set_variant(v);
+    sched->set_stages(s);
+    sched->set_warps(w);
+    sched->set_split_k(k);
+    sweep.push_back(p);
+    labels.push_back(spec);
+  }
+  Compiled c;
+  CompileThroughAbi(*proto, sweep, &c);
+  std::printf("SWEEP %s base plan #%d (%s)\n", proto->name().c_str(), base,
+              base_plan.description().c_str());
+  for (int i = 0; i < c.response.plans_size(); ++i) {
+    if (!c.response.plans(i).ok()) {
+      std::printf("SWEEP %-14s compile failed\n", labels[i].c_str());
+      continue;
+    }
+    const core::CompareResult r = RunAndCompare(*g, c, i);
+    EXPECT_TRUE(r.ok) << labels[i] << ": " << r.message;
+    std::string error;
+    const YirageTiming t = TimePlan(*g, c, i, 100, &error);
+    const std::string& src = c.response.plans(i).source();
+    const size_t at = src.find("// streamed matmul");
+    const size_t at2 = at != std::string::npos ? at : src.find("fused attention");
+    std::printf("SWEEP %-14s %s %8.2f us  %s\n", labels[i].c_str(), r.ok ? "ok  " : "BAD ",
+                t.median_us,
+                at2 != std::string::npos ? src.substr(at2, src.find('\n', at2) - at2).c_str() : "");
     std::fflush(stdout);
   }
 }

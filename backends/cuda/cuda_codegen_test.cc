@@ -241,7 +241,8 @@ std::vector<Case> AllCases() {
         // kernel), two splits with a two-stage pipeline. Registers form
         // (LoRA falls back to shared memory): automatic, one split, two
         // splits of two-warp blocks loading three steps ahead, 16-warp
-        // blocks with their automatic split.
+        // blocks with their automatic split. The wgmma form (X padded to
+        // 64 rows; LoRA: the backend's choice).
         cases.push_back({sm,
                          {OneRowGroup(sm, WithForm(Rows(4), 1)),
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 1)),
@@ -249,12 +250,17 @@ std::vector<Case> AllCases() {
                           OneRowGroup(sm, WithForm(Rows(4), 2)),
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 2)),
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 2, 3), 2)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 0, 16, 2), 2))}});
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 0, 16, 2), 2)),
+                          OneRowGroup(sm, WithForm(Rows(4), 4))}});
       }
       // 64-row tiles (rows not a multiple of 16 in the second): the
       // shared-memory form's warps along the rows (8 by default, 16, 4),
       // its K splits summed in a cluster (sm_90) or by a combine kernel
-      // (variant 3), the norm's sums of squares through either.
+      // (variant 3), the norm's sums of squares through either. The wgmma
+      // form (variant 4; sm_90, else the shared-memory form): automatic
+      // splits, one split (epilogue in the kernel), 4 splits in a
+      // cluster; with more column tiles than a cluster grid fits, a
+      // combine kernel.
       for (const yirage::v1::Graph& sm :
            {StreamedGatedGraph(dt, 64, 1024, 128), StreamedRmsLinearGraph(dt, 50, 1024, 192)}) {
         cases.push_back({sm,
@@ -262,7 +268,14 @@ std::vector<Case> AllCases() {
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 4, 16, 3), 1)),
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 4, 2), 1)),
                           OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 8), 3)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1, 16), 1))}});
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1, 16), 1)),
+                          OneRowGroup(sm, WithForm(Rows(4), 4)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1, 0, 5), 4)),
+                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 4, 0, 3), 4))}});
+      }
+      for (const yirage::v1::Graph& sm :
+           {StreamedGatedGraph(dt, 64, 1024, 2304), StreamedRmsLinearGraph(dt, 40, 1024, 2304)}) {
+        cases.push_back({sm, {OneRowGroup(sm, WithForm(WithGpu(Rows(4), 4, 0, 4), 4))}});
       }
     }
     const yirage::v1::Graph l = LoraGraph(dt);
@@ -407,6 +420,16 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
     EXPECT_NE(ws.find("2 K split(s) (combine kernel)"), std::string::npos) << ws;
     EXPECT_NE(ws.find("_combine("), std::string::npos);
     EXPECT_EQ(ws.find("__cluster_dims__"), std::string::npos);
+    // Variant 4: one warpgroup of wgmma (W1 and W2 as one 128-column
+    // operand) in the same cluster split.
+    if (TargetOfCompiles().sm == 90) {
+      const std::string wg =
+          PlanSource(g64, OneRowGroup(g64, WithForm(WithGpu(Cols(128), 0, 0, 5), 4)));
+      EXPECT_NE(wg.find("2 K split(s) in a cluster, 5 stages, 128 threads"), std::string::npos)
+          << wg;
+      EXPECT_NE(wg.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), std::string::npos);
+      EXPECT_NE(wg.find("fence.proxy.async.shared::cta"), std::string::npos);
+    }
     // The registers form with 16-warp blocks (one an SM): its 2 K splits a
     // cluster, no workspace or counters; 4-warp blocks sum through memory.
     const std::string rc =

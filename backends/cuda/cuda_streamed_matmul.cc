@@ -31,17 +31,54 @@ int64_t LowRankRowHalves(int r) {
 
 int64_t StageHalves(const StreamedMatmulPlan& p) {
   const int nw = p.match.w2 >= 0 ? 2 : 1;
-  return int64_t{p.m_tiles} * 16 * kChunkK + nw * kChunkK * kTileN +
-         (p.r > 0 ? kChunkK * LowRankRowHalves(p.r) : 0) +
-         static_cast<int64_t>(p.match.col_scales.size()) * kChunkK;
+  const int64_t used = int64_t{p.m_tiles} * 16 * kChunkK + nw * kChunkK * kTileN +
+                       (p.r > 0 ? kChunkK * LowRankRowHalves(p.r) : 0) +
+                       static_cast<int64_t>(p.match.col_scales.size()) * kChunkK;
+  // kWgmma stages start on 1024-byte boundaries (the swizzle's period).
+  return p.form == StreamedMatmulPlan::kWgmma ? (used + 511) / 512 * 512 : used;
 }
 
 int64_t SmemBytes(const StreamedMatmulPlan& p) {
   return (p.stages * StageHalves(p) + p.r * kTileN) * 2 + p.m_tiles * 16 * 4;
 }
 
+// wgmma helpers (sm_90a), emitted once per source before the first kernel
+// of the kWgmma form. The m64nNk16 ops are generated (their operand lists).
+constexpr char kWgmmaHelpers[] = R"(
+#ifndef YR_WGMMA_HELPERS
+#define YR_WGMMA_HELPERS
+// Shared-memory matrix descriptor: start address, leading and stride byte
+// offsets (in 16-byte units), 128-byte swizzle.
+static __device__ __forceinline__ unsigned long long yr_wg_desc(const void* p, unsigned lbo,
+                                                                 unsigned sbo) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  return (unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+static __device__ __forceinline__ void yr_wg_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+static __device__ __forceinline__ void yr_wg_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void yr_wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+static __device__ __forceinline__ void yr_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Keeps the compiler from moving accumulator reads above the last wait.
+template <int N>
+static __device__ __forceinline__ void yr_wg_fence_operands(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+#endif
+)";
+
 constexpr char kKernel[] = R"(
-// streamed matmul: M=@M@ K=@K@ N=@N@, @NW@ weight(s), rank @R@, @SPLITS@ K split(s)@MERGE@, @STAGES@ stages, @NT@ threads
+// streamed matmul@WGNOTE@: M=@M@ K=@K@ N=@N@, @NW@ weight(s), rank @R@, @SPLITS@ K split(s)@MERGE@, @STAGES@ stages, @NT@ threads
 extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS@) {
   typedef @T@ T;
   constexpr int M = @M@, MT = @MT@, MP = MT * 16, K = @K@, N = @N@, SPLITS = @SPLITS@, KS = K / SPLITS;
@@ -52,10 +89,16 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
   // Unpadded rows, chunks swizzled by yr_swz (X and W rows are 128 bytes).
   constexpr int LX = BK, LW = BN, CA = R / 8, LA = (CA & (CA - 1)) == 0 ? R : R + 8;
   constexpr int NG = @NG@;
-  constexpr int STAGE = MP * LX + NW * BK * LW + (R > 0 ? BK * LA : 0) + NG * BK;
+  // wgmma (WG): one warpgroup, X and the weights read by the tensor cores
+  // straight from the stages, whose 128-byte swizzle (yr_swz) is the
+  // hardware's; stages start on 1024-byte boundaries.
+  constexpr bool WG = @WG@;
+  constexpr int STAGE_USED = MP * LX + NW * BK * LW + (R > 0 ? BK * LA : 0) + NG * BK;
+  constexpr int STAGE = WG ? (STAGE_USED + 511) / 512 * 512 : STAGE_USED;
+  static_assert(!WG || (NT == 128 && MP == 64 && R == 0), "wgmma form: one warpgroup, 64 rows");
   constexpr int CHUNKS = KS / BK;
   constexpr int TPR = NT / MP, CPT = BK / TPR;  // prologue pass: threads per row, columns each
-  extern __shared__ __align__(128) unsigned char yr_smb[];
+  extern __shared__ __align__(1024) unsigned char yr_smb[];
   T* const sm = reinterpret_cast<T*>(yr_smb);
   T* const bsm = sm + STAGES * STAGE;  // low rank: the block's B columns [R][BN], swizzled
   float* const rs_sm = reinterpret_cast<float*>(bsm + R * LW);
@@ -191,6 +234,13 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
     }
   }
   float acc1[MTW][2][4], acc2[MTW][2][4];
+#if @WG@
+  // Rows 16 * warp + lane / 4 (+ 8) of the block's 64 * NW columns (W1's,
+  // then W2's): element (j, h, e) of the m64nNk16 fragment at 4 j + 2 h + e.
+  float wacc[NW * 32];
+#pragma unroll
+  for (int i = 0; i < NW * 32; ++i) wacc[i] = 0.0f;
+#endif
 #if @R@ > 0
   float tacc[MTW][R / 8][4];
 #endif
@@ -209,6 +259,9 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
   (void)ss; (void)acc2;
   for (int t = 0; t < CHUNKS; ++t) {
     yr_cp_async_wait<STAGES - 2>();
+#if @WG@
+    yr_fence_proxy_async();  // this thread's copies, visible to the tensor cores' reads
+#endif
     __syncthreads();
     T* const xs = sm + (t % STAGES) * STAGE;
     const T* const w1s = xs + MP * LX;
@@ -232,9 +285,27 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
       }
     }
 #if @NG@ > 0
+#if @WG@
+    yr_fence_proxy_async();
+#endif
     __syncthreads();  // the scaled X chunk is read by every warp
 #endif
 #endif
+#if @WG@
+    // Four k16 steps: X (K-major, rows 128 bytes apart in 8-row groups of
+    // 1024) by the weights (N-major: W1's 64 columns, W2's 8 KiB on, each k
+    // group of 8 rows 1024 bytes on). The previous chunk's group may still
+    // run: it is waited for before its stage is refilled (below).
+    yr_wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < BK / 16; ++ks) {
+      const unsigned long long da = yr_wg_desc(xs + ks * 16, 16, 1024);
+      const unsigned long long db = yr_wg_desc(w1s + ks * 16 * LW, BK * LW * 2, 1024);
+      yr_wgmma_@WGOP@(wacc, da, db);
+    }
+    yr_wg_commit();
+    yr_wg_wait<1>();
+#else
 #pragma unroll
     for (int ks = 0; ks < BK / 16; ++ks) {
       unsigned af[MTW][4];
@@ -272,6 +343,7 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
       }
 #endif
     }
+#endif  // @WG@
     if (t + STAGES - 1 < CHUNKS) {
       load_shared(t + STAGES - 1, (t + STAGES - 1) % STAGES);
       load_weights(t + STAGES - 1, (t + STAGES - 1) % STAGES);
@@ -279,6 +351,27 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
     yr_cp_async_commit();
   }
   yr_cp_async_wait<0>();
+#if @WG@
+  yr_wg_wait<0>();
+  yr_wg_fence_operands(wacc);
+#endif
+  // This thread's accumulator pair i of PAIRS (unrolled loops: constant
+  // indices): its row, column in the block's tile, W1's pair, W2's pair.
+  constexpr int PAIRS = WG ? BN / 4 : MTW * 4;
+  auto pair_at = [&](int i, int& row, int& col, float& v0, float& v1, float& u0, float& u1) {
+#if @WG@
+    const int j = i >> 1, h = i & 1, a = 4 * j + 2 * h, b = (NW - 1) * 32 + a;
+    row = warp * 16 + (lane >> 2) + 8 * h;
+    col = j * 8 + 2 * (lane & 3);
+    v0 = wacc[a]; v1 = wacc[a + 1]; u0 = wacc[b]; u1 = wacc[b + 1];
+#else
+    const int mt = i >> 2, nb = (i >> 1) & 1, h = i & 1;
+    row = (mt0 + mt) * 16 + (lane >> 2) + 8 * h;
+    col = wn * 16 + nb * 8 + 2 * (lane & 3);
+    v0 = acc1[mt][nb][2 * h]; v1 = acc1[mt][nb][2 * h + 1];
+    u0 = acc2[mt][nb][2 * h]; u1 = acc2[mt][nb][2 * h + 1];
+#endif
+  };
 #if @R@ > 0
   __syncthreads();
   // Y += T B for the block's columns, T = X A straight from its registers.
@@ -315,21 +408,15 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
   (void)red_ss;
   __syncthreads();  // every warp is done with the ring
 #pragma unroll
-  for (int mt = 0; mt < MTW; ++mt) {
-#pragma unroll
-    for (int nb = 0; nb < 2; ++nb) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = (mt0 + mt) * 16 + (lane >> 2) + 8 * h;
-        const int col = wn * 16 + nb * 8 + 2 * (lane & 3);
-        *reinterpret_cast<float2*>(red + row * LR + col) =
-            make_float2(acc1[mt][nb][2 * h], acc1[mt][nb][2 * h + 1]);
+  for (int i = 0; i < PAIRS; ++i) {
+    int row, col;
+    float v0, v1, u0, u1;
+    pair_at(i, row, col, v0, v1, u0, u1);
+    *reinterpret_cast<float2*>(red + row * LR + col) = make_float2(v0, v1);
 #if @NW@ == 2
-        *reinterpret_cast<float2*>(red + (MP + row) * LR + col) =
-            make_float2(acc2[mt][nb][2 * h], acc2[mt][nb][2 * h + 1]);
+    *reinterpret_cast<float2*>(red + (MP + row) * LR + col) = make_float2(u0, u1);
 #endif
-      }
-    }
+    (void)u0; (void)u1;
   }
 #if @RMS@
   if (tid % TPR == 0) red_ss[tid / TPR] = ss;
@@ -370,37 +457,31 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
 #endif
 #endif
 #pragma unroll
-  for (int mt = 0; mt < MTW; ++mt) {
-#pragma unroll
-    for (int nb = 0; nb < 2; ++nb) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = (mt0 + mt) * 16 + (lane >> 2) + 8 * h;
-        if (row >= M) continue;
-        const int col = n0 + wn * 16 + nb * 8 + 2 * (lane & 3);
-        float v0 = acc1[mt][nb][2 * h], v1 = acc1[mt][nb][2 * h + 1];
+  for (int i = 0; i < PAIRS; ++i) {
+    int row, col;
+    float v0, v1, u0, u1;
+    pair_at(i, row, col, v0, v1, u0, u1);
+    if (row >= M) continue;
+    col += n0;
+    (void)u0; (void)u1;
 #if @SPLITS@ == 1
-        float u0 = acc2[mt][nb][2 * h], u1 = acc2[mt][nb][2 * h + 1];
-        (void)u0; (void)u1;
 #if @RMS@
-        const float rs = rs_sm[row];
-        v0 *= rs; v1 *= rs; u0 *= rs; u1 *= rs;
+    const float rs = rs_sm[row];
+    v0 *= rs; v1 *= rs; u0 *= rs; u1 *= rs;
 #endif
 #if @EPI@ == 1
-        v0 = yr_silu(v0) * u0;
-        v1 = yr_silu(v1) * u1;
+    v0 = yr_silu(v0) * u0;
+    v1 = yr_silu(v1) * u1;
 #endif
-        yr_st(o, (i64)row * N + col, v0);
-        yr_st(o, (i64)row * N + col + 1, v1);
+    yr_st(o, (i64)row * N + col, v0);
+    yr_st(o, (i64)row * N + col + 1, v1);
 #else
-        *reinterpret_cast<float2*>(ws + ((i64)(split * NW) * M + row) * N + col) = make_float2(v0, v1);
+    *reinterpret_cast<float2*>(ws + ((i64)(split * NW) * M + row) * N + col) = make_float2(v0, v1);
 #if @NW@ == 2
-        *reinterpret_cast<float2*>(ws + ((i64)(split * NW + 1) * M + row) * N + col) =
-            make_float2(acc2[mt][nb][2 * h], acc2[mt][nb][2 * h + 1]);
+    *reinterpret_cast<float2*>(ws + ((i64)(split * NW + 1) * M + row) * N + col) =
+        make_float2(u0, u1);
 #endif
 #endif
-      }
-    }
   }
 #endif  // @CLUSTER@
 }
@@ -798,12 +879,20 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
   }
   p.m_tiles = p.m <= 16 ? 1 : (p.m <= 32 ? 2 : 4);
   const int variant = schedule.variant();
-  if (variant != StreamedMatmulPlan::kShared && variant != kSharedWorkspaceVariant) {
+  // kWgmma: sm_90 (wgmma is sm_90a's alone), no low-rank branch; one
+  // warpgroup per block, X padded to 64 rows. Elsewhere variant 4 is the
+  // backend's choice.
+  const bool wgmma = variant == StreamedMatmulPlan::kWgmma && target.sm == 90 && p.r == 0;
+  if (variant != StreamedMatmulPlan::kShared && variant != kSharedWorkspaceVariant && !wgmma) {
     if (std::optional<StreamedMatmulPlan> regs = PlanRegisters(p, target, schedule);
         regs.has_value()) {
       return regs;
     }
     // Not applicable: the shared-memory form (the plan says which it got).
+  }
+  if (wgmma) {
+    p.form = StreamedMatmulPlan::kWgmma;
+    p.m_tiles = 4;
   }
   p.stages = requested_stages >= 2 ? std::min(requested_stages, 8) : 4;
   while (p.stages > 2 && SmemBytes(p) > target.max_smem_per_block) --p.stages;
@@ -815,6 +904,7 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
   if (const int w = schedule.warps(); (w == 4 || w == 8 || w == 16) && p.m_tiles % (w / 4) == 0) {
     p.warps = w;
   }
+  if (p.form == StreamedMatmulPlan::kWgmma) p.warps = 4;
   const int64_t tiles = p.n / kTileN;
   auto splits_ok = [&](int64_t s) { return p.k % (kChunkK * s) == 0 && p.k / s >= 2 * kChunkK; };
   // K splits as one thread-block cluster (sm_90), summed through distributed
@@ -876,10 +966,31 @@ std::string StreamedMatmulSummary(const StreamedMatmulPlan& p) {
                         p.splits, " K split(s)", p.cluster ? " in a cluster" : "", ", ", p.warps,
                         " warps, ", p.depth, " step(s) loaded ahead");
   }
-  return absl::StrCat("streamed matmul (tensor cores: mma.m16n8k16, cp.async pipeline), ", p.splits,
-                      " K split(s)",
+  return absl::StrCat("streamed matmul (tensor cores: ",
+                      p.form == StreamedMatmulPlan::kWgmma ? "wgmma.m64nNk16" : "mma.m16n8k16",
+                      ", cp.async pipeline), ", p.splits, " K split(s)",
                       p.splits > 1 ? (p.cluster ? " in a cluster" : " and a combine kernel") : "",
                       ", ", p.stages, " stages, ", p.warps, " warps");
+}
+
+// The m64n`n`k16 wgmma (f32 accumulators d[0..n/2), A and B from shared
+// memory, B transposed: N-major) as a device function, guarded.
+std::string WgmmaOp(int n, bool bf16) {
+  const std::string op = absl::StrCat("m64n", n, bf16 ? "_bf16" : "_f16");
+  const char* t = bf16 ? "bf16" : "f16";
+  std::vector<std::string> regs, operands;
+  for (int i = 0; i < n / 2; ++i) {
+    regs.push_back(absl::StrCat("%", i));
+    operands.push_back(absl::StrCat("\"+f\"(d[", i, "])"));
+  }
+  return absl::StrCat("#ifndef YR_WGMMA_", op, "\n#define YR_WGMMA_", op, "\n",
+                      "static __device__ __forceinline__ void yr_wgmma_", op,
+                      "(float* d, unsigned long long a, unsigned long long b) {\n",
+                      "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", n / 2 + 2,
+                      ", 0;\\n\"\n", "      \"wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t,
+                      ".", t, " {", absl::StrJoin(regs, ","), "}, %", n / 2, ", %", n / 2 + 1,
+                      ", p, 1, 1, 0, 1;\\n}\\n\"\n", "      : ", absl::StrJoin(operands, ", "),
+                      "\n      : \"l\"(a), \"l\"(b), \"r\"(1));\n}\n#endif\n");
 }
 
 void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, int out_arg,
@@ -966,7 +1077,17 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
   args.push_back(combine ? workspace_arg : out_arg);
   const int64_t ss_off = int64_t{p.splits} * nw * p.m * p.n;
   const int epi = m.epilogue == core::StreamedMatmulMatch::Epilogue::kSiluMul ? 1 : 0;
+  const bool wgmma = p.form == StreamedMatmulPlan::kWgmma;
+  const std::string wg_op =
+      absl::StrCat("m64n", nw * kTileN, p.dtype == yirage::v1::BFLOAT16 ? "_bf16" : "_f16");
+  if (wgmma) {
+    *source += kWgmmaHelpers;
+    *source += WgmmaOp(nw * kTileN, p.dtype == yirage::v1::BFLOAT16);
+  }
   const std::vector<std::pair<std::string, std::string>> subst = {
+      {"@WG@", wgmma ? "1" : "0"},
+      {"@WGOP@", wg_op},
+      {"@WGNOTE@", wgmma ? " (tensor cores: wgmma)" : ""},
       {"@NAME@", name},
       {"@PARAMS@", absl::StrJoin(params, ", ")},
       {"@T@", t},

@@ -18,7 +18,11 @@
 // are one thread-block cluster (sm_90) that adds its partial tiles through
 // distributed shared memory, or each writes float partial sums (and its
 // sums of squares) and a combine kernel adds the splits. Weights stream
-// under an L2 evict-first policy (read once).
+// under an L2 evict-first policy (read once). The kWgmma form (sm_90, X
+// padded to 64 rows, no low-rank branch) keeps that pipeline but has one
+// warpgroup multiply each staged chunk with wgmma.mma_async, X and the
+// weights read by the tensor cores from shared memory (no ldmatrix, no
+// operand registers), W1 and W2 as one 128-column operand.
 #ifndef YIRAGE_BACKENDS_CUDA_CUDA_STREAMED_MATMUL_H_
 #define YIRAGE_BACKENDS_CUDA_CUDA_STREAMED_MATMUL_H_
 
@@ -35,7 +39,8 @@
 namespace yirage::backends::cuda {
 
 struct StreamedMatmulPlan {
-  enum Form { kShared = 1, kRegisters = 2 };  // Schedule.variant values
+  // Schedule.variant values (3: kShared, splits summed by a combine kernel).
+  enum Form { kShared = 1, kRegisters = 2, kWgmma = 4 };
   core::StreamedMatmulMatch match;
   Form form = kShared;
   int warps = 4;  // warps per block (kShared: 4, 8 or 16: 4 along N times 1-4 along M)
@@ -54,7 +59,8 @@ struct StreamedMatmulPlan {
 // multiple of 64 (of 64 * splits), N a multiple of 64, rank a multiple of 16
 // up to 64, column scales [K]). `schedule` picks the form (variant: 0 =
 // kRegisters where it applies, else kShared; 3: kShared with its K splits
-// summed by a combine kernel rather than in a cluster), split_k (when it
+// summed by a combine kernel rather than in a cluster; 4: kWgmma where it
+// applies, else as 0), split_k (when it
 // divides K so, else automatic: enough blocks to fill every SM once; on
 // sm_90 a 64-row kShared plan takes as many splits as one cluster per
 // column tile allows in one wave), stages (kShared: pipeline depth;
