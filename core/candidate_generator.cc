@@ -102,7 +102,9 @@ struct GroupShape {
   // A streamed matmul the weights-to-registers form takes (X of at most
   // kStreamedRegistersMaxRows rows, no low-rank branch).
   bool registers_form = false;
-  bool wgmma_form = false;  // X of more rows than that, no low-rank branch
+  // X of more rows than that, no low-rank branch, no prologue (the form's
+  // backend conditions; cuda_streamed_matmul.h).
+  bool wgmma_form = false;
 };
 
 bool IsGpuBackend(const SearchOptions& options) {
@@ -129,7 +131,8 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
     if (std::optional<StreamedMatmulMatch> m = MatchStreamedMatmul(graph, op_list); m.has_value()) {
       const std::vector<int64_t>& x = graph.tensor(m->x).shape;
       shape.registers_form = m->b < 0 && x.size() == 2 && x[0] <= kStreamedRegistersMaxRows;
-      shape.wgmma_form = m->b < 0 && x.size() == 2 && x[0] > kStreamedRegistersMaxRows;
+      shape.wgmma_form = m->b < 0 && !m->rms && m->col_scales.empty() && x.size() == 2 &&
+                         x[0] > kStreamedRegistersMaxRows;
     }
   }
   return shape;
@@ -274,6 +277,7 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
     if (v.gpu_form == kAttentionInKernelVariant) absl::StrAppend(&text, " in-kernel merge");
     if (v.gpu_block_rows > 0) absl::StrAppend(&text, " rows ", v.gpu_block_rows);
     if (v.gpu_warp_rows > 0) absl::StrAppend(&text, " warp_rows ", v.gpu_warp_rows);
+    if (v.gpu_warp_rows == 64) absl::StrAppend(&text, " (wgmma)");
     if (v.gpu_warps > 0) absl::StrAppend(&text, " warps ", v.gpu_warps);
     return text;
   }
@@ -382,7 +386,11 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       // workspace rather than a cluster; 32-row warps in two-stage blocks
       // small enough for two an SM, their splits merged in the kernel
       // (H200 harness, gqa_decode b8: 26.9 us against 27.4 for two splits
-      // in a cluster). The backend sizes the key splits.
+      // in a cluster). First, the warpgroup (wgmma) form where the backend
+      // has it (warp_rows 64: sm_90, D = DV = 64; else 16-row warps),
+      // merged in the kernel (H200, backend timing, gqa_decode b8 / b1:
+      // 22.6 / 10.9 us against 26.4 / 10.9 for the best of the others).
+      // The backend sizes the key splits.
       // (Measured on an H200 and dropped, gqa_decode b1 / b8 against the
       // best of these: 32-row blocks 13.6 / 38.6 us against 12.1 / 29.2,
       // 128-row 16.8 / 36.8, 256-row 25.3 / 43.9 (their 8-block clusters
@@ -391,7 +399,8 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       struct AttentionKnobs {
         int form, rows, warps, stages, warp_rows;
       };
-      for (const AttentionKnobs& k : {AttentionKnobs{kAttentionVariant, 64, 8, 3, 0},
+      for (const AttentionKnobs& k : {AttentionKnobs{kAttentionInKernelVariant, 64, 4, 4, 64},
+                                      AttentionKnobs{kAttentionVariant, 64, 8, 3, 0},
                                       AttentionKnobs{kAttentionPullVariant, 64, 8, 3, 0},
                                       AttentionKnobs{kAttentionVariant, 64, 16, 2, 0},
                                       AttentionKnobs{kAttentionVariant, 64, 4, 4, 32},

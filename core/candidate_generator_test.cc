@@ -385,11 +385,12 @@ TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
   for (const auto& v :
        {std::tuple{0, 0, 0, 1, 0}, std::tuple{0, 3, 0, 1, 0}, std::tuple{0, 6, 0, 1, 0},
         std::tuple{0, 3, 8, 64, 0}, std::tuple{3, 3, 8, 64, 0}, std::tuple{0, 2, 16, 64, 0},
-        std::tuple{0, 4, 4, 64, 32}, std::tuple{2, 4, 4, 64, 0}, std::tuple{4, 2, 4, 64, 32}}) {
+        std::tuple{0, 4, 4, 64, 32}, std::tuple{2, 4, 4, 64, 0}, std::tuple{4, 2, 4, 64, 32},
+        std::tuple{4, 4, 4, 64, 64}}) {
     EXPECT_TRUE(seen.count(v)) << std::get<0>(v) << " " << std::get<1>(v) << " " << std::get<2>(v)
                                << " " << std::get<3>(v) << " " << std::get<4>(v);
   }
-  EXPECT_EQ(seen.size(), 9u) << "the registers-form variants dedupe away";
+  EXPECT_EQ(seen.size(), 10u) << "the registers-form and wgmma-matmul variants dedupe away";
   // A streamed matmul takes none of attention's knobs.
   for (const Plan& plan : MustGenerate(MustBuild(testing::RmsNormLinearProto()), gpu)) {
     for (const auto& kernel : plan.kernels()) {

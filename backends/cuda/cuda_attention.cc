@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "backends/codegen_util.h"
+#include "backends/cuda/cuda_wgmma.h"
 
 namespace yirage::backends::cuda {
 namespace {
@@ -46,13 +47,27 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
   constexpr int STAGES = @STAGES@;
   // merged (@MERGE_KIND@): 0 none, 1 cluster pull, 2 workspace, 3 cluster push, 4 in-kernel
   constexpr int SPLITS = @SPLITS@;
-  constexpr int LQ = D + 8, LV = DV + 8;
-  constexpr int LK = @KT@ ? D + 8 : BN + 8;
-  constexpr int KSIZE = @KT@ ? BN * (D + 8) : D * (BN + 8);
+  // WG: one warpgroup multiplies with wgmma straight from shared memory;
+  // Q, K and V tiles (rows of 64 16-bit elements) take the 128-byte swizzle
+  // (yr_swz<64>) from 1024-byte boundaries instead of padded rows.
+  constexpr bool WG = @WG@;
+  static_assert(!WG || (D == 64 && DV == 64 && RW == 4 && KG == 1 && MT == 1), "warpgroup form");
+  constexpr int PAD = WG ? 0 : 8;
+  constexpr int LQ = D + PAD, LV = DV + PAD;
+  constexpr int LK = @KT@ ? D + PAD : BN + PAD;
+  constexpr int KSIZE = @KT@ ? BN * (D + PAD) : D * (BN + PAD);
   constexpr int VSIZE = BN * LV, TILE = KSIZE + VSIZE;
+  // Element (r, c) of a Q, K or V tile whose rows are `ld` elements apart.
+  auto at = [](int r, int c, int ld) -> int {
+    if constexpr (WG) {
+      return yr_swz<64>(r, c);
+    } else {
+      return r * ld + c;
+    }
+  };
   constexpr int STEPS = NS / BN / KG;
   constexpr int LP = DV + 4;  // partial rows in shared memory: O, m, l, pad (16-byte rows)
-  extern __shared__ __align__(128) unsigned char yr_smb[];
+  extern __shared__ __align__(1024) unsigned char yr_smb[];
   T* const sq = reinterpret_cast<T*>(yr_smb);
   T* const skv = sq + BM * LQ;  // STAGES steps of KG [K tile | V tile]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -66,9 +81,9 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
   for (int x = tid; x < BM * D / 8; x += NT) {
     const int r = x / (D / 8), c = (x % (D / 8)) * 8;
     if (m0 + r < M) {
-      yr_cp_async16(sq + r * LQ + c, qb + (i64)r * D + c);
+      yr_cp_async16(sq + at(r, c, LQ), qb + (i64)r * D + c);
     } else {
-      *reinterpret_cast<uint4*>(sq + r * LQ + c) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(sq + at(r, c, LQ)) = make_uint4(0, 0, 0, 0);
     }
   }
   // Tile copies in 16-byte chunks: each thread's chunks of a tile sit at
@@ -92,13 +107,13 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
 #pragma unroll
       for (int i = 0; i < (KROWS + KRS - 1) / KRS; ++i) {
         if (KROWS % KRS == 0 || kr + i * KRS < KROWS) {
-          yr_cp_async16(sk + (kr + i * KRS) * LK + kc, kt + (i64)i * KRS * KSTRIDE);
+          yr_cp_async16(sk + at(kr + i * KRS, kc, LK), kt + (i64)i * KRS * KSTRIDE);
         }
       }
 #pragma unroll
       for (int i = 0; i < (BN + VRS - 1) / VRS; ++i) {
         if (BN % VRS == 0 || vr + i * VRS < BN) {
-          yr_cp_async16(sv + (vr + i * VRS) * LV + vc, vt + (i64)i * VRS * DV);
+          yr_cp_async16(sv + at(vr + i * VRS, vc, LV), vt + (i64)i * VRS * DV);
         }
       }
     }
@@ -133,6 +148,28 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
     }
   };
   // S of step t (this warp's tile of it) into s.
+#if @WG@
+  // The warpgroup's S (64 x 64) with wgmma: Q K-major, K's tile K-major
+  // ([keys][D]) or N-major ([D][keys]); waits for every earlier group too,
+  // so the last step's O += P V is done before O is rescaled.
+  auto qk = [&](int t, float (&s)[MT][BN / 8][4]) {
+    const T* const sk = skv + ((t % STAGES) * KG + kg) * TILE;
+    float* const sf = &s[0][0][0];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) sf[i] = 0.0f;
+    yr_wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const unsigned long long da = yr_wg_desc(sq + ks * 16, 16, 1024);
+      const unsigned long long db = yr_wg_desc(sk + (@KT@ ? ks * 16 : ks * 16 * LK), 16, 1024);
+      @WG_QK@(sf, da, db);
+    }
+    yr_wg_commit();
+    yr_wg_wait<0>();
+    yr_wg_fence_operands(sf, BN / 2);
+    yr_wg_fence_operands(&oacc[0][0][0], DV / 2);
+  };
+#else
   auto qk = [&](int t, float (&s)[MT][BN / 8][4]) {
     const T* const sk = skv + ((t % STAGES) * KG + kg) * TILE;
     // S = Q K: WR x 64 per warp.
@@ -159,6 +196,7 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
       }
     }
   };
+#endif
   // The online softmax of S (in s) of step t, then O += P V.
   auto softmax_pv = [&](int t, float (&s)[MT][BN / 8][4]) {
     const T* const sv = skv + ((t % STAGES) * KG + kg) * TILE + KSIZE;
@@ -207,6 +245,18 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
     }
     // O += P V, P straight from the S registers; each V fragment serves
     // the warp's MT row tiles.
+#if @WG@
+    // wgmma with P as the A fragments (each warp's 16 rows) and V's tile
+    // N-major; not waited for here (the next S, or the end, waits).
+    yr_wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const unsigned pa[4] = {pk[0][2 * kk][0], pk[0][2 * kk][1], pk[0][2 * kk + 1][0],
+                              pk[0][2 * kk + 1][1]};
+      @WG_PV@(&oacc[0][0][0], pa, yr_wg_desc(sv + kk * 16 * LV, 16, 1024));
+    }
+    yr_wg_commit();
+#else
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
 #pragma unroll
@@ -222,11 +272,19 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
         }
       }
     }
+#endif
   };
   // In step t, after the wait for it: step t has landed for every thread,
   // and every warp is done with step t - 1, whose stage the load of step
   // t + STAGES - 1 refills.
   auto refill = [&](int t) {
+#if @WG@
+    // The tensor cores' reads of step t - 1's stage (O += P V) end before
+    // it is refilled; this thread's copies of step t become visible to them.
+    yr_wg_wait<0>();
+    yr_wg_fence_operands(&oacc[0][0][0], DV / 2);
+    yr_fence_proxy_async();
+#endif
     __syncthreads();
     if (t + STAGES - 1 < STEPS) load_step(t + STAGES - 1, (t + STAGES - 1) % STAGES);
     yr_cp_async_commit();
@@ -234,11 +292,15 @@ extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NA
   for (int t = 0; t < STEPS; ++t) {
     yr_cp_async_wait<STAGES - 2>();
     refill(t);
-    if (t == 0) load_q();
+    if (!WG && t == 0) load_q();
     float s[MT][BN / 8][4];
     qk(t, s);
     softmax_pv(t, s);
   }
+#if @WG@
+  yr_wg_wait<0>();
+  yr_wg_fence_operands(&oacc[0][0][0], DV / 2);
+#endif
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -604,6 +666,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
                               const yirage::v1::Schedule& schedule) {
   AttentionConfig c;
   c.warp_rows = schedule.warp_rows() == 32 ? 32 : 16;
+  c.wgmma = schedule.warp_rows() == 64 && target.sm == 90 && a.d == 64 && a.dv == 64;
   // 32-row warps hold twice the S and O registers (about 230 a thread):
   // at most 256 threads a block.
   const int max_warps = c.warp_rows == 32 ? kMaxWarps / 2 : kMaxWarps;
@@ -611,8 +674,9 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   const bool rows_ok =
       (rows == 32 || rows == 64 || rows == 128 || rows == 256) && rows >= c.warp_rows;
   c.row_warps = (rows_ok ? rows : 64) / c.warp_rows;
+  if (c.wgmma) c.row_warps = 4;  // one warpgroup, one key group
   const int w = schedule.warps();
-  if (w > 0 && w % c.row_warps == 0 && w <= max_warps) {
+  if (!c.wgmma && w > 0 && w % c.row_warps == 0 && w <= max_warps) {
     const int groups = w / c.row_warps;
     if (groups == 1 || groups == 2 || groups == 4) c.key_groups = groups;
   }
@@ -737,7 +801,16 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
                          : !config.cluster_merge ? 2
                          : config.push_merge     ? 3
                                                  : 1;
+  const bool bf16 = a.dtype == yirage::v1::BFLOAT16;
+  if (config.wgmma) {
+    *source += WgmmaHelpersSource();
+    *source += WgmmaOpSource(64, bf16, false, !a.transpose_k);
+    *source += WgmmaOpSource(64, bf16, true, true);
+  }
   const std::vector<std::pair<std::string, std::string>> subst = {
+      {"@WG@", config.wgmma ? "1" : "0"},
+      {"@WG_QK@", WgmmaOpName(64, bf16, false, !a.transpose_k)},
+      {"@WG_PV@", WgmmaOpName(64, bf16, true, true)},
       {"@NAME@", name},
       {"@T@", CTypeOf(a.dtype)},
       {"@OT@", workspace ? std::string("float") : out_type},
@@ -779,7 +852,9 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
   launches->push_back(main);
   if (workspace) {
     std::vector<std::pair<std::string, std::string>> merge_subst = subst;
-    merge_subst[2] = {"@OT@", out_type};
+    for (auto& [key, value] : merge_subst) {
+      if (key == "@OT@") value = out_type;
+    }
     *source += absl::StrReplaceAll(kMergeKernel, merge_subst);
     KernelLaunch merge;
     merge.name = name + "_merge";

@@ -71,6 +71,10 @@ struct AttentionConfig {
   // other splits (the launch is cooperative, so they are co-resident) and
   // merges its share of the rows. At most 16 splits.
   bool spin_merge = false;
+  // One warpgroup (4 row warps of 16 rows, one key group) multiplies with
+  // wgmma (sm_90, D = DV = 64): S = Q K from shared memory, O += P V with P
+  // from the S registers; Q, K and V tiles 128-byte swizzled.
+  bool wgmma = false;
 };
 
 // The configuration of `pattern`'s kernel on `target` under `schedule`:
@@ -83,7 +87,9 @@ struct AttentionConfig {
 // through the workspace; 3 = a cluster merge that pulls rows, not pushes
 // them; 4 = the in-kernel merge, where the grid fits the chip at once; the
 // automatic splits take it where a cluster would merge fewer splits than
-// fill the chip). A requested split that does not leave whole pipeline steps becomes
+// fill the chip). warp_rows() 64 asks for the warpgroup (wgmma) form where
+// it applies (sm_90, D = DV = 64): 64-row blocks of 4 warps, one key group;
+// elsewhere it is 16. A requested split that does not leave whole pipeline steps becomes
 // 1. The pipeline gets shallower where the chip's shared memory per block
 // cannot hold it; the cluster merge pushes rows where the shared memory
 // holds the receiving rows beside the ring.

@@ -383,9 +383,9 @@ namespace {
 // file (a substring of its path). Takes the graph's first candidate with a
 // fused kernel (streamed matmul or attention; YIRAGE_SWEEP_PLAN picks another
 // index), sets that kernel's schedule to each of YIRAGE_SWEEP's
-// "variant,stages,warps,split_k" entries (';'-separated, 0 = the backend's
-// choice), and verifies and times every resulting plan, so that schedules
-// outside the generator's list can be compared on the device in one run.
+// "variant,stages,warps,split_k[,warp_rows[,block_rows]]" entries
+// (';'-separated, 0 = the backend's choice), and verifies and times every resulting plan, so that
+// schedules outside the generator's list can be compared on the device in one run.
 TEST(CudaBackendGpuTest, ScheduleSweep) {
   const char* graph_env = std::getenv("YIRAGE_SWEEP_GRAPH");
   if (graph_env == nullptr) GTEST_SKIP() << "set YIRAGE_SWEEP_GRAPH and YIRAGE_SWEEP";
@@ -429,14 +429,16 @@ TEST(CudaBackendGpuTest, ScheduleSweep) {
   const char* specs = std::getenv("YIRAGE_SWEEP");
   std::stringstream all(specs != nullptr ? specs : "0,0,0,0");
   for (std::string spec; std::getline(all, spec, ';');) {
-    int v = 0, s = 0, w = 0, k = 0;
-    if (std::sscanf(spec.c_str(), "%d,%d,%d,%d", &v, &s, &w, &k) != 4) continue;
+    int v = 0, s = 0, w = 0, k = 0, wr = -1, br = -1;
+    if (std::sscanf(spec.c_str(), "%d,%d,%d,%d,%d,%d", &v, &s, &w, &k, &wr, &br) < 4) continue;
     yirage::v1::Plan p = base_plan;
     yirage::v1::Schedule* sched = p.mutable_kernels(fused)->mutable_schedule();
     sched->set_variant(v);
     sched->set_stages(s);
     sched->set_warps(w);
     sched->set_split_k(k);
+    if (wr >= 0) sched->set_warp_rows(wr);
+    if (br >= 0) sched->set_block_rows(br);
     sweep.push_back(p);
     labels.push_back(spec);
   }

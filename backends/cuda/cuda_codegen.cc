@@ -1465,8 +1465,9 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
                                                 : " attention split partials")));
   }
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
-          "': fused attention (tensor cores: mma.m16n8k16, online softmax), ", config.splits,
-          " key split(s)",
+          "': fused attention (tensor cores: ",
+          config.wgmma ? "wgmma.m64n64k16, one warpgroup" : "mma.m16n8k16", ", online softmax), ",
+          config.splits, " key split(s)",
           config.cluster_merge ? " merged in a cluster"
           : config.spin_merge  ? " merged in the kernel (cooperative launch)"
                                : "",

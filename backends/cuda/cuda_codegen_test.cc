@@ -115,6 +115,25 @@ yirage::v1::Graph ScaledAttentionGraph(DType dtype) {
   return b.proto();
 }
 
+// D = DV = 64, which the warpgroup (wgmma) form takes; 100 query rows (not
+// a multiple of 64); K as [B, D, N], or as [B, N, D] with a scaled S.
+yirage::v1::Graph WarpgroupAttentionGraph(DType dtype, bool transpose_k) {
+  GraphBuilder b(transpose_k ? "warpgroup_attention_kt" : "warpgroup_attention");
+  b.Input("Q", {2, 100, 64}, dtype)
+      .Input("K", transpose_k ? std::vector<int64_t>{2, 512, 64} : std::vector<int64_t>{2, 64, 512},
+             dtype)
+      .Input("V", {2, 512, 64}, dtype);
+  if (transpose_k) {
+    b.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
+    b.Op("Ss", "mul", {"S"}, {F("scalar", 0.125)});
+    b.Op("P", "softmax", {"Ss"});
+  } else {
+    b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"});
+  }
+  b.Op("O", "matmul", {"P", "V"}).Output("O");
+  return b.proto();
+}
+
 // Norm chains wide enough for register rows: broadcast weight, a scalar,
 // two outputs, layer norm and softmax.
 yirage::v1::Graph NormChainGraph(DType dtype) {
@@ -230,6 +249,21 @@ std::vector<Case> AllCases() {
             OneRowGroup(fa, WithForm(WithGpu(Rows(64), max_splits, 4, 4), 4)),
             OneRowGroup(fa, WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 32), 4)),
             OneRowGroup(fa, WithForm(WithGpu(Rows(32), 2, 4, 2), 4)), AllRowSingles(fa, Rows(2))}});
+    }
+    // The warpgroup form (warp_rows 64; sm_90, else 16-row warps):
+    // automatic splits, one, two in a cluster (pushed), four through the
+    // workspace, pulled in a cluster, merged in the kernel.
+    for (bool kt : {false, true}) {
+      if (dt == FLOAT32) continue;
+      const yirage::v1::Graph wa = WarpgroupAttentionGraph(dt, kt);
+      cases.push_back(
+          {wa,
+           {OneRowGroup(wa, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 64)),
+            OneRowGroup(wa, WithWarpRows(WithGpu(Rows(64), 1, 4, 3), 64)),
+            OneRowGroup(wa, WithWarpRows(WithGpu(Rows(64), 2, 4, 2), 64)),
+            OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 4, 4, 4), 64), 2)),
+            OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 4, 4, 2), 64), 3)),
+            OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 64), 4))}});
     }
     const yirage::v1::Graph nc = NormChainGraph(dt);
     cases.push_back({nc, {OneRowGroup(nc, Rows(1)), OneRowGroup(nc, Rows(2))}});
@@ -429,6 +463,14 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
           << wg;
       EXPECT_NE(wg.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), std::string::npos);
       EXPECT_NE(wg.find("fence.proxy.async.shared::cta"), std::string::npos);
+      // Attention's warpgroup form: S from shared memory, O += P V with P
+      // from registers.
+      const yirage::v1::Graph wa = WarpgroupAttentionGraph(FLOAT16, false);
+      const std::string at =
+          PlanSource(wa, OneRowGroup(wa, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 64)));
+      EXPECT_NE(at.find("wgmma.m64n64k16, one warpgroup"), std::string::npos) << at;
+      EXPECT_NE(at.find("yr_wgmma_m64n64_f16_rs_bn(&oacc"), std::string::npos) << at;
+      EXPECT_NE(at.find("yr_wgmma_m64n64_f16_ss_bn(sf"), std::string::npos) << at;
     }
     // The registers form with 16-warp blocks (one an SM): its 2 K splits a
     // cluster, no workspace or counters; 4-warp blocks sum through memory.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "backends/codegen_util.h"
+#include "backends/cuda/cuda_wgmma.h"
 
 namespace yirage::backends::cuda {
 namespace {
@@ -41,41 +42,6 @@ int64_t StageHalves(const StreamedMatmulPlan& p) {
 int64_t SmemBytes(const StreamedMatmulPlan& p) {
   return (p.stages * StageHalves(p) + p.r * kTileN) * 2 + p.m_tiles * 16 * 4;
 }
-
-// wgmma helpers (sm_90a), emitted once per source before the first kernel
-// of the kWgmma form. The m64nNk16 ops are generated (their operand lists).
-constexpr char kWgmmaHelpers[] = R"(
-#ifndef YR_WGMMA_HELPERS
-#define YR_WGMMA_HELPERS
-// Shared-memory matrix descriptor: start address, leading and stride byte
-// offsets (in 16-byte units), 128-byte swizzle.
-static __device__ __forceinline__ unsigned long long yr_wg_desc(const void* p, unsigned lbo,
-                                                                 unsigned sbo) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  return (unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
-         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
-}
-static __device__ __forceinline__ void yr_wg_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-static __device__ __forceinline__ void yr_wg_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-static __device__ __forceinline__ void yr_wg_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-static __device__ __forceinline__ void yr_fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// Keeps the compiler from moving accumulator reads above the last wait.
-template <int N>
-static __device__ __forceinline__ void yr_wg_fence_operands(float (&d)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-#endif
-)";
 
 constexpr char kKernel[] = R"(
 // streamed matmul@WGNOTE@: M=@M@ K=@K@ N=@N@, @NW@ weight(s), rank @R@, @SPLITS@ K split(s)@MERGE@, @STAGES@ stages, @NT@ threads
@@ -301,7 +267,7 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
     for (int ks = 0; ks < BK / 16; ++ks) {
       const unsigned long long da = yr_wg_desc(xs + ks * 16, 16, 1024);
       const unsigned long long db = yr_wg_desc(w1s + ks * 16 * LW, BK * LW * 2, 1024);
-      yr_wgmma_@WGOP@(wacc, da, db);
+      @WGOP@(wacc, da, db);
     }
     yr_wg_commit();
     yr_wg_wait<1>();
@@ -879,10 +845,13 @@ std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::
   }
   p.m_tiles = p.m <= 16 ? 1 : (p.m <= 32 ? 2 : 4);
   const int variant = schedule.variant();
-  // kWgmma: sm_90 (wgmma is sm_90a's alone), no low-rank branch; one
-  // warpgroup per block, X padded to 64 rows. Elsewhere variant 4 is the
-  // backend's choice.
-  const bool wgmma = variant == StreamedMatmulPlan::kWgmma && target.sm == 90 && p.r == 0;
+  // kWgmma: sm_90 (wgmma is sm_90a's alone), no low-rank branch, no
+  // prologue; one warpgroup per block, X padded to 64 rows. Elsewhere
+  // variant 4 is the backend's choice. (With the rms prologue and column
+  // scales it verified but ran 3.5x slower on an H200: rms_norm_linear b8,
+  // 73.6 us against 21.3 for the registers form; not yet understood.)
+  const bool wgmma = variant == StreamedMatmulPlan::kWgmma && target.sm == 90 && p.r == 0 &&
+                     !match->rms && match->col_scales.empty();
   if (variant != StreamedMatmulPlan::kShared && variant != kSharedWorkspaceVariant && !wgmma) {
     if (std::optional<StreamedMatmulPlan> regs = PlanRegisters(p, target, schedule);
         regs.has_value()) {
@@ -973,26 +942,6 @@ std::string StreamedMatmulSummary(const StreamedMatmulPlan& p) {
                       ", ", p.stages, " stages, ", p.warps, " warps");
 }
 
-// The m64n`n`k16 wgmma (f32 accumulators d[0..n/2), A and B from shared
-// memory, B transposed: N-major) as a device function, guarded.
-std::string WgmmaOp(int n, bool bf16) {
-  const std::string op = absl::StrCat("m64n", n, bf16 ? "_bf16" : "_f16");
-  const char* t = bf16 ? "bf16" : "f16";
-  std::vector<std::string> regs, operands;
-  for (int i = 0; i < n / 2; ++i) {
-    regs.push_back(absl::StrCat("%", i));
-    operands.push_back(absl::StrCat("\"+f\"(d[", i, "])"));
-  }
-  return absl::StrCat("#ifndef YR_WGMMA_", op, "\n#define YR_WGMMA_", op, "\n",
-                      "static __device__ __forceinline__ void yr_wgmma_", op,
-                      "(float* d, unsigned long long a, unsigned long long b) {\n",
-                      "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", n / 2 + 2,
-                      ", 0;\\n\"\n", "      \"wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t,
-                      ".", t, " {", absl::StrJoin(regs, ","), "}, %", n / 2, ", %", n / 2 + 1,
-                      ", p, 1, 1, 0, 1;\\n}\\n\"\n", "      : ", absl::StrJoin(operands, ", "),
-                      "\n      : \"l\"(a), \"l\"(b), \"r\"(1));\n}\n#endif\n");
-}
-
 void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, int out_arg,
                         const std::string& out_type, int workspace_arg, int counter_arg,
                         std::string* source, std::vector<KernelLaunch>* launches) {
@@ -1078,15 +1027,14 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
   const int64_t ss_off = int64_t{p.splits} * nw * p.m * p.n;
   const int epi = m.epilogue == core::StreamedMatmulMatch::Epilogue::kSiluMul ? 1 : 0;
   const bool wgmma = p.form == StreamedMatmulPlan::kWgmma;
-  const std::string wg_op =
-      absl::StrCat("m64n", nw * kTileN, p.dtype == yirage::v1::BFLOAT16 ? "_bf16" : "_f16");
+  const bool bf16 = p.dtype == yirage::v1::BFLOAT16;
   if (wgmma) {
-    *source += kWgmmaHelpers;
-    *source += WgmmaOp(nw * kTileN, p.dtype == yirage::v1::BFLOAT16);
+    *source += WgmmaHelpersSource();
+    *source += WgmmaOpSource(nw * kTileN, bf16, false, true);
   }
   const std::vector<std::pair<std::string, std::string>> subst = {
       {"@WG@", wgmma ? "1" : "0"},
-      {"@WGOP@", wg_op},
+      {"@WGOP@", WgmmaOpName(nw * kTileN, bf16, false, true)},
       {"@WGNOTE@", wgmma ? " (tensor cores: wgmma)" : ""},
       {"@NAME@", name},
       {"@PARAMS@", absl::StrJoin(params, ", ")},

@@ -19,7 +19,7 @@
 // distributed shared memory, or each writes float partial sums (and its
 // sums of squares) and a combine kernel adds the splits. Weights stream
 // under an L2 evict-first policy (read once). The kWgmma form (sm_90, X
-// padded to 64 rows, no low-rank branch) keeps that pipeline but has one
+// padded to 64 rows, no low-rank branch, no prologue) keeps that pipeline but has one
 // warpgroup multiply each staged chunk with wgmma.mma_async, X and the
 // weights read by the tensor cores from shared memory (no ldmatrix, no
 // operand registers), W1 and W2 as one 128-column operand.
