@@ -102,8 +102,8 @@ struct GroupShape {
   // A streamed matmul the weights-to-registers form takes (X of at most
   // kStreamedRegistersMaxRows rows, no low-rank branch).
   bool registers_form = false;
-  // X of more rows than that, no low-rank branch, no prologue (the form's
-  // backend conditions; cuda_streamed_matmul.h).
+  // A streamed matmul the wgmma form takes: no low-rank branch, no
+  // prologue (cuda_streamed_matmul.h; X padded to 64 rows).
   bool wgmma_form = false;
 };
 
@@ -131,8 +131,7 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
     if (std::optional<StreamedMatmulMatch> m = MatchStreamedMatmul(graph, op_list); m.has_value()) {
       const std::vector<int64_t>& x = graph.tensor(m->x).shape;
       shape.registers_form = m->b < 0 && x.size() == 2 && x[0] <= kStreamedRegistersMaxRows;
-      shape.wgmma_form = m->b < 0 && !m->rms && m->col_scales.empty() && x.size() == 2 &&
-                         x[0] > kStreamedRegistersMaxRows;
+      shape.wgmma_form = m->b < 0 && !m->rms && m->col_scales.empty() && x.size() == 2;
     }
   }
   return shape;
@@ -351,10 +350,11 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
         v.gpu_form = 1;
         variants.push_back(v);
       }
-      // The wgmma form of 64-row streamed matmuls (the backend keeps it to
-      // sm_90; elsewhere it is the shared-memory form). H200, gated_mlp b8
-      // (backend timing, 2 K splits in a cluster): 25.3 us at 5 or 6 stages,
-      // 26.0 at 4, 29.4 at 3, against 30.6 for the best mma.sync form.
+      // The wgmma form of streamed matmuls (the backend keeps it to sm_90;
+      // elsewhere it is the backend's choice). H200, backend timing, 2 K
+      // splits in a cluster: gated_mlp b8 25.3 us at 5 or 6 stages, 26.0 at
+      // 4, 29.4 at 3, against 30.6 for the best mma.sync form; b1 (X padded
+      // from 8 rows to 64) 24.2 against 25.1 for the registers form.
       {
         ScheduleVariant v = variants.front();
         v.gpu_stages = 5;
