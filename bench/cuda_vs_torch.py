@@ -5,23 +5,38 @@ around one call, the L2 cache flushed (a 512 MiB write) before each call, the
 median of --iters calls after --warmup calls. Each exported kernel is called
 through its own yirage_kernel.py, as a user would.
 
-    python3 bench/cuda_vs_torch.py [--bandwidth-gbps 4800] KERNEL_DIR...
+    python3 bench/cuda_vs_torch.py [--bandwidth-gbps 4800] [--peak-tflops 989]
+        [--graphs-dir DIR...] [--job-seconds FILE] [--markdown FILE] KERNEL_DIR...
 
 Prints one row per kernel: our time, eager, torch.compile, our speedup over the
-faster of the two, the fraction of the HBM roofline we reach (bytes of the
-inputs and outputs / time, against the chip's bandwidth), and read_us: the time
-of a simple Triton kernel that only reads that many bytes, measured the same
-way (launch, events and ramp included): a reference point for memory-bound
-kernels, not a bound (a tuned read can be faster). After each flush the
-stream idles ~100 us before the start event, so host launch overhead is in no
-figure. Also writes the rows as JSON to --json when given."""
+faster of the two; the roofline bound: the larger of the matmul FLOPs / peak
+(compute) and the bytes of the inputs and outputs / HBM bandwidth (memory),
+that time (bound_us) and the fraction of it we reach (bound_us / our time);
+the fraction of the HBM roofline alone, and read_us: the time of a simple
+Triton kernel that only reads that many bytes, measured the same way (launch,
+events and ramp included): a reference point for memory-bound kernels, not a
+bound (a tuned read can be faster); the job's search seconds (--job-seconds);
+the largest difference from PyTorch's result. After each flush the stream idles
+~100 us before the start event, so host launch overhead is in no figure.
+
+The PyTorch function of a graph comes from TORCH_FNS below (by the graph's
+name without its _b<N> suffix), else from examples/graphs/suite/torch_fns.py
+(by the exact graph name). FLOPs come from the graph's JSON, found by name in
+--graphs-dir (default: examples/graphs/suite and examples/graphs/bench); the
+peak is --peak-tflops for graphs with 16-bit tensors, --peak-tflops-tf32 for
+float32 graphs with matmuls (TF32 is allowed on the PyTorch side),
+--peak-tflops-fp32 for other float32 graphs. Also writes the rows as JSON to
+--json and as a GitHub markdown table to --markdown when given."""
 import argparse
+import gc
+import glob
 import importlib.util
 import json
 import math
 import os
 import statistics
 import sys
+import traceback
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +63,70 @@ TORCH_FNS = {
     "gqa_decode": gqa,
     "norm_transformer": lambda H, X, alpha: rms(X + alpha * (rms(H) + X)),
 }
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUITE_DIR = os.path.join(HERE, "..", "examples", "graphs", "suite")
+BENCH_DIR = os.path.join(HERE, "..", "examples", "graphs", "bench")
+
+
+def load_suite():
+    """examples/graphs/suite/torch_fns.py (TORCH_FNS by exact graph name,
+    graph_flops), or None when it is absent."""
+    path = os.path.join(SUITE_DIR, "torch_fns.py")
+    if not os.path.exists(path):
+        return None
+    spec = importlib.util.spec_from_file_location("yirage_suite_torch_fns", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_graphs(dirs):
+    """{graph name: graph JSON} of every *.json in dirs (the first one of a name wins)."""
+    graphs = {}
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(d, "*.json"))):
+            try:
+                with open(path) as f:
+                    g = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if isinstance(g, dict) and isinstance(g.get("name"), str) and "ops" in g:
+                graphs.setdefault(g["name"], g)
+    return graphs
+
+
+def positive_inputs(graph):
+    """Graph inputs that must be positive, as in the server's MakeRandomInputs:
+    direct operands of log, sqrt and rsqrt, the divisor of div, the base of pow."""
+    names = set()
+    for op in (graph or {}).get("ops", []):
+        ins = op.get("inputs", [])
+        if op.get("op") in ("log", "sqrt", "rsqrt") and ins:
+            names.add(ins[0])
+        elif op.get("op") == "div" and len(ins) == 2:
+            names.add(ins[1])
+        elif op.get("op") == "pow" and ins:
+            names.add(ins[0])
+    return names
+
+
+def make_inputs(specs, positive):
+    """randn * 0.1 in each input's dtype; uniform [0.5, 1.5] where it must be positive."""
+    inputs = []
+    for t in specs:
+        if t["name"] in positive:
+            x = torch.rand(*t["shape"], device="cuda").add_(0.5)
+        else:
+            x = torch.randn(*t["shape"], device="cuda").mul_(0.1)
+        inputs.append(x.to(DTYPES[t["dtype"]]))
+        del x
+    return inputs
+
+
+def as_tuple(out):
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
 
 _flush = None
 # GPU cycles the stream idles after each flush (~100 us on an H200): the call's
@@ -140,76 +219,175 @@ def load_kernel(path, index):
     return module
 
 
+def fmt(v, spec):
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+
+def write_markdown(path, rows, summary):
+    cols = ["case", "YiRage µs", "eager µs", "compile µs", "speedup vs faster", "bound",
+            "fraction of bound", "HBM roofline fraction", "read µs", "search s", "plan"]
+    lines = ["| " + " | ".join(cols) + " |",
+             "|" + "|".join(["---"] + ["---:"] * 4 + ["---"] + ["---:"] * 4 + ["---"]) + "|"]
+    for r in rows:
+        if "error" in r:
+            cells = [f"`{r['case']}`"] + [""] * 9 + ["failed: " + r["error"][:80].replace("|", "\\|")]
+        else:
+            plan = r.get("plan", "")
+            plan = (plan[:117] + "...") if len(plan) > 120 else plan
+            speedup = fmt(r.get("speedup"), ".2f")
+            cells = [f"`{r['case']}`", fmt(r.get("yirage_us"), ".2f"), fmt(r.get("eager_us"), ".2f"),
+                     fmt(r.get("compile_us"), ".2f"), speedup + ("x" if speedup else ""),
+                     r.get("bound", ""), fmt(r.get("bound_frac"), ".2f"),
+                     fmt(r.get("roofline_fraction"), ".2f"), fmt(r.get("read_us"), ".2f"),
+                     fmt(r.get("search_s"), ".1f"), plan.replace("|", "\\|")]
+        lines.append("| " + " | ".join(cells) + " |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+        if summary:
+            f.write("\n" + summary + "\n")
+
+
 def main():
     global _flush
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--bandwidth-gbps", type=float, default=4800.0,
                     help="the chip's HBM bandwidth (the registry's memory.bandwidth_gbps)")
+    ap.add_argument("--peak-tflops", type=float, default=989.0,
+                    help="the chip's dense 16-bit peak (compute.peak_tflops_fp16), for graphs "
+                         "with float16/bfloat16 tensors")
+    ap.add_argument("--peak-tflops-fp32", type=float, default=67.0,
+                    help="dense float32 peak (compute.peak_tflops_fp32), for float32 graphs "
+                         "without matmuls")
+    ap.add_argument("--peak-tflops-tf32", type=float, default=494.0,
+                    help="dense TF32 peak, for float32 graphs with matmuls (TF32 allowed)")
+    ap.add_argument("--graphs-dir", action="append", nargs="+", default=None,
+                    help="folders holding the graph JSON of each manifest's 'graph' (for FLOPs "
+                         "and positive inputs); default examples/graphs/suite and "
+                         "examples/graphs/bench")
+    ap.add_argument("--job-seconds",
+                    help="a JSON map graph name -> the job's search wall seconds (gpu_bench.sh)")
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=25)
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--markdown", help="also write the table here as a GitHub markdown table")
     ap.add_argument("--profile", action="store_true",
                     help="also print each one's kernel time per call (CUPTI), without launch gaps")
     args = ap.parse_args()
+    args.dirs = [d for d in args.dirs if d != "--"]
+    graphs_dirs = ([d for group in args.graphs_dir for d in group] if args.graphs_dir
+                   else [SUITE_DIR, BENCH_DIR])
+    graphs = load_graphs(graphs_dirs)
+    suite = load_suite()
+    suite_fns = getattr(suite, "TORCH_FNS", {}) if suite else {}
+    graph_flops = getattr(suite, "graph_flops", None) if suite else None
+    job_seconds = {}
+    if args.job_seconds and os.path.exists(args.job_seconds):
+        with open(args.job_seconds) as f:
+            job_seconds = json.load(f)
+    manifests = []
+    for d in args.dirs:
+        with open(os.path.join(d, "manifest.json")) as f:
+            manifests.append(json.load(f))
+    width = max([20] + [len(m["graph"]) + 2 for m in manifests])
+
     torch.manual_seed(0)
     _flush = torch.empty(512 * 1024 * 1024, dtype=torch.int8, device="cuda")
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  "
-          f"bandwidth {args.bandwidth_gbps:g} GB/s  median of {args.iters} calls, L2 flushed")
-    header = (f"{'case':<20}{'yirage_us':>10}{'eager_us':>10}{'compile_us':>11}"
-              f"{'speedup':>9}{'roofline':>9}{'read_us':>9}{'max_err':>9}  plan")
+          f"bandwidth {args.bandwidth_gbps:g} GB/s  peak {args.peak_tflops:g} (16-bit) / "
+          f"{args.peak_tflops_tf32:g} (TF32) / {args.peak_tflops_fp32:g} (fp32) TFLOPS  "
+          f"median of {args.iters} calls, L2 flushed")
+    header = (f"{'case':<{width}}{'yirage_us':>10}{'eager_us':>10}{'compile_us':>11}"
+              f"{'speedup':>9}{'bound':>9}{'bound_us':>10}{'of_bound':>9}{'roofline':>9}"
+              f"{'read_us':>9}{'search_s':>9}{'max_err':>9}  plan")
     print(header)
     if args.profile:
         tiny = torch.zeros(1, device="cuda")
         print(f"{'(floor: one tiny kernel)':<30}{bench(lambda: tiny.add_(1), args.iters, args.warmup):>10.2f}")
     rows = []
-    for index, d in enumerate(args.dirs):
-        with open(os.path.join(d, "manifest.json")) as f:
-            manifest = json.load(f)
+    for index, (d, manifest) in enumerate(zip(args.dirs, manifests)):
         graph = manifest["graph"]
         base = graph.rsplit("_b", 1)[0] if "_b" in graph else graph
-        fn = TORCH_FNS.get(base)
-        inputs = [(torch.randn(*t["shape"], device="cuda") * 0.1).to(DTYPES[t["dtype"]])
-                  for t in manifest["inputs"]]
-        kernel = load_kernel(d, index)
-        ours = lambda: kernel.run(*inputs)
-        out = ours()
-        torch.cuda.synchronize()
+        fn = TORCH_FNS.get(base) or suite_fns.get(graph)
+        graph_json = graphs.get(graph)
         row = {"case": graph, "plan": manifest.get("plan", "")}
-        if fn is not None:
-            with torch.no_grad():
-                expected = fn(*inputs)
-                row["max_err"] = (out.float() - expected.float()).abs().max().item()
-                row["eager_us"] = bench(lambda: fn(*inputs), args.iters, args.warmup)
-                try:
-                    compiled = torch.compile(fn)
-                    compiled(*inputs)
-                    row["compile_us"] = bench(lambda: compiled(*inputs), args.iters, args.warmup)
-                except Exception as e:  # report, keep going
-                    print(f"torch.compile failed for {graph}: {e}", file=sys.stderr)
-                    row["compile_us"] = math.nan
-                if args.profile:
-                    row["eager_gpu"] = kernel_times(lambda: fn(*inputs))
-                    if not math.isnan(row["compile_us"]):
-                        row["compile_gpu"] = kernel_times(lambda: compiled(*inputs))
-                torch._dynamo.reset()
-        if args.profile:
-            row["yirage_gpu"] = kernel_times(ours)
-        row["yirage_us"] = bench(ours, args.iters, args.warmup)
+        inputs = out = expected = kernel = compiled = None
+        try:
+            inputs = make_inputs(manifest["inputs"], positive_inputs(graph_json))
+            kernel = load_kernel(d, index)
+            ours = lambda: kernel.run(*inputs)
+            out = ours()
+            torch.cuda.synchronize()
+            if fn is not None:
+                with torch.no_grad():
+                    expected = fn(*inputs)
+                    row["max_err"] = max((o.float() - e.float()).abs().max().item()
+                                         for o, e in zip(as_tuple(out), as_tuple(expected)))
+                    expected = None
+                    row["eager_us"] = bench(lambda: fn(*inputs), args.iters, args.warmup)
+                    try:
+                        compiled = torch.compile(fn)
+                        compiled(*inputs)
+                        row["compile_us"] = bench(lambda: compiled(*inputs), args.iters, args.warmup)
+                    except Exception as e:  # report, keep going
+                        print(f"torch.compile failed for {graph}: {e}", file=sys.stderr)
+                        row["compile_us"] = math.nan
+                    if args.profile:
+                        row["eager_gpu"] = kernel_times(lambda: fn(*inputs))
+                        if not math.isnan(row["compile_us"]):
+                            row["compile_gpu"] = kernel_times(lambda: compiled(*inputs))
+                    compiled = None
+                    torch._dynamo.reset()
+            else:
+                print(f"no PyTorch function for {graph}", file=sys.stderr)
+            if args.profile:
+                row["yirage_gpu"] = kernel_times(ours)
+            row["yirage_us"] = bench(ours, args.iters, args.warmup)
+        except Exception as e:  # one failing case must not end the run
+            traceback.print_exc()
+            row["error"] = f"{type(e).__name__}: {e}"
+            print(f"{graph:<{width}}FAILED: {row['error'][:200]}", flush=True)
+            rows.append(row)
+            continue
+        finally:
+            inputs = out = expected = kernel = compiled = ours = None
+            gc.collect()
+            torch.cuda.empty_cache()
         moved = sum(t["bytes"] for t in manifest["inputs"]) + \
             sum(t["bytes"] for t in manifest["outputs"])
         row["bytes"] = moved
         row["roofline_us"] = moved / (args.bandwidth_gbps * 1e3)
         row["roofline_fraction"] = row["roofline_us"] / row["yirage_us"]
+        flops = None
+        if graph_json is not None and graph_flops is not None:
+            try:
+                flops = graph_flops(graph_json)
+            except Exception as e:
+                print(f"no FLOP count for {graph}: {e}", file=sys.stderr)
+        sixteen = any(t["dtype"] != "float32" for t in manifest["inputs"] + manifest["outputs"])
+        peak = args.peak_tflops if sixteen else (
+            args.peak_tflops_tf32 if flops else args.peak_tflops_fp32)
+        row["flops"] = flops
+        row["peak_tflops"] = peak
+        row["compute_us"] = flops / (peak * 1e6) if flops is not None else math.nan
+        compute_bound = flops is not None and row["compute_us"] > row["roofline_us"]
+        row["bound"] = "compute" if compute_bound else "memory"
+        row["bound_us"] = row["compute_us"] if compute_bound else row["roofline_us"]
+        row["bound_frac"] = row["bound_us"] / row["yirage_us"]
+        search = job_seconds.get(graph, job_seconds.get(os.path.basename(os.path.normpath(d))))
+        row["search_s"] = float(search) if search is not None else math.nan
         floor = read_floor_fn(moved)
         row["read_us"] = bench(floor, args.iters, args.warmup) if floor else math.nan
-        torch_best = min(v for v in (row.get("eager_us", math.nan), row.get("compile_us", math.nan))
-                         if not math.isnan(v)) if fn is not None else math.nan
+        floor = None
+        torch_times = [v for v in (row.get("eager_us", math.nan), row.get("compile_us", math.nan))
+                       if not math.isnan(v)]
+        torch_best = min(torch_times) if torch_times else math.nan
         row["speedup"] = torch_best / row["yirage_us"]
         rows.append(row)
-        print(f"{graph:<20}{row['yirage_us']:>10.2f}{row.get('eager_us', math.nan):>10.2f}"
+        print(f"{graph:<{width}}{row['yirage_us']:>10.2f}{row.get('eager_us', math.nan):>10.2f}"
               f"{row.get('compile_us', math.nan):>11.2f}{row['speedup']:>8.2f}x"
-              f"{row['roofline_fraction']:>9.2f}{row['read_us']:>9.2f}"
+              f"{row['bound']:>9}{row['bound_us']:>10.2f}{row['bound_frac']:>9.2f}"
+              f"{row['roofline_fraction']:>9.2f}{row['read_us']:>9.2f}{row['search_s']:>9.1f}"
               f"{row.get('max_err', math.nan):>9.4f}  "
               f"{row['plan'][:60]}", flush=True)
         if args.profile:
@@ -217,14 +395,24 @@ def main():
                 if who + "_gpu" in row:
                     t, n, name = row[who + "_gpu"]
                     print(f"    {who:<8} kernels {t:8.2f} us in {n} kernel(s), longest {name[:70]}")
-    speedups = [r["speedup"] for r in rows if not math.isnan(r["speedup"])]
+    speedups = [r["speedup"] for r in rows if not math.isnan(r.get("speedup", math.nan))]
+    summary = ""
     if speedups:
         geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-        print(f"geometric mean speedup over the faster of eager and torch.compile: {geo:.2f}x "
-              f"({sum(s >= 1.0 for s in speedups)}/{len(speedups)} cases at or above 1.0x)")
+        under = sum(s < 1.0 for s in speedups)
+        summary = (f"geometric mean speedup over the faster of eager and torch.compile: {geo:.2f}x "
+                   f"over {len(speedups)} cases: {under} under 1.0x, "
+                   f"{len(speedups) - under} at or above")
+        print(summary)
+    failed = [r["case"] for r in rows if "error" in r]
+    if failed:
+        print(f"{len(failed)} case(s) failed: {', '.join(failed)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+    if args.markdown:
+        write_markdown(args.markdown, rows, summary + (f"; {len(failed)} case(s) failed"
+                                                      if failed else ""))
 
 
 if __name__ == "__main__":

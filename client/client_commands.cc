@@ -95,7 +95,8 @@ void ClientCommands::PrintJob(const yirage::v1::Job& job) {
   if (job.has_best()) {
     const auto& b = job.best();
     out_ << "best       candidate " << b.candidate_id() << " [" << b.description() << "]\n"
-         << "           " << Fixed(b.time_us(), 2) << " us vs baseline "
+         << "           " << Fixed(b.time_us(), 2) << " us vs "
+         << (search.baseline_kind().empty() ? "" : search.baseline_kind() + " ") << "baseline "
          << Fixed(b.baseline_time_us(), 2) << " us: " << Fixed(b.speedup(), 2) << "x speedup\n"
          << "           verified, max abs error " << b.max_abs_error() << ", max rel error "
          << b.max_rel_error() << "\n";

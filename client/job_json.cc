@@ -32,7 +32,9 @@ nlohmann::json JobToJson(const yirage::v1::Job& job) {
                  {"rewritten_plans", search.rewritten_plans()},
                  {"search_seconds", search.search_seconds()},
                  {"rewrite_seconds", search.rewrite_seconds()},
-                 {"note", search.note()}};
+                 {"note", search.note()},
+                 {"baseline_kind", search.baseline_kind()},
+                 {"baseline_description", search.baseline_description()}};
   if (job.has_best()) {
     const auto& b = job.best();
     j["best"] = {{"candidate_id", b.candidate_id()},

@@ -26,6 +26,7 @@
 #include "core/fused_pattern.h"
 #include "core/graph.h"
 #include "core/graph_hash.h"
+#include "core/library_matmul.h"
 #include "core/parallel_for.h"
 #include "core/partition_enumerator.h"
 #include "core/rewrite.h"
@@ -54,6 +55,11 @@ constexpr int kBaselineBlockRows = 4;
 // PARALLEL_COLS is offered to groups with at most this many rows that hold a
 // matmul or have fewer rows than threads.
 constexpr int64_t kMaxColsRows = 256;
+// Library plans are offered with the first this many algorithms of the
+// library's heuristic (Schedule.variant of KERNEL_LIBRARY kernels).
+constexpr int kLibraryAlgorithms = 3;
+// Library plans of the job's graph placed right after the baseline.
+constexpr int kLibraryPlansFirst = 3;
 
 // ScheduleVariant.gpu_form of variants only fused attention chains take:
 // splits merged as the backend chooses, or through a workspace
@@ -62,8 +68,8 @@ constexpr int kAttentionVariant = 3;
 constexpr int kAttentionWorkspaceVariant = 4;
 constexpr int kAttentionPullVariant = 5;      // the cluster merge reading remote rows
 constexpr int kAttentionInKernelVariant = 6;  // merged in the kernel (Schedule.variant 4)
-// The streamed matmul's wgmma form (Schedule.variant 4), for X of more rows
-// than the registers form takes and no low-rank branch.
+// The streamed matmul's wgmma form (Schedule.variant 4), for chains with no
+// low-rank branch and no norm prologue.
 constexpr int kStreamedWgmmaVariant = 7;
 
 // One uniform schedule choice, applied to every KERNEL_ROW kernel of a plan.
@@ -470,6 +476,50 @@ Plan MakePlan(const Graph& graph, const Partition& partition,
   return plan;
 }
 
+// True when `group` can run as a library matmul (core/library_matmul.h).
+bool IsLibraryGroup(const Graph& graph, const KernelGroup& group) {
+  return graph.op(group.begin).type == OpType::kMatmul &&
+         MatchLibraryMatmul(graph, GroupOps(group)).ok();
+}
+
+bool HasLibraryKernel(const Plan& plan) {
+  for (const KernelPlan& kernel : plan.kernels()) {
+    if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) return true;
+  }
+  return false;
+}
+
+// `partition` with every group the library takes as a KERNEL_LIBRARY kernel
+// (algorithm `algo`) and the others at `variant`'s schedule; nullopt when no
+// group qualifies.
+std::optional<Plan> LibraryPlan(const Graph& graph, PartitionEnumerator& enumerator,
+                                const Partition& partition, const ScheduleVariant& variant,
+                                int algo, const SearchOptions& options) {
+  Partition groups = partition;
+  std::vector<Schedule> schedules;
+  int library = 0;
+  for (KernelGroup& group : groups) {
+    if (IsLibraryGroup(graph, group)) {
+      group.kind = yirage::v1::KERNEL_LIBRARY;
+      Schedule schedule = GenericSchedule(options);
+      schedule.set_variant(algo);
+      schedules.push_back(schedule);
+      ++library;
+    } else {
+      schedules.push_back(GroupSchedule(graph, enumerator, group, variant, options));
+    }
+  }
+  if (library == 0) return std::nullopt;
+  Plan plan = MakePlan(graph, groups, schedules);
+  std::string text = absl::StrCat(PartitionToString(graph, partition), " library");
+  if (algo > 0) absl::StrAppend(&text, " algo ", algo);
+  if (library < static_cast<int>(groups.size())) {
+    absl::StrAppend(&text, " + ", VariantToString(graph, variant, plan, options));
+  }
+  plan.set_description(text);
+  return plan;
+}
+
 struct Combo {
   double cost;
   int partition;
@@ -565,9 +615,10 @@ absl::Status ValidatePlanAgainst(const Graph& graph, const Plan& plan) {
       return absl::InvalidArgumentError(
           absl::StrCat("kernel name '", kernel.name(), "' is used twice"));
     }
-    if (kernel.kind() != yirage::v1::KERNEL_ROW && kernel.kind() != yirage::v1::KERNEL_GENERIC) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("kernel ", kernel.name(), ": kind must be KERNEL_ROW or KERNEL_GENERIC"));
+    if (kernel.kind() != yirage::v1::KERNEL_ROW && kernel.kind() != yirage::v1::KERNEL_GENERIC &&
+        kernel.kind() != yirage::v1::KERNEL_LIBRARY) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel ", kernel.name(), ": kind must be KERNEL_ROW, KERNEL_GENERIC or KERNEL_LIBRARY"));
     }
     if (kernel.ops_size() == 0) {
       return absl::InvalidArgumentError(absl::StrCat("kernel ", kernel.name(), " has no ops"));
@@ -651,6 +702,17 @@ absl::Status ValidatePlanAgainst(const Graph& graph, const Plan& plan) {
         return absl::InvalidArgumentError(
             absl::StrCat("kernel ", kernel.name(), ": KERNEL_GENERIC holds ", ops.size(), " ops (",
                          absl::StrJoin(op_names, ", "), "); it must hold exactly one"));
+      }
+    } else if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) {
+      if (absl::StatusOr<LibraryMatmul> lm = MatchLibraryMatmul(graph, ops); !lm.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("kernel ", kernel.name(),
+                                                       ": not a library matmul: ",
+                                                       lm.status().message()));
+      }
+      if (kernel.schedule().variant() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel ", kernel.name(), ": schedule.variant (the library algorithm) ",
+                         "must be >= 0, got ", kernel.schedule().variant()));
       }
     } else if (absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(graph, ops); !row.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -777,11 +839,53 @@ absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
   });
 
   std::vector<Plan> plans;
-  Plan baseline = MakePlan(graph, partitions[0], baseline_schedules);
-  baseline.set_baseline(true);
-  baseline.set_description(absl::StrCat(PartitionToString(graph, partitions[0]), " baseline"));
-  baseline.set_estimated_cost(EstimatePlanCostAgainst(graph, baseline, options));
-  plans.push_back(std::move(baseline));
+  Plan generated = MakePlan(graph, partitions[0], baseline_schedules);
+  generated.set_description(absl::StrCat(PartitionToString(graph, partitions[0]), " baseline"));
+  generated.set_estimated_cost(EstimatePlanCostAgainst(graph, generated, options));
+  std::optional<Plan> library_baseline;
+  if (options.library_kernels) {
+    library_baseline = LibraryPlan(graph, enumerator, partitions[0], baseline_variant, 0, options);
+  }
+  if (library_baseline.has_value()) {
+    // The baseline is what a user has (matmuls through the library, one
+    // kernel per op); the generated one-kernel-per-op plan stays a candidate.
+    library_baseline->set_baseline(true);
+    library_baseline->set_description(
+        absl::StrCat(PartitionToString(graph, partitions[0]), " baseline (library matmuls)"));
+    library_baseline->set_estimated_cost(
+        EstimatePlanCostAgainst(graph, *library_baseline, options));
+    plans.push_back(*std::move(library_baseline));
+    // Library plans of every other partition, cheapest first; the cheapest
+    // (the singletons' where none is cheaper) also with the library's next
+    // algorithms, right after it.
+    std::vector<std::pair<Plan, int>> library;  // plan, partition
+    for (size_t p = 1; p < partitions.size(); ++p) {
+      std::optional<Plan> plan =
+          LibraryPlan(graph, enumerator, partitions[p], variants.front(), 0, options);
+      if (!plan.has_value()) continue;
+      plan->set_estimated_cost(EstimatePlanCostAgainst(graph, *plan, options));
+      library.emplace_back(*std::move(plan), static_cast<int>(p));
+    }
+    std::stable_sort(library.begin(), library.end(), [](const auto& a, const auto& b) {
+      return a.first.estimated_cost() < b.first.estimated_cost();
+    });
+    const bool fused_best =
+        !library.empty() && library.front().first.estimated_cost() < plans.front().estimated_cost();
+    const int best = fused_best ? library.front().second : 0;
+    const size_t after = fused_best ? 1 : 0;
+    for (int algo = kLibraryAlgorithms - 1; algo >= 1; --algo) {
+      std::optional<Plan> plan = LibraryPlan(graph, enumerator, partitions[best],
+                                             best == 0 ? baseline_variant : variants.front(), algo,
+                                             options);
+      plan->set_estimated_cost(EstimatePlanCostAgainst(graph, *plan, options));
+      library.insert(library.begin() + after, {*std::move(plan), best});
+    }
+    for (auto& [plan, partition] : library) plans.push_back(std::move(plan));
+    plans.push_back(std::move(generated));
+  } else {
+    generated.set_baseline(true);
+    plans.push_back(std::move(generated));
+  }
   for (auto& [plan, combo] : ranked) {
     if (options.max_candidates > 0 && static_cast<int>(plans.size()) >= options.max_candidates) {
       break;
@@ -916,12 +1020,18 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
 
   // 3. Merge: baseline, then every other plan by cost (ties: the original
   // graph's first, in their own order).
-  std::vector<Plan> rest;
+  // The original graph's first library plans come right after the baseline
+  // whatever their estimate, so a job always times the library's best forms.
+  std::vector<Plan> front, rest;
   for (int i = 0; i < num_graphs; ++i) {
     if (!per_graph[i].ok()) continue;  // a rewritten graph with no plans: skip it
     std::vector<Plan>& plans = *per_graph[i];
     if (i == 0) {
-      for (size_t k = 1; k < plans.size(); ++k) rest.push_back(std::move(plans[k]));
+      for (size_t k = 1; k < plans.size(); ++k) {
+        const bool first = static_cast<int>(front.size()) < kLibraryPlansFirst &&
+                           HasLibraryKernel(plans[k]);
+        (first ? front : rest).push_back(std::move(plans[k]));
+      }
       continue;
     }
     const RewrittenGraph& r = rewritten[i - 1];
@@ -957,6 +1067,10 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
   std::vector<Plan> plans;
   plans.push_back(std::move((*per_graph[0])[0]));
   const int limit = options.max_candidates > 0 ? options.max_candidates : kMaxGeneratedPlans;
+  for (Plan& p : front) {
+    if (static_cast<int>(plans.size()) >= limit) break;
+    plans.push_back(std::move(p));
+  }
   for (Plan& p : rest) {
     if (static_cast<int>(plans.size()) >= limit) break;
     plans.push_back(std::move(p));

@@ -16,6 +16,10 @@ namespace yirage::core {
 
 struct SearchOptions {
   std::string backend = "cpu";
+  // The backend runs KERNEL_LIBRARY kernels (core/library_matmul.h): then
+  // the baseline's matmuls are library calls (the generated one-kernel-per-op
+  // plan becomes an ordinary candidate) and library plans are offered first.
+  bool library_kernels = false;
   int max_candidates = 0;  // 0 = no limit; the baseline is always kept
   // Target description used to bound schedules (cache sizes, thread count).
   int num_threads = 0;      // 0 = unknown
@@ -66,8 +70,9 @@ struct SearchStats {
 };
 
 // Returns the plans, baseline first (one kernel per op, default schedules,
-// Plan.baseline set), then the rest ordered by estimated cost, cheapest first,
-// truncated to options.max_candidates. Every plan passes ValidatePlan and no
+// matmuls as library calls where options.library_kernels; Plan.baseline set),
+// then (library_kernels) the first library plans, then the rest ordered by
+// estimated cost, cheapest first, truncated to options.max_candidates. Every plan passes ValidatePlan and no
 // two plans are equal.
 absl::StatusOr<std::vector<yirage::v1::Plan>> GenerateCandidates(const Graph& graph,
                                                                  const SearchOptions& options);

@@ -90,6 +90,12 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   // they move only their inputs and outputs, at tensor-core rates.
   const bool gpu = options.warp_size > 1 || options.backend == "cuda" || options.backend == "hip" ||
                    options.backend == "level_zero";
+  if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) {
+    double flops = 0;
+    for (int op : ops) flops += OpFlops(graph, op);
+    return kKernelOverhead + traffic +
+           kFlopCost * flops / (gpu ? kTensorCoreSpeedup : kCpuLibrarySpeedup);
+  }
   if (gpu && kernel.kind() == yirage::v1::KERNEL_ROW && IsFusedGpuChain(graph, ops)) {
     double flops = 0;
     for (int op : ops) flops += OpFlops(graph, op);

@@ -28,6 +28,9 @@
 //    threads are evenly busy and T / W when W < T. Each round of work items
 //    also pays kWorkItemOverhead (block setup, scheduling), which favours
 //    fewer, larger blocks once every thread is busy.
+//  * KERNEL_LIBRARY kernels (a vendor GEMM and its epilogue) cost their
+//    traffic plus their flops at kTensorCoreSpeedup (GPUs) or
+//    kCpuLibrarySpeedup (CPUs) times the generic rate.
 //  * KERNEL_GENERIC kernels (and KERNEL_ROW kernels that are not legal row
 //    groups) cost (traffic + compute) * kGenericSlowdown with no imbalance.
 //
@@ -51,6 +54,9 @@ inline constexpr double kKernelOverhead = 32768.0;
 // Matmul flops of a fused GPU attention kernel (tensor cores) cost this much
 // less than kFlopCost.
 inline constexpr double kTensorCoreSpeedup = 16.0;
+// Matmul flops of a KERNEL_LIBRARY kernel on a CPU (a BLAS) cost this much
+// less than kFlopCost; on GPUs they cost as tensor-core flops.
+inline constexpr double kCpuLibrarySpeedup = 4.0;
 inline constexpr double kWorkItemOverhead = 2048.0;
 inline constexpr double kGenericSlowdown = 2.0;
 inline constexpr double kUnrollGain = 0.9;

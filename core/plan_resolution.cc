@@ -27,9 +27,10 @@ absl::StatusOr<ResolvedPlan> ResolvePlan(const Graph& g, const yirage::v1::Plan&
   for (int t = 0; t < g.num_inputs(); ++t) available[t] = true;
   for (int k = 0; k < plan.kernels_size(); ++k) {
     const yirage::v1::KernelPlan& kernel = plan.kernels(k);
-    if (kernel.kind() != yirage::v1::KERNEL_ROW && kernel.kind() != yirage::v1::KERNEL_GENERIC) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(kernel_label(k), ": kind must be KERNEL_ROW or KERNEL_GENERIC"));
+    if (kernel.kind() != yirage::v1::KERNEL_ROW && kernel.kind() != yirage::v1::KERNEL_GENERIC &&
+        kernel.kind() != yirage::v1::KERNEL_LIBRARY) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kernel_label(k), ": kind must be KERNEL_ROW, KERNEL_GENERIC or KERNEL_LIBRARY"));
     }
     if (kernel.ops().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": has no ops"));

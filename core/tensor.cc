@@ -183,32 +183,44 @@ HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b
   const std::vector<int64_t> b_strides = BroadcastStrides(b_batch, batch);
   HostTensor out{out_shape, std::vector<double>(NumElements(out_shape), 0.0)};
   const int64_t num_batches = NumElements(batch);
-  // Work items: one output row segment of kColumns columns. Each output is
-  // summed over p in ascending order whatever the split, so the result does
-  // not depend on the thread count. B rows are read contiguously (i-p-j).
-  constexpr int64_t kColumns = 1024;
+  // Work items: kRows output rows by kColumns columns. Each output is summed
+  // over p in ascending order whatever the split, so the result does not
+  // depend on the thread count. A block of rows shares every B row (or, with
+  // transpose_b, every B column) it reads, so B streams from memory once per
+  // kRows rows rather than once per row.
+  constexpr int64_t kColumns = 512;
+  constexpr int64_t kRows = 8;
   const int64_t segments = (n + kColumns - 1) / kColumns;
-  const int64_t items = num_batches * m * segments;
+  const int64_t row_blocks = (m + kRows - 1) / kRows;
+  const int64_t items = num_batches * row_blocks * segments;
   auto run_item = [&](int64_t item) {
     const int64_t seg = item % segments;
-    const int64_t i = (item / segments) % m;
-    const int64_t bi = item / (segments * m);
-    const double* pa = a.data.data() + StridedOffset(bi, batch, a_strides) * m * k + i * k;
+    const int64_t i0 = (item / segments) % row_blocks * kRows;
+    const int64_t bi = item / (segments * row_blocks);
+    const int64_t rows = std::min(kRows, m - i0);
+    const double* pa = a.data.data() + StridedOffset(bi, batch, a_strides) * m * k + i0 * k;
     const double* pb = b.data.data() + StridedOffset(bi, batch, b_strides) * k * n;
-    double* po = out.data.data() + bi * m * n + i * n;
+    double* po = out.data.data() + bi * m * n + i0 * n;
     const int64_t j0 = seg * kColumns, j1 = std::min(n, j0 + kColumns);
     if (op.transpose_b) {
       for (int64_t j = j0; j < j1; ++j) {
-        double sum = 0;
-        for (int64_t p = 0; p < k; ++p) sum += pa[p] * pb[j * k + p];
-        po[j] = sum;
+        const double* col = pb + j * k;
+        double sums[kRows] = {};
+        for (int64_t p = 0; p < k; ++p) {
+          const double bv = col[p];
+          for (int64_t r = 0; r < rows; ++r) sums[r] += pa[r * k + p] * bv;
+        }
+        for (int64_t r = 0; r < rows; ++r) po[r * n + j] = sums[r];
       }
       return;
     }
     for (int64_t p = 0; p < k; ++p) {
-      const double av = pa[p];
       const double* row = pb + p * n;
-      for (int64_t j = j0; j < j1; ++j) po[j] += av * row[j];
+      for (int64_t r = 0; r < rows; ++r) {
+        const double av = pa[r * k + p];
+        double* o = po + r * n;
+        for (int64_t j = j0; j < j1; ++j) o[j] += av * row[j];
+      }
     }
   };
   // Large products (verification of decode-sized GEMMs: billions of
@@ -216,7 +228,8 @@ HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b
   constexpr double kMinWorkPerThread = 1e7;
   ParallelFor(
       items,
-      ThreadsForWork(items, static_cast<double>(k * std::min(n, kColumns)), kMinWorkPerThread),
+      ThreadsForWork(items, static_cast<double>(k * std::min(n, kColumns) * std::min(m, kRows)),
+                     kMinWorkPerThread),
       run_item);
   return out;
 }

@@ -14,7 +14,9 @@ The kernel is compiled with NVRTC for the current GPU on first use and runs
 on the current PyTorch stream. Kernel(device) binds another device; a Kernel
 is not safe to call from two threads at once (it owns scratch buffers).
 Needs: PyTorch, the CUDA driver (libcuda.so.1) and NVRTC (libnvrtc.so; set
-CUDA_HOME or YIRAGE_NVRTC to point at it).
+CUDA_HOME or YIRAGE_NVRTC to point at it); plans with library matmuls (launches
+with a "library" entry) also need cuBLASLt (libcublasLt.so; YIRAGE_CUBLASLT),
+which they call with the manifest's shapes, epilogue and algorithm index.
 '''
 import ctypes
 import glob
@@ -52,8 +54,121 @@ def _nvrtc():
     return _load_library(names, "NVRTC (libnvrtc.so)")
 
 
+def _cublaslt():
+    home = _cuda_home()
+    names = [os.environ["YIRAGE_CUBLASLT"]] if os.environ.get("YIRAGE_CUBLASLT") else []
+    names += sorted(glob.glob(os.path.join(home, "lib64", "libcublasLt.so.*")), reverse=True)
+    names += ["libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12"]
+    return _load_library(names, "cuBLASLt (libcublasLt.so)")
+
+
 _cu = None
 _nv = None
+_lt = None
+
+# cuBLASLt enum values (cublasLt.h, cublas_api.h, library_types.h).
+_LT_TYPES = {"CUDA_R_16F": 2, "CUDA_R_16BF": 14, "CUDA_R_32F": 0}
+_LT_COMPUTE = {"CUBLAS_COMPUTE_32F": 68, "CUBLAS_COMPUTE_32F_FAST_TF32": 77}
+_LT_EPILOGUE = {"CUBLASLT_EPILOGUE_DEFAULT": 1, "CUBLASLT_EPILOGUE_RELU": 2,
+                "CUBLASLT_EPILOGUE_BIAS": 4, "CUBLASLT_EPILOGUE_RELU_BIAS": 6,
+                "CUBLASLT_EPILOGUE_GELU": 32, "CUBLASLT_EPILOGUE_GELU_BIAS": 36}
+_DESC_TRANSA, _DESC_TRANSB, _DESC_EPILOGUE, _DESC_BIAS_POINTER = 3, 4, 7, 8
+_LAYOUT_BATCH_COUNT, _LAYOUT_BATCH_OFFSET = 5, 6
+_PREF_MAX_WORKSPACE = 1
+_PREF_ALIGN = (5, 6, 7, 8)  # MIN_ALIGNMENT_{A,B,C,D}_BYTES
+_HEURISTIC_RESULT_BYTES = 96  # cublasLtMatmulHeuristicResult_t
+
+
+class _LibraryMatmul:
+    """One cuBLASLt call of the plan (the manifest's "library" entry): row-major
+    D = act(alpha * A @ B + beta * C + bias) handed to cuBLASLt as D^T = B^T A^T."""
+
+    def __init__(self, handle, call):
+        global _lt
+        if _lt is None:
+            _lt = _cublaslt()
+        lt = _lt
+        self.call, self.handle = call, handle
+        c_int64, c_uint32, c_int32 = ctypes.c_int64, ctypes.c_uint32, ctypes.c_int32
+
+        def check(rc, what):
+            if rc != 0:
+                raise RuntimeError(f"yirage_kernel: {what} failed (cublasStatus {rc})")
+
+        def set_attr(fn, obj, attr, value):
+            check(fn(obj, attr, ctypes.byref(value), ctypes.sizeof(value)), fn.__name__)
+
+        self.op = ctypes.c_void_p()
+        check(lt.cublasLtMatmulDescCreate(ctypes.byref(self.op),
+                                          _LT_COMPUTE[call["compute_type"]], 0),
+              "cublasLtMatmulDescCreate")
+        set_attr(lt.cublasLtMatmulDescSetAttribute, self.op, _DESC_TRANSA,
+                 c_int32(1 if call["transpose_b"] else 0))
+        set_attr(lt.cublasLtMatmulDescSetAttribute, self.op, _DESC_TRANSB, c_int32(0))
+        set_attr(lt.cublasLtMatmulDescSetAttribute, self.op, _DESC_EPILOGUE,
+                 c_uint32(_LT_EPILOGUE[call["epilogue"]]))
+        m, n, k, batch = call["m"], call["n"], call["k"], call["batch"]
+        tb = call["transpose_b"]
+        dtype = _LT_TYPES[call["data_type"]]
+        esize = 4 if call["data_type"] == "CUDA_R_32F" else 2
+        specs = [((k, n, k) if tb else (n, k, n), call["b_batch_stride"]),
+                 ((k, m, k), call["a_batch_stride"]),
+                 ((n, m, n), m * n), ((n, m, n), m * n)]
+        self.layouts = []
+        aligns = []
+        for (rows, cols, ld), stride in specs:
+            layout = ctypes.c_void_p()
+            check(lt.cublasLtMatrixLayoutCreate(ctypes.byref(layout), dtype, ctypes.c_uint64(rows),
+                                                ctypes.c_uint64(cols), c_int64(ld)),
+                  "cublasLtMatrixLayoutCreate")
+            if batch > 1:
+                set_attr(lt.cublasLtMatrixLayoutSetAttribute, layout, _LAYOUT_BATCH_COUNT,
+                         c_int32(batch))
+                set_attr(lt.cublasLtMatrixLayoutSetAttribute, layout, _LAYOUT_BATCH_OFFSET,
+                         c_int64(stride))
+            a = 256
+            if batch > 1 and stride:
+                while a > 1 and (stride * esize) % a:
+                    a //= 2
+            aligns.append(a)
+            self.layouts.append(layout)
+        pref = ctypes.c_void_p()
+        check(lt.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "preference")
+        set_attr(lt.cublasLtMatmulPreferenceSetAttribute, pref, _PREF_MAX_WORKSPACE,
+                 ctypes.c_uint64(call["workspace_bytes"]))
+        for attr, a in zip(_PREF_ALIGN, aligns):
+            set_attr(lt.cublasLtMatmulPreferenceSetAttribute, pref, attr, c_uint32(a))
+        want = call["algo_index"] + 1
+        results = ctypes.create_string_buffer(_HEURISTIC_RESULT_BYTES * want)
+        returned = c_int32(0)
+        la, lb, lc, ld_ = self.layouts
+        check(lt.cublasLtMatmulAlgoGetHeuristic(handle, self.op, la, lb, lc, ld_, pref, want,
+                                                results, ctypes.byref(returned)),
+              "cublasLtMatmulAlgoGetHeuristic")
+        lt.cublasLtMatmulPreferenceDestroy(pref)
+        if returned.value < want:
+            raise RuntimeError(f"yirage_kernel: cuBLASLt offers {returned.value} algorithms for "
+                               f"this matmul; the plan asks for number {want}")
+        # The algorithm (64 bytes) leads each result.
+        self.algo = ctypes.create_string_buffer(
+            results.raw[_HEURISTIC_RESULT_BYTES * (want - 1):][:64], 64)
+        self.alpha = ctypes.c_float(call["alpha"])
+        self.beta = ctypes.c_float(call["beta"])
+
+    def run(self, a, b, c, bias, d, workspace, stream):
+        lt = _lt
+        if self.call["bias"]:
+            p = ctypes.c_void_p(bias)
+            lt.cublasLtMatmulDescSetAttribute(self.op, _DESC_BIAS_POINTER, ctypes.byref(p),
+                                              ctypes.sizeof(p))
+        la, lb, lc, ld_ = self.layouts
+        rc = lt.cublasLtMatmul(self.handle, self.op, ctypes.byref(self.alpha), ctypes.c_void_p(b),
+                               la, ctypes.c_void_p(a), lb, ctypes.byref(self.beta),
+                               ctypes.c_void_p(c), lc, ctypes.c_void_p(d), ld_, self.algo,
+                               ctypes.c_void_p(workspace),
+                               ctypes.c_size_t(self.call["workspace_bytes"]), stream)
+        if rc != 0:
+            raise RuntimeError(f"yirage_kernel: cublasLtMatmul failed (cublasStatus {rc})")
 
 
 def _check_cu(rc, call):
@@ -111,7 +226,19 @@ class Kernel:
             self._module = ctypes.c_void_p()
             _check_cu(_cu.cuModuleLoadData(ctypes.byref(self._module), cubin), "cuModuleLoadData")
             self._launches = []
+            self._lt_handle = None
             for launch in MANIFEST["launches"]:
+                if "library" in launch:
+                    if self._lt_handle is None:
+                        global _lt
+                        if _lt is None:
+                            _lt = _cublaslt()
+                        self._lt_handle = ctypes.c_void_p()
+                        if _lt.cublasLtCreate(ctypes.byref(self._lt_handle)) != 0:
+                            raise RuntimeError("yirage_kernel: cublasLtCreate failed")
+                    self._launches.append((_LibraryMatmul(self._lt_handle, launch["library"]),
+                                           launch))
+                    continue
                 fn = ctypes.c_void_p()
                 _check_cu(_cu.cuModuleGetFunction(ctypes.byref(fn), self._module,
                                                   launch["name"].encode()),
@@ -138,6 +265,9 @@ class Kernel:
             calls = []
             for fn, launch in self._launches:
                 args = launch["args"]
+                if "library" in launch:
+                    calls.append((fn, launch, [pointers[a] for a in args]))
+                    continue
                 params = (ctypes.c_void_p * max(len(args), 1))(
                     *[base + 8 * a for a in args])
                 calls.append((fn, launch, params))
@@ -164,6 +294,9 @@ class Kernel:
             + tuple(b.data_ptr() for b in self._buffers)
         stream = ctypes.c_void_p(torch.cuda.current_stream(self.device).cuda_stream)
         for fn, launch, params in self._params(pointers):
+            if "library" in launch:
+                fn.run(*params, stream)
+                continue
             g = launch["grid"]
             if launch.get("cooperative"):
                 # The grid's blocks wait for each other: all resident at once.

@@ -92,7 +92,11 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
        "wait for each other); every argument is a device pointer: argument id i < #inputs is input "
        "i, "
        "then the outputs, then scratch buffer (id - #inputs - #outputs); zero_init buffers must "
-       "be zero before the first launch (the kernels leave them zero)"},
+       "be zero before the first launch (the kernels leave them zero); an entry with a "
+       "'library' object is no kernel but one cublasLtMatmul call: its args are the pointers A, "
+       "B, C, bias, D, workspace, and 'library' gives the shapes, types, epilogue and the "
+       "index of the algorithm among cublasLtMatmulAlgoGetHeuristic's results "
+       "(yirage_kernel.py makes that call)"},
       {"inputs", TensorList(graph, false)},
       {"outputs", TensorList(graph, true)},
       {"layout", "row-major, dense; float16/bfloat16 as IEEE 16-bit words"},

@@ -91,6 +91,9 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates() : 0;
   if (target.has_value()) search = core::SearchOptionsForChip(*target, search);
   if (search.max_candidates == 0) search.max_candidates = options_.max_candidates_default;
+  // Backends with a vendor library behind KERNEL_LIBRARY kernels: their
+  // baseline is what a user already runs (cuBLASLt matmuls).
+  search.library_kernels = request.backend() == "cuda";
   // A job with a time budget spends at most a quarter of it searching rewrites.
   if (request.budget_seconds() > 0)
     search.rewrite_time_budget_seconds = request.budget_seconds() / 4;
@@ -114,6 +117,13 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   for (const auto& plan : *plans) rewritten += plan.has_graph() ? 1 : 0;
   summary.set_rewritten_plans(rewritten);
   summary.set_search_seconds(search_seconds);
+  const yirage::v1::Plan& baseline = plans->front();
+  bool library = false;
+  for (const auto& kernel : baseline.kernels()) {
+    library = library || kernel.kind() == yirage::v1::KERNEL_LIBRARY;
+  }
+  summary.set_baseline_kind(library ? "library" : "generated");
+  summary.set_baseline_description(baseline.description());
   summary.set_rewrite_seconds(stats.rewrite_seconds);
   summary.set_note(!stats.rewrites_skipped.empty() ? stats.rewrites_skipped
                    : stats.budget_exhausted        ? "rewrite search stopped at its budget"

@@ -57,7 +57,13 @@ absl::StatusOr<std::shared_ptr<const BatchEvaluator::PreparedInputs>> BatchEvalu
   const PreparedKey key{core::CanonicalGraphHash(graph), batch.seed()};
   {
     absl::MutexLock lock(&mu_);
-    if (last_ != nullptr && last_->key == key) return last_;
+    for (size_t i = 0; i < kept_.size(); ++i) {
+      if (kept_[i]->key != key) continue;
+      std::shared_ptr<const PreparedInputs> hit = kept_[i];
+      kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(i));
+      kept_.insert(kept_.begin(), hit);
+      return hit;
+    }
   }
   auto prepared = std::make_shared<PreparedInputs>();
   prepared->key = key;
@@ -73,7 +79,8 @@ absl::StatusOr<std::shared_ptr<const BatchEvaluator::PreparedInputs>> BatchEvalu
   }
   for (auto& b : prepared->input_bytes) prepared->input_pointers.push_back(b.data());
   absl::MutexLock lock(&mu_);
-  last_ = prepared;
+  kept_.insert(kept_.begin(), prepared);
+  if (kept_.size() > kKeptReferences) kept_.resize(kKeptReferences);
   ++references_computed_;
   return prepared;
 }

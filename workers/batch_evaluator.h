@@ -52,8 +52,9 @@ class BatchEvaluator {
  private:
   // A batch's seeded inputs (encoded for the device) and float64 reference
   // outputs. The scheduler leases a job's candidates in several batches with
-  // one graph and seed, so the last one is kept: the reference of a decode
-  // GEMM costs seconds.
+  // one graph and seed, and batches of several jobs interleave, so the last
+  // kKeptReferences are kept: the reference of a large GEMM costs seconds,
+  // and no job computes its reference twice on one worker.
   struct PreparedKey {
     core::Hash128 graph;  // core::CanonicalGraphHash
     uint64_t seed = 0;
@@ -71,7 +72,9 @@ class BatchEvaluator {
   BackendLibrary* const backend_;
   const YirageTimingOptions timing_;
   mutable absl::Mutex mu_;
-  std::shared_ptr<const PreparedInputs> last_ ABSL_GUARDED_BY(mu_);
+  static constexpr size_t kKeptReferences = 4;
+  // Most recently used first.
+  std::vector<std::shared_ptr<const PreparedInputs>> kept_ ABSL_GUARDED_BY(mu_);
   int64_t references_computed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -87,6 +87,10 @@ TEST(BatchEvaluatorTest, ReusesTheReferenceAcrossBatchesOfOneJob) {
   const yirage::v1::Batch reseeded = MakeBatch(8, 2);
   EXPECT_EQ(Verified(evaluator, reseeded), reseeded.candidates_size());
   EXPECT_EQ(evaluator.references_computed(), 2);
+  // Two jobs' batches interleaved: neither reference is computed again.
+  EXPECT_EQ(Verified(evaluator, first), first.candidates_size());
+  EXPECT_EQ(Verified(evaluator, reseeded), reseeded.candidates_size());
+  EXPECT_EQ(evaluator.references_computed(), 2);
 }
 
 }  // namespace

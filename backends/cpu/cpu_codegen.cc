@@ -895,6 +895,11 @@ absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Pl
       EmitGenericKernel(ctx, kernel, k, kernel_ops[k][0], &body);
       continue;
     }
+    if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) {
+      return absl::UnimplementedError(
+          absl::StrCat("kernel ", k, " ('", kernel.name(),
+                       "'): the CPU backend has no library (BLAS) matmuls yet"));
+    }
     absl::StatusOr<core::RowGroupInfo> info = core::AnalyzeRowGroup(g, kernel_ops[k]);
     if (!info.ok()) {
       return absl::InvalidArgumentError(

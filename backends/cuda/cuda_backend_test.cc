@@ -10,12 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/cuda_test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace yirage::backends::cuda::testing {
@@ -56,6 +58,27 @@ TEST(CudaBackendTest, ProbeDescribesTheDeviceOrSaysWhyNot) {
   EXPECT_EQ(arch.substr(0, 5), std::string("sm_") + cc[0] + cc[2]);
 }
 
+// A graph file's proto, graph and CUDA candidates (at most
+// `max_candidates`), or the first error.
+struct GraphCandidates {
+  yirage::v1::Graph proto;
+  core::Graph graph;
+  std::vector<yirage::v1::Plan> plans;
+};
+absl::StatusOr<GraphCandidates> LoadCandidates(const std::string& file, int max_candidates) {
+  absl::StatusOr<yirage::v1::Graph> proto = LoadGraph(file);
+  if (!proto.ok()) return proto.status();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
+  if (!g.ok()) return g.status();
+  core::SearchOptions options;
+  options.backend = "cuda";
+  options.library_kernels = true;  // as the scheduler searches for CUDA
+  options.max_candidates = max_candidates;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
+  if (!plans.ok()) return plans.status();
+  return GraphCandidates{*std::move(proto), *std::move(g), *std::move(plans)};
+}
+
 // CPU-only (CI): every candidate the generator gives (up to kMaxCandidates)
 // for every example graph and every benchmark graph compiles with NVRTC. One
 // test per graph file.
@@ -63,15 +86,10 @@ class CandidatesCompileTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CandidatesCompileTest, AllCandidatesCompileWithNvrtc) {
   const std::string& file = GetParam();
-  absl::StatusOr<yirage::v1::Graph> proto = LoadGraph(file);
-  ASSERT_TRUE(proto.ok()) << file << ": " << proto.status();
-  absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
-  ASSERT_TRUE(g.ok()) << g.status();
-  core::SearchOptions options;
-  options.backend = "cuda";
-  options.max_candidates = kMaxCandidates;
-  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
-  ASSERT_TRUE(plans.ok()) << plans.status();
+  absl::StatusOr<GraphCandidates> loaded = LoadCandidates(file, kMaxCandidates);
+  ASSERT_TRUE(loaded.ok()) << file << ": " << loaded.status();
+  const yirage::v1::Graph* const proto = &loaded->proto;
+  const std::vector<yirage::v1::Plan>* const plans = &loaded->plans;
   ASSERT_FALSE(plans->empty());
   Compiled c;
   CompileThroughAbi(*proto, *plans, &c);
@@ -102,6 +120,76 @@ TEST_P(CandidatesCompileTest, AllCandidatesCompileWithNvrtc) {
   for (const char* prefix : {"gated_mlp_b", "rms_norm_linear_b", "lora_b"}) {
     if (proto->name().rfind(prefix, 0) == 0) EXPECT_GT(streamed, 0);
   }
+}
+
+// CPU-only (CI): the suite's graphs (examples/graphs/suite, real sizes) are
+// accepted and planned, their first candidates (the library baseline and
+// library plans among them) compile, and a graph with a matmul times its
+// matmuls through cuBLASLt in the baseline.
+class SuiteCompileTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SuiteCompileTest, FirstCandidatesCompileWithNvrtc) {
+  constexpr int kSuiteCandidates = 8;
+  absl::StatusOr<GraphCandidates> loaded = LoadCandidates(GetParam(), kSuiteCandidates);
+  ASSERT_TRUE(loaded.ok()) << GetParam() << ": " << loaded.status();
+  ASSERT_FALSE(loaded->plans.empty());
+  ASSERT_TRUE(loaded->plans[0].baseline());
+  bool has_matmul = false;
+  for (const core::OpInfo& op : loaded->graph.ops()) {
+    has_matmul = has_matmul || op.type == core::OpType::kMatmul;
+  }
+  Compiled c;
+  CompileThroughAbi(loaded->proto, loaded->plans, &c);
+  ExpectAllCompiled(c);
+  int library = 0;
+  for (const auto& p : c.response.plans()) {
+    library += p.source().find("cuBLASLt") != std::string::npos ? 1 : 0;
+  }
+  if (has_matmul) {
+    EXPECT_NE(c.response.plans(0).source().find("\"library\""), std::string::npos)
+        << "the baseline of a graph with matmuls calls the library";
+    EXPECT_GT(library, 1) << "library candidates besides the baseline";
+  }
+  std::printf("[ compiled ] %-48s %d candidates in %.1f s, %d with library calls\n",
+              loaded->proto.name().c_str(), c.response.plans_size(),
+              c.response.compile_seconds(), library);
+}
+
+INSTANTIATE_TEST_SUITE_P(Suite, SuiteCompileTest, ::testing::ValuesIn(GraphFilesIn("suite")),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = std::filesystem::path(info.param).stem();
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+// Without cuBLASLt the probe says so (and only library plans fail): run in
+// a child process, since the library is looked up once per process.
+TEST(CudaBackendTest, ProbeSaysWhenCublasLtIsMissing) {
+  if (std::getenv("YIRAGE_PROBE_CHILD") != nullptr) {
+    const ProbeResult p = Probe();
+    std::printf("CHILD_PROBE %s\n", p.json.dump().c_str());
+    return;
+  }
+  const std::string out = ::testing::TempDir() + "/cublaslt_probe.txt";
+  const std::string cmd =
+      "YIRAGE_PROBE_CHILD=1 YIRAGE_CUBLASLT_LIBRARY=/nonexistent/libcublasLt.so.13 "
+      "/proc/" + std::to_string(getpid()) +
+      "/exe --gtest_filter=CudaBackendTest.ProbeSaysWhenCublasLtIsMissing > " + out + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out);
+  std::string line, json;
+  while (std::getline(in, line)) {
+    if (line.rfind("CHILD_PROBE ", 0) == 0) json = line.substr(12);
+  }
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << "no probe line in the child's output";
+  EXPECT_EQ(j.value("cublaslt_version", "x"), "");
+  EXPECT_THAT(j.value("cublaslt_error", ""), ::testing::HasSubstr("cuBLASLt not found"));
+  EXPECT_THAT(j.value("cublaslt_error", ""),
+              ::testing::HasSubstr("/nonexistent/libcublasLt.so.13"));
+  EXPECT_TRUE(Probe().json.contains("cublaslt_version"));
 }
 
 std::vector<std::string> AllGraphFiles() {
@@ -313,6 +401,73 @@ TEST(CudaBackendGpuTest, TimingIsSane) {
   EXPECT_LT(medians[0], medians[1]) << "16 rows vs 1024 rows";
 }
 
+// NEEDS A GPU: library plans (cuBLASLt with every epilogue, batch form and
+// dtype; library calls reading and writing the tensors of generated kernels)
+// match the reference, and the library baseline times.
+TEST(CudaBackendGpuTest, LibraryPlansMatchReference) {
+  YR_REQUIRE_GPU();
+  const char* graphs[] = {
+      // bias + relu, B given transposed
+      R"({"name": "lib_bias_relu", "inputs": [{"name": "X", "shape": [96, 512], "dtype": "float16"},
+          {"name": "W", "shape": [256, 512], "dtype": "float16"}, {"name": "b", "shape": [256], "dtype": "float16"}],
+          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"], "attrs": {"transpose_b": true}},
+                  {"name": "Z", "op": "add", "inputs": ["Y", "b"]}, {"name": "R", "op": "relu", "inputs": ["Z"]}],
+          "outputs": ["R"]})",
+      // batched, alpha and a residual, bf16
+      R"({"name": "lib_batch_residual", "inputs": [{"name": "A", "shape": [4, 64, 128], "dtype": "bfloat16"},
+          {"name": "B", "shape": [4, 128, 96], "dtype": "bfloat16"}, {"name": "C", "shape": [4, 64, 96], "dtype": "bfloat16"}],
+          "ops": [{"name": "Y", "op": "matmul", "inputs": ["A", "B"]}, {"name": "S", "op": "mul", "inputs": ["Y"], "attrs": {"scalar": 0.5}},
+                  {"name": "Z", "op": "add", "inputs": ["C", "S"]}], "outputs": ["Z"]})",
+      // float32 (TF32 allowed by the tolerance), tanh gelu
+      R"({"name": "lib_fp32_gelu", "inputs": [{"name": "X", "shape": [64, 256], "dtype": "float32"},
+          {"name": "W", "shape": [256, 128], "dtype": "float32"}],
+          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]}, {"name": "G", "op": "gelu", "inputs": ["Y"], "attrs": {"approximate": "tanh"}}],
+          "outputs": ["G"], "tolerance": {"rtol": 0.01, "atol": 0.01}})",
+      // A's batch folded into its rows; then A shared by a batched B
+      R"({"name": "lib_fold_and_share", "inputs": [{"name": "X", "shape": [3, 40, 64], "dtype": "float16"},
+          {"name": "W", "shape": [64, 72], "dtype": "float16"}, {"name": "b", "shape": [72], "dtype": "float16"},
+          {"name": "P", "shape": [32, 72], "dtype": "float16"}, {"name": "Q", "shape": [4, 72, 48], "dtype": "float16"}],
+          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]}, {"name": "Z", "op": "add", "inputs": ["Y", "b"]},
+                  {"name": "V", "op": "matmul", "inputs": ["P", "Q"]}], "outputs": ["Z", "V"]})",
+      // a generated kernel feeds the library (rms_norm -> matmul), whose
+      // output is both a graph output and read by a generated softmax
+      R"({"name": "lib_between_kernels", "inputs": [{"name": "X", "shape": [48, 256], "dtype": "float16"},
+          {"name": "W", "shape": [256, 320], "dtype": "float16"}],
+          "ops": [{"name": "N", "op": "rms_norm", "inputs": ["X"]}, {"name": "Y", "op": "matmul", "inputs": ["N", "W"]},
+                  {"name": "P", "op": "softmax", "inputs": ["Y"]}], "outputs": ["Y", "P"]})",
+  };
+  for (const char* text : graphs) {
+    absl::StatusOr<yirage::v1::Graph> proto = core::ParseGraphJson(text);
+    ASSERT_TRUE(proto.ok()) << proto.status();
+    SCOPED_TRACE(proto->name());
+    absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
+    ASSERT_TRUE(g.ok()) << g.status();
+    core::SearchOptions options;
+    options.backend = "cuda";
+    options.library_kernels = true;
+    options.max_candidates = 24;
+    absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
+    ASSERT_TRUE(plans.ok()) << plans.status();
+    Compiled c;
+    CompileThroughAbi(*proto, *plans, &c);
+    int library = 0;
+    for (int i = 0; i < c.response.plans_size(); ++i) {
+      if (c.response.plans(i).source().find("\"library\"") == std::string::npos) continue;
+      ++library;
+      const core::CompareResult r = RunAndCompare(*g, c, i);
+      EXPECT_TRUE(r.ok) << "plan " << i << " [" << (*plans)[i].description() << "]: " << r.message
+                        << "\n"
+                        << c.response.plans(i).source();
+    }
+    EXPECT_GE(library, 2);
+    std::string error;
+    const YirageTiming t = TimePlan(*g, c, 0, 20, &error);
+    EXPECT_TRUE(error.empty()) << error;
+    std::printf("[ library  ] %-22s %d library plans verified; baseline [%s] %.2f us\n",
+                proto->name().c_str(), library, (*plans)[0].description().c_str(), t.median_us);
+  }
+}
+
 // NEEDS A GPU: every candidate of every benchmark graph is verified against
 // the reference; the fastest verified one is timed and printed next to the
 // PyTorch H200 numbers (../shared/reference/h200-torch-baselines.csv).
@@ -324,15 +479,12 @@ TEST(CudaBackendGpuTest, BenchmarkGraphsVerifyAndTime) {
   for (const std::string& file : ExampleGraphFiles(true)) {
     if (only != nullptr && file.find(only) == std::string::npos) continue;
     SCOPED_TRACE(file);
-    absl::StatusOr<yirage::v1::Graph> proto = LoadGraph(file);
-    ASSERT_TRUE(proto.ok()) << proto.status();
-    absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
-    ASSERT_TRUE(g.ok());
-    core::SearchOptions options;
-    options.backend = "cuda";
-    options.max_candidates = cap != nullptr ? std::atoi(cap) : kMaxCandidates;
-    absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
-    ASSERT_TRUE(plans.ok()) << plans.status();
+    absl::StatusOr<GraphCandidates> loaded =
+        LoadCandidates(file, cap != nullptr ? std::atoi(cap) : kMaxCandidates);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const yirage::v1::Graph* const proto = &loaded->proto;
+    const core::Graph* const g = &loaded->graph;
+    const std::vector<yirage::v1::Plan>* const plans = &loaded->plans;
     Compiled c;
     CompileThroughAbi(*proto, *plans, &c);
     double best = 1e30, baseline = 0;
@@ -395,15 +547,11 @@ TEST(CudaBackendGpuTest, ScheduleSweep) {
     if (f.find(graph_env) != std::string::npos) file = f;
   }
   ASSERT_FALSE(file.empty()) << "no bench graph matches " << graph_env;
-  absl::StatusOr<yirage::v1::Graph> proto = LoadGraph(file);
-  ASSERT_TRUE(proto.ok()) << proto.status();
-  absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
-  ASSERT_TRUE(g.ok());
-  core::SearchOptions options;
-  options.backend = "cuda";
-  options.max_candidates = kMaxCandidates;
-  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
-  ASSERT_TRUE(plans.ok()) << plans.status();
+  absl::StatusOr<GraphCandidates> loaded = LoadCandidates(file, kMaxCandidates);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const yirage::v1::Graph* const proto = &loaded->proto;
+  const core::Graph* const g = &loaded->graph;
+  const std::vector<yirage::v1::Plan>* const plans = &loaded->plans;
   Compiled probe;
   CompileThroughAbi(*proto, *plans, &probe);
   int base = -1;

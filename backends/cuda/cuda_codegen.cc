@@ -16,7 +16,9 @@
 #include "absl/strings/str_join.h"
 #include "backends/codegen_util.h"
 #include "backends/cuda/cuda_attention.h"
+#include "backends/cuda/cuda_cublaslt.h"
 #include "backends/cuda/cuda_streamed_matmul.h"
+#include "core/library_matmul.h"
 #include "core/plan_resolution.h"
 #include "core/row_group.h"
 #include "nlohmann/json.hpp"
@@ -138,6 +140,10 @@ struct PlanContext {
   std::vector<int> scratch_buffer;             // per tensor: plan buffer index or -1
   std::vector<std::vector<int>> out_position;  // per tensor: graph output slots
   PlanCode* code;
+  // Per tensor: passed between kernels in its own dtype rather than float32
+  // (what library calls read and write). Such a tensor that is also a graph
+  // output is read back from the output, with no plan buffer.
+  std::vector<bool> native;
 
   int AddBuffer(int64_t bytes, bool zero, const std::string& what) {
     code->buffers.push_back(PlanBuffer{std::max<int64_t>(bytes, 4), zero, what});
@@ -146,12 +152,22 @@ struct PlanContext {
   int PlanBufferId(int b) const { return graph.num_inputs() + num_outputs + b; }
   std::string Var(int t) const { return absl::StrCat("t", t); }
   std::string ReadType(int t) const {
-    return graph.tensor(t).producer < 0 ? CType(graph.tensor(t).dtype) : "float";
+    return graph.tensor(t).producer < 0 || native[t] ? CType(graph.tensor(t).dtype) : "float";
+  }
+  // The C type of tensor t's plan buffer.
+  std::string ScratchType(int t) const {
+    return native[t] ? CType(graph.tensor(t).dtype) : "float";
+  }
+  // The buffer id a kernel reads tensor t from.
+  int ReadArg(int t) const {
+    if (graph.tensor(t).producer < 0) return t;
+    if (scratch_buffer[t] >= 0) return PlanBufferId(scratch_buffer[t]);
+    return graph.num_inputs() + out_position[t].front();  // a native graph output
   }
   // Adds the parameter reading tensor `t` to `params`/`args`.
   void AddReadParam(int t, std::vector<std::string>* params, std::vector<int>* args) const {
     params->push_back(absl::StrCat("const ", ReadType(t), "* __restrict__ ", Var(t)));
-    args->push_back(graph.tensor(t).producer < 0 ? t : PlanBufferId(scratch_buffer[t]));
+    args->push_back(ReadArg(t));
   }
   // Adds the parameters writing tensor `t`; returns the destination variables.
   std::vector<std::string> AddWriteParams(int t, std::vector<std::string>* params,
@@ -159,7 +175,7 @@ struct PlanContext {
     std::vector<std::string> dsts;
     if (scratch_buffer[t] >= 0) {
       dsts.push_back(absl::StrCat("s", t));
-      params->push_back(absl::StrCat("float* __restrict__ s", t));
+      params->push_back(absl::StrCat(ScratchType(t), "* __restrict__ s", t));
       args->push_back(PlanBufferId(scratch_buffer[t]));
     }
     for (int slot : out_position[t]) {
@@ -1452,7 +1468,7 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) return false;
   const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
                               : ctx.graph.num_inputs() + ctx.out_position[t][0];
-  const std::string out_type = scratch ? "float" : CType(ctx.graph.tensor(t).dtype);
+  const std::string out_type = scratch ? ctx.ScratchType(t) : CType(ctx.graph.tensor(t).dtype);
   const AttentionConfig config = PlanAttention(attention, ctx.target, kernel.schedule());
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int workspace_arg = -1;
@@ -1491,7 +1507,7 @@ bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int ke
   if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) return false;
   const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
                               : ctx.graph.num_inputs() + ctx.out_position[t][0];
-  const std::string out_type = scratch ? "float" : CType(ctx.graph.tensor(t).dtype);
+  const std::string out_type = scratch ? ctx.ScratchType(t) : CType(ctx.graph.tensor(t).dtype);
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int workspace_arg = -1, counter_arg = -1;
   if (const int64_t bytes = StreamedMatmulWorkspaceBytes(plan); bytes > 0) {
@@ -1507,6 +1523,56 @@ bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int ke
                      &ctx.code->launches);
   code->Line(source);
   return true;
+}
+
+// A KERNEL_LIBRARY kernel: one cuBLASLt call (cuda_cublaslt.h), no device
+// code; the source gets a comment saying what it calls.
+absl::Status EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                               const core::LibraryMatmul& lm, Code* code) {
+  const Graph& g = ctx.graph;
+  const int t = lm.out;
+  const bool scratch = ctx.scratch_buffer[t] >= 0;
+  if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a library matmul writes one destination; '", g.tensor(t).name, "' has ",
+                     ctx.out_position[t].size() + (scratch ? 1 : 0)));
+  }
+  LibraryMatmulCall call;
+  call.dtype = g.tensor(lm.a).dtype;
+  // float32 graphs take TF32 tensor cores only where their tolerance allows.
+  call.tf32 = call.dtype == yirage::v1::FLOAT32 && g.proto().tolerance().rtol() >= 1e-3;
+  call.transpose_b = lm.transpose_b;
+  call.batch = lm.batch;
+  call.m = lm.m;
+  call.n = lm.n;
+  call.k = lm.k;
+  call.a_batch_stride = lm.a_batch_stride;
+  call.b_batch_stride = lm.b_batch_stride;
+  call.alpha = static_cast<float>(lm.alpha);
+  call.residual = lm.residual >= 0;
+  call.bias = lm.bias >= 0;
+  call.activation = lm.activation == core::LibraryActivation::kRelu       ? 1
+                    : lm.activation == core::LibraryActivation::kGeluTanh ? 2
+                                                                          : 0;
+  call.algo = kernel.schedule().variant();
+  call.workspace_bytes = kCublasLtWorkspaceBytes;
+  const int d = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
+                        : g.num_inputs() + ctx.out_position[t][0];
+  KernelLaunch launch;
+  launch.name = absl::StrCat(KernelName(ctx.plan_index, kernel_index), "_cublaslt");
+  launch.args = {ctx.ReadArg(lm.a),
+                 ctx.ReadArg(lm.b),
+                 call.residual ? lm.residual : d,
+                 call.bias ? lm.bias : d,
+                 d,
+                 ctx.PlanBufferId(ctx.AddBuffer(call.workspace_bytes, false,
+                                                launch.name + " cuBLASLt workspace"))};
+  launch.library = call;
+  ctx.code->launches.push_back(std::move(launch));
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': cuBLASLt ",
+          CommentText(core::DescribeLibraryMatmul(g, lm)), ", algorithm ", call.algo + 1,
+          " of its heuristic (a library call, no device code)");
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -1525,6 +1591,10 @@ std::string LaunchRecord(const PlanCode& code) {
     buffers.push_back({{"bytes", b.bytes}, {"zero_init", b.zero_init}, {"what", b.what}});
   }
   for (const KernelLaunch& l : code.launches) {
+    if (l.library.has_value()) {
+      launches.push_back({{"name", l.name}, {"args", l.args}, {"library", LibraryCallJson(*l.library)}});
+      continue;
+    }
     launches.push_back({{"name", l.name},
                         {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
                         {"block", l.block},
@@ -1910,9 +1980,22 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
   PlanContext ctx{g, target_, index, static_cast<int>(g.outputs().size()), {}, {}, &result};
   ctx.scratch_buffer.assign(num_tensors, -1);
   ctx.out_position.assign(num_tensors, {});
+  ctx.native.assign(num_tensors, false);
+  // Library calls read A and B and write D in the graph's dtype.
+  std::vector<std::optional<core::LibraryMatmul>> library(plan.kernels_size());
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    if (plan.kernels(k).kind() != yirage::v1::KERNEL_LIBRARY) continue;
+    absl::StatusOr<core::LibraryMatmul> lm = core::MatchLibraryMatmul(g, kernel_ops[k]);
+    if (!lm.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": ", lm.status().message()));
+    }
+    for (int t : {lm->a, lm->b, lm->out}) ctx.native[t] = true;
+    library[k] = *std::move(lm);
+  }
   for (int t = g.num_inputs(); t < num_tensors; ++t) {
-    if (read_by_kernel[t]) {
-      ctx.scratch_buffer[t] = ctx.AddBuffer(g.tensor(t).num_elements() * 4, false,
+    if (read_by_kernel[t] && !(ctx.native[t] && g.tensor(t).is_graph_output)) {
+      const int64_t element = ctx.native[t] ? core::DTypeSize(g.tensor(t).dtype) : 4;
+      ctx.scratch_buffer[t] = ctx.AddBuffer(g.tensor(t).num_elements() * element, false,
                                             absl::StrCat("tensor '", g.tensor(t).name, "'"));
     }
   }
@@ -1926,6 +2009,12 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
     const bool fault = inject_fault && k == 0;
     if (kernel.kind() == yirage::v1::KERNEL_GENERIC) {
       EmitGenericKernel(ctx, kernel, k, kernel_ops[k][0], fault, &code);
+      continue;
+    }
+    if (library[k].has_value()) {
+      if (absl::Status s = EmitLibraryMatmul(ctx, kernel, k, *library[k], &code); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": ", s.message()));
+      }
       continue;
     }
     if (target_.sm >= 80 && !fault) {

@@ -62,6 +62,7 @@
 #define YIRAGE_BACKENDS_CUDA_CUDA_CODEGEN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,23 @@ struct PlanBuffer {
   std::string what;        // for messages
 };
 
+// What a KERNEL_LIBRARY kernel asks of the library, in our row-major terms.
+// (cuda_cublaslt.h runs it.) Its launch arguments are, in order: A, B, C, bias, D, workspace (C is D
+// when there is no residual, bias is D when there is no bias).
+struct LibraryMatmulCall {
+  yirage::v1::DType dtype = yirage::v1::FLOAT16;  // A, B, C, bias and D
+  bool tf32 = false;                              // float32: TF32 tensor cores
+  bool transpose_b = false;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  int64_t a_batch_stride = 0, b_batch_stride = 0;  // elements; 0 = shared
+  float alpha = 1.0f;
+  bool residual = false;  // beta = 1
+  bool bias = false;
+  int activation = 0;  // 0 none, 1 relu, 2 tanh gelu
+  int algo = 0;        // the heuristic's n-th algorithm
+  int64_t workspace_bytes = 0;
+};
+
 struct KernelLaunch {
   std::string name;  // the __global__ function
   int64_t grid[3] = {1, 1, 1};
@@ -86,6 +104,9 @@ struct KernelLaunch {
   // Launched with cuLaunchCooperativeKernel: its blocks wait for each other,
   // so the whole grid must be resident at once (the launch fails otherwise).
   bool cooperative = false;
+  // Set for a KERNEL_LIBRARY kernel: a cuBLASLt call rather than a kernel
+  // launch (name, grid, block and smem_bytes unused).
+  std::optional<LibraryMatmulCall> library;
 };
 
 struct PlanCode {

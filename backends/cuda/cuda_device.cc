@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_cublaslt.h"
 #include "nlohmann/json.hpp"
 
 namespace yirage::backends::cuda {
@@ -162,6 +163,14 @@ std::string ProbeJson(bool* usable) {
   *usable = false;
   absl::StatusOr<std::string> nvrtc = NvrtcVersion();
   j["nvrtc_version"] = nvrtc.ok() ? *nvrtc : std::string("");
+  // Library matmuls (KERNEL_LIBRARY) need cuBLASLt; without it only they fail.
+  if (absl::StatusOr<const CublasLt*> lt = LoadCublasLt(); lt.ok()) {
+    j["cublaslt_version"] = std::to_string((*lt)->cublasLtGetVersion());
+    j["cublaslt_library"] = (*lt)->library;
+  } else {
+    j["cublaslt_version"] = "";
+    j["cublaslt_error"] = std::string(lt.status().message());
+  }
   absl::StatusOr<Device*> dev = Device::Get();
   if (!dev.ok()) {
     j["reason"] = std::string(dev.status().message());

@@ -45,10 +45,17 @@ void CudaModule::FreeDeviceState() {
   if (gen_ != device_->generation()) return;  // nothing was made
   const CudaDriver& cu = device_->cu();
   for (PlanState& p : plans_) {
+    p.matmuls.clear();
     if (p.generation != gen_) continue;
     for (CUdeviceptr b : p.buffers) cu.cuMemFree(b);
     p.buffers.clear();
     p.generation = -1;
+  }
+  if (lt_handle_ != nullptr) {
+    if (absl::StatusOr<const CublasLt*> lt = LoadCublasLt(); lt.ok()) {
+      (*lt)->cublasLtDestroy(lt_handle_);
+    }
+    lt_handle_ = nullptr;
   }
   for (CUdeviceptr b : io_) cu.cuMemFree(b);
   io_.clear();
@@ -107,8 +114,10 @@ absl::Status CudaModule::Prepare(int plan) {
     for (PlanState& p : plans_) {
       p.generation = -1;
       p.fns.clear();
+      p.matmuls.clear();
       p.buffers.clear();
     }
+    lt_handle_ = nullptr;
     gen_ = device_->generation();
     std::vector<int64_t> sizes = input_bytes_;
     sizes.insert(sizes.end(), output_bytes_.begin(), output_bytes_.end());
@@ -131,7 +140,28 @@ absl::Status CudaModule::Prepare(int plan) {
     cu_modules_[ps.image] = m;
   }
   ps.fns.clear();
+  ps.matmuls.clear();
   for (const KernelLaunch& l : ps.code.launches) {
+    if (l.library.has_value()) {
+      absl::StatusOr<const CublasLt*> lt = LoadCublasLt();
+      if (!lt.ok()) return lt.status();
+      if (lt_handle_ == nullptr) {
+        if (cublasStatus_t st = (*lt)->cublasLtCreate(&lt_handle_); st != CUBLAS_STATUS_SUCCESS) {
+          lt_handle_ = nullptr;
+          return absl::InternalError(
+              absl::StrCat("cublasLtCreate: ", CublasStatusText(*lt, st)));
+        }
+      }
+      auto matmul = std::make_unique<PreparedMatmul>();
+      if (absl::Status s = matmul->Init(*lt, lt_handle_, *l.library); !s.ok()) {
+        ps.matmuls.clear();
+        return absl::Status(s.code(), absl::StrCat(l.name, ": ", s.message()));
+      }
+      ps.fns.push_back(nullptr);
+      ps.matmuls.push_back(std::move(matmul));
+      continue;
+    }
+    ps.matmuls.push_back(nullptr);
     CUfunction fn = nullptr;
     if (CUresult rc = cu.cuModuleGetFunction(&fn, cu_modules_[ps.image], l.name.c_str());
         rc != CUDA_SUCCESS) {
@@ -200,6 +230,15 @@ absl::Status CudaModule::Launch(int plan) {
       const int id = l.args[a];
       values[a] = id < num_io ? io_[id] : ps.buffers[id - num_io];
       params[a] = &values[a];
+    }
+    if (ps.matmuls[k] != nullptr) {
+      // A, B, C, bias, D, workspace (cuda_codegen.h LibraryMatmulCall).
+      if (absl::Status s = ps.matmuls[k]->Run(values[0], values[1], values[2], values[3],
+                                              values[4], values[5], nullptr);
+          !s.ok()) {
+        return absl::InternalError(absl::StrCat("plan ", plan, ": ", l.name, ": ", s.message()));
+      }
+      continue;
     }
     const CudaDriver& cu = device_->cu();
     const unsigned gx = static_cast<unsigned>(l.grid[0]), gy = static_cast<unsigned>(l.grid[1]),

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "backends/backend_api.h"
 #include "backends/cuda/cuda_codegen.h"
+#include "backends/cuda/cuda_cublaslt.h"
 #include "backends/cuda/cuda_device.h"
 #include "yirage/v1/backend.pb.h"
 
@@ -53,7 +54,8 @@ class CudaModule {
     PlanCode code;
     int image = -1;
     int64_t generation = -1;  // context generation of fns/buffers
-    std::vector<CUfunction> fns;
+    std::vector<CUfunction> fns;  // per launch; null for library calls
+    std::vector<std::unique_ptr<PreparedMatmul>> matmuls;  // per launch; null for kernels
     std::vector<CUdeviceptr> buffers;
   };
 
@@ -75,6 +77,7 @@ class CudaModule {
   std::vector<std::string> images_;
   std::vector<CUmodule> cu_modules_;  // per image, in context generation gen_
   std::vector<CUdeviceptr> io_;       // inputs then outputs
+  cublasLtHandle_t lt_handle_ = nullptr;  // in context generation gen_, made on first use
   CUdeviceptr flush_ = 0;
   int64_t flush_bytes_ = 0;
   int64_t gen_ = -1;

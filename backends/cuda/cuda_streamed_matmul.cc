@@ -32,11 +32,9 @@ int64_t LowRankRowHalves(int r) {
 
 int64_t StageHalves(const StreamedMatmulPlan& p) {
   const int nw = p.match.w2 >= 0 ? 2 : 1;
-  const int64_t used = int64_t{p.m_tiles} * 16 * kChunkK + nw * kChunkK * kTileN +
-                       (p.r > 0 ? kChunkK * LowRankRowHalves(p.r) : 0) +
-                       static_cast<int64_t>(p.match.col_scales.size()) * kChunkK;
-  // kWgmma stages start on 1024-byte boundaries (the swizzle's period).
-  return p.form == StreamedMatmulPlan::kWgmma ? (used + 511) / 512 * 512 : used;
+  return int64_t{p.m_tiles} * 16 * kChunkK + nw * kChunkK * kTileN +
+         (p.r > 0 ? kChunkK * LowRankRowHalves(p.r) : 0) +
+         static_cast<int64_t>(p.match.col_scales.size()) * kChunkK;
 }
 
 int64_t SmemBytes(const StreamedMatmulPlan& p) {
@@ -57,11 +55,12 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
   constexpr int NG = @NG@;
   // wgmma (WG): one warpgroup, X and the weights read by the tensor cores
   // straight from the stages, whose 128-byte swizzle (yr_swz) is the
-  // hardware's; stages start on 1024-byte boundaries.
+  // hardware's; stages start on 1024-byte boundaries (X's 64 rows and the
+  // weights' chunks are whole multiples of it).
   constexpr bool WG = @WG@;
-  constexpr int STAGE_USED = MP * LX + NW * BK * LW + (R > 0 ? BK * LA : 0) + NG * BK;
-  constexpr int STAGE = WG ? (STAGE_USED + 511) / 512 * 512 : STAGE_USED;
-  static_assert(!WG || (NT == 128 && MP == 64 && R == 0), "wgmma form: one warpgroup, 64 rows");
+  constexpr int STAGE = MP * LX + NW * BK * LW + (R > 0 ? BK * LA : 0) + NG * BK;
+  static_assert(!WG || (NT == 128 && MP == 64 && R == 0 && NG == 0 && STAGE % 512 == 0),
+                "wgmma form: one warpgroup, 64 rows, no low rank or column scales");
   constexpr int CHUNKS = KS / BK;
   constexpr int TPR = NT / MP, CPT = BK / TPR;  // prologue pass: threads per row, columns each
   extern __shared__ __align__(1024) unsigned char yr_smb[];
@@ -251,9 +250,6 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
       }
     }
 #if @NG@ > 0
-#if @WG@
-    yr_fence_proxy_async();
-#endif
     __syncthreads();  // the scaled X chunk is read by every warp
 #endif
 #endif
@@ -319,7 +315,7 @@ extern "C" __global__ void __launch_bounds__(@NT@) @CLUSTER_DIMS@ @NAME@(@PARAMS
   yr_cp_async_wait<0>();
 #if @WG@
   yr_wg_wait<0>();
-  yr_wg_fence_operands(wacc);
+  yr_wg_fence_operands(wacc, NW * 32);
 #endif
   // This thread's accumulator pair i of PAIRS (unrolled loops: constant
   // indices): its row, column in the block's tile, W1's pair, W2's pair.

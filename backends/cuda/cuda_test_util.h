@@ -241,15 +241,20 @@ inline void CheckCudaPlans(const yirage::v1::Graph& proto,
   }
 }
 
-// Example graphs: examples/graphs/*.json and examples/graphs/bench/*.json.
-inline std::vector<std::string> ExampleGraphFiles(bool bench) {
+// Graph files examples/graphs/<subdir>/*.json (subdir "" for the top level).
+inline std::vector<std::string> GraphFilesIn(const std::string& subdir) {
   std::vector<std::string> files;
-  const std::string dir = SourceDir() + (bench ? "/examples/graphs/bench" : "/examples/graphs");
+  const std::string dir = SourceDir() + "/examples/graphs" + (subdir.empty() ? "" : "/" + subdir);
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+// Example graphs: examples/graphs/*.json and examples/graphs/bench/*.json.
+inline std::vector<std::string> ExampleGraphFiles(bool bench) {
+  return GraphFilesIn(bench ? "bench" : "");
 }
 
 inline absl::StatusOr<yirage::v1::Graph> LoadGraph(const std::string& path) {

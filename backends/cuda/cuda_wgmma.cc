@@ -32,11 +32,6 @@ static __device__ __forceinline__ void yr_wg_wait() {
 static __device__ __forceinline__ void yr_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-template <int N>
-static __device__ __forceinline__ void yr_wg_fence_operands(float (&d)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
 static __device__ __forceinline__ void yr_wg_fence_operands(float* d, int n) {
 #pragma unroll
   for (int i = 0; i < n; ++i) asm volatile("" : "+f"(d[i])::"memory");

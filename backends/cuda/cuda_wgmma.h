@@ -14,8 +14,9 @@ namespace yirage::backends::cuda {
 // Guarded helpers (emit before the first kernel that uses them; repeats
 // are harmless): yr_wg_desc(ptr, lbo, sbo) (128-byte swizzle),
 // yr_wg_fence(), yr_wg_commit(), yr_wg_wait<N>(), yr_fence_proxy_async()
-// and yr_wg_fence_operands(array), which keeps the compiler from touching
-// accumulators across a wait.
+// and yr_wg_fence_operands(d, n), which keeps the compiler from touching
+// accumulators d[0..n) across a wait (n a compile-time constant once
+// inlined, so that d stays in registers).
 const char* WgmmaHelpersSource();
 
 // Name and guarded definition of the device function
