@@ -453,8 +453,18 @@ TEST(CudaBackendGpuTest, LibraryPlansMatchReference) {
     int library = 0;
     for (int i = 0; i < c.response.plans_size(); ++i) {
       if (c.response.plans(i).source().find("\"library\"") == std::string::npos) continue;
-      ++library;
       const core::CompareResult r = RunAndCompare(*g, c, i);
+      // The heuristic may offer fewer algorithms than the plan's index: that
+      // plan fails, saying so; every other library plan must match.
+      if (!r.ok && r.message.find("cuBLASLt offers") != std::string::npos) {
+        bool later_algorithm = false;
+        for (const auto& k : (*plans)[i].kernels()) {
+          later_algorithm |= k.kind() == yirage::v1::KERNEL_LIBRARY && k.schedule().variant() > 0;
+        }
+        EXPECT_TRUE(later_algorithm) << r.message;
+        continue;
+      }
+      ++library;
       EXPECT_TRUE(r.ok) << "plan " << i << " [" << (*plans)[i].description() << "]: " << r.message
                         << "\n"
                         << c.response.plans(i).source();

@@ -215,6 +215,7 @@ class RowKernelEmitter {
   }
 
   absl::Status Emit(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    if (CanUseFlatElementwise()) return EmitFlatElementwise(outputs, inject_fault, out);
     if (CanUseRegisterRows()) return EmitRegisterRows(outputs, inject_fault, out);
     Plan();
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
@@ -314,6 +315,105 @@ class RowKernelEmitter {
   // over up to 1024 threads.
   static int RegisterRowsThreads(int64_t w) {
     return static_cast<int>(std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, w / 8)), 32, 1024));
+  }
+
+  // Elementwise groups whose ops all have the group's full shape run as one
+  // flat, grid-stride kernel over the elements (8 a thread, 16-byte loads and
+  // stores of every operand of that shape, broadcast operands indexed),
+  // whatever the row schedule: the grid is sized from the chip.
+  bool CanUseFlatElementwise() const {
+    const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
+    for (int op : ops_) {
+      if (!core::IsElementwise(g_.op(op).type)) return false;
+      if (g_.tensor(g_.op(op).output).shape != shape) return false;
+    }
+    return true;
+  }
+
+  absl::Status EmitFlatElementwise(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
+    int64_t total = 1;
+    for (int64_t d : shape) total *= d;
+    const int vec = total % 8 == 0 ? 8 : 1;
+    const int64_t items = total / vec;
+    constexpr int kThreads = 256;
+    const int64_t blocks =
+        std::clamp<int64_t>((items + kThreads - 1) / kThreads, 1,
+                            static_cast<int64_t>(std::max(1, ctx_.target.sm_count)) * 16);
+    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
+    std::vector<std::string> params;
+    KernelLaunch launch = StartLaunch(outputs, &params);
+    launch.grid[0] = blocks;
+    launch.block = kThreads;
+    Code& c = *out;
+    c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ", total,
+        " elements, flat elementwise (", vec, " a thread, ", blocks, " blocks, grid-stride)");
+    c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
+        absl::StrJoin(params, ", "), ") {");
+    c.Open("{");
+    if (inject_fault) c.Line(FaultLine());
+    c.L("for (i64 it = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; it < ", items,
+        "LL; it += (i64)gridDim.x * ", kThreads, ") {");
+    c.Open("{");
+    c.L("const i64 e = it * ", vec, ";");
+    c.L("(void)e;");
+    std::vector<int> loaded;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const int t = op.inputs[slot];
+        if (info_.in_group[j][slot] || std::find(loaded.begin(), loaded.end(), t) != loaded.end()) {
+          continue;
+        }
+        loaded.push_back(t);
+        c.L("float in", t, "[", vec, "];");
+        if (g_.tensor(t).shape == shape && vec == 8) {
+          if (ctx_.ReadType(t) == "float") {
+            c.L("yr_ld4(", ctx_.Var(t), " + e, in", t, ");");
+            c.L("yr_ld4(", ctx_.Var(t), " + e + 4, in", t, " + 4);");
+          } else {
+            c.L("yr_ld8(", ctx_.Var(t), " + e, in", t, ");");
+          }
+          continue;
+        }
+        const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
+            OffsetExpr(shape, strides, "e + q"), ");");
+      }
+    }
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      auto operand = [&](int slot) {
+        const int t = op.inputs[slot];
+        return info_.in_group[j][slot] ? absl::StrCat("v", group_pos_.at(t), "[q]")
+                                       : absl::StrCat("in", t, "[q]");
+      };
+      const std::string value =
+          core::IsUnaryElementwise(op.type)
+              ? UnaryExpr(op, operand(0))
+              : BinaryExpr(op.type, operand(0), op.has_scalar ? Lit(op.scalar) : operand(1));
+      c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
+          std::string(core::OpTypeName(op.type)));
+      c.L("#pragma unroll");
+      c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", value, ";");
+    }
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      for (const std::string& d : dsts_[t]) {
+        if (vec == 8) {
+          c.L("yr_st8(", d, " + e, v", j, ");");
+        } else {
+          c.L("yr_st(", d, ", e, v", j, "[0]);");
+        }
+      }
+    }
+    c.Close();
+    c.Line("}");
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
   }
 
   bool CanUseRegisterRows() const {
