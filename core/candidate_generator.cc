@@ -232,6 +232,23 @@ std::vector<int> GroupOps(const KernelGroup& group) {
 }
 
 // A kernel for `group` (a contiguous range of ops), without name.
+// A kernel of `ops` (ascending, not necessarily contiguous), without name.
+KernelPlan MakeKernelOf(const Graph& graph, const std::vector<int>& ops,
+                        yirage::v1::KernelKind kind, const Schedule& schedule) {
+  KernelPlan kernel;
+  kernel.set_kind(kind);
+  for (int op : ops) kernel.add_ops(graph.op(op).name);
+  std::vector<int> inputs, outputs;
+  KernelTensors(
+      graph, ops,
+      [&ops](int op) { return std::binary_search(ops.begin(), ops.end(), op); }, &inputs,
+      &outputs);
+  for (int t : inputs) kernel.add_inputs(graph.tensor(t).name);
+  for (int t : outputs) kernel.add_outputs(graph.tensor(t).name);
+  *kernel.mutable_schedule() = schedule;
+  return kernel;
+}
+
 KernelPlan MakeKernel(const Graph& graph, const KernelGroup& group, const Schedule& schedule) {
   KernelPlan kernel;
   kernel.set_kind(group.kind);
@@ -517,6 +534,87 @@ std::optional<Plan> LibraryPlan(const Graph& graph, PartitionEnumerator& enumera
     absl::StrAppend(&text, " + ", VariantToString(graph, variant, plan, options));
   }
   plan.set_description(text);
+  return plan;
+}
+
+absl::Status ValidatePlanAgainst(const Graph& graph, const Plan& plan);
+
+// Same kernels: kinds and ops (schedules aside).
+bool SameKernels(const Plan& a, const Plan& b) {
+  if (a.kernels_size() != b.kernels_size()) return false;
+  for (int k = 0; k < a.kernels_size(); ++k) {
+    if (a.kernels(k).kind() != b.kernels(k).kind()) return false;
+    if (!std::equal(a.kernels(k).ops().begin(), a.kernels(k).ops().end(),
+                    b.kernels(k).ops().begin(), b.kernels(k).ops().end())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Every matmul as a library call with the longest epilogue it takes, and
+// the other ops gathered, in order, into as few row kernels as are legal,
+// even across the library calls between them (silu(X W1) * (X W2) becomes
+// two library calls and one elementwise kernel). Kernels run in the order of
+// their last op. nullopt when the graph has no library matmul or the plan
+// would not be valid.
+std::optional<Plan> GatheredLibraryPlan(const Graph& graph, const SearchOptions& options) {
+  const int num_ops = static_cast<int>(graph.ops().size());
+  std::vector<std::pair<std::vector<int>, yirage::v1::KernelKind>> kernels;
+  std::vector<int> rest;
+  for (int i = 0; i < num_ops;) {
+    if (graph.op(i).type == OpType::kMatmul && MatchLibraryMatmul(graph, {i}).ok()) {
+      std::vector<int> chain = {i};
+      while (chain.back() + 1 < num_ops) {
+        std::vector<int> longer = chain;
+        longer.push_back(chain.back() + 1);
+        if (!MatchLibraryMatmul(graph, longer).ok()) break;
+        chain = std::move(longer);
+      }
+      i = chain.back() + 1;
+      kernels.emplace_back(std::move(chain), yirage::v1::KERNEL_LIBRARY);
+      continue;
+    }
+    rest.push_back(i++);
+  }
+  if (kernels.empty()) return std::nullopt;
+  std::vector<int> group;
+  for (int op : rest) {
+    std::vector<int> wider = group;
+    wider.push_back(op);
+    if (group.empty() || AnalyzeRowGroup(graph, wider).ok()) {
+      group = std::move(wider);
+      continue;
+    }
+    kernels.emplace_back(std::move(group), yirage::v1::KERNEL_ROW);
+    group = {op};
+  }
+  if (!group.empty()) kernels.emplace_back(std::move(group), yirage::v1::KERNEL_ROW);
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const auto& a, const auto& b) { return a.first.back() < b.first.back(); });
+  Plan plan;
+  std::vector<std::string> parts;
+  for (auto& [ops, kind] : kernels) {
+    Schedule schedule = GenericSchedule(options);
+    if (kind == yirage::v1::KERNEL_ROW) {
+      absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(graph, ops);
+      if (!row.ok()) {
+        if (ops.size() != 1) return std::nullopt;
+        kind = yirage::v1::KERNEL_GENERIC;  // one op that fits no row group
+      } else {
+        ScheduleVariant variant;  // one row a block: the GPU backends' flat and register rows
+        schedule = RowSchedule(ShapeOf(graph, ops, &*row), variant, options);
+      }
+    }
+    KernelPlan* kernel = plan.add_kernels();
+    *kernel = MakeKernelOf(graph, ops, kind, schedule);
+    kernel->set_name(absl::StrCat("k", plan.kernels_size() - 1));
+    std::vector<std::string> names;
+    for (int op : ops) names.push_back(graph.op(op).name);
+    parts.push_back(absl::StrCat("[", absl::StrJoin(names, "+"), "]"));
+  }
+  plan.set_description(absl::StrCat(absl::StrJoin(parts, ""), " library, the rest gathered"));
+  if (!ValidatePlanAgainst(graph, plan).ok()) return std::nullopt;
   return plan;
 }
 
@@ -879,6 +977,17 @@ absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
                                              options);
       plan->set_estimated_cost(EstimatePlanCostAgainst(graph, *plan, options));
       library.insert(library.begin() + after, {*std::move(plan), best});
+    }
+    // The gathered plan, unless a partition already gave the same kernels.
+    if (std::optional<Plan> gathered = GatheredLibraryPlan(graph, options); gathered.has_value()) {
+      gathered->set_estimated_cost(EstimatePlanCostAgainst(graph, *gathered, options));
+      bool seen_before = false;
+      for (const auto& [plan, partition] : library) {
+        seen_before = seen_before || SameKernels(plan, *gathered);
+      }
+      if (!seen_before) {
+        library.insert(library.begin() + (library.empty() ? 0 : 1), {*std::move(gathered), -1});
+      }
     }
     for (auto& [plan, partition] : library) plans.push_back(std::move(plan));
     plans.push_back(std::move(generated));

@@ -173,6 +173,44 @@ TEST(LibraryMatmulTest, BaselineAndFirstCandidatesUseTheLibrary) {
   }
 }
 
+// silu(X W1) * (X W2) at prefill size: two library calls and the two
+// elementwise ops gathered into one kernel between and after them.
+TEST(LibraryMatmulTest, GathersTheOpsBetweenLibraryCalls) {
+  const Graph g = Build(R"({"name": "g",
+    "inputs": [{"name": "X", "shape": [512, 1024], "dtype": "float16"},
+               {"name": "W1", "shape": [1024, 2048], "dtype": "float16"},
+               {"name": "W2", "shape": [1024, 2048], "dtype": "float16"}],
+    "ops": [{"name": "G", "op": "matmul", "inputs": ["X", "W1"]},
+            {"name": "A", "op": "silu", "inputs": ["G"]},
+            {"name": "U", "op": "matmul", "inputs": ["X", "W2"]},
+            {"name": "Y", "op": "mul", "inputs": ["A", "U"]}],
+    "outputs": ["Y"]})");
+  SearchOptions options;
+  options.backend = "cuda";
+  options.warp_size = 32;
+  options.library_kernels = true;
+  options.enable_rewrites = false;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = GenerateCandidates(g, options);
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  const yirage::v1::Plan* gathered = nullptr;
+  for (const yirage::v1::Plan& p : *plans) {
+    if (p.description().find("gathered") != std::string::npos) gathered = &p;
+  }
+  ASSERT_NE(gathered, nullptr);
+  ASSERT_EQ(gathered->kernels_size(), 3) << gathered->description();
+  EXPECT_EQ(gathered->kernels(0).kind(), yirage::v1::KERNEL_LIBRARY);
+  EXPECT_EQ(gathered->kernels(1).kind(), yirage::v1::KERNEL_LIBRARY);
+  EXPECT_EQ(gathered->kernels(2).kind(), yirage::v1::KERNEL_ROW);
+  EXPECT_THAT(std::vector<std::string>(gathered->kernels(2).ops().begin(),
+                                       gathered->kernels(2).ops().end()),
+              ::testing::ElementsAre("A", "Y"));
+  EXPECT_TRUE(ValidatePlan(g, *gathered).ok());
+  // Among the first candidates (right after the baseline and the cheapest
+  // library plan).
+  int index = static_cast<int>(gathered - plans->data());
+  EXPECT_LE(index, 3);
+}
+
 TEST(LibraryMatmulTest, ValidationNamesTheKernel) {
   const Graph g = Build(kGemmBiasRelu);
   yirage::v1::Plan plan;
