@@ -240,9 +240,8 @@ KernelPlan MakeKernelOf(const Graph& graph, const std::vector<int>& ops,
   for (int op : ops) kernel.add_ops(graph.op(op).name);
   std::vector<int> inputs, outputs;
   KernelTensors(
-      graph, ops,
-      [&ops](int op) { return std::binary_search(ops.begin(), ops.end(), op); }, &inputs,
-      &outputs);
+      graph, ops, [&ops](int op) { return std::binary_search(ops.begin(), ops.end(), op); },
+      &inputs, &outputs);
   for (int t : inputs) kernel.add_inputs(graph.tensor(t).name);
   for (int t : outputs) kernel.add_outputs(graph.tensor(t).name);
   *kernel.mutable_schedule() = schedule;
@@ -803,9 +802,8 @@ absl::Status ValidatePlanAgainst(const Graph& graph, const Plan& plan) {
       }
     } else if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) {
       if (absl::StatusOr<LibraryMatmul> lm = MatchLibraryMatmul(graph, ops); !lm.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("kernel ", kernel.name(),
-                                                       ": not a library matmul: ",
-                                                       lm.status().message()));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kernel ", kernel.name(), ": not a library matmul: ", lm.status().message()));
       }
       if (kernel.schedule().variant() < 0) {
         return absl::InvalidArgumentError(
@@ -972,9 +970,9 @@ absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
     const int best = fused_best ? library.front().second : 0;
     const size_t after = fused_best ? 1 : 0;
     for (int algo = kLibraryAlgorithms - 1; algo >= 1; --algo) {
-      std::optional<Plan> plan = LibraryPlan(graph, enumerator, partitions[best],
-                                             best == 0 ? baseline_variant : variants.front(), algo,
-                                             options);
+      std::optional<Plan> plan =
+          LibraryPlan(graph, enumerator, partitions[best],
+                      best == 0 ? baseline_variant : variants.front(), algo, options);
       plan->set_estimated_cost(EstimatePlanCostAgainst(graph, *plan, options));
       library.insert(library.begin() + after, {*std::move(plan), best});
     }
@@ -1137,8 +1135,8 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
     std::vector<Plan>& plans = *per_graph[i];
     if (i == 0) {
       for (size_t k = 1; k < plans.size(); ++k) {
-        const bool first = static_cast<int>(front.size()) < kLibraryPlansFirst &&
-                           HasLibraryKernel(plans[k]);
+        const bool first =
+            static_cast<int>(front.size()) < kLibraryPlansFirst && HasLibraryKernel(plans[k]);
         (first ? front : rest).push_back(std::move(plans[k]));
       }
       continue;

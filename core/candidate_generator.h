@@ -72,8 +72,8 @@ struct SearchStats {
 // Returns the plans, baseline first (one kernel per op, default schedules,
 // matmuls as library calls where options.library_kernels; Plan.baseline set),
 // then (library_kernels) the first library plans, then the rest ordered by
-// estimated cost, cheapest first, truncated to options.max_candidates. Every plan passes ValidatePlan and no
-// two plans are equal.
+// estimated cost, cheapest first, truncated to options.max_candidates. Every plan passes
+// ValidatePlan and no two plans are equal.
 absl::StatusOr<std::vector<yirage::v1::Plan>> GenerateCandidates(const Graph& graph,
                                                                  const SearchOptions& options);
 

@@ -116,8 +116,8 @@ absl::StatusOr<LibraryMatmul> MatchLibraryMatmul(const Graph& graph, absl::Span<
 }
 
 std::string DescribeLibraryMatmul(const Graph& graph, const LibraryMatmul& lm) {
-  std::string text = absl::StrCat(lm.batch > 1 ? absl::StrCat(lm.batch, "x ") : "", "matmul ",
-                                  lm.m, "x", lm.n, "x", lm.k, lm.transpose_b ? " (B^T)" : "");
+  std::string text = absl::StrCat(lm.batch > 1 ? absl::StrCat(lm.batch, "x ") : "", "matmul ", lm.m,
+                                  "x", lm.n, "x", lm.k, lm.transpose_b ? " (B^T)" : "");
   if (lm.alpha != 1.0) absl::StrAppend(&text, " * ", lm.alpha);
   if (lm.residual >= 0) absl::StrAppend(&text, " + ", graph.tensor(lm.residual).name);
   if (lm.bias >= 0) absl::StrAppend(&text, " + bias ", graph.tensor(lm.bias).name);

@@ -158,8 +158,8 @@ TEST_P(SuiteCompileTest, FirstCandidatesCompileWithNvrtc) {
   }
   PrintRequestedPlans(loaded->plans, c);
   std::printf("[ compiled ] %-48s %d candidates in %.1f s, %d with library calls\n",
-              loaded->proto.name().c_str(), c.response.plans_size(),
-              c.response.compile_seconds(), library);
+              loaded->proto.name().c_str(), c.response.plans_size(), c.response.compile_seconds(),
+              library);
 }
 
 INSTANTIATE_TEST_SUITE_P(Suite, SuiteCompileTest, ::testing::ValuesIn(GraphFilesIn("suite")),
@@ -182,7 +182,8 @@ TEST(CudaBackendTest, ProbeSaysWhenCublasLtIsMissing) {
   const std::string out = ::testing::TempDir() + "/cublaslt_probe.txt";
   const std::string cmd =
       "YIRAGE_PROBE_CHILD=1 YIRAGE_CUBLASLT_LIBRARY=/nonexistent/libcublasLt.so.13 "
-      "/proc/" + std::to_string(getpid()) +
+      "/proc/" +
+      std::to_string(getpid()) +
       "/exe --gtest_filter=CudaBackendTest.ProbeSaysWhenCublasLtIsMissing > " + out + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(out);

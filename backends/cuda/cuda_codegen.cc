@@ -321,6 +321,21 @@ class RowKernelEmitter {
   // flat, grid-stride kernel over the elements (8 a thread, 16-byte loads and
   // stores of every operand of that shape, broadcast operands indexed),
   // whatever the row schedule: the grid is sized from the chip.
+  // The tensors the group's ops read from memory, each once, in first-use
+  // order.
+  std::vector<int> OutsideOperands() const {
+    std::vector<int> tensors;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const int t = op.inputs[slot];
+        if (info_.in_group[j][slot]) continue;
+        if (std::find(tensors.begin(), tensors.end(), t) == tensors.end()) tensors.push_back(t);
+      }
+    }
+    return tensors;
+  }
+
   bool CanUseFlatElementwise() const {
     const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
     for (int op : ops_) {
@@ -357,30 +372,21 @@ class RowKernelEmitter {
     c.Open("{");
     c.L("const i64 e = it * ", vec, ";");
     c.L("(void)e;");
-    std::vector<int> loaded;
-    for (size_t j = 0; j < ops_.size(); ++j) {
-      const OpInfo& op = g_.op(ops_[j]);
-      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
-        const int t = op.inputs[slot];
-        if (info_.in_group[j][slot] || std::find(loaded.begin(), loaded.end(), t) != loaded.end()) {
-          continue;
+    for (int t : OutsideOperands()) {
+      c.L("float in", t, "[", vec, "];");
+      if (g_.tensor(t).shape == shape && vec == 8) {
+        if (ctx_.ReadType(t) == "float") {
+          c.L("yr_ld4(", ctx_.Var(t), " + e, in", t, ");");
+          c.L("yr_ld4(", ctx_.Var(t), " + e + 4, in", t, " + 4);");
+        } else {
+          c.L("yr_ld8(", ctx_.Var(t), " + e, in", t, ");");
         }
-        loaded.push_back(t);
-        c.L("float in", t, "[", vec, "];");
-        if (g_.tensor(t).shape == shape && vec == 8) {
-          if (ctx_.ReadType(t) == "float") {
-            c.L("yr_ld4(", ctx_.Var(t), " + e, in", t, ");");
-            c.L("yr_ld4(", ctx_.Var(t), " + e + 4, in", t, " + 4);");
-          } else {
-            c.L("yr_ld8(", ctx_.Var(t), " + e, in", t, ");");
-          }
-          continue;
-        }
-        const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
-        c.L("#pragma unroll");
-        c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
-            OffsetExpr(shape, strides, "e + q"), ");");
+        continue;
       }
+      const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
+      c.L("#pragma unroll");
+      c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
+          OffsetExpr(shape, strides, "e + q"), ");");
     }
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
@@ -484,37 +490,28 @@ class RowKernelEmitter {
     if (inject_fault) c.Line(FaultLine());
     // Register q holds column (q / 8 * T + tid) * 8 + q % 8.
     // Every outside operand, loaded once, all loads before any use.
-    std::vector<int> loaded;
-    for (size_t j = 0; j < ops_.size(); ++j) {
-      const OpInfo& op = g_.op(ops_[j]);
-      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
-        const int t = op.inputs[slot];
-        if (info_.in_group[j][slot] || std::find(loaded.begin(), loaded.end(), t) != loaded.end()) {
-          continue;
-        }
-        loaded.push_back(t);
-        std::vector<int64_t> space = info_.lead_dims;
-        space.push_back(w);
-        const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
-        const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
-        const std::string row_off = OffsetExpr(info_.lead_dims, lead, "r");
-        c.L("float in", t, "[", per, "];");
-        if (strides.back() == 0) {
-          c.L("{ const float s = yr_ld(", ctx_.Var(t), ", ", row_off, ");");
-          c.L("#pragma unroll");
-          c.L("for (int q = 0; q < ", per, "; ++q) in", t, "[q] = s; }");
-          continue;
-        }
-        const bool is_float = ctx_.ReadType(t) == "float";
-        for (int ch = 0; ch < chunks; ++ch) {
-          const std::string at =
-              absl::StrCat(ctx_.Var(t), " + ", row_off, " + (", ch, " * ", threads, " + tid) * 8");
-          if (is_float) {
-            c.L("yr_ld4(", at, ", in", t, " + ", ch * 8, ");");
-            c.L("yr_ld4(", at, " + 4, in", t, " + ", ch * 8 + 4, ");");
-          } else {
-            c.L("yr_ld8(", at, ", in", t, " + ", ch * 8, ");");
-          }
+    for (int t : OutsideOperands()) {
+      std::vector<int64_t> space = info_.lead_dims;
+      space.push_back(w);
+      const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+      const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
+      const std::string row_off = OffsetExpr(info_.lead_dims, lead, "r");
+      c.L("float in", t, "[", per, "];");
+      if (strides.back() == 0) {
+        c.L("{ const float s = yr_ld(", ctx_.Var(t), ", ", row_off, ");");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) in", t, "[q] = s; }");
+        continue;
+      }
+      const bool is_float = ctx_.ReadType(t) == "float";
+      for (int ch = 0; ch < chunks; ++ch) {
+        const std::string at =
+            absl::StrCat(ctx_.Var(t), " + ", row_off, " + (", ch, " * ", threads, " + tid) * 8");
+        if (is_float) {
+          c.L("yr_ld4(", at, ", in", t, " + ", ch * 8, ");");
+          c.L("yr_ld4(", at, " + 4, in", t, " + ", ch * 8 + 4, ");");
+        } else {
+          c.L("yr_ld8(", at, ", in", t, " + ", ch * 8, ");");
         }
       }
     }
@@ -1633,9 +1630,9 @@ absl::Status EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int k
   const int t = lm.out;
   const bool scratch = ctx.scratch_buffer[t] >= 0;
   if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a library matmul writes one destination; '", g.tensor(t).name, "' has ",
-                     ctx.out_position[t].size() + (scratch ? 1 : 0)));
+    return absl::InvalidArgumentError(absl::StrCat("a library matmul writes one destination; '",
+                                                   g.tensor(t).name, "' has ",
+                                                   ctx.out_position[t].size() + (scratch ? 1 : 0)));
   }
   LibraryMatmulCall call;
   call.dtype = g.tensor(lm.a).dtype;
@@ -1656,8 +1653,8 @@ absl::Status EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int k
                                                                           : 0;
   call.algo = kernel.schedule().variant();
   call.workspace_bytes = kCublasLtWorkspaceBytes;
-  const int d = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
-                        : g.num_inputs() + ctx.out_position[t][0];
+  const int d =
+      scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t]) : g.num_inputs() + ctx.out_position[t][0];
   KernelLaunch launch;
   launch.name = absl::StrCat(KernelName(ctx.plan_index, kernel_index), "_cublaslt");
   launch.args = {ctx.ReadArg(lm.a),
@@ -1692,7 +1689,8 @@ std::string LaunchRecord(const PlanCode& code) {
   }
   for (const KernelLaunch& l : code.launches) {
     if (l.library.has_value()) {
-      launches.push_back({{"name", l.name}, {"args", l.args}, {"library", LibraryCallJson(*l.library)}});
+      launches.push_back(
+          {{"name", l.name}, {"args", l.args}, {"library", LibraryCallJson(*l.library)}});
       continue;
     }
     launches.push_back({{"name", l.name},

@@ -79,8 +79,8 @@ struct PlanBuffer {
 };
 
 // What a KERNEL_LIBRARY kernel asks of the library, in our row-major terms.
-// (cuda_cublaslt.h runs it.) Its launch arguments are, in order: A, B, C, bias, D, workspace (C is D
-// when there is no residual, bias is D when there is no bias).
+// (cuda_cublaslt.h runs it.) Its launch arguments are, in order: A, B, C, bias, D, workspace (C is
+// D when there is no residual, bias is D when there is no bias).
 struct LibraryMatmulCall {
   yirage::v1::DType dtype = yirage::v1::FLOAT16;  // A, B, C, bias and D
   bool tf32 = false;                              // float32: TF32 tensor cores

@@ -94,8 +94,8 @@ absl::StatusOr<const CublasLt*> LoadCublasLt() {
 std::string CublasStatusText(const CublasLt* lt, cublasStatus_t status) {
   const char* name = lt != nullptr ? lt->cublasLtGetStatusName(status) : nullptr;
   const char* text = lt != nullptr ? lt->cublasLtGetStatusString(status) : nullptr;
-  return absl::StrCat(name != nullptr ? name : "CUBLAS_STATUS", " (", static_cast<int>(status),
-                      ")", text != nullptr ? absl::StrCat(": ", text) : "");
+  return absl::StrCat(name != nullptr ? name : "CUBLAS_STATUS", " (", static_cast<int>(status), ")",
+                      text != nullptr ? absl::StrCat(": ", text) : "");
 }
 
 std::string EpilogueName(const LibraryMatmulCall& call) {
@@ -163,8 +163,7 @@ absl::Status PreparedMatmul::Init(const CublasLt* lt, cublasLtHandle_t handle,
     return absl::InternalError(absl::StrCat(what, ": ", CublasStatusText(lt, st)));
   };
   const cudaDataType_t type = DataType(call.dtype);
-  const cublasComputeType_t compute =
-      call.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = call.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   if (absl::Status s = check(lt->cublasLtMatmulDescCreate(&op_, compute, CUDA_R_32F),
                              "cublasLtMatmulDescCreate");
       !s.ok()) {
@@ -173,20 +172,20 @@ absl::Status PreparedMatmul::Init(const CublasLt* lt, cublasLtHandle_t handle,
   const cublasOperation_t transa = call.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t transb = CUBLAS_OP_N;
   const cublasLtEpilogue_t epilogue = Epilogue(call);
-  if (absl::Status s = check(lt->cublasLtMatmulDescSetAttribute(
-                                 op_, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)),
+  if (absl::Status s = check(lt->cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                                &transa, sizeof(transa)),
                              "TRANSA");
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = check(lt->cublasLtMatmulDescSetAttribute(
-                                 op_, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)),
+  if (absl::Status s = check(lt->cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                                &transb, sizeof(transb)),
                              "TRANSB");
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = check(lt->cublasLtMatmulDescSetAttribute(
-                                 op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+  if (absl::Status s = check(lt->cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                                &epilogue, sizeof(epilogue)),
                              "EPILOGUE");
       !s.ok()) {
     return s;
@@ -204,10 +203,10 @@ absl::Status PreparedMatmul::Init(const CublasLt* lt, cublasLtHandle_t handle,
        call.transpose_b ? call.k : call.n, call.b_batch_stride, "B's layout"},
       {&b_, static_cast<uint64_t>(call.k), static_cast<uint64_t>(call.m), call.k,
        call.a_batch_stride, "A's layout"},
-      {&c_, static_cast<uint64_t>(call.n), static_cast<uint64_t>(call.m), call.n,
-       call.m * call.n, "C's layout"},
-      {&d_, static_cast<uint64_t>(call.n), static_cast<uint64_t>(call.m), call.n,
-       call.m * call.n, "D's layout"},
+      {&c_, static_cast<uint64_t>(call.n), static_cast<uint64_t>(call.m), call.n, call.m * call.n,
+       "C's layout"},
+      {&d_, static_cast<uint64_t>(call.n), static_cast<uint64_t>(call.m), call.n, call.m * call.n,
+       "D's layout"},
   };
   for (const Layout& l : layouts) {
     if (absl::Status s =
@@ -218,17 +217,17 @@ absl::Status PreparedMatmul::Init(const CublasLt* lt, cublasLtHandle_t handle,
     if (call.batch > 1) {
       const int32_t count = static_cast<int32_t>(call.batch);
       const int64_t stride = l.stride;
-      if (absl::Status s = check(lt->cublasLtMatrixLayoutSetAttribute(
-                                     *l.out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                     sizeof(count)),
-                                 l.what);
+      if (absl::Status s =
+              check(lt->cublasLtMatrixLayoutSetAttribute(*l.out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                         &count, sizeof(count)),
+                    l.what);
           !s.ok()) {
         return s;
       }
-      if (absl::Status s = check(lt->cublasLtMatrixLayoutSetAttribute(
-                                     *l.out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                     sizeof(stride)),
-                                 l.what);
+      if (absl::Status s = check(
+              lt->cublasLtMatrixLayoutSetAttribute(
+                  *l.out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+              l.what);
           !s.ok()) {
         return s;
       }
@@ -248,10 +247,10 @@ absl::Status PreparedMatmul::Init(const CublasLt* lt, cublasLtHandle_t handle,
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_cd},
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_cd}};
-  absl::Status status = check(
-      lt->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                               &workspace, sizeof(workspace)),
-      "workspace preference");
+  absl::Status status =
+      check(lt->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                     &workspace, sizeof(workspace)),
+            "workspace preference");
   for (const auto& [attr, value] : aligns) {
     if (!status.ok()) break;
     status = check(lt->cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)),

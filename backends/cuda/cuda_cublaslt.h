@@ -16,8 +16,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "nlohmann/json.hpp"
 #include "backends/cuda/cuda_codegen.h"
+#include "nlohmann/json.hpp"
 #include "yirage/v1/graph.pb.h"
 
 namespace yirage::backends::cuda {

@@ -148,8 +148,7 @@ absl::Status CudaModule::Prepare(int plan) {
       if (lt_handle_ == nullptr) {
         if (cublasStatus_t st = (*lt)->cublasLtCreate(&lt_handle_); st != CUBLAS_STATUS_SUCCESS) {
           lt_handle_ = nullptr;
-          return absl::InternalError(
-              absl::StrCat("cublasLtCreate: ", CublasStatusText(*lt, st)));
+          return absl::InternalError(absl::StrCat("cublasLtCreate: ", CublasStatusText(*lt, st)));
         }
       }
       auto matmul = std::make_unique<PreparedMatmul>();
@@ -233,8 +232,8 @@ absl::Status CudaModule::Launch(int plan) {
     }
     if (ps.matmuls[k] != nullptr) {
       // A, B, C, bias, D, workspace (cuda_codegen.h LibraryMatmulCall).
-      if (absl::Status s = ps.matmuls[k]->Run(values[0], values[1], values[2], values[3],
-                                              values[4], values[5], nullptr);
+      if (absl::Status s = ps.matmuls[k]->Run(values[0], values[1], values[2], values[3], values[4],
+                                              values[5], nullptr);
           !s.ok()) {
         return absl::InternalError(absl::StrCat("plan ", plan, ": ", l.name, ": ", s.message()));
       }

@@ -53,8 +53,8 @@ class CudaModule {
     bool ok = false;
     PlanCode code;
     int image = -1;
-    int64_t generation = -1;  // context generation of fns/buffers
-    std::vector<CUfunction> fns;  // per launch; null for library calls
+    int64_t generation = -1;                               // context generation of fns/buffers
+    std::vector<CUfunction> fns;                           // per launch; null for library calls
     std::vector<std::unique_ptr<PreparedMatmul>> matmuls;  // per launch; null for kernels
     std::vector<CUdeviceptr> buffers;
   };
@@ -75,8 +75,8 @@ class CudaModule {
   const std::vector<int64_t> output_bytes_;
   std::vector<PlanState> plans_;
   std::vector<std::string> images_;
-  std::vector<CUmodule> cu_modules_;  // per image, in context generation gen_
-  std::vector<CUdeviceptr> io_;       // inputs then outputs
+  std::vector<CUmodule> cu_modules_;      // per image, in context generation gen_
+  std::vector<CUdeviceptr> io_;           // inputs then outputs
   cublasLtHandle_t lt_handle_ = nullptr;  // in context generation gen_, made on first use
   CUdeviceptr flush_ = 0;
   int64_t flush_bytes_ = 0;
