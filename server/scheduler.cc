@@ -92,7 +92,9 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   if (target.has_value()) search = core::SearchOptionsForChip(*target, search);
   if (search.max_candidates == 0) search.max_candidates = options_.max_candidates_default;
   // Backends with a vendor library behind KERNEL_LIBRARY kernels: their
-  // baseline is what a user already runs (cuBLASLt matmuls).
+  // baseline is what a user already runs (cuBLASLt matmuls). The CPU backend
+  // runs library kernels through OpenBLAS too, but its jobs keep the
+  // generated baseline until bench/cpu_vs_torch measures the change.
   search.library_kernels = request.backend() == "cuda";
   // A job with a time budget spends at most a quarter of it searching rewrites.
   if (request.budget_seconds() > 0)

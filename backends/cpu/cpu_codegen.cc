@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/codegen_util.h"
+#include "core/library_matmul.h"
 #include "core/plan_resolution.h"
 #include "core/row_group.h"
 
@@ -140,6 +141,7 @@ struct PlanContext {
   Code statics;                                // static variables
   Code init;                                   // body of _init
   Code fini;                                   // body of _fini
+  bool blas = false;                           // _init opens OpenBLAS
 
   // Variable addressing tensor `t` in memory for reading.
   std::string Var(int t) const { return absl::StrCat("t", t); }
@@ -755,6 +757,74 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
 
 std::string PlanEntryName(int index) { return absl::StrCat("yirage_plan_", index); }
 std::string PlanInitName(int index) { return absl::StrCat("yirage_plan_", index, "_init"); }
+// A KERNEL_LIBRARY kernel: cblas_sgemm of OpenBLAS (dlopen'd by the plan's
+// _init, which returns 2 without it) on float32 operands (16-bit ones
+// converted first), then the epilogue in one parallel pass.
+void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                       const core::LibraryMatmul& lm, Code* code) {
+  const Graph& g = ctx.graph;
+  const std::string p = absl::StrCat(ctx.prefix, "k", kernel_index, "_");
+  const std::string sgemm = ctx.prefix + "sgemm";
+  if (!ctx.blas) {
+    ctx.blas = true;
+    ctx.statics.L("typedef void (*", sgemm,
+                  "_fn)(int, int, int, int, int, int, float, const float*, int, const float*, int, "
+                  "float, float*, int);");
+    ctx.statics.L("static ", sgemm, "_fn ", sgemm, " = nullptr;");
+    ctx.init.Open("{");
+    ctx.init.L("void* h = dlopen(\"libopenblas.so.0\", RTLD_NOW | RTLD_LOCAL);");
+    ctx.init.L("if (h == nullptr) h = dlopen(\"libopenblas.so\", RTLD_NOW | RTLD_LOCAL);");
+    ctx.init.L("if (h == nullptr) return 2;");
+    ctx.init.L(sgemm, " = (", sgemm, "_fn)dlsym(h, \"cblas_sgemm\");");
+    ctx.init.L("if (", sgemm, " == nullptr) return 2;");
+    ctx.init.L("void (*threads)(int) = (void (*)(int))dlsym(h, \"openblas_set_num_threads\");");
+    ctx.init.L("if (threads != nullptr) threads(", ctx.prefix, "nt);");
+    ctx.init.Close();
+  }
+  const int64_t a_elems = g.tensor(lm.a).num_elements();
+  const int64_t b_elems = g.tensor(lm.b).num_elements();
+  const int64_t d_elems = lm.batch * lm.m * lm.n;
+  const std::string par =
+      absl::StrCat("#pragma omp parallel for schedule(static) num_threads(", ctx.prefix, "nt)");
+  code->Open("{");
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': OpenBLAS cblas_sgemm, ",
+          CommentText(core::DescribeLibraryMatmul(g, lm)));
+  // float32 views of A and B.
+  auto as_float = [&](int t, int64_t elems, const std::string& name) {
+    if (ctx.ReadType(t) == "float") return ctx.Var(t);
+    const std::string buf = ctx.AddBuffer(absl::StrCat("k", kernel_index, "_", name), elems);
+    code->Line(par);
+    code->L("for (int64_t e = 0; e < ", elems, "; ++e) ", buf, "[e] = yr_ld(", ctx.Var(t), ", e);");
+    return buf;
+  };
+  const std::string a = as_float(lm.a, a_elems, "a");
+  const std::string b = as_float(lm.b, b_elems, "b");
+  const std::string d = ctx.AddBuffer(absl::StrCat("k", kernel_index, "_d"), d_elems);
+  code->L("for (int64_t bi = 0; bi < ", lm.batch, "; ++bi) ", sgemm, "(101, 111, ",
+          lm.transpose_b ? 112 : 111, ", ", lm.m, ", ", lm.n, ", ", lm.k, ", ", Lit(lm.alpha), ", ",
+          a, " + bi * ", lm.a_batch_stride, "LL, ", lm.k, ", ", b, " + bi * ", lm.b_batch_stride,
+          "LL, ", lm.transpose_b ? lm.k : lm.n, ", 0.0f, ", d, " + bi * ", lm.m * lm.n, "LL, ",
+          lm.n, ");");
+  std::string value = absl::StrCat(d, "[e]");
+  if (lm.residual >= 0)
+    value = absl::StrCat("(", value, " + yr_ld(", ctx.Var(lm.residual), ", e))");
+  if (lm.bias >= 0) {
+    value = absl::StrCat("(", value, " + yr_ld(", ctx.Var(lm.bias), ", e % ", lm.n, "))");
+  }
+  if (lm.activation != core::LibraryActivation::kNone) {
+    core::OpInfo act;
+    act.type = lm.activation == core::LibraryActivation::kRelu ? OpType::kRelu : OpType::kGelu;
+    act.gelu_tanh = true;
+    value = UnaryExpr(act, value);
+  }
+  code->Line(par);
+  code->Open(absl::StrCat("for (int64_t e = 0; e < ", d_elems, "; ++e) {"));
+  code->L("const float v = ", value, ";");
+  EmitStores(ctx.Destinations(lm.out), "e", "v", code);
+  code->Close();
+  code->Close();
+}
+
 std::string PlanFiniName(int index) { return absl::StrCat("yirage_plan_", index, "_fini"); }
 
 std::string CpuCodegen::Prelude() {
@@ -763,6 +833,7 @@ std::string CpuCodegen::Prelude() {
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <omp.h>
 
 #if defined(__FLT16_MAX__)
@@ -896,9 +967,13 @@ absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Pl
       continue;
     }
     if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) {
-      return absl::UnimplementedError(
-          absl::StrCat("kernel ", k, " ('", kernel.name(),
-                       "'): the CPU backend has no library (BLAS) matmuls yet"));
+      absl::StatusOr<core::LibraryMatmul> lm = core::MatchLibraryMatmul(g, kernel_ops[k]);
+      if (!lm.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k), ": ", lm.status().message()));
+      }
+      EmitLibraryMatmul(ctx, kernel, k, *lm, &body);
+      continue;
     }
     absl::StatusOr<core::RowGroupInfo> info = core::AnalyzeRowGroup(g, kernel_ops[k]);
     if (!info.ok()) {

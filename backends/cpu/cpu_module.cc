@@ -71,10 +71,15 @@ absl::StatusOr<std::vector<absl::Status>> CpuModule::Load(const std::string& lib
           absl::InternalError(absl::StrCat("plan ", i, ": entry points missing in ", library)));
       continue;
     }
-    if (init() != 0) {
+    if (const int rc = init(); rc != 0) {
       fini();
-      result.push_back(absl::ResourceExhaustedError(
-          absl::StrCat("plan ", i, ": allocating its scratch buffers failed")));
+      // 2: a library the plan calls is missing (cpu_codegen.cc).
+      result.push_back(rc == 2 ? absl::FailedPreconditionError(absl::StrCat(
+                                     "plan ", i,
+                                     ": OpenBLAS (libopenblas.so.0) not found: its library "
+                                     "matmuls cannot run (Debian: apt-get install libopenblas0)"))
+                               : absl::ResourceExhaustedError(absl::StrCat(
+                                     "plan ", i, ": allocating its scratch buffers failed")));
       continue;
     }
     plans_[i] = Entry{fn, fini};
