@@ -5,8 +5,6 @@
 #include <vector>
 
 #include "backends/cpu/cpu_test_util.h"
-#include "core/candidate_generator.h"
-#include "core/graph_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -236,50 +234,15 @@ TEST(CpuBackendTest, ReleaseRemovesTheTempDirectory) {
 }
 
 // Library plans (KERNEL_LIBRARY through OpenBLAS's cblas_sgemm, 16-bit
-// operands converted to float32) match the reference: every epilogue, batch
-// forms, and a library call between generated kernels.
+// operands converted to float32) match the reference (LibraryTestGraphs).
 TEST(CpuBackendTest, LibraryPlansMatchReference) {
-  const char* graphs[] = {
-      R"({"name": "lib_bias_relu", "inputs": [{"name": "X", "shape": [24, 64], "dtype": "float16"},
-          {"name": "W", "shape": [48, 64], "dtype": "float16"}, {"name": "b", "shape": [48], "dtype": "float16"}],
-          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"], "attrs": {"transpose_b": true}},
-                  {"name": "Z", "op": "add", "inputs": ["Y", "b"]}, {"name": "R", "op": "relu", "inputs": ["Z"]}],
-          "outputs": ["R"]})",
-      R"({"name": "lib_batch_residual", "inputs": [{"name": "A", "shape": [3, 16, 32], "dtype": "bfloat16"},
-          {"name": "B", "shape": [3, 32, 24], "dtype": "bfloat16"}, {"name": "C", "shape": [3, 16, 24], "dtype": "bfloat16"}],
-          "ops": [{"name": "Y", "op": "matmul", "inputs": ["A", "B"]}, {"name": "S", "op": "mul", "inputs": ["Y"], "attrs": {"scalar": 0.5}},
-                  {"name": "Z", "op": "add", "inputs": ["C", "S"]}], "outputs": ["Z"]})",
-      R"({"name": "lib_fp32_gelu_shared_a", "inputs": [{"name": "X", "shape": [8, 40], "dtype": "float32"},
-          {"name": "W", "shape": [4, 40, 16], "dtype": "float32"}],
-          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]}, {"name": "G", "op": "gelu", "inputs": ["Y"], "attrs": {"approximate": "tanh"}}],
-          "outputs": ["G"]})",
-      R"({"name": "lib_between_kernels", "inputs": [{"name": "X", "shape": [12, 32], "dtype": "float16"},
-          {"name": "W", "shape": [32, 40], "dtype": "float16"}],
-          "ops": [{"name": "N", "op": "rms_norm", "inputs": ["X"]}, {"name": "Y", "op": "matmul", "inputs": ["N", "W"]},
-                  {"name": "P", "op": "softmax", "inputs": ["Y"]}], "outputs": ["Y", "P"]})",
-  };
-  for (const char* text : graphs) {
+  for (const std::string& text : LibraryTestGraphs()) {
     absl::StatusOr<yirage::v1::Graph> proto = core::ParseGraphJson(text);
     ASSERT_TRUE(proto.ok()) << proto.status();
     SCOPED_TRACE(proto->name());
     absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
     ASSERT_TRUE(g.ok()) << g.status();
-    core::SearchOptions options;
-    options.backend = "cpu";
-    options.library_kernels = true;
-    options.enable_rewrites = false;
-    options.max_candidates = 12;
-    absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
-    ASSERT_TRUE(plans.ok()) << plans.status();
-    std::vector<yirage::v1::Plan> library;
-    for (const yirage::v1::Plan& p : *plans) {
-      for (const auto& k : p.kernels()) {
-        if (k.kind() == yirage::v1::KERNEL_LIBRARY) {
-          library.push_back(p);
-          break;
-        }
-      }
-    }
+    const std::vector<yirage::v1::Plan> library = LibraryCandidates(*g, "cpu", 12);
     ASSERT_GE(library.size(), 2u);
     Compiled c;
     CompileThroughAbi(*proto, library, &c);

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "backends/backend_api.h"
+#include "core/candidate_generator.h"
 #include "core/graph.h"
+#include "core/graph_json.h"
 #include "core/tensor.h"
 #include "gtest/gtest.h"
 #include "yirage/v1/backend.pb.h"
@@ -184,6 +186,67 @@ struct Compiled {
     if (module != nullptr) Backend()->release(module);
   }
 };
+
+// The graphs of both backends' library matmul tests: every epilogue (bias +
+// relu with B transposed; batched bf16 with a scale and a residual; float32
+// with tanh gelu), folded and shared batches, and a library call between
+// generated kernels whose output is also a graph output.
+inline std::vector<std::string> LibraryTestGraphs() {
+  return {
+      // bias + relu, B given transposed
+      R"({"name": "lib_bias_relu", "inputs": [{"name": "X", "shape": [96, 512], "dtype": "float16"},
+          {"name": "W", "shape": [256, 512], "dtype": "float16"}, {"name": "b", "shape": [256], "dtype": "float16"}],
+          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"], "attrs": {"transpose_b": true}},
+                  {"name": "Z", "op": "add", "inputs": ["Y", "b"]}, {"name": "R", "op": "relu", "inputs": ["Z"]}],
+          "outputs": ["R"]})",
+      // batched, alpha and a residual, bf16
+      R"({"name": "lib_batch_residual", "inputs": [{"name": "A", "shape": [4, 64, 128], "dtype": "bfloat16"},
+          {"name": "B", "shape": [4, 128, 96], "dtype": "bfloat16"}, {"name": "C", "shape": [4, 64, 96], "dtype": "bfloat16"}],
+          "ops": [{"name": "Y", "op": "matmul", "inputs": ["A", "B"]}, {"name": "S", "op": "mul", "inputs": ["Y"], "attrs": {"scalar": 0.5}},
+                  {"name": "Z", "op": "add", "inputs": ["C", "S"]}], "outputs": ["Z"]})",
+      // float32 (TF32 allowed by the tolerance), tanh gelu
+      R"({"name": "lib_fp32_gelu", "inputs": [{"name": "X", "shape": [64, 256], "dtype": "float32"},
+          {"name": "W", "shape": [256, 128], "dtype": "float32"}],
+          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]}, {"name": "G", "op": "gelu", "inputs": ["Y"], "attrs": {"approximate": "tanh"}}],
+          "outputs": ["G"], "tolerance": {"rtol": 0.01, "atol": 0.01}})",
+      // A's batch folded into its rows; then A shared by a batched B
+      R"({"name": "lib_fold_and_share", "inputs": [{"name": "X", "shape": [3, 40, 64], "dtype": "float16"},
+          {"name": "W", "shape": [64, 72], "dtype": "float16"}, {"name": "b", "shape": [72], "dtype": "float16"},
+          {"name": "P", "shape": [32, 72], "dtype": "float16"}, {"name": "Q", "shape": [4, 72, 48], "dtype": "float16"}],
+          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]}, {"name": "Z", "op": "add", "inputs": ["Y", "b"]},
+                  {"name": "V", "op": "matmul", "inputs": ["P", "Q"]}], "outputs": ["Z", "V"]})",
+      // a generated kernel feeds the library (rms_norm -> matmul), whose
+      // output is both a graph output and read by a generated softmax
+      R"({"name": "lib_between_kernels", "inputs": [{"name": "X", "shape": [48, 256], "dtype": "float16"},
+          {"name": "W", "shape": [256, 320], "dtype": "float16"}],
+          "ops": [{"name": "N", "op": "rms_norm", "inputs": ["X"]}, {"name": "Y", "op": "matmul", "inputs": ["N", "W"]},
+                  {"name": "P", "op": "softmax", "inputs": ["Y"]}], "outputs": ["Y", "P"]})",
+  };
+}
+
+// The candidates `backend`'s search gives `g` with library kernels on (at
+// most `max_candidates`), keeping those with a KERNEL_LIBRARY kernel; the
+// baseline first.
+inline std::vector<yirage::v1::Plan> LibraryCandidates(const core::Graph& g,
+                                                       const std::string& backend,
+                                                       int max_candidates) {
+  core::SearchOptions options;
+  options.backend = backend;
+  options.library_kernels = true;
+  options.max_candidates = max_candidates;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(g, options);
+  EXPECT_TRUE(plans.ok()) << plans.status();
+  std::vector<yirage::v1::Plan> library;
+  for (const yirage::v1::Plan& p : plans.ok() ? *plans : std::vector<yirage::v1::Plan>{}) {
+    for (const auto& k : p.kernels()) {
+      if (k.kind() == yirage::v1::KERNEL_LIBRARY) {
+        library.push_back(p);
+        break;
+      }
+    }
+  }
+  return library;
+}
 
 // Compiles through the ABI; fails the test when the call itself fails.
 inline void CompileThroughAbi(const yirage::v1::Graph& graph,

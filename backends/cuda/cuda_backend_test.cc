@@ -414,53 +414,21 @@ TEST(CudaBackendGpuTest, TimingIsSane) {
 // match the reference, and the library baseline times.
 TEST(CudaBackendGpuTest, LibraryPlansMatchReference) {
   YR_REQUIRE_GPU();
-  const char* graphs[] = {
-      // bias + relu, B given transposed
-      R"({"name": "lib_bias_relu", "inputs": [{"name": "X", "shape": [96, 512], "dtype": "float16"},
-          {"name": "W", "shape": [256, 512], "dtype": "float16"}, {"name": "b", "shape": [256], "dtype": "float16"}],
-          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"], "attrs": {"transpose_b": true}},
-                  {"name": "Z", "op": "add", "inputs": ["Y", "b"]}, {"name": "R", "op": "relu", "inputs": ["Z"]}],
-          "outputs": ["R"]})",
-      // batched, alpha and a residual, bf16
-      R"({"name": "lib_batch_residual", "inputs": [{"name": "A", "shape": [4, 64, 128], "dtype": "bfloat16"},
-          {"name": "B", "shape": [4, 128, 96], "dtype": "bfloat16"}, {"name": "C", "shape": [4, 64, 96], "dtype": "bfloat16"}],
-          "ops": [{"name": "Y", "op": "matmul", "inputs": ["A", "B"]}, {"name": "S", "op": "mul", "inputs": ["Y"], "attrs": {"scalar": 0.5}},
-                  {"name": "Z", "op": "add", "inputs": ["C", "S"]}], "outputs": ["Z"]})",
-      // float32 (TF32 allowed by the tolerance), tanh gelu
-      R"({"name": "lib_fp32_gelu", "inputs": [{"name": "X", "shape": [64, 256], "dtype": "float32"},
-          {"name": "W", "shape": [256, 128], "dtype": "float32"}],
-          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]}, {"name": "G", "op": "gelu", "inputs": ["Y"], "attrs": {"approximate": "tanh"}}],
-          "outputs": ["G"], "tolerance": {"rtol": 0.01, "atol": 0.01}})",
-      // A's batch folded into its rows; then A shared by a batched B
-      R"({"name": "lib_fold_and_share", "inputs": [{"name": "X", "shape": [3, 40, 64], "dtype": "float16"},
-          {"name": "W", "shape": [64, 72], "dtype": "float16"}, {"name": "b", "shape": [72], "dtype": "float16"},
-          {"name": "P", "shape": [32, 72], "dtype": "float16"}, {"name": "Q", "shape": [4, 72, 48], "dtype": "float16"}],
-          "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]}, {"name": "Z", "op": "add", "inputs": ["Y", "b"]},
-                  {"name": "V", "op": "matmul", "inputs": ["P", "Q"]}], "outputs": ["Z", "V"]})",
-      // a generated kernel feeds the library (rms_norm -> matmul), whose
-      // output is both a graph output and read by a generated softmax
-      R"({"name": "lib_between_kernels", "inputs": [{"name": "X", "shape": [48, 256], "dtype": "float16"},
-          {"name": "W", "shape": [256, 320], "dtype": "float16"}],
-          "ops": [{"name": "N", "op": "rms_norm", "inputs": ["X"]}, {"name": "Y", "op": "matmul", "inputs": ["N", "W"]},
-                  {"name": "P", "op": "softmax", "inputs": ["Y"]}], "outputs": ["Y", "P"]})",
-  };
-  for (const char* text : graphs) {
+  for (const std::string& text : LibraryTestGraphs()) {
     absl::StatusOr<yirage::v1::Graph> proto = core::ParseGraphJson(text);
     ASSERT_TRUE(proto.ok()) << proto.status();
     SCOPED_TRACE(proto->name());
     absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
     ASSERT_TRUE(g.ok()) << g.status();
-    core::SearchOptions options;
-    options.backend = "cuda";
-    options.library_kernels = true;
-    options.max_candidates = 24;
-    absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
-    ASSERT_TRUE(plans.ok()) << plans.status();
+    const std::vector<yirage::v1::Plan> library_plans = LibraryCandidates(*g, "cuda", 24);
+    const std::vector<yirage::v1::Plan>* const plans = &library_plans;
+    ASSERT_FALSE(plans->empty());
+    ASSERT_TRUE((*plans)[0].baseline());
     Compiled c;
     CompileThroughAbi(*proto, *plans, &c);
     int library = 0;
     for (int i = 0; i < c.response.plans_size(); ++i) {
-      if (c.response.plans(i).source().find("\"library\"") == std::string::npos) continue;
+      EXPECT_NE(c.response.plans(i).source().find("\"library\""), std::string::npos);
       const core::CompareResult r = RunAndCompare(*g, c, i);
       // The heuristic may offer fewer algorithms than the plan's index: that
       // plan fails, saying so; every other library plan must match.

@@ -36,6 +36,8 @@ using cpu::testing::Generic;
 using cpu::testing::GraphBuilder;
 using cpu::testing::I;
 using cpu::testing::KernelSpec;
+using cpu::testing::LibraryCandidates;
+using cpu::testing::LibraryTestGraphs;
 using cpu::testing::MakeBuffers;
 using cpu::testing::MakePlan;
 using cpu::testing::OneRowGroup;
