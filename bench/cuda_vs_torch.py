@@ -12,10 +12,11 @@ Prints one row per kernel: our time, eager, torch.compile, our speedup over the
 faster of the two; the roofline bound: the larger of the matmul FLOPs / peak
 (compute) and the bytes of the inputs and outputs / HBM bandwidth (memory),
 that time (bound_us) and the fraction of it we reach (bound_us / our time);
-the fraction of the HBM roofline alone, and read_us: the time of a simple
-Triton kernel that only reads that many bytes, measured the same way (launch,
-events and ramp included): a reference point for memory-bound kernels, not a
-bound (a tuned read can be faster); the job's search seconds (--job-seconds);
+the fraction of the HBM roofline alone, and read_us: the time of a tuned CUDA
+kernel that only reads that many bytes (bench/hbm_read.cu, its launch shape
+searched, through CuPy), measured the same way (launch, events and ramp
+included), which is the memory bound (the flat HBM roofline when CuPy is
+missing); the job's search seconds (--job-seconds);
 the largest difference from PyTorch's result. After each flush the stream idles
 ~100 us before the start event, so host launch overhead is in no figure.
 
@@ -37,6 +38,7 @@ import os
 import statistics
 import sys
 import traceback
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -186,29 +188,55 @@ def kernel_times(fn, calls=30):
     return statistics.median(per_call), statistics.median(len(g) for g in groups), longest
 
 
-def read_floor_fn(nbytes):
-    """A call that only reads `nbytes` from HBM (a Triton kernel summing
-    16-byte vectors, one 16 KiB block per program): what a plain read of those
-    bytes takes under this method. None without Triton."""
+_read_module = None
+
+
+def tuned_read(nbytes, iters, warmup):
+    """The memory bound of a case: the fastest read of `nbytes` from HBM by
+    bench/hbm_read.cu (CuPy compiles it with NVRTC), its launch shape and
+    loads in flight searched here, timed by bench() like every kernel
+    (launch, events and ramp included). Returns (us, how) where how names the
+    kernel and the shape that won, or (nan, why) without CuPy."""
+    global _read_module
     try:
-        import triton
-        import triton.language as tl
-    except ImportError:
-        return None
+        import cupy
+    except ImportError as e:
+        return math.nan, f"no CuPy ({e})"
+    if _read_module is None:
+        with open(os.path.join(HERE, "hbm_read.cu")) as f:
+            source = f.read()
+        _read_module = cupy.RawModule(code=source, options=("-std=c++17",),
+                                      name_expressions=[f"hbm_read<{u}>" for u in (2, 4, 8)])
+    vectors = max(1, nbytes // 16)
+    x = torch.ones(vectors * 4, dtype=torch.int32, device="cuda")
+    out = torch.zeros(1, dtype=torch.int32, device="cuda")
+    xs, outs = cupy.asarray(x), cupy.asarray(out)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    with warnings.catch_warnings():  # CuPy 14 deprecates ExternalStream; it still works
+        warnings.simplefilter("ignore", DeprecationWarning)
+        stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    shapes = []
+    for u in (2, 4, 8):
+        kernel = _read_module.get_function(f"hbm_read<{u}>")
+        for threads in (256, 512, 1024):
+            for per_sm in (1, 2, 4, 8):
+                if threads * per_sm > 2048:
+                    continue
+                blocks = min(sms * per_sm, max(1, -(-vectors // threads)))
+                shapes.append((u, threads, blocks, kernel))
+    shapes = list({(u, t, b): k for u, t, b, k in shapes}.items())
 
-    @triton.jit
-    def _read(x, out, n, BLOCK: tl.constexpr):
-        pid = tl.program_id(0)
-        offs = pid * BLOCK + tl.arange(0, BLOCK)
-        v = tl.load(x + offs, mask=offs < n, other=0)
-        tl.store(out + pid, tl.sum(v, axis=0))
+    def launcher(u, threads, blocks, kernel):
+        def run():
+            with stream:
+                kernel((blocks,), (threads,), (xs, cupy.uint64(vectors), outs))
+        return run
 
-    n = max(4, nbytes // 4)
-    block = 4096
-    x = torch.ones(n, dtype=torch.int32, device="cuda")
-    grid = (n + block - 1) // block
-    out = torch.empty(grid, dtype=torch.int32, device="cuda")
-    return lambda: _read[(grid,)](x, out, n, BLOCK=block)
+    trial = max(10, iters // 5)
+    timed = [(bench(launcher(u, t, b, k), trial, 3), (u, t, b, k)) for (u, t, b), k in shapes]
+    _, (u, t, b, k) = min(timed, key=lambda p: p[0])
+    us = bench(launcher(u, t, b, k), iters, warmup)
+    return us, f"hbm_read<{u}> {b} blocks x {t} threads"
 
 
 def load_kernel(path, index):
@@ -225,7 +253,7 @@ def fmt(v, spec):
 
 def write_markdown(path, rows, summary):
     cols = ["case", "YiRage µs", "eager µs", "compile µs", "speedup vs faster", "bound",
-            "fraction of bound", "HBM roofline fraction", "read µs", "search s", "plan"]
+            "fraction of bound", "HBM roofline fraction", "tuned read µs", "search s", "plan"]
     lines = ["| " + " | ".join(cols) + " |",
              "|" + "|".join(["---"] + ["---:"] * 4 + ["---"] + ["---:"] * 4 + ["---"]) + "|"]
     for r in rows:
@@ -358,6 +386,11 @@ def main():
         row["bytes"] = moved
         row["roofline_us"] = moved / (args.bandwidth_gbps * 1e3)
         row["roofline_fraction"] = row["roofline_us"] / row["yirage_us"]
+        try:
+            row["read_us"], row["read_how"] = tuned_read(moved, args.iters, args.warmup)
+        except Exception as e:  # the bound falls back to the roofline
+            traceback.print_exc()
+            row["read_us"], row["read_how"] = math.nan, f"{type(e).__name__}: {e}"
         flops = None
         if graph_json is not None and graph_flops is not None:
             try:
@@ -370,15 +403,13 @@ def main():
         row["flops"] = flops
         row["peak_tflops"] = peak
         row["compute_us"] = flops / (peak * 1e6) if flops is not None else math.nan
-        compute_bound = flops is not None and row["compute_us"] > row["roofline_us"]
+        memory_us = row["read_us"] if not math.isnan(row["read_us"]) else row["roofline_us"]
+        compute_bound = flops is not None and row["compute_us"] > memory_us
         row["bound"] = "compute" if compute_bound else "memory"
-        row["bound_us"] = row["compute_us"] if compute_bound else row["roofline_us"]
+        row["bound_us"] = row["compute_us"] if compute_bound else memory_us
         row["bound_frac"] = row["bound_us"] / row["yirage_us"]
         search = job_seconds.get(graph, job_seconds.get(os.path.basename(os.path.normpath(d))))
         row["search_s"] = float(search) if search is not None else math.nan
-        floor = read_floor_fn(moved)
-        row["read_us"] = bench(floor, args.iters, args.warmup) if floor else math.nan
-        floor = None
         torch_times = [v for v in (row.get("eager_us", math.nan), row.get("compile_us", math.nan))
                        if not math.isnan(v)]
         torch_best = min(torch_times) if torch_times else math.nan
@@ -395,6 +426,7 @@ def main():
                 if who + "_gpu" in row:
                     t, n, name = row[who + "_gpu"]
                     print(f"    {who:<8} kernels {t:8.2f} us in {n} kernel(s), longest {name[:70]}")
+            print(f"    read     {row['read_how']}")
     speedups = [r["speedup"] for r in rows if not math.isnan(r.get("speedup", math.nan))]
     summary = ""
     if speedups:
@@ -403,6 +435,12 @@ def main():
         summary = (f"geometric mean speedup over the faster of eager and torch.compile: {geo:.2f}x "
                    f"over {len(speedups)} cases: {under} under 1.0x, "
                    f"{len(speedups) - under} at or above")
+        memory = [r for r in rows if r.get("bound") == "memory" and "error" not in r
+                  and not math.isnan(r.get("read_us", math.nan))]
+        if memory:
+            near = sum(r["yirage_us"] <= 1.1 * r["read_us"] for r in memory)
+            summary += (f"; memory-bound cases within 1.1x of the tuned read: {near} of "
+                        f"{len(memory)}")
         print(summary)
     failed = [r["case"] for r in rows if "error" in r]
     if failed:
