@@ -55,9 +55,6 @@ constexpr int kBaselineBlockRows = 4;
 // PARALLEL_COLS is offered to groups with at most this many rows that hold a
 // matmul or have fewer rows than threads.
 constexpr int64_t kMaxColsRows = 256;
-// Library plans are offered with the first this many algorithms of the
-// library's heuristic (Schedule.variant of KERNEL_LIBRARY kernels).
-constexpr int kLibraryAlgorithms = 3;
 // Library plans of the job's graph placed right after the baseline.
 constexpr int kLibraryPlansFirst = 3;
 
@@ -969,7 +966,7 @@ absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
         !library.empty() && library.front().first.estimated_cost() < plans.front().estimated_cost();
     const int best = fused_best ? library.front().second : 0;
     const size_t after = fused_best ? 1 : 0;
-    for (int algo = kLibraryAlgorithms - 1; algo >= 1; --algo) {
+    for (int algo = options.library_algorithms - 1; algo >= 1; --algo) {
       std::optional<Plan> plan =
           LibraryPlan(graph, enumerator, partitions[best],
                       best == 0 ? baseline_variant : variants.front(), algo, options);

@@ -20,6 +20,10 @@ struct SearchOptions {
   // the baseline's matmuls are library calls (the generated one-kernel-per-op
   // plan becomes an ordinary candidate) and library plans are offered first.
   bool library_kernels = false;
+  // How many of the library's algorithms for one matmul are worth timing
+  // (Schedule.variant 0 .. n-1): cuBLASLt's heuristic offers several, a BLAS
+  // one. Used only with library_kernels.
+  int library_algorithms = 1;
   int max_candidates = 0;  // 0 = no limit; the baseline is always kept
   // Target description used to bound schedules (cache sizes, thread count).
   int num_threads = 0;      // 0 = unknown

@@ -133,6 +133,7 @@ TEST(LibraryMatmulTest, BaselineAndFirstCandidatesUseTheLibrary) {
   options.backend = "cuda";
   options.warp_size = 32;
   options.library_kernels = true;
+  options.library_algorithms = 3;  // as the scheduler searches for CUDA
   options.max_candidates = 12;
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = GenerateCandidates(g, options);
   ASSERT_TRUE(plans.ok()) << plans.status();

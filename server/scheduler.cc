@@ -91,11 +91,13 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates() : 0;
   if (target.has_value()) search = core::SearchOptionsForChip(*target, search);
   if (search.max_candidates == 0) search.max_candidates = options_.max_candidates_default;
-  // Backends with a vendor library behind KERNEL_LIBRARY kernels: their
-  // baseline is what a user already runs (cuBLASLt matmuls). The CPU backend
-  // runs library kernels through OpenBLAS too, but its jobs keep the
-  // generated baseline until bench/cpu_vs_torch measures the change.
-  search.library_kernels = request.backend() == "cuda";
+  // Backends with a vendor library behind KERNEL_LIBRARY kernels (cuBLASLt,
+  // OpenBLAS): their baseline is what a user already runs, every matmul
+  // through the library.
+  search.library_kernels = request.backend() == "cuda" || request.backend() == "cpu";
+  // cuBLASLt's heuristic ranks several algorithms (the top three are timed);
+  // OpenBLAS has one.
+  search.library_algorithms = request.backend() == "cuda" ? 3 : 1;
   // A job with a time budget spends at most a quarter of it searching rewrites.
   if (request.budget_seconds() > 0)
     search.rewrite_time_budget_seconds = request.budget_seconds() / 4;

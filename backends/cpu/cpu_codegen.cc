@@ -142,6 +142,7 @@ struct PlanContext {
   Code init;                                   // body of _init
   Code fini;                                   // body of _fini
   bool blas = false;                           // _init opens OpenBLAS
+  std::map<int, std::string> float_copies;     // per 16-bit input: its float32 copy
 
   // Variable addressing tensor `t` in memory for reading.
   std::string Var(int t) const { return absl::StrCat("t", t); }
@@ -759,11 +760,16 @@ std::string PlanEntryName(int index) { return absl::StrCat("yirage_plan_", index
 std::string PlanInitName(int index) { return absl::StrCat("yirage_plan_", index, "_init"); }
 // A KERNEL_LIBRARY kernel: cblas_sgemm of OpenBLAS (dlopen'd by the plan's
 // _init, which returns 2 without it) on float32 operands (16-bit ones
-// converted first), then the epilogue in one parallel pass.
+// converted first, once per plan call and tensor). OpenBLAS runs one thread
+// per call and the plan's OpenMP threads each call it on a slice of rows (or
+// of columns, when the rows are too few to share): two thread pools on the
+// same cores (OpenMP's spinning after a parallel region, OpenBLAS's own
+// threads) slow each other down by an order of magnitude. Each thread applies
+// the epilogue to its slice right after its sgemm, while the slice is in cache;
+// without an epilogue, sgemm writes a float32 destination directly.
 void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
                        const core::LibraryMatmul& lm, Code* code) {
   const Graph& g = ctx.graph;
-  const std::string p = absl::StrCat(ctx.prefix, "k", kernel_index, "_");
   const std::string sgemm = ctx.prefix + "sgemm";
   if (!ctx.blas) {
     ctx.blas = true;
@@ -778,49 +784,76 @@ void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
     ctx.init.L(sgemm, " = (", sgemm, "_fn)dlsym(h, \"cblas_sgemm\");");
     ctx.init.L("if (", sgemm, " == nullptr) return 2;");
     ctx.init.L("void (*threads)(int) = (void (*)(int))dlsym(h, \"openblas_set_num_threads\");");
-    ctx.init.L("if (threads != nullptr) threads(", ctx.prefix, "nt);");
+    ctx.init.L("if (threads != nullptr) threads(1);");
     ctx.init.Close();
   }
   const int64_t a_elems = g.tensor(lm.a).num_elements();
   const int64_t b_elems = g.tensor(lm.b).num_elements();
   const int64_t d_elems = lm.batch * lm.m * lm.n;
-  const std::string par =
-      absl::StrCat("#pragma omp parallel for schedule(static) num_threads(", ctx.prefix, "nt)");
+  const std::string nt = ctx.prefix + "nt";
   code->Open("{");
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': OpenBLAS cblas_sgemm, ",
           CommentText(core::DescribeLibraryMatmul(g, lm)));
-  // float32 views of A and B.
-  auto as_float = [&](int t, int64_t elems, const std::string& name) {
+  // float32 views of A and B, shared by every library kernel of the plan.
+  auto as_float = [&](int t, int64_t elems) {
     if (ctx.ReadType(t) == "float") return ctx.Var(t);
-    const std::string buf = ctx.AddBuffer(absl::StrCat("k", kernel_index, "_", name), elems);
-    code->Line(par);
+    if (auto it = ctx.float_copies.find(t); it != ctx.float_copies.end()) return it->second;
+    const std::string buf = ctx.AddBuffer(absl::StrCat("f", t), elems);
+    code->L("#pragma omp parallel for simd schedule(static) num_threads(", nt, ")");
     code->L("for (int64_t e = 0; e < ", elems, "; ++e) ", buf, "[e] = yr_ld(", ctx.Var(t), ", e);");
+    ctx.float_copies[t] = buf;
     return buf;
   };
-  const std::string a = as_float(lm.a, a_elems, "a");
-  const std::string b = as_float(lm.b, b_elems, "b");
-  const std::string d = ctx.AddBuffer(absl::StrCat("k", kernel_index, "_d"), d_elems);
-  code->L("for (int64_t bi = 0; bi < ", lm.batch, "; ++bi) ", sgemm, "(101, 111, ",
-          lm.transpose_b ? 112 : 111, ", ", lm.m, ", ", lm.n, ", ", lm.k, ", ", Lit(lm.alpha), ", ",
-          a, " + bi * ", lm.a_batch_stride, "LL, ", lm.k, ", ", b, " + bi * ", lm.b_batch_stride,
-          "LL, ", lm.transpose_b ? lm.k : lm.n, ", 0.0f, ", d, " + bi * ", lm.m * lm.n, "LL, ",
-          lm.n, ");");
-  std::string value = absl::StrCat(d, "[e]");
-  if (lm.residual >= 0)
-    value = absl::StrCat("(", value, " + yr_ld(", ctx.Var(lm.residual), ", e))");
-  if (lm.bias >= 0) {
-    value = absl::StrCat("(", value, " + yr_ld(", ctx.Var(lm.bias), ", e % ", lm.n, "))");
+  const std::string a = as_float(lm.a, a_elems);
+  const std::string b = as_float(lm.b, b_elems);
+  const std::vector<std::string> dsts = ctx.Destinations(lm.out);
+  const bool epilogue =
+      lm.residual >= 0 || lm.bias >= 0 || lm.activation != core::LibraryActivation::kNone;
+  const bool direct = !epilogue && dsts.size() == 1 &&
+                      (ctx.scratch[lm.out] || g.tensor(lm.out).dtype == yirage::v1::FLOAT32);
+  const std::string d =
+      direct ? dsts[0] : ctx.AddBuffer(absl::StrCat("k", kernel_index, "_d"), d_elems);
+  const int64_t ldb = lm.transpose_b ? lm.k : lm.n;
+  // Tasks: batches, each split into `ch` slices when there are fewer batches
+  // than threads; rows are split while every slice keeps 8 of them.
+  code->L("const int64_t ch = ", lm.batch, " >= ", nt, " ? 1 : (", nt, " + ", lm.batch - 1, ") / ",
+          lm.batch, ";");
+  code->L("const bool by_rows = ", lm.m, " >= 8 * ch || ", lm.n, " < 16 * ch;");
+  code->L("#pragma omp parallel for schedule(static) num_threads(", nt, ")");
+  code->Open(absl::StrCat("for (int64_t task = 0; task < ", lm.batch, " * ch; ++task) {"));
+  code->L("const int64_t bi = task / ch, part = task % ch;");
+  code->L("const int64_t extent = by_rows ? ", lm.m, " : ", lm.n, ";");
+  code->L("const int64_t lo = part * extent / ch, hi = (part + 1) * extent / ch;");
+  code->L("if (hi <= lo) continue;");
+  code->L("const int64_t r0 = by_rows ? lo : 0, r1 = by_rows ? hi : ", lm.m, ";");
+  code->L("const int64_t c0 = by_rows ? 0 : lo, c1 = by_rows ? ", lm.n, " : hi;");
+  code->L("const float* const pa = ", a, " + bi * ", lm.a_batch_stride, "LL + r0 * ", lm.k, ";");
+  code->L("const float* const pb = ", b, " + bi * ", lm.b_batch_stride, "LL + c0 * ",
+          lm.transpose_b ? lm.k : 1, ";");
+  code->L("float* const pd = ", d, " + bi * ", lm.m * lm.n, "LL + r0 * ", lm.n, " + c0;");
+  code->L(sgemm, "(101, 111, ", lm.transpose_b ? 112 : 111, ", (int)(r1 - r0), (int)(c1 - c0), ",
+          lm.k, ", ", Lit(lm.alpha), ", pa, ", lm.k, ", pb, ", ldb, ", 0.0f, pd, ", lm.n, ");");
+  if (!direct) {
+    std::string value = absl::StrCat(d, "[e]");
+    if (lm.residual >= 0)
+      value = absl::StrCat("(", value, " + yr_ld(", ctx.Var(lm.residual), ", e))");
+    if (lm.bias >= 0) value = absl::StrCat("(", value, " + yr_ld(", ctx.Var(lm.bias), ", c))");
+    if (lm.activation != core::LibraryActivation::kNone) {
+      core::OpInfo act;
+      act.type = lm.activation == core::LibraryActivation::kRelu ? OpType::kRelu : OpType::kGelu;
+      act.gelu_tanh = true;
+      value = UnaryExpr(act, value);
+    }
+    code->Open("for (int64_t r = r0; r < r1; ++r) {");
+    code->L("const int64_t row = (bi * ", lm.m, " + r) * ", lm.n, ";");
+    code->L("#pragma omp simd");
+    code->Open("for (int64_t c = c0; c < c1; ++c) {");
+    code->L("const int64_t e = row + c;");
+    code->L("const float v = ", value, ";");
+    EmitStores(dsts, "e", "v", code);
+    code->Close();
+    code->Close();
   }
-  if (lm.activation != core::LibraryActivation::kNone) {
-    core::OpInfo act;
-    act.type = lm.activation == core::LibraryActivation::kRelu ? OpType::kRelu : OpType::kGelu;
-    act.gelu_tanh = true;
-    value = UnaryExpr(act, value);
-  }
-  code->Line(par);
-  code->Open(absl::StrCat("for (int64_t e = 0; e < ", d_elems, "; ++e) {"));
-  code->L("const float v = ", value, ";");
-  EmitStores(ctx.Destinations(lm.out), "e", "v", code);
   code->Close();
   code->Close();
 }
@@ -971,6 +1004,11 @@ absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Pl
       if (!lm.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat(kernel_label(k), ": ", lm.status().message()));
+      }
+      if (kernel.schedule().variant() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kernel_label(k), ": schedule.variant ", kernel.schedule().variant(),
+            " asks for another library algorithm; OpenBLAS's cblas_sgemm has one (variant 0)"));
       }
       EmitLibraryMatmul(ctx, kernel, k, *lm, &body);
       continue;

@@ -233,6 +233,7 @@ inline std::vector<yirage::v1::Plan> LibraryCandidates(const core::Graph& g,
   core::SearchOptions options;
   options.backend = backend;
   options.library_kernels = true;
+  options.library_algorithms = backend == "cuda" ? 3 : 1;  // as the scheduler searches
   options.max_candidates = max_candidates;
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(g, options);
   EXPECT_TRUE(plans.ok()) << plans.status();

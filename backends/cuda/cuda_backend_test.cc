@@ -73,6 +73,7 @@ absl::StatusOr<GraphCandidates> LoadCandidates(const std::string& file, int max_
   core::SearchOptions options;
   options.backend = "cuda";
   options.library_kernels = true;  // as the scheduler searches for CUDA
+  options.library_algorithms = 3;
   options.max_candidates = max_candidates;
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
   if (!plans.ok()) return plans.status();

@@ -242,12 +242,13 @@ TEST_F(EndToEndTest, KilledServerResumesTheJobKeepingEveryMeasuredResult) {
 }
 
 TEST_F(EndToEndTest, CandidateThatKeepsKillingWorkersIsMarkedFailed) {
-  // Workers whose backend segfaults when it runs the fully fused plans.
+  // Workers whose backend segfaults when it runs the plans that fuse the norm
+  // and the scale in one kernel before the matmul ([N+S][Y]).
   std::string wrapper = dir_ + "/crashing-worker.sh";
   std::ofstream(wrapper) << "#!/bin/sh\nexec " << BinDir() << "/yirage-worker \"$@\" "
                          << "--backend-library " << BinDir() << "/libyirage_backend_crashtest.so\n";
   std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
-  setenv("YIRAGE_TEST_CRASH_PLAN", "[N+S+Y]", 1);
+  setenv("YIRAGE_TEST_CRASH_PLAN", "[N+S][Y]", 1);
   StartServer({"--local-workers", "cpu", "--worker-binary", wrapper, "--lease-seconds", "2",
                "--max-attempts", "2", "--batch-size", "2"});
   unsetenv("YIRAGE_TEST_CRASH_PLAN");
@@ -259,7 +260,7 @@ TEST_F(EndToEndTest, CandidateThatKeepsKillingWorkersIsMarkedFailed) {
   int crashed = 0, verified = 0;
   for (const auto& c : Candidates(job_id)) {
     std::string description = c["description"];
-    if (description.find("[N+S+Y]") != std::string::npos) {
+    if (description.find("[N+S][Y]") != std::string::npos) {
       EXPECT_EQ(c["status"], "ERROR") << c.dump();
       EXPECT_EQ(c["attempts"], 2) << c.dump();
       EXPECT_NE(c["error"].get<std::string>().find("killed its worker 2 times"), std::string::npos)
@@ -273,7 +274,7 @@ TEST_F(EndToEndTest, CandidateThatKeepsKillingWorkersIsMarkedFailed) {
   }
   EXPECT_GT(crashed, 0);
   EXPECT_GT(verified, 0);
-  EXPECT_EQ(job["best"]["plan"].get<std::string>().find("[N+S+Y]"), std::string::npos);
+  EXPECT_EQ(job["best"]["plan"].get<std::string>().find("[N+S][Y]"), std::string::npos);
 }
 
 TEST_F(EndToEndTest, CancelMetricsAndCleanShutdown) {
