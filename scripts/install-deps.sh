@@ -4,6 +4,9 @@
 # libamdhip64-dev (HIP 5.2 headers, ~83 MB with its runtime) and libze-dev/libze1
 # (Level Zero headers and loader) let the HIP and Level Zero backends build;
 # without them CMake skips those backends.
+#   scripts/install-deps.sh [--bench]
+# --bench also installs python3-torch (PyTorch 1.13, CPU), which
+# bench/cpu_bench.sh times against; it is large, so tests and CI go without.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config git
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
@@ -11,6 +14,7 @@ PKGS=(build-essential cmake pkg-config git
       libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libomp-dev curl python3
       libopenblas0-pthread
       libamdhip64-dev libze-dev libze1)
+if [ "${1:-}" = "--bench" ]; then PKGS+=(python3-torch); fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -145,7 +145,9 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& jo
   for (int i = 0; i < graph->num_inputs(); ++i) inputs.push_back(TensorJson(graph->tensor(i)));
   for (int id : graph->outputs()) outputs.push_back(TensorJson(graph->tensor(id)));
   const std::string build =
-      "g++ -O3 -march=native -fopenmp -shared -fPIC -std=c++17 kernel.cpp -o libyirage_kernel.so";
+      // The flags the CPU backend compiled and timed it with (CpuCompiler::Flags).
+      "g++ -std=c++17 -O3 -march=native -fopenmp -fno-math-errno -ffp-contract=fast -shared -fPIC "
+      "kernel.cpp -o libyirage_kernel.so";
   nlohmann::json manifest = ManifestHeader("yirage-kernel/1", job_id, best, *graph);
   manifest.update({
       {"source", "kernel.cpp"},

@@ -88,7 +88,7 @@ std::string UnaryExpr(const OpInfo& op, const std::string& x) {
     case OpType::kNeg:
       return absl::StrCat("(-", x, ")");
     case OpType::kExp:
-      return absl::StrCat("expf(", x, ")");
+      return absl::StrCat("yr_expf(", x, ")");
     case OpType::kLog:
       return absl::StrCat("logf(", x, ")");
     case OpType::kSqrt:
@@ -102,17 +102,17 @@ std::string UnaryExpr(const OpInfo& op, const std::string& x) {
     case OpType::kRelu:
       return absl::StrCat("(", x, " > 0.0f ? ", x, " : 0.0f)");
     case OpType::kSigmoid:
-      return absl::StrCat("(1.0f / (1.0f + expf(-", x, ")))");
+      return absl::StrCat("(1.0f / (1.0f + yr_expf(-", x, ")))");
     case OpType::kTanh:
-      return absl::StrCat("tanhf(", x, ")");
+      return absl::StrCat("yr_tanhf(", x, ")");
     case OpType::kSilu:
-      return absl::StrCat("(", x, " / (1.0f + expf(-", x, ")))");
+      return absl::StrCat("(", x, " / (1.0f + yr_expf(-", x, ")))");
     case OpType::kGelu:
       if (op.gelu_tanh) {
-        return absl::StrCat("(0.5f * ", x, " * (1.0f + tanhf(0.7978845608028654f * (", x,
+        return absl::StrCat("(0.5f * ", x, " * (1.0f + yr_tanhf(0.7978845608028654f * (", x,
                             " + 0.044715f * ", x, " * ", x, " * ", x, "))))");
       }
-      return absl::StrCat("(0.5f * ", x, " * (1.0f + erff(", x, " * 0.7071067811865476f)))");
+      return absl::StrCat("(0.5f * ", x, " * (1.0f + yr_erff(", x, " * 0.7071067811865476f)))");
     default:
       return "";
   }
@@ -350,11 +350,19 @@ class RowKernelEmitter {
         code->L("for (int64_t c = 0; c < ", d, "; ++c) acc = yr_max(acc, yr_ld(p0, c));");
         code->L("q[0] = acc;");
       } else {
-        code->L("float acc = 0.0f;");
-        code->Line(Simd(s_, "reduction(+:acc)"));
-        code->L("for (int64_t c = 0; c < ", d, "; ++c) acc += yr_ld(p0, c);");
-        code->L("q[0] = acc", op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0f") : "",
-                ";");
+        // Float vector sums of 256-column pieces, added up in double: one
+        // float sum of thousands of terms can miss a float64 reference near
+        // zero by more than the tolerance.
+        code->L("double acc = 0.0;");
+        code->Open(absl::StrCat("for (int64_t c0 = 0; c0 < ", d, "; c0 += 256) {"));
+        code->L("const int64_t c1 = c0 + 256 < ", d, " ? c0 + 256 : ", d, ";");
+        code->L("float part = 0.0f;");
+        code->Line(Simd(s_, "reduction(+:part)"));
+        code->L("for (int64_t c = c0; c < c1; ++c) part += yr_ld(p0, c);");
+        code->L("acc += part;");
+        code->Close();
+        code->L("q[0] = (float)(acc", op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0") : "",
+                ");");
       }
     } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
                op.type == OpType::kSoftmax) {
@@ -399,7 +407,7 @@ class RowKernelEmitter {
       code->L("float sum = 0.0f;");
       code->Line(Simd(s_, "reduction(+:sum)"));
       code->Open(absl::StrCat("for (int64_t c = 0; c < ", w, "; ++c) {"));
-      code->L("const float e = expf(", x[0], " - mx);");
+      code->L("const float e = yr_expf(", x[0], " - mx);");
       code->L("q[c] = e;");
       code->L("sum += e;");
       code->Close();
@@ -609,20 +617,50 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
   } else if (core::IsReduction(op.type)) {
     int64_t outer, d, inner;
     axis_view(g.tensor(op.inputs[0]).shape, &outer, &d, &inner);
-    code->Line(par2);
-    code->L("for (int64_t o = 0; o < ", outer, "; ++o)");
-    code->Open(absl::StrCat("for (int64_t n = 0; n < ", inner, "; ++n) {"));
-    const std::string x = ld(op.inputs[0], absl::StrCat("(o * ", d, " + c) * ", inner, " + n"));
-    if (op.type == OpType::kReduceMax) {
-      code->L("float acc = -__builtin_inff();");
-      code->L("for (int64_t c = 0; c < ", d, "; ++c) acc = yr_max(acc, ", x, ");");
+    // Sums accumulate in double: a float sum of thousands of terms can miss
+    // a float64 reference near zero by more than the tolerance.
+    const bool max = op.type == OpType::kReduceMax;
+    const std::string acc_type = max ? "float" : "double";
+    const std::string init = max ? "-__builtin_inff()" : "0.0";
+    const std::string scale = op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0") : "";
+    if (inner == 1) {
+      // The reduced axis is contiguous: one vector reduction per output.
+      code->Line(par);
+      code->Open(absl::StrCat("for (int64_t o = 0; o < ", outer, "; ++o) {"));
+      code->L(acc_type, " acc = ", init, ";");
+      code->L("#pragma omp simd reduction(", max ? "yr_max" : "+", ":acc)");
+      const std::string x = ld(op.inputs[0], absl::StrCat("o * ", d, " + c"));
+      code->L("for (int64_t c = 0; c < ", d, "; ++c) acc ", max ? "= yr_max(acc, " : "+= ", x,
+              max ? ");" : ";");
+      code->L("const float v = (float)(acc", scale, ");");
+      EmitStores(dsts, "o", "v", code);
+      code->Close();
     } else {
-      code->L("float acc = 0.0f;");
-      code->L("for (int64_t c = 0; c < ", d, "; ++c) acc += ", x, ";");
-      if (op.type == OpType::kReduceMean) code->L("acc /= ", d, ".0f;");
+      // A middle or leading axis: each task sums whole rows of up to 256
+      // contiguous columns into a local accumulator, reading the input once
+      // in order (one strided walk per output would touch every line d times).
+      const int64_t nb = std::min<int64_t>(inner, 256);
+      const int64_t chunks = (inner + nb - 1) / nb;
+      code->Line(par2);
+      code->L("for (int64_t o = 0; o < ", outer, "; ++o)");
+      code->Open(absl::StrCat("for (int64_t chunk = 0; chunk < ", chunks, "; ++chunk) {"));
+      code->L("const int64_t n0 = chunk * ", nb, ";");
+      code->L("const int64_t nn = ", inner, " - n0 < ", nb, " ? ", inner, " - n0 : ", nb, ";");
+      code->L(acc_type, " acc[", nb, "];");
+      code->L("for (int64_t j = 0; j < nn; ++j) acc[j] = ", init, ";");
+      code->Open(absl::StrCat("for (int64_t c = 0; c < ", d, "; ++c) {"));
+      code->L("const int64_t base = (o * ", d, " + c) * ", inner, " + n0;");
+      code->L("#pragma omp simd");
+      const std::string x = ld(op.inputs[0], "base + j");
+      code->L("for (int64_t j = 0; j < nn; ++j) acc[j] ", max ? "= yr_max(acc[j], " : "+= ", x,
+              max ? ");" : ";");
+      code->Close();
+      code->Open("for (int64_t j = 0; j < nn; ++j) {");
+      code->L("const float v = (float)(acc[j]", scale, ");");
+      EmitStores(dsts, absl::StrCat("o * ", inner, " + n0 + j"), "v", code);
+      code->Close();
+      code->Close();
     }
-    EmitStores(dsts, absl::StrCat("o * ", inner, " + n"), "acc", code);
-    code->Close();
   } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
              op.type == OpType::kSoftmax) {
     int64_t outer, d, inner;
@@ -638,9 +676,9 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
       code->L("float mx = -__builtin_inff();");
       code->L("for (int64_t c = 0; c < ", d, "; ++c) mx = yr_max(mx, ", x, ");");
       code->L("float sum = 0.0f;");
-      code->L("for (int64_t c = 0; c < ", d, "; ++c) sum += expf(", x, " - mx);");
+      code->L("for (int64_t c = 0; c < ", d, "; ++c) sum += yr_expf(", x, " - mx);");
       code->L("const float inv = 1.0f / sum;");
-      value = absl::StrCat("expf(", x, " - mx) * inv");
+      value = absl::StrCat("yr_expf(", x, " - mx) * inv");
     } else if (op.type == OpType::kRmsNorm) {
       code->L("float ss = 0.0f;");
       code->Open(absl::StrCat("for (int64_t c = 0; c < ", d, "; ++c) {"));
@@ -761,8 +799,9 @@ std::string PlanInitName(int index) { return absl::StrCat("yirage_plan_", index,
 // A KERNEL_LIBRARY kernel: cblas_sgemm of OpenBLAS (dlopen'd by the plan's
 // _init, which returns 2 without it) on float32 operands (16-bit ones
 // converted first, once per plan call and tensor). OpenBLAS runs one thread
-// per call and the plan's OpenMP threads each call it on a slice of rows (or
-// of columns, when the rows are too few to share): two thread pools on the
+// per call (the process's setting restored after) and the plan's OpenMP
+// threads each call it on a slice of rows (or of columns, when the rows are
+// too few to share): two thread pools on the
 // same cores (OpenMP's spinning after a parallel region, OpenBLAS's own
 // threads) slow each other down by an order of magnitude. Each thread applies
 // the epilogue to its slice right after its sgemm, while the slice is in cache;
@@ -777,14 +816,16 @@ void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
                   "_fn)(int, int, int, int, int, int, float, const float*, int, const float*, int, "
                   "float, float*, int);");
     ctx.statics.L("static ", sgemm, "_fn ", sgemm, " = nullptr;");
+    ctx.statics.L("static void (*", sgemm, "_set_threads)(int) = nullptr;");
+    ctx.statics.L("static int (*", sgemm, "_get_threads)(void) = nullptr;");
     ctx.init.Open("{");
     ctx.init.L("void* h = dlopen(\"libopenblas.so.0\", RTLD_NOW | RTLD_LOCAL);");
     ctx.init.L("if (h == nullptr) h = dlopen(\"libopenblas.so\", RTLD_NOW | RTLD_LOCAL);");
     ctx.init.L("if (h == nullptr) return 2;");
     ctx.init.L(sgemm, " = (", sgemm, "_fn)dlsym(h, \"cblas_sgemm\");");
     ctx.init.L("if (", sgemm, " == nullptr) return 2;");
-    ctx.init.L("void (*threads)(int) = (void (*)(int))dlsym(h, \"openblas_set_num_threads\");");
-    ctx.init.L("if (threads != nullptr) threads(1);");
+    ctx.init.L(sgemm, "_set_threads = (void (*)(int))dlsym(h, \"openblas_set_num_threads\");");
+    ctx.init.L(sgemm, "_get_threads = (int (*)(void))dlsym(h, \"openblas_get_num_threads\");");
     ctx.init.Close();
   }
   const int64_t a_elems = g.tensor(lm.a).num_elements();
@@ -819,6 +860,12 @@ void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
   code->L("const int64_t ch = ", lm.batch, " >= ", nt, " ? 1 : (", nt, " + ", lm.batch - 1, ") / ",
           lm.batch, ";");
   code->L("const bool by_rows = ", lm.m, " >= 8 * ch || ", lm.n, " < 16 * ch;");
+  // One OpenBLAS thread per call while our threads call it; the process's
+  // setting (PyTorch's matmuls share this OpenBLAS) is restored after.
+  code->L("const int blas_threads = ", sgemm, "_get_threads != nullptr ? ", sgemm,
+          "_get_threads() : 0;");
+  code->L("if (", sgemm, "_set_threads != nullptr && blas_threads != 1) ", sgemm,
+          "_set_threads(1);");
   code->L("#pragma omp parallel for schedule(static) num_threads(", nt, ")");
   code->Open(absl::StrCat("for (int64_t task = 0; task < ", lm.batch, " * ch; ++task) {"));
   code->L("const int64_t bi = task / ch, part = task % ch;");
@@ -855,6 +902,8 @@ void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
     code->Close();
   }
   code->Close();
+  code->L("if (", sgemm, "_set_threads != nullptr && blas_threads > 1) ", sgemm,
+          "_set_threads(blas_threads);");
   code->Close();
 }
 
@@ -949,6 +998,61 @@ static inline float yr_max(float a, float b) { return (a > b || a != a) ? a : b;
 static inline float yr_min(float a, float b) { return (a < b || a != a) ? a : b; }
 #pragma omp declare reduction(yr_max : float : omp_out = yr_max(omp_out, omp_in)) \
     initializer(omp_priv = -__builtin_inff())
+
+// exp, tanh and erf as branch-free float code that `omp simd` loops vectorize
+// (libm's expf, tanhf and erff are calls, one element at a time).
+// yr_expf: 2^k * e^r with k = round(x / ln 2), r = x - k ln 2 in two parts
+// (Cody-Waite) and Cephes' degree-6 polynomial for e^r: within 2 ulp of expf;
+// results below FLT_MIN are FLT_MIN (x < -87.3), above FLT_MAX infinity, NaN
+// stays NaN.
+static inline float yr_expf(float x) {
+  const bool nan = x != x, inf = x > 88.72283f;
+  x = x < -87.33654f ? -87.33654f : (inf ? 88.72283f : x);
+  // k = round(x / ln 2) by adding and subtracting 1.5 * 2^23 (floorf keeps
+  // the loop scalar without -fno-trapping-math).
+  const float k = (x * 1.4426950408889634f + 12582912.0f) - 12582912.0f;
+  float r = __builtin_fmaf(k, -0.693359375f, x);
+  r = __builtin_fmaf(k, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
+  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
+  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
+  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
+  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
+  p = __builtin_fmaf(p, r * r, r) + 1.0f;
+  // 2^k as 2^k1 * 2^k2 (k1 = floor(k / 2)): both normal over k's range
+  // [-126, 128], where one 2^k would be 0 or infinity at the ends.
+  const int32_t ki = (int32_t)k;
+  const int32_t k1 = ki >> 1, k2 = ki - k1;
+  const uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, 4);
+  std::memcpy(&s2, &b2, 4);
+  const float y = p * s1 * s2;
+  return nan ? x : (inf ? __builtin_inff() : y);
+}
+// tanh(x) = 1 - 2 / (e^2x + 1), odd; below |x| 0.04 the Taylor series
+// x - x^3/3 + 2x^5/15 (the subtraction would lose the small result's bits).
+static inline float yr_tanhf(float x) {
+  const float a = x < 0.0f ? -x : x;
+  const float big = 1.0f - 2.0f / (yr_expf(2.0f * a) + 1.0f);
+  const float a2 = a * a;
+  const float small = a * (1.0f + a2 * (-0.33333333f + a2 * 0.13333333f));
+  const float t = a < 0.04f ? small : big;
+  return x < 0.0f ? -t : (x != x ? x : t);
+}
+// erf: Abramowitz and Stegun 7.1.26 (|error| <= 1.5e-7), odd.
+static inline float yr_erff(float x) {
+  const float a = x < 0.0f ? -x : x;
+  const float t = 1.0f / __builtin_fmaf(0.3275911f, a, 1.0f);
+  float p = 1.061405429f;
+  p = __builtin_fmaf(p, t, -1.453152027f);
+  p = __builtin_fmaf(p, t, 1.421413741f);
+  p = __builtin_fmaf(p, t, -0.284496736f);
+  p = __builtin_fmaf(p, t, 0.254829592f);
+  const float y = 1.0f - p * t * yr_expf(-a * a);
+  return x < 0.0f ? -y : (x != x ? x : y);
+}
 
 // Zeroed, 64-byte aligned; touching every page here keeps page faults out of
 // the plan calls.

@@ -55,6 +55,27 @@ TEST(CpuCodegenTest, Unary16Bit) {
   }
 }
 
+// exp, tanh and erf are the backend's own vectorizable code (yr_expf,
+// yr_tanhf, yr_erff): over inputs scaled to +-85 (from float's smallest
+// normals to near its largest) and to +-0.01 (tanh's series), in every kernel
+// form.
+TEST(CpuCodegenTest, TranscendentalsOverTheirRange) {
+  GraphBuilder b("transcendentals");
+  b.Input("x", {4, 1000}, FLOAT32);
+  b.Op("wide", "mul", {"x"}, {F("scalar", 85.0)});  // e^85 still fits a float
+  b.Op("narrow", "mul", {"x"}, {F("scalar", 0.01)});
+  for (const std::string& in : {"wide", "narrow"}) {
+    for (const std::string& op : {"exp", "tanh", "sigmoid", "silu", "gelu"}) {
+      b.Op(op + "_" + in, op, {in}).Output(op + "_" + in);
+    }
+    b.Op("gelu_tanh_" + in, "gelu", {in}, {S("approximate", "tanh")}).Output("gelu_tanh_" + in);
+    b.Op("softmax_" + in, "softmax", {in}).Output("softmax_" + in);
+  }
+  const yirage::v1::Graph g = b.proto();
+  CheckPlans(g, {AllGeneric(g), AllRowSingles(g, Rows(2, 0, 0, 8)), OneRowGroup(g, Rows(3)),
+                 OneRowGroup(g, Cols(16))});
+}
+
 TEST(CpuCodegenTest, BinaryBroadcastAndScalarFloat32) {
   const yirage::v1::Graph g = BinaryGraph(FLOAT32);
   CheckPlans(g, {AllGeneric(g), AllRowSingles(g, Rows(4)), OneRowGroup(g, Rows(5, 0, 0, 4)),
