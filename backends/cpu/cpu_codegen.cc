@@ -361,8 +361,8 @@ class RowKernelEmitter {
         code->L("for (int64_t c = c0; c < c1; ++c) part += yr_ld(p0, c);");
         code->L("acc += part;");
         code->Close();
-        code->L("q[0] = (float)(acc", op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0") : "",
-                ");");
+        code->L("q[0] = (float)(acc",
+                op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0") : "", ");");
       }
     } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
                op.type == OpType::kSoftmax) {
