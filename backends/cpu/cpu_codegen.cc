@@ -193,6 +193,7 @@ class RowKernelEmitter {
   }
 
   absl::Status Emit(const std::vector<int>& outputs, Code* code) {
+    if (CanUseFlatElementwise()) return EmitFlatElementwise(outputs, code);
     const int64_t rows = info_.num_rows;
     cols_ = s_.parallel() == yirage::v1::PARALLEL_COLS;
     const int64_t br =
@@ -535,6 +536,54 @@ class RowKernelEmitter {
     code->Close();
     code->Close();
     code->Close();
+  }
+
+  // A chain of elementwise ops over one shape whose outside operands all
+  // have that shape: one vector loop over every element, the chain in
+  // registers, each result stored where it is needed (no block buffers, no
+  // second pass to store them).
+  bool CanUseFlatElementwise() const {
+    const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
+    for (int id : ops_) {
+      const OpInfo& op = g_.op(id);
+      if (!core::IsElementwise(op.type) || g_.tensor(op.output).shape != shape) return false;
+      for (int t : op.inputs) {
+        if (!group_pos_.contains(t) && g_.tensor(t).shape != shape) return false;
+      }
+    }
+    return true;
+  }
+
+  absl::Status EmitFlatElementwise(const std::vector<int>& outputs, Code* code) {
+    const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
+    int64_t total = 1;
+    for (int64_t d : shape) total *= d;
+    code->Open("{");
+    code->L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
+            total, " elements, flat elementwise");
+    code->L("#pragma omp parallel for simd schedule(static) num_threads(", ctx_.prefix, "nt)");
+    code->Open(absl::StrCat("for (int64_t e = 0; e < ", total, "; ++e) {"));
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      std::vector<std::string> x;
+      for (int t : op.inputs) {
+        x.push_back(group_pos_.contains(t) ? absl::StrCat("v", group_pos_.at(t))
+                                           : absl::StrCat("yr_ld(", ctx_.Var(t), ", e)"));
+      }
+      std::string value;
+      if (core::IsUnaryElementwise(op.type)) {
+        value = UnaryExpr(op, x[0]);
+      } else {
+        value = BinaryExpr(op.type, x[0], op.has_scalar ? Lit(op.scalar) : x[1]);
+      }
+      code->L("const float v", j, " = ", value, ";");
+    }
+    for (int t : outputs) {
+      EmitStores(ctx_.Destinations(t), "e", absl::StrCat("v", group_pos_.at(t)), code);
+    }
+    code->Close();
+    code->Close();
+    return absl::OkStatus();
   }
 
   void EmitStoreAll(const std::vector<int>& outputs, Code* code) {
