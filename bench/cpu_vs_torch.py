@@ -10,9 +10,14 @@ against PyTorch CPU eager, in one process, as a user on this machine would:
   inputs, made once before timing (what such a user keeps);
 - both use the same number of threads (--threads, default every core:
   torch.set_num_threads and OMP_NUM_THREADS for ours);
-- calls alternate (ours, PyTorch, PyTorch, ours, ...) after --warmup calls
-  of each, each call timed alone with a monotonic clock; the medians of
-  --iters calls are reported.
+- after --warmup calls of each, blocks of 10 calls alternate between the
+  sides (ours, PyTorch, PyTorch, ours, ...), each call timed alone with a
+  monotonic clock; before each block the process idles 0.25 s, so that the
+  other side's idle threads have stopped spinning (libgomp spins after a
+  parallel region, OpenBLAS's threads ~0.1 s after a call: alternating single
+  calls timed each side while the other's threads still held the cores), and
+  one untimed call wakes this side's threads. The medians of --iters calls
+  per side are reported.
 
 PyTorch's BLAS is reported (Debian's torch calls libblas.so.3, which the
 alternatives system points at OpenBLAS once libopenblas0-pthread is installed;
@@ -181,6 +186,12 @@ class Kernel:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+# Calls are timed in blocks of BLOCK per side, the sides alternating, with
+# SETTLE_SECONDS of idle before each block.
+BLOCK = 10
+SETTLE_SECONDS = 0.25
+
+
 def timed(fn):
     t0 = time.perf_counter_ns()
     fn()
@@ -199,7 +210,7 @@ def main():
             job_seconds = json.load(f)
     blas = blas_in_use()
     print(f"torch {torch.__version__}, {ARGS.threads} threads, BLAS: {blas}; "
-          f"median of {ARGS.iters} alternating calls")
+          f"median of {ARGS.iters} calls in alternating blocks of {BLOCK}")
     manifests = []
     for d in ARGS.dirs:
         with open(os.path.join(d, "manifest.json")) as f:
@@ -239,13 +250,16 @@ def main():
                     ours()
                     theirs()
                 mine, eager = [], []
-                for i in range(ARGS.iters):
-                    if i % 2 == 0:
-                        mine.append(timed(ours))
-                        eager.append(timed(theirs))
-                    else:
-                        eager.append(timed(theirs))
-                        mine.append(timed(ours))
+                blocks = max(1, -(-ARGS.iters // BLOCK))
+                for b in range(blocks):
+                    sides = [(ours, mine), (theirs, eager)]
+                    for call, times in (sides if b % 2 == 0 else sides[::-1]):
+                        # The other side's idle threads (OpenMP's spin, OpenBLAS's
+                        # ~0.1 s spin) must be asleep before this side runs.
+                        time.sleep(SETTLE_SECONDS)
+                        call()  # wakes this side's threads; not timed
+                        for _ in range(min(BLOCK, ARGS.iters - b * BLOCK)):
+                            times.append(timed(call))
             row["yirage_us"] = statistics.median(mine)
             row["eager_us"] = statistics.median(eager)
             row["speedup"] = row["eager_us"] / row["yirage_us"]

@@ -38,11 +38,19 @@ pid_t LocalWorkers::Spawn(const Spec& spec) {
   std::vector<std::string> args = {worker_binary_, "--scheduler", scheduler_address_, "--backend",
                                    spec.backend};
   args.insert(args.end(), spec.extra_args.begin(), spec.extra_args.end());
+  const pid_t server_pid = getpid();
   pid_t pid = fork();
   if (pid == 0) {
     // Child: die with the server rather than linger as an orphan (its batch
-    // lease then expires and the work goes to the next worker).
+    // lease then expires and the work goes to the next worker). The server
+    // blocks SIGTERM and SIGINT in its threads (a signal thread waits for
+    // them) and exec keeps the mask: unblocked here, or the worker would
+    // never see the SIGTERM below nor any later one.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != server_pid) _exit(0);  // the server died before prctl
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -14,6 +14,15 @@
 namespace yirage::testing {
 namespace {
 
+// Whether process `pid` has exited (gone, or a zombie nobody reaped yet).
+bool ProcessGone(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] == 'Z';
+}
+
 using nlohmann::json;
 using std::chrono::seconds;
 
@@ -219,7 +228,19 @@ TEST_F(EndToEndTest, KilledServerResumesTheJobKeepingEveryMeasuredResult) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_FALSE(before.empty()) << "the job never got going";
+  std::vector<int> worker_pids;
+  for (const auto& w : Workers()) worker_pids.push_back(w["pid"].get<int>());
+  ASSERT_FALSE(worker_pids.empty());
   server_.Kill();  // SIGKILL: no chance to clean up
+  // Its local workers go with it (SIGTERM on the parent's death) instead of
+  // lingering as orphans that retry the dead address forever.
+  for (int pid : worker_pids) {
+    auto gone_by = std::chrono::steady_clock::now() + seconds(30);
+    while (!ProcessGone(pid) && std::chrono::steady_clock::now() < gone_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_TRUE(ProcessGone(pid)) << "local worker " << pid << " outlived its server";
+  }
 
   StartServer({"--local-workers", "cpu", "--lease-seconds", "3", "--batch-size", "2"});
   json job = server_.WaitForJob(job_id, seconds(300));
