@@ -895,7 +895,13 @@ void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
     return buf;
   };
   const std::string a = as_float(lm.a, a_elems);
-  const std::string b = as_float(lm.b, b_elems);
+  // A 16-bit B of one batch is converted by the tasks, each its own column
+  // slice, packed, right before its sgemm reads it (from cache); split by
+  // rows, every task needs all of B, converted once before.
+  const bool slice_b =
+      ctx.ReadType(lm.b) != "float" && lm.batch == 1 && !ctx.float_copies.contains(lm.b);
+  const std::string b = slice_b ? ctx.AddBuffer(absl::StrCat("k", kernel_index, "_b"), b_elems)
+                                : as_float(lm.b, b_elems);
   const std::vector<std::string> dsts = ctx.Destinations(lm.out);
   const bool epilogue =
       lm.residual >= 0 || lm.bias >= 0 || lm.activation != core::LibraryActivation::kNone;
@@ -908,7 +914,18 @@ void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
   // than threads; rows are split while every slice keeps 8 of them.
   code->L("const int64_t ch = ", lm.batch, " >= ", nt, " ? 1 : (", nt, " + ", lm.batch - 1, ") / ",
           lm.batch, ";");
-  code->L("const bool by_rows = ", lm.m, " >= 8 * ch || ", lm.n, " < 16 * ch;");
+  // Split the dim whose other operand is smaller (each task reads all of
+  // the other operand): rows when M >= N, while every slice keeps 8 rows and
+  // 16 columns.
+  code->L("const bool by_rows = (", lm.m, " >= ", lm.n, " && ", lm.m, " >= 8 * ch) || ", lm.n,
+          " < 16 * ch;");
+  if (slice_b) {
+    code->Open("if (by_rows) {");
+    code->L("#pragma omp parallel for simd schedule(static) num_threads(", nt, ")");
+    code->L("for (int64_t e = 0; e < ", b_elems, "; ++e) ", b, "[e] = yr_ld(", ctx.Var(lm.b),
+            ", e);");
+    code->Close();
+  }
   // One OpenBLAS thread per call while our threads call it; the process's
   // setting (PyTorch's matmuls share this OpenBLAS) is restored after.
   code->L("const int blas_threads = ", sgemm, "_get_threads != nullptr ? ", sgemm,
@@ -924,11 +941,49 @@ void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
   code->L("const int64_t r0 = by_rows ? lo : 0, r1 = by_rows ? hi : ", lm.m, ";");
   code->L("const int64_t c0 = by_rows ? 0 : lo, c1 = by_rows ? ", lm.n, " : hi;");
   code->L("const float* const pa = ", a, " + bi * ", lm.a_batch_stride, "LL + r0 * ", lm.k, ";");
-  code->L("const float* const pb = ", b, " + bi * ", lm.b_batch_stride, "LL + c0 * ",
-          lm.transpose_b ? lm.k : 1, ";");
   code->L("float* const pd = ", d, " + bi * ", lm.m * lm.n, "LL + r0 * ", lm.n, " + c0;");
-  code->L(sgemm, "(101, 111, ", lm.transpose_b ? 112 : 111, ", (int)(r1 - r0), (int)(c1 - c0), ",
-          lm.k, ", ", Lit(lm.alpha), ", pa, ", lm.k, ", pb, ", ldb, ", 0.0f, pd, ", lm.n, ");");
+  const std::string trans = lm.transpose_b ? "112" : "111";
+  auto call = [&](const std::string& cols, const std::string& pb, const std::string& ldb_expr,
+                  const std::string& pd) {
+    code->L(sgemm, "(101, 111, ", trans, ", (int)(r1 - r0), (int)(", cols, "), ", lm.k, ", ",
+            Lit(lm.alpha), ", pa, ", lm.k, ", ", pb, ", ", ldb_expr, ", 0.0f, ", pd, ", ", lm.n,
+            ");");
+  };
+  if (slice_b) {
+    // Split by columns, the task converts its own columns into its part of
+    // the buffer (offset c0 * K) right before its sgemm reads them. (Panels
+    // of ~256 KiB, each converted then multiplied, ran 3x slower at M = 4:
+    // OpenBLAS repacks per call.)
+    const int64_t panel = lm.n;
+    code->L("float* const pb = ", b, " + c0 * ", lm.k, ";");
+    code->Open("if (by_rows) {");
+    call("c1 - c0", "pb", std::to_string(lm.transpose_b ? lm.k : lm.n), "pd");
+    code->Close();
+    code->Open("else {");
+    code->Open(absl::StrCat("for (int64_t p0 = c0; p0 < c1; p0 += ", panel, ") {"));
+    code->L("const int64_t p1 = p0 + ", panel, " < c1 ? p0 + ", panel, " : c1;");
+    if (lm.transpose_b) {
+      // B is [N, K]: the panel is rows p0..p1, contiguous.
+      code->L("#pragma omp simd");
+      code->L("for (int64_t e = 0; e < (p1 - p0) * ", lm.k, "; ++e) pb[e] = yr_ld(", ctx.Var(lm.b),
+              ", p0 * ", lm.k, " + e);");
+      call("p1 - p0", "pb", std::to_string(lm.k), "pd + (p0 - c0)");
+    } else {
+      // B is [K, N]: columns p0..p1, packed K x (p1 - p0).
+      code->Open(absl::StrCat("for (int64_t kk = 0; kk < ", lm.k, "; ++kk) {"));
+      code->L("#pragma omp simd");
+      code->L("for (int64_t j = 0; j < p1 - p0; ++j) pb[kk * (p1 - p0) + j] = yr_ld(",
+              ctx.Var(lm.b), ", kk * ", lm.n, " + p0 + j);");
+      code->Close();
+      call("p1 - p0", "pb", "(int)(p1 - p0)", "pd + (p0 - c0)");
+    }
+    code->Close();
+    code->Close();
+  } else {
+    code->L("const float* const pb = ", b, " + bi * ", lm.b_batch_stride, "LL + c0 * ",
+            lm.transpose_b ? lm.k : 1, ";");
+    call("c1 - c0", "pb", std::to_string(ldb), "pd");
+  }
   if (!direct) {
     std::string value = absl::StrCat(d, "[e]");
     if (lm.residual >= 0)
