@@ -312,9 +312,17 @@ class RowKernelEmitter {
   static constexpr int kRegisterRowsMaxPerThread = 32;
 
   // The register-rows thread count for width `w`: 8-element chunks spread
-  // over up to 1024 threads.
+  // over up to 1024 threads, a power of two where one divides the chunks,
+  // else the largest multiple of 32 that does (hidden sizes such as 3584 or
+  // 14336 have 448 and 1792 chunks); CanUseRegisterRows checks the result.
   static int RegisterRowsThreads(int64_t w) {
-    return static_cast<int>(std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, w / 8)), 32, 1024));
+    const int64_t chunks = std::max<int64_t>(1, w / 8);
+    const int pow2 = static_cast<int>(std::clamp<int64_t>(FloorPow2(chunks), 32, 1024));
+    if (chunks % pow2 == 0) return pow2;
+    for (int t = 1024; t >= 32; t -= 32) {
+      if (chunks % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) return t;
+    }
+    return pow2;
   }
 
   // Elementwise groups whose ops all have the group's full shape run as one
@@ -422,22 +430,44 @@ class RowKernelEmitter {
     return absl::OkStatus();
   }
 
+  // The row width a register-rows kernel walks: its ops' widths, a
+  // reduction's being the width it reads.
+  int64_t RegisterRowsWidth() const {
+    int64_t w = 0;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      w = std::max(w, core::IsReduction(op.type) ? g_.tensor(op.inputs[0]).shape.back()
+                                                 : info_.row_width[j]);
+    }
+    return w;
+  }
+
   bool CanUseRegisterRows() const {
     // The schedule's one-row-per-block choice (other schedules keep the
     // shared-memory path, so the search compares both).
     if (s_.parallel() != yirage::v1::PARALLEL_ROWS || s_.block_rows() > 1) return false;
-    const int64_t w = info_.row_width.empty() ? 0 : info_.row_width[0];
+    const int64_t w = RegisterRowsWidth();
     if (w < 256 || w % 8 != 0) return false;
     const int threads = RegisterRowsThreads(w);
     if (w % (8 * threads) != 0 || w / threads > kRegisterRowsMaxPerThread) return false;
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
-      if (info_.row_width[j] != w) return false;
+      // A last-axis sum, mean or max reduces the row to one value (width 1),
+      // which later ops of the group may broadcast.
+      const bool reduce = core::IsReduction(op.type) && info_.row_width[j] == 1 &&
+                          g_.tensor(op.inputs[0]).shape.back() == w;
+      if (info_.row_width[j] != w && !reduce) return false;
       const bool norm = op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
                         op.type == OpType::kSoftmax;
-      if (!core::IsElementwise(op.type) && !norm) return false;
+      if (!core::IsElementwise(op.type) && !norm && !reduce) return false;
       for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
-        if (info_.in_group[j][slot]) continue;
+        if (info_.in_group[j][slot]) {
+          // A reduction reads a full row; a width-1 value feeds only
+          // elementwise ops (broadcast), not another reduction or a norm.
+          const bool scalar_in = info_.row_width[group_pos_.at(op.inputs[slot])] == 1;
+          if (scalar_in && !core::IsElementwise(op.type)) return false;
+          continue;
+        }
         const int t = op.inputs[slot];
         std::vector<int64_t> space = info_.lead_dims;
         space.push_back(w);
@@ -460,12 +490,17 @@ class RowKernelEmitter {
   std::string RegisterOperand(size_t j, int slot, const std::string& q) const {
     const OpInfo& op = g_.op(ops_[j]);
     const int t = op.inputs[slot];
-    if (info_.in_group[j][slot]) return absl::StrCat("v", group_pos_.at(t), "[", q, "]");
+    if (info_.in_group[j][slot]) {
+      const size_t src = group_pos_.at(t);
+      // A reduction's one value, broadcast along the row.
+      if (info_.row_width[src] == 1) return absl::StrCat("v", src, "[0]");
+      return absl::StrCat("v", src, "[", q, "]");
+    }
     return absl::StrCat("in", t, "[", q, "]");
   }
 
   absl::Status EmitRegisterRows(const std::vector<int>& outputs, bool inject_fault, Code* out) {
-    const int64_t w = info_.row_width[0];
+    const int64_t w = RegisterRowsWidth();
     const int threads = RegisterRowsThreads(w);
     const int chunks = static_cast<int>(w / (8 * threads));
     const int per = 8 * chunks;
@@ -519,7 +554,7 @@ class RowKernelEmitter {
       const OpInfo& op = g_.op(ops_[j]);
       const std::string v = absl::StrCat("v", j);
       c.L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)));
-      c.L("float ", v, "[", per, "];");
+      if (!core::IsReduction(op.type)) c.L("float ", v, "[", per, "];");
       const std::string x = RegisterOperand(j, 0, "q");
       if (core::IsElementwise(op.type)) {
         std::string value;
@@ -531,6 +566,18 @@ class RowKernelEmitter {
         }
         c.L("#pragma unroll");
         c.L("for (int q = 0; q < ", per, "; ++q) ", v, "[q] = ", value, ";");
+        continue;
+      }
+      if (core::IsReduction(op.type)) {
+        const bool mx = op.type == OpType::kReduceMax;
+        c.L("float ", v, "[1];");
+        c.Open("{");
+        c.L("float acc = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) acc = ", mx ? "yr_max(acc, " : "acc + (", x, ");");
+        c.L(v, "[0] = ", mx ? "yr_gmax<" : "yr_gsum<", threads, ">(acc, red)",
+            op.type == OpType::kReduceMean ? absl::StrCat(" / ", w, ".0f") : "", ";");
+        c.Close();
         continue;
       }
       c.Open("{");
@@ -578,6 +625,10 @@ class RowKernelEmitter {
     for (int t : outputs) {
       const size_t j = group_pos_.at(t);
       for (const std::string& d : dsts_[t]) {
+        if (info_.row_width[j] == 1) {
+          c.L("if (tid == 0) yr_st(", d, ", r, v", j, "[0]);");
+          continue;
+        }
         for (int ch = 0; ch < chunks; ++ch) {
           c.L("yr_st8(", d, " + r * ", w, "LL + (", ch, " * ", threads, " + tid) * 8, v", j, " + ",
               ch * 8, ");");

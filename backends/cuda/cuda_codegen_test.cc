@@ -145,6 +145,21 @@ yirage::v1::Graph NormChainGraph(DType dtype) {
   return b.proto();
 }
 
+// Register rows at hidden sizes whose 8-element chunks are no power of two
+// (3584: 448 threads), with last-axis reductions: a residual add with two
+// outputs and an rms_norm, a row sum and max stored, and a mean broadcast
+// back into the row.
+yirage::v1::Graph WideRowsGraph(DType dtype) {
+  GraphBuilder b("wide_rows");
+  b.Input("X", {5, 3584}, dtype).Input("R", {5, 3584}, dtype).Input("w", {3584}, dtype);
+  b.Op("H", "add", {"X", "R"}).Output("H").Op("N", "rms_norm", {"H", "w"}).Output("N");
+  b.Op("Sum", "reduce_sum", {"N"}, {I("axis", -1), B("keepdim", true)}).Output("Sum");
+  b.Op("Max", "reduce_max", {"H"}, {I("axis", -1), B("keepdim", true)}).Output("Max");
+  b.Op("Mean", "reduce_mean", {"X"}, {I("axis", -1), B("keepdim", true)});
+  b.Op("C", "sub", {"X", "Mean"}).Output("C");
+  return b.proto();
+}
+
 // The streamed-matmul chains (core/fused_pattern.h) at shapes its kernel
 // takes: rows not a multiple of 16, K splits, ranks 16 and 32.
 yirage::v1::Graph StreamedGatedGraph(DType dtype, int64_t m, int64_t k, int64_t n) {
@@ -267,6 +282,8 @@ std::vector<Case> AllCases() {
     }
     const yirage::v1::Graph nc = NormChainGraph(dt);
     cases.push_back({nc, {OneRowGroup(nc, Rows(1)), OneRowGroup(nc, Rows(2))}});
+    const yirage::v1::Graph wr = WideRowsGraph(dt);
+    cases.push_back({wr, {OneRowGroup(wr, Rows(1)), OneRowGroup(wr, Rows(2))}});
     if (dt != FLOAT32) {
       for (const yirage::v1::Graph& sm :
            {StreamedGatedGraph(dt, 24, 512, 128), StreamedRmsLinearGraph(dt, 3, 1024, 192),
@@ -509,6 +526,11 @@ TEST(CudaCodegenCompileTest, NormChainsUseRegisterRows) {
   EXPECT_NE(PlanSource(g, OneRowGroup(g, Rows(1))).find("register rows (512 wide, threads 64"),
             std::string::npos);
   EXPECT_EQ(PlanSource(g, OneRowGroup(g, Rows(2))).find("register rows"), std::string::npos);
+  // 3584 wide (448 chunks of 8): 448 threads; reductions over the row too.
+  const yirage::v1::Graph wide = WideRowsGraph(FLOAT16);
+  EXPECT_NE(
+      PlanSource(wide, OneRowGroup(wide, Rows(1))).find("register rows (3584 wide, threads 448"),
+      std::string::npos);
 }
 
 // CPU-only (CI): matmul -> softmax -> matmul groups become the fused
