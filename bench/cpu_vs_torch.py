@@ -32,7 +32,6 @@ rows.
 """
 import argparse
 import ctypes
-import glob
 import importlib.util
 import json
 import math
@@ -74,6 +73,8 @@ os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from bench_graphs import load_graph_jsons, positive_inputs  # noqa: E402
+
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -107,7 +108,7 @@ def load_module(path, name):
 
 def load_graphs(dirs):
     """({graph name: JSON}, {graph name: torch function}, graph_flops or None)."""
-    graphs, fns, flops = {}, {}, None
+    fns, flops = {}, None
     for i, d in enumerate(dirs):
         fn_path = os.path.join(d, "torch_fns.py")
         if os.path.exists(fn_path):
@@ -115,29 +116,7 @@ def load_graphs(dirs):
             for k, v in getattr(module, "TORCH_FNS", {}).items():
                 fns.setdefault(k, v)
             flops = flops or getattr(module, "graph_flops", None)
-        for path in sorted(glob.glob(os.path.join(d, "*.json"))):
-            try:
-                with open(path) as f:
-                    g = json.load(f)
-            except (OSError, ValueError):
-                continue
-            if isinstance(g, dict) and isinstance(g.get("name"), str) and "ops" in g:
-                graphs.setdefault(g["name"], g)
-    return graphs, fns, flops
-
-
-def positive_inputs(graph):
-    """Inputs that must be positive, as in the server's MakeRandomInputs."""
-    names = set()
-    for op in (graph or {}).get("ops", []):
-        ins = op.get("inputs", [])
-        if op.get("op") in ("log", "sqrt", "rsqrt") and ins:
-            names.add(ins[0])
-        elif op.get("op") == "div" and len(ins) == 2:
-            names.add(ins[1])
-        elif op.get("op") == "pow" and ins:
-            names.add(ins[0])
-    return names
+    return load_graph_jsons(dirs), fns, flops
 
 
 def blas_in_use():

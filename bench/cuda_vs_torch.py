@@ -30,7 +30,6 @@ float32 graphs with matmuls (TF32 is allowed on the PyTorch side),
 --json and as a GitHub markdown table to --markdown when given."""
 import argparse
 import gc
-import glob
 import importlib.util
 import json
 import math
@@ -42,6 +41,8 @@ import warnings
 
 import torch
 import torch.nn.functional as F
+
+from bench_graphs import load_graph_jsons, positive_inputs
 
 torch.backends.cuda.matmul.allow_tf32 = True
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -81,36 +82,6 @@ def load_suite():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def load_graphs(dirs):
-    """{graph name: graph JSON} of every *.json in dirs (the first one of a name wins)."""
-    graphs = {}
-    for d in dirs:
-        for path in sorted(glob.glob(os.path.join(d, "*.json"))):
-            try:
-                with open(path) as f:
-                    g = json.load(f)
-            except (OSError, ValueError):
-                continue
-            if isinstance(g, dict) and isinstance(g.get("name"), str) and "ops" in g:
-                graphs.setdefault(g["name"], g)
-    return graphs
-
-
-def positive_inputs(graph):
-    """Graph inputs that must be positive, as in the server's MakeRandomInputs:
-    direct operands of log, sqrt and rsqrt, the divisor of div, the base of pow."""
-    names = set()
-    for op in (graph or {}).get("ops", []):
-        ins = op.get("inputs", [])
-        if op.get("op") in ("log", "sqrt", "rsqrt") and ins:
-            names.add(ins[0])
-        elif op.get("op") == "div" and len(ins) == 2:
-            names.add(ins[1])
-        elif op.get("op") == "pow" and ins:
-            names.add(ins[0])
-    return names
 
 
 def make_inputs(specs, positive):
@@ -305,7 +276,7 @@ def main():
     args.dirs = [d for d in args.dirs if d != "--"]
     graphs_dirs = ([d for group in args.graphs_dir for d in group] if args.graphs_dir
                    else [SUITE_DIR, BENCH_DIR])
-    graphs = load_graphs(graphs_dirs)
+    graphs = load_graph_jsons(graphs_dirs)
     suite = load_suite()
     suite_fns = getattr(suite, "TORCH_FNS", {}) if suite else {}
     graph_flops = getattr(suite, "graph_flops", None) if suite else None

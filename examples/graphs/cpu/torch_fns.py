@@ -70,21 +70,5 @@ TORCH_FNS = {
 }
 
 
-def _suite_graphs():
-    import glob
-    import json
-    out = {}
-    for path in sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "*.json"))):
-        with open(path) as f:
-            g = json.load(f)
-        out[g["name"]] = g
-    return out
-
-
 if __name__ == "__main__":
-    # Lists the suite: name, inputs, matmul GFLOP.
-    graphs = _suite_graphs()
-    for name, g in graphs.items():
-        shapes = " ".join(f"{t['name']}{t['shape']}" for t in g["inputs"])
-        print(f"{name:<48} {graph_flops(g) / 1e9:8.3f} GFLOP  {shapes}"
-              + ("" if name in TORCH_FNS else "  (no torch function)"))
+    _suite.print_suite(os.path.dirname(os.path.abspath(__file__)), TORCH_FNS)

@@ -258,22 +258,20 @@ def graph_flops(graph):
     return _walk(graph)[1]
 
 
-def _suite_graphs():
+def print_suite(folder, fns):
+    """Lists the graphs of `folder` (name, matmul GFLOP, inputs), marking those
+    without a function in `fns`."""
     import glob
     import json
     import os
-    out = {}
-    for path in sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "*.json"))):
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
         with open(path) as f:
             g = json.load(f)
-        out[g["name"]] = g
-    return out
+        shapes = " ".join(f"{t['name']}{t['shape']}" for t in g["inputs"])
+        print(f"{g['name']:<52} {graph_flops(g) / 1e9:10.3f} GFLOP  {shapes}"
+              + ("" if g["name"] in fns else "  (no torch function)"))
 
 
 if __name__ == "__main__":
-    # Lists the suite: name, inputs, matmul GFLOP.
-    graphs = _suite_graphs()
-    for name, g in graphs.items():
-        shapes = " ".join(f"{t['name']}{t['shape']}" for t in g["inputs"])
-        print(f"{name:<52} {graph_flops(g) / 1e9:10.2f} GFLOP  {shapes}"
-              + ("" if name in TORCH_FNS else "  (no torch function)"))
+    import os
+    print_suite(os.path.dirname(os.path.abspath(__file__)), TORCH_FNS)
