@@ -1024,7 +1024,32 @@ std::string CpuCodegen::Prelude() {
 
 #if defined(__FLT16_MAX__)
 typedef _Float16 yr_f16;
-static inline float yr_ld(const yr_f16* p, int64_t i) { return (float)p[i]; }
+// Loads widen the 16 bits with integer and exact float steps (the fp16
+// library's method: normals rescaled by 2^-112, subnormals through a magic
+// bias; infinities and NaN kept), which `omp simd` loops vectorize; GCC
+// converts _Float16 loads one element at a time without AVX512-FP16.
+static inline float yr_ld(const yr_f16* p, int64_t i) {
+  uint16_t h;
+  std::memcpy(&h, p + i, 2);
+  const uint32_t w = (uint32_t)h << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const uint32_t nbits = (two_w >> 4) + (0xE0u << 23);
+  float normalized;
+  std::memcpy(&normalized, &nbits, 4);
+  normalized *= 0x1.0p-112f;
+  const uint32_t dbits = (two_w >> 17) | (126u << 23);
+  float denormalized;
+  std::memcpy(&denormalized, &dbits, 4);
+  denormalized -= 0.5f;
+  uint32_t nb, db;
+  std::memcpy(&nb, &normalized, 4);
+  std::memcpy(&db, &denormalized, 4);
+  const uint32_t bits = sign | (two_w < (1u << 27) ? db : nb);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 static inline void yr_st(yr_f16* p, int64_t i, float v) { p[i] = (yr_f16)v; }
 #else
 struct yr_f16 { uint16_t bits; };
