@@ -236,16 +236,15 @@ TEST(CpuBackendTest, ReleaseRemovesTheTempDirectory) {
 // Library plans (KERNEL_LIBRARY through OpenBLAS's cblas_sgemm, 16-bit
 // operands converted to float32) match the reference (LibraryTestGraphs).
 TEST(CpuBackendTest, LibraryPlansMatchReference) {
-  for (const std::string& text : LibraryTestGraphs()) {
-    absl::StatusOr<yirage::v1::Graph> proto = core::ParseGraphJson(text);
-    ASSERT_TRUE(proto.ok()) << proto.status();
-    SCOPED_TRACE(proto->name());
-    absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
-    ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<LibraryTestGraph> graphs = ParsedLibraryTestGraphs();
+  ASSERT_EQ(graphs.size(), LibraryTestGraphs().size());
+  for (const LibraryTestGraph& t : graphs) {
+    SCOPED_TRACE(t.proto.name());
+    const core::Graph* const g = &t.graph;
     const std::vector<yirage::v1::Plan> library = LibraryCandidates(*g, "cpu", 12);
     ASSERT_GE(library.size(), 2u);
     Compiled c;
-    CompileThroughAbi(*proto, library, &c);
+    CompileThroughAbi(t.proto, library, &c);
     for (int i = 0; i < static_cast<int>(library.size()); ++i) {
       EXPECT_NE(c.response.plans(i).source().find("cblas_sgemm"), std::string::npos);
       RunAndCompare(*g, c, i);

@@ -954,30 +954,26 @@ void EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
     // the buffer (offset c0 * K) right before its sgemm reads them. (Panels
     // of ~256 KiB, each converted then multiplied, ran 3x slower at M = 4:
     // OpenBLAS repacks per call.)
-    const int64_t panel = lm.n;
     code->L("float* const pb = ", b, " + c0 * ", lm.k, ";");
     code->Open("if (by_rows) {");
     call("c1 - c0", "pb", std::to_string(lm.transpose_b ? lm.k : lm.n), "pd");
     code->Close();
     code->Open("else {");
-    code->Open(absl::StrCat("for (int64_t p0 = c0; p0 < c1; p0 += ", panel, ") {"));
-    code->L("const int64_t p1 = p0 + ", panel, " < c1 ? p0 + ", panel, " : c1;");
     if (lm.transpose_b) {
-      // B is [N, K]: the panel is rows p0..p1, contiguous.
+      // B is [N, K]: the slice is rows c0..c1, contiguous.
       code->L("#pragma omp simd");
-      code->L("for (int64_t e = 0; e < (p1 - p0) * ", lm.k, "; ++e) pb[e] = yr_ld(", ctx.Var(lm.b),
-              ", p0 * ", lm.k, " + e);");
-      call("p1 - p0", "pb", std::to_string(lm.k), "pd + (p0 - c0)");
+      code->L("for (int64_t e = 0; e < (c1 - c0) * ", lm.k, "; ++e) pb[e] = yr_ld(", ctx.Var(lm.b),
+              ", c0 * ", lm.k, " + e);");
+      call("c1 - c0", "pb", std::to_string(lm.k), "pd");
     } else {
-      // B is [K, N]: columns p0..p1, packed K x (p1 - p0).
+      // B is [K, N]: columns c0..c1, packed K x (c1 - c0).
       code->Open(absl::StrCat("for (int64_t kk = 0; kk < ", lm.k, "; ++kk) {"));
       code->L("#pragma omp simd");
-      code->L("for (int64_t j = 0; j < p1 - p0; ++j) pb[kk * (p1 - p0) + j] = yr_ld(",
-              ctx.Var(lm.b), ", kk * ", lm.n, " + p0 + j);");
+      code->L("for (int64_t j = 0; j < c1 - c0; ++j) pb[kk * (c1 - c0) + j] = yr_ld(",
+              ctx.Var(lm.b), ", kk * ", lm.n, " + c0 + j);");
       code->Close();
-      call("p1 - p0", "pb", "(int)(p1 - p0)", "pd + (p0 - c0)");
+      call("c1 - c0", "pb", "(int)(c1 - c0)", "pd");
     }
-    code->Close();
     code->Close();
   } else {
     code->L("const float* const pb = ", b, " + bi * ", lm.b_batch_stride, "LL + c0 * ",

@@ -224,6 +224,24 @@ inline std::vector<std::string> LibraryTestGraphs() {
   };
 }
 
+// LibraryTestGraphs() parsed: the proto and its validated graph each.
+struct LibraryTestGraph {
+  yirage::v1::Graph proto;
+  core::Graph graph;
+};
+inline std::vector<LibraryTestGraph> ParsedLibraryTestGraphs() {
+  std::vector<LibraryTestGraph> graphs;
+  for (const std::string& text : LibraryTestGraphs()) {
+    absl::StatusOr<yirage::v1::Graph> proto = core::ParseGraphJson(text);
+    EXPECT_TRUE(proto.ok()) << proto.status();
+    if (!proto.ok()) continue;
+    absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
+    EXPECT_TRUE(g.ok()) << g.status();
+    if (g.ok()) graphs.push_back({*std::move(proto), *std::move(g)});
+  }
+  return graphs;
+}
+
 // The candidates `backend`'s search gives `g` with library kernels on (at
 // most `max_candidates`), keeping those with a KERNEL_LIBRARY kernel; the
 // baseline first.

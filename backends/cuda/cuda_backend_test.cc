@@ -415,18 +415,16 @@ TEST(CudaBackendGpuTest, TimingIsSane) {
 // match the reference, and the library baseline times.
 TEST(CudaBackendGpuTest, LibraryPlansMatchReference) {
   YR_REQUIRE_GPU();
-  for (const std::string& text : LibraryTestGraphs()) {
-    absl::StatusOr<yirage::v1::Graph> proto = core::ParseGraphJson(text);
-    ASSERT_TRUE(proto.ok()) << proto.status();
-    SCOPED_TRACE(proto->name());
-    absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
-    ASSERT_TRUE(g.ok()) << g.status();
-    const std::vector<yirage::v1::Plan> library_plans = LibraryCandidates(*g, "cuda", 24);
-    const std::vector<yirage::v1::Plan>* const plans = &library_plans;
-    ASSERT_FALSE(plans->empty());
-    ASSERT_TRUE((*plans)[0].baseline());
+  const std::vector<LibraryTestGraph> graphs = ParsedLibraryTestGraphs();
+  ASSERT_EQ(graphs.size(), LibraryTestGraphs().size());
+  for (const LibraryTestGraph& lg : graphs) {
+    SCOPED_TRACE(lg.proto.name());
+    const core::Graph* const g = &lg.graph;
+    const std::vector<yirage::v1::Plan> plans = LibraryCandidates(*g, "cuda", 24);
+    ASSERT_FALSE(plans.empty());
+    ASSERT_TRUE(plans[0].baseline());
     Compiled c;
-    CompileThroughAbi(*proto, *plans, &c);
+    CompileThroughAbi(lg.proto, plans, &c);
     int library = 0;
     for (int i = 0; i < c.response.plans_size(); ++i) {
       EXPECT_NE(c.response.plans(i).source().find("\"library\""), std::string::npos);
@@ -435,14 +433,14 @@ TEST(CudaBackendGpuTest, LibraryPlansMatchReference) {
       // plan fails, saying so; every other library plan must match.
       if (!r.ok && r.message.find("cuBLASLt offers") != std::string::npos) {
         bool later_algorithm = false;
-        for (const auto& k : (*plans)[i].kernels()) {
+        for (const auto& k : plans[i].kernels()) {
           later_algorithm |= k.kind() == yirage::v1::KERNEL_LIBRARY && k.schedule().variant() > 0;
         }
         EXPECT_TRUE(later_algorithm) << r.message;
         continue;
       }
       ++library;
-      EXPECT_TRUE(r.ok) << "plan " << i << " [" << (*plans)[i].description() << "]: " << r.message
+      EXPECT_TRUE(r.ok) << "plan " << i << " [" << plans[i].description() << "]: " << r.message
                         << "\n"
                         << c.response.plans(i).source();
     }
@@ -451,7 +449,7 @@ TEST(CudaBackendGpuTest, LibraryPlansMatchReference) {
     const YirageTiming t = TimePlan(*g, c, 0, 20, &error);
     EXPECT_TRUE(error.empty()) << error;
     std::printf("[ library  ] %-22s %d library plans verified; baseline [%s] %.2f us\n",
-                proto->name().c_str(), library, (*plans)[0].description().c_str(), t.median_us);
+                lg.proto.name().c_str(), library, plans[0].description().c_str(), t.median_us);
   }
 }
 
