@@ -2,6 +2,7 @@
 (standard library only)."""
 import glob
 import json
+import math
 import os
 
 
@@ -33,3 +34,14 @@ def positive_inputs(graph):
         elif op.get("op") == "pow" and ins:
             names.add(ins[0])
     return names
+
+
+def speedup_summary(speedups, against):
+    """'geometric mean speedup over AGAINST: G x over N cases: U under 1.0x,
+    A at or above', or '' without speedups."""
+    if not speedups:
+        return ""
+    geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+    under = sum(s < 1.0 for s in speedups)
+    return (f"geometric mean speedup over {against}: {geo:.2f}x over {len(speedups)} cases: "
+            f"{under} under 1.0x, {len(speedups) - under} at or above")

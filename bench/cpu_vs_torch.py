@@ -73,7 +73,7 @@ os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from bench_graphs import load_graph_jsons, positive_inputs  # noqa: E402
+from bench_graphs import load_graph_jsons, positive_inputs, speedup_summary  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -258,12 +258,8 @@ def main():
                 kernel.close()
         rows.append(row)
     speedups = [r["speedup"] for r in rows if "speedup" in r]
-    summary = ""
-    if speedups:
-        geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-        under = sum(s < 1.0 for s in speedups)
-        summary = (f"geometric mean speedup over PyTorch CPU eager: {geo:.2f}x over "
-                   f"{len(speedups)} cases: {under} under 1.0x, {len(speedups) - under} at or above")
+    summary = speedup_summary(speedups, "PyTorch CPU eager")
+    if summary:
         print(summary)
     failed = [r["case"] for r in rows if "error" in r]
     if failed:

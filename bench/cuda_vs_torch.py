@@ -42,7 +42,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from bench_graphs import load_graph_jsons, positive_inputs
+from bench_graphs import load_graph_jsons, positive_inputs, speedup_summary
 
 torch.backends.cuda.matmul.allow_tf32 = True
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -399,13 +399,8 @@ def main():
                     print(f"    {who:<8} kernels {t:8.2f} us in {n} kernel(s), longest {name[:70]}")
             print(f"    read     {row['read_how']}")
     speedups = [r["speedup"] for r in rows if not math.isnan(r.get("speedup", math.nan))]
-    summary = ""
-    if speedups:
-        geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-        under = sum(s < 1.0 for s in speedups)
-        summary = (f"geometric mean speedup over the faster of eager and torch.compile: {geo:.2f}x "
-                   f"over {len(speedups)} cases: {under} under 1.0x, "
-                   f"{len(speedups) - under} at or above")
+    summary = speedup_summary(speedups, "the faster of eager and torch.compile")
+    if summary:
         memory = [r for r in rows if r.get("bound") == "memory" and "error" not in r
                   and not math.isnan(r.get("read_us", math.nan))]
         if memory:
