@@ -546,7 +546,7 @@ namespace {
 // file (a substring of its path). Takes the graph's first candidate with a
 // fused kernel (streamed matmul or attention; YIRAGE_SWEEP_PLAN picks another
 // index), sets that kernel's schedule to each of YIRAGE_SWEEP's
-// "variant,stages,warps,split_k[,warp_rows[,block_rows]]" entries
+// "variant,stages,warps,split_k[,warp_rows[,block_rows[,unroll]]]" entries
 // (';'-separated, 0 = the backend's choice), and verifies and times every resulting plan, so that
 // schedules outside the generator's list can be compared on the device in one run.
 TEST(CudaBackendGpuTest, ScheduleSweep) {
@@ -554,10 +554,12 @@ TEST(CudaBackendGpuTest, ScheduleSweep) {
   if (graph_env == nullptr) GTEST_SKIP() << "set YIRAGE_SWEEP_GRAPH and YIRAGE_SWEEP";
   YR_REQUIRE_GPU();
   std::string file;
-  for (const std::string& f : ExampleGraphFiles(true)) {
-    if (f.find(graph_env) != std::string::npos) file = f;
+  for (const char* folder : {"bench", "suite"}) {
+    for (const std::string& f : GraphFilesIn(folder)) {
+      if (f.find(graph_env) != std::string::npos) file = f;
+    }
   }
-  ASSERT_FALSE(file.empty()) << "no bench graph matches " << graph_env;
+  ASSERT_FALSE(file.empty()) << "no bench or suite graph matches " << graph_env;
   absl::StatusOr<GraphCandidates> loaded = LoadCandidates(file, kMaxCandidates);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const yirage::v1::Graph* const proto = &loaded->proto;
@@ -588,8 +590,10 @@ TEST(CudaBackendGpuTest, ScheduleSweep) {
   const char* specs = std::getenv("YIRAGE_SWEEP");
   std::stringstream all(specs != nullptr ? specs : "0,0,0,0");
   for (std::string spec; std::getline(all, spec, ';');) {
-    int v = 0, s = 0, w = 0, k = 0, wr = -1, br = -1;
-    if (std::sscanf(spec.c_str(), "%d,%d,%d,%d,%d,%d", &v, &s, &w, &k, &wr, &br) < 4) continue;
+    int v = 0, s = 0, w = 0, k = 0, wr = -1, br = -1, u = -1;
+    if (std::sscanf(spec.c_str(), "%d,%d,%d,%d,%d,%d,%d", &v, &s, &w, &k, &wr, &br, &u) < 4) {
+      continue;
+    }
     yirage::v1::Plan p = base_plan;
     yirage::v1::Schedule* sched = p.mutable_kernels(fused)->mutable_schedule();
     sched->set_variant(v);
@@ -598,6 +602,7 @@ TEST(CudaBackendGpuTest, ScheduleSweep) {
     sched->set_split_k(k);
     if (wr >= 0) sched->set_warp_rows(wr);
     if (br >= 0) sched->set_block_rows(br);
+    if (u >= 0) sched->set_unroll(u);
     sweep.push_back(p);
     labels.push_back(spec);
   }
@@ -616,7 +621,8 @@ TEST(CudaBackendGpuTest, ScheduleSweep) {
     const YirageTiming t = TimePlan(*g, c, i, 100, &error);
     const std::string& src = c.response.plans(i).source();
     const size_t at = src.find("// streamed matmul");
-    const size_t at2 = at != std::string::npos ? at : src.find("fused attention");
+    size_t at2 = at != std::string::npos ? at : src.find("fused attention");
+    if (at2 == std::string::npos) at2 = src.find("// kernel ");  // a row kernel
     std::printf("SWEEP %-14s %s %8.2f us  %s\n", labels[i].c_str(), r.ok ? "ok  " : "BAD ",
                 t.median_us,
                 at2 != std::string::npos ? src.substr(at2, src.find('\n', at2) - at2).c_str() : "");

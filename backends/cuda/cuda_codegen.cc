@@ -94,12 +94,15 @@ int FloorPow2(int64_t v) {
   return p;
 }
 
-std::string UnaryExpr(const OpInfo& op, const std::string& x) {
+// `fast`: the op's value is rounded to 16 bits, so exponentials and
+// divisions may use the hardware approximations (a few float32 ulps, far
+// below a 16-bit ulp).
+std::string UnaryExpr(const OpInfo& op, const std::string& x, bool fast = false) {
   switch (op.type) {
     case OpType::kNeg:
       return absl::StrCat("(-", x, ")");
     case OpType::kExp:
-      return absl::StrCat("expf(", x, ")");
+      return absl::StrCat(fast ? "__expf(" : "expf(", x, ")");
     case OpType::kLog:
       return absl::StrCat("logf(", x, ")");
     case OpType::kSqrt:
@@ -113,11 +116,12 @@ std::string UnaryExpr(const OpInfo& op, const std::string& x) {
     case OpType::kRelu:
       return absl::StrCat("yr_relu(", x, ")");
     case OpType::kSigmoid:
+      if (fast) return absl::StrCat("__fdividef(1.0f, 1.0f + __expf(-", x, "))");
       return absl::StrCat("(1.0f / (1.0f + expf(-", x, ")))");
     case OpType::kTanh:
       return absl::StrCat("tanhf(", x, ")");
     case OpType::kSilu:
-      return absl::StrCat("yr_silu(", x, ")");
+      return absl::StrCat(fast ? "yr_silu_fast(" : "yr_silu(", x, ")");
     case OpType::kGelu:
       return op.gelu_tanh ? absl::StrCat("yr_gelu_tanh(", x, ")")
                           : absl::StrCat("yr_gelu(", x, ")");
@@ -315,12 +319,31 @@ class RowKernelEmitter {
   // over up to 1024 threads, a power of two where one divides the chunks,
   // else the largest multiple of 32 that does (hidden sizes such as 3584 or
   // 14336 have 448 and 1792 chunks); CanUseRegisterRows checks the result.
-  static int RegisterRowsThreads(int64_t w) {
+  // Rows of 512 chunks or more take two chunks a thread: blocks of 1024
+  // threads fit one an SM beside their registers and leave HBM idle while
+  // they reduce (softmax over 8192 columns, H200: 52 us with 1024 threads,
+  // 39 with 512).
+  // The schedule's warps, where set and they divide the chunks into at most
+  // kRegisterRowsMaxPerThread values a thread, override the rule. With
+  // several rows a block (block_rows > 1) a row gets the fewest threads
+  // that hold it (a warp or less for rows up to 1024 wide: no barriers), so
+  // that short rows do not pay one block launch each.
+  int RegisterRowsThreads(int64_t w) const {
     const int64_t chunks = std::max<int64_t>(1, w / 8);
-    const int pow2 = static_cast<int>(std::clamp<int64_t>(FloorPow2(chunks), 32, 1024));
-    if (chunks % pow2 == 0) return pow2;
+    if (s_.block_rows() > 1) {
+      for (int t = 1; t <= 1024; t = t < 32 ? 2 * t : t + 32) {
+        if (chunks % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) return t;
+      }
+    }
+    if (const int t = 32 * std::min(32, s_.warps());
+        t > 0 && chunks % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) {
+      return t;
+    }
+    const int64_t spread = chunks >= 512 && chunks % 2 == 0 ? chunks / 2 : chunks;
+    const int pow2 = static_cast<int>(std::clamp<int64_t>(FloorPow2(spread), 32, 1024));
+    if (spread % pow2 == 0) return pow2;
     for (int t = 1024; t >= 32; t -= 32) {
-      if (chunks % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) return t;
+      if (spread % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) return t;
     }
     return pow2;
   }
@@ -353,16 +376,32 @@ class RowKernelEmitter {
     return true;
   }
 
+  // Items (8 elements) a thread loads before it computes any: the
+  // schedule's unroll where set, else 2. The grid covers the items in one
+  // round (no grid-stride cap) and 16-bit results take the approximate
+  // exponential and division. H200, silu over 4096 x 16384 bf16: 77.3 us
+  // with a grid of 16 blocks an SM striding, 68.5 in one round (2 items a
+  // thread; 71.8 with 4); silu(a) * b 256 x 14336: 10.7 us accurate, 10.1
+  // approximate.
+  int FlatElementwiseUnroll(int full_operands) const {
+    if (s_.unroll() > 1) return std::min(s_.unroll(), 8);
+    return full_operands > 0 ? 2 : 1;
+  }
+
   absl::Status EmitFlatElementwise(const std::vector<int>& outputs, bool inject_fault, Code* out) {
     const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
     int64_t total = 1;
     for (int64_t d : shape) total *= d;
     const int vec = total % 8 == 0 ? 8 : 1;
     const int64_t items = total / vec;
+    const std::vector<int> operands = OutsideOperands();
+    auto full = [&](int t) { return vec == 8 && g_.tensor(t).shape == shape; };
+    int full_operands = 0;
+    for (int t : operands) full_operands += full(t) ? 1 : 0;
+    const int unroll = vec == 8 ? FlatElementwiseUnroll(full_operands) : 1;
     constexpr int kThreads = 256;
-    const int64_t blocks =
-        std::clamp<int64_t>((items + kThreads - 1) / kThreads, 1,
-                            static_cast<int64_t>(std::max(1, ctx_.target.sm_count)) * 16);
+    const int64_t blocks = std::clamp<int64_t>(
+        CeilDiv(items, kThreads * static_cast<int64_t>(unroll)), 1, (int64_t{1} << 31) - 1);
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     std::vector<std::string> params;
     KernelLaunch launch = StartLaunch(outputs, &params);
@@ -370,24 +409,47 @@ class RowKernelEmitter {
     launch.block = kThreads;
     Code& c = *out;
     c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ", total,
-        " elements, flat elementwise (", vec, " a thread, ", blocks, " blocks, grid-stride)");
+        " elements, flat elementwise (", vec, " a thread, unroll ", unroll, ", ", blocks,
+        " blocks, grid-stride)");
     c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
         absl::StrJoin(params, ", "), ") {");
     c.Open("{");
     if (inject_fault) c.Line(FaultLine());
-    c.L("for (i64 it = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; it < ", items,
-        "LL; it += (i64)gridDim.x * ", kThreads, ") {");
+    c.L("const i64 stride = (i64)gridDim.x * ", kThreads, ";");
+    c.L("for (i64 it0 = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; it0 < ", items,
+        "LL; it0 += stride * ", unroll, ") {");
     c.Open("{");
-    c.L("const i64 e = it * ", vec, ";");
-    c.L("(void)e;");
-    for (int t : OutsideOperands()) {
+    // Round: every item's full-shape operands loaded raw (16 bytes, kept
+    // packed until used), then each item computed and stored.
+    for (int t : operands) {
+      if (full(t))
+        c.L("uint4 raw", t, "[", unroll, "][", ctx_.ReadType(t) == "float" ? 2 : 1, "];");
+    }
+    c.L("#pragma unroll");
+    c.L("for (int u = 0; u < ", unroll, "; ++u) {");
+    c.Open("{");
+    c.L("const i64 e = (it0 + u * stride) * ", vec, ";");
+    c.L("if (e >= ", total, "LL) break;");
+    for (int t : operands) {
+      if (!full(t)) continue;
+      c.L("raw", t, "[u][0] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e));");
+      if (ctx_.ReadType(t) == "float") {
+        c.L("raw", t, "[u][1] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e + 4));");
+      }
+    }
+    c.Close();
+    c.Line("}");
+    c.L("#pragma unroll");
+    c.L("for (int u = 0; u < ", unroll, "; ++u) {");
+    c.Open("{");
+    c.L("const i64 e = (it0 + u * stride) * ", vec, ";");
+    c.L("if (e >= ", total, "LL) break;");
+    for (int t : operands) {
       c.L("float in", t, "[", vec, "];");
-      if (g_.tensor(t).shape == shape && vec == 8) {
+      if (full(t)) {
+        c.L("yr_stage16(in", t, ", raw", t, "[u][0], ", ctx_.Var(t), ");");
         if (ctx_.ReadType(t) == "float") {
-          c.L("yr_ld4(", ctx_.Var(t), " + e, in", t, ");");
-          c.L("yr_ld4(", ctx_.Var(t), " + e + 4, in", t, " + 4);");
-        } else {
-          c.L("yr_ld8(", ctx_.Var(t), " + e, in", t, ");");
+          c.L("yr_stage16(in", t, " + 4, raw", t, "[u][1], ", ctx_.Var(t), ");");
         }
         continue;
       }
@@ -405,7 +467,7 @@ class RowKernelEmitter {
       };
       const std::string value =
           core::IsUnaryElementwise(op.type)
-              ? UnaryExpr(op, operand(0))
+              ? UnaryExpr(op, operand(0), core::DTypeSize(g_.tensor(op.output).dtype) == 2)
               : BinaryExpr(op.type, operand(0), op.has_scalar ? Lit(op.scalar) : operand(1));
       c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
           std::string(core::OpTypeName(op.type)));
@@ -426,6 +488,8 @@ class RowKernelEmitter {
     c.Line("}");
     c.Close();
     c.Line("}");
+    c.Close();
+    c.Line("}");
     ctx_.code->launches.push_back(std::move(launch));
     return absl::OkStatus();
   }
@@ -442,12 +506,20 @@ class RowKernelEmitter {
     return w;
   }
 
+  // Rows a register-rows block holds: the schedule's block_rows, at most the
+  // group's rows, and at most 8192 values a block (1024 threads of 8, 256 of
+  // 32), so that two blocks an SM fit the register file without spills.
+  int RegisterRowsPerBlock(int64_t w, int tpr) const {
+    const int64_t per = w / tpr;
+    const int64_t max_threads = std::min<int64_t>(1024, std::max<int64_t>(tpr, 8192 / per));
+    return static_cast<int>(std::clamp<int64_t>(
+        std::min<int64_t>(std::max(1, s_.block_rows()), max_threads / tpr), 1, info_.num_rows));
+  }
+
   bool CanUseRegisterRows() const {
-    // The schedule's one-row-per-block choice (other schedules keep the
-    // shared-memory path, so the search compares both).
-    if (s_.parallel() != yirage::v1::PARALLEL_ROWS || s_.block_rows() > 1) return false;
+    if (s_.parallel() != yirage::v1::PARALLEL_ROWS) return false;
     const int64_t w = RegisterRowsWidth();
-    if (w < 256 || w % 8 != 0) return false;
+    if (w < (s_.block_rows() > 1 ? 64 : 256) || w % 8 != 0) return false;
     const int threads = RegisterRowsThreads(w);
     if (w % (8 * threads) != 0 || w / threads > kRegisterRowsMaxPerThread) return false;
     for (size_t j = 0; j < ops_.size(); ++j) {
@@ -501,27 +573,40 @@ class RowKernelEmitter {
 
   absl::Status EmitRegisterRows(const std::vector<int>& outputs, bool inject_fault, Code* out) {
     const int64_t w = RegisterRowsWidth();
+    // `threads` is the threads of one row; a block holds `rows` rows.
     const int threads = RegisterRowsThreads(w);
+    const int rows = RegisterRowsPerBlock(w, threads);
     const int chunks = static_cast<int>(w / (8 * threads));
     const int per = 8 * chunks;
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     std::vector<std::string> params;
     KernelLaunch launch = StartLaunch(outputs, &params);
-    launch.grid[0] = info_.num_rows;
-    launch.block = threads;
+    launch.grid[0] = CeilDiv(info_.num_rows, rows);
+    launch.block = threads * rows;
     launch.smem_bytes = 64 * 4;
     Code& c = *out;
     c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
         info_.num_rows, " rows, register rows (", w, " wide, threads ", threads, ", ", per,
-        " per thread)");
-    c.L("extern \"C\" __global__ void __launch_bounds__(", threads, ") ", name, "(",
+        " per thread, ", rows, " rows a block)");
+    c.L("extern \"C\" __global__ void __launch_bounds__(", threads * rows, ") ", name, "(",
         absl::StrJoin(params, ", "), ") {");
     c.Open("{");
     c.L("extern __shared__ __align__(128) float yr_sm[];");
     c.L("float* const red = yr_sm;");
-    c.L("const int tid = threadIdx.x;");
-    c.L("const i64 r = blockIdx.x;");
+    if (rows == 1) {
+      c.L("const int tid = threadIdx.x;");
+      c.L("const i64 r = blockIdx.x;");
+      c.L("const bool live = true;");
+    } else {
+      // A block's last rows past the group's end compute its last row again
+      // (they reach the block's barriers) and store nothing.
+      c.L("const int tid = threadIdx.x % ", threads, ";");
+      c.L("const i64 r_own = (i64)blockIdx.x * ", rows, " + threadIdx.x / ", threads, ";");
+      c.L("const bool live = r_own < ", info_.num_rows, "LL;");
+      c.L("const i64 r = live ? r_own : ", info_.num_rows - 1, "LL;");
+    }
     c.L("(void)r;");
+    c.L("(void)live;");
     if (inject_fault) c.Line(FaultLine());
     // Register q holds column (q / 8 * T + tid) * 8 + q % 8.
     // Every outside operand, loaded once, all loads before any use.
@@ -626,12 +711,12 @@ class RowKernelEmitter {
       const size_t j = group_pos_.at(t);
       for (const std::string& d : dsts_[t]) {
         if (info_.row_width[j] == 1) {
-          c.L("if (tid == 0) yr_st(", d, ", r, v", j, "[0]);");
+          c.L("if (live && tid == 0) yr_st(", d, ", r, v", j, "[0]);");
           continue;
         }
         for (int ch = 0; ch < chunks; ++ch) {
-          c.L("yr_st8(", d, " + r * ", w, "LL + (", ch, " * ", threads, " + tid) * 8, v", j, " + ",
-              ch * 8, ");");
+          c.L("if (live) yr_st8(", d, " + r * ", w, "LL + (", ch, " * ", threads, " + tid) * 8, v",
+              j, " + ", ch * 8, ");");
         }
       }
     }
@@ -1416,10 +1501,160 @@ class RowKernelEmitter {
 // KERNEL_GENERIC
 // ---------------------------------------------------------------------------
 
+// A reduction over an axis with contiguous elements after it (inner > 1: a
+// middle or the first axis): `outer` slabs of d rows of `inner` columns. A
+// block takes kColumnVectors 16-byte column vectors of one slab and its
+// remaining threads as row lanes; each thread accumulates its vector over
+// the rows of its lane with kColumnUnroll loads in flight, then the lanes
+// combine in shared memory. Where slabs and column tiles give the chip too
+// few blocks, the rows split over more, whose partials a second kernel
+// combines. False (nothing emitted) for shapes it does not take.
+bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
+                         bool inject_fault, Code* code) {
+  constexpr int kThreads = 256;
+  constexpr int kColumnVectors = 32;
+  constexpr int kColumnUnroll = 4;
+  const Graph& g = ctx.graph;
+  const OpInfo& op = g.op(op_id);
+  if (!core::IsReduction(op.type)) return false;
+  const int in = op.inputs[0];
+  const std::vector<int64_t>& shape = g.tensor(in).shape;
+  const int64_t outer = Numel(Slice(shape, 0, op.axis));
+  const int64_t d = shape[op.axis];
+  const int64_t inner = Numel(Slice(shape, op.axis + 1, shape.size()));
+  const bool is_float = ctx.ReadType(in) == "float";
+  const int vec = is_float ? 4 : 8;
+  if (inner < vec || inner % vec != 0) return false;
+  const int64_t cv = inner / vec;
+  const int cx = static_cast<int>(std::min<int64_t>(kColumnVectors, cv));
+  const int ry = kThreads / cx;
+  const int block = cx * ry;
+  const int64_t col_tiles = CeilDiv(cv, cx);
+  const int64_t tiles = outer * col_tiles;
+  // About 32 blocks an SM in all (four rounds of the 8 that fit), each
+  // lane taking at least kColumnUnroll rows of its split.
+  const int64_t sms = std::max(1, ctx.target.sm_count);
+  int64_t splits = std::clamp<int64_t>(CeilDiv(32 * sms, tiles), 1,
+                                       std::max<int64_t>(1, d / (int64_t{ry} * kColumnUnroll)));
+  const int64_t rows_per = CeilDiv(d, splits);
+  splits = CeilDiv(d, rows_per);
+  const int64_t total = outer * inner;
+  const bool mx = op.type == OpType::kReduceMax;
+  const std::string init = mx ? "-__int_as_float(0x7f800000)" : "0.0f";
+  auto combine = [&](const std::string& a, const std::string& b) {
+    return mx ? absl::StrCat("yr_max(", a, ", ", b, ")") : absl::StrCat(a, " + ", b);
+  };
+  const std::string finish = op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0f") : "";
+  const std::string name = KernelName(ctx.plan_index, kernel_index);
+  int ws_arg = -1;
+  if (splits > 1) {
+    ws_arg = ctx.PlanBufferId(
+        ctx.AddBuffer(splits * total * 4, false, name + " column reduction partials"));
+  }
+  KernelLaunch launch;
+  launch.name = name;
+  launch.block = block;
+  launch.grid[0] = tiles;
+  launch.grid[1] = splits;
+  std::vector<std::string> params;
+  ctx.AddReadParam(in, &params, &launch.args);
+  std::vector<std::string> dsts;
+  if (splits > 1) {
+    params.push_back("float* __restrict__ ws");
+    launch.args.push_back(ws_arg);
+  } else {
+    dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
+  }
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
+          CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
+          core::ShapeToString(g.tensor(op.output).shape), ", column reduction (", outer, " x ", d,
+          " x ", inner, ": ", cx, " column vectors x ", ry, " row lanes, ", splits,
+          " row split(s))");
+  code->L("extern \"C\" __global__ void __launch_bounds__(", block, ") ", name, "(",
+          absl::StrJoin(params, ", "), ") {");
+  code->Open("{");
+  code->L("__shared__ float part[", ry, "][", cx * vec, "];");
+  if (inject_fault) code->Line(FaultLine());
+  code->L("const int cxi = threadIdx.x % ", cx, ", ryi = threadIdx.x / ", cx, ";");
+  code->L("const i64 o = blockIdx.x / ", col_tiles, "LL;");
+  code->L("const i64 cb = (blockIdx.x % ", col_tiles, "LL) * ", cx, ";  // first column vector");
+  code->L("const i64 r0 = (i64)blockIdx.y * ", rows_per, "LL;");
+  code->L("const i64 r1 = r0 + ", rows_per, "LL < ", d, "LL ? r0 + ", rows_per, "LL : ", d, "LL;");
+  code->L("float acc[", vec, "];");
+  code->L("#pragma unroll");
+  code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", init, ";");
+  code->Open(absl::StrCat("if (cb + cxi < ", cv, "LL) {"));
+  code->L("const ", ctx.ReadType(in), "* const p = ", ctx.Var(in), " + o * ", d * inner,
+          "LL + (cb + cxi) * ", vec, ";");
+  code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * kColumnUnroll, ") {"));
+  code->L("uint4 raw[", kColumnUnroll, "];");
+  code->L("#pragma unroll");
+  code->L("for (int u = 0; u < ", kColumnUnroll, "; ++u) {");
+  code->L("  if (r + u * ", ry,
+          " < r1) raw[u] = __ldg(reinterpret_cast<const uint4*>(p + (r + u * ", ry, ") * ", inner,
+          "LL));");
+  code->L("}");
+  code->L("#pragma unroll");
+  code->Open(absl::StrCat("for (int u = 0; u < ", kColumnUnroll, "; ++u) {"));
+  code->L("if (r + u * ", ry, " >= r1) break;");
+  code->L("float f[", vec, "];");
+  code->L("yr_stage16(f, raw[u], p);");
+  code->L("#pragma unroll");
+  code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", combine("acc[k]", "f[k]"), ";");
+  code->Close();
+  code->Close();
+  code->Close();
+  code->L("#pragma unroll");
+  code->L("for (int k = 0; k < ", vec, "; ++k) part[ryi][cxi * ", vec, " + k] = acc[k];");
+  code->L("__syncthreads();");
+  code->Open(absl::StrCat("for (int e = threadIdx.x; e < ", cx * vec, "; e += ", block, ") {"));
+  code->L("const i64 col = cb * ", vec, " + e;");
+  code->L("if (col >= ", inner, "LL) continue;");
+  code->L("float v = part[0][e];");
+  code->L("for (int y = 1; y < ", ry, "; ++y) v = ", combine("v", "part[y][e]"), ";");
+  if (splits > 1) {
+    code->L("ws[((i64)blockIdx.y * ", outer, "LL + o) * ", inner, "LL + col] = v;");
+  } else {
+    code->L("v = v", finish, ";");
+    EmitStores(dsts, absl::StrCat("o * ", inner, "LL + col"), "v", code);
+  }
+  code->Close();
+  code->Close();
+  code->Line("}");
+  ctx.code->launches.push_back(std::move(launch));
+  if (splits == 1) return true;
+  // The splits' partials combined, one output element a thread.
+  KernelLaunch combine_launch;
+  combine_launch.name = name + "_combine";
+  combine_launch.block = kThreads;
+  combine_launch.grid[0] =
+      std::max<int64_t>(1, std::min<int64_t>(CeilDiv(total, kThreads), sms * 16));
+  std::vector<std::string> cparams = {"const float* __restrict__ ws"};
+  combine_launch.args.push_back(ws_arg);
+  const std::vector<std::string> cdsts =
+      ctx.AddWriteParams(op.output, &cparams, &combine_launch.args);
+  code->L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", combine_launch.name,
+          "(", absl::StrJoin(cparams, ", "), ") {");
+  code->Open("{");
+  code->Open(absl::StrCat("for (i64 e = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; e < ",
+                          total, "LL; e += (i64)gridDim.x * ", kThreads, ") {"));
+  code->L("float v = ws[e];");
+  code->L("for (int s = 1; s < ", splits,
+          "; ++s) v = ", combine("v", absl::StrCat("ws[s * ", total, "LL + e]")), ";");
+  code->L("v = v", finish, ";");
+  EmitStores(cdsts, "e", "v", code);
+  code->Close();
+  code->Close();
+  code->Line("}");
+  ctx.code->launches.push_back(std::move(combine_launch));
+  return true;
+}
+
 void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
                        bool inject_fault, Code* code) {
   const Graph& g = ctx.graph;
   const OpInfo& op = g.op(op_id);
+  if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, inject_fault, code)) return;
   const std::vector<int64_t>& out = g.tensor(op.output).shape;
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   KernelLaunch launch;
@@ -2043,6 +2278,11 @@ static __device__ __forceinline__ float yr_max(float a, float b) { return (a > b
 static __device__ __forceinline__ float yr_min(float a, float b) { return (a < b || a != a) ? a : b; }
 static __device__ __forceinline__ float yr_relu(float x) { return x > 0.0f ? x : (x != x ? x : 0.0f); }
 static __device__ __forceinline__ float yr_silu(float x) { return x / (1.0f + expf(-x)); }
+// For 16-bit results: x / (1 + e^-x) with the approximate exponential and
+// division (x -> -inf: the divisor's overflow to inf gives -0, as it should).
+static __device__ __forceinline__ float yr_silu_fast(float x) {
+  return __fdividef(x, 1.0f + __expf(-x));
+}
 // Streamed matmuls' epilogue (cuda_streamed_matmul.cc): the deferred rms row
 // scale 1 / sqrt(sq / k + eps) and the gated silu(v) * u.
 template <int kRms, int kSiluMul>
@@ -2071,9 +2311,14 @@ static __device__ __forceinline__ float yr_gsum(float v, float* red) {
     __syncthreads();
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
     __syncthreads();
-    const int g0 = (threadIdx.x / TPR) * (TPR / 32);
-    v = 0.0f;
-    for (int x = 0; x < TPR / 32; ++x) v += red[g0 + x];
+    // Each warp reads the group's warp partials, one a lane, and reduces
+    // them with shuffles: one shared load a thread, where a loop over the
+    // partials costs TPR/32 loads a thread and, at 1024 threads, kept the
+    // shared-memory pipe busier than the row's HBM traffic.
+    const int lane = threadIdx.x & 31;
+    v = lane < TPR / 32 ? red[(threadIdx.x / TPR) * (TPR / 32) + lane] : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   }
   return v;
 }
@@ -2087,9 +2332,11 @@ static __device__ __forceinline__ float yr_gmax(float v, float* red) {
     __syncthreads();
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
     __syncthreads();
+    const int lane = threadIdx.x & 31;
     const int g0 = (threadIdx.x / TPR) * (TPR / 32);
-    v = red[g0];
-    for (int x = 1; x < TPR / 32; ++x) v = yr_max(v, red[g0 + x]);
+    v = red[g0 + (lane < TPR / 32 ? lane : 0)];  // as in yr_gsum
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = yr_max(v, __shfl_xor_sync(0xffffffffu, v, o));
   }
   return v;
 }

@@ -160,6 +160,31 @@ yirage::v1::Graph WideRowsGraph(DType dtype) {
   return b.proto();
 }
 
+// Reductions over a middle and the first axis (the column-reduction
+// kernel): rows split over two blocks and combined (600 and 1000 rows),
+// one split (16 rows), column vectors short of a warp.
+yirage::v1::Graph ColumnReduceGraph(DType dtype) {
+  GraphBuilder b("column_reduce");
+  b.Input("x", {5, 600, 40}, dtype).Input("y", {1000, 24}, dtype).Input("z", {64, 16, 8}, dtype);
+  b.Op("sx", "reduce_sum", {"x"}, {I("axis", 1)}).Output("sx");
+  b.Op("mx", "reduce_max", {"x"}, {I("axis", 1), B("keepdim", true)}).Output("mx");
+  b.Op("ax", "reduce_mean", {"x"}, {I("axis", 1)}).Output("ax");
+  b.Op("sy", "reduce_sum", {"y"}, {I("axis", 0)}).Output("sy");
+  b.Op("my", "reduce_max", {"y"}, {I("axis", 0)}).Output("my");
+  b.Op("az", "reduce_mean", {"z"}, {I("axis", 1)}).Output("az");
+  return b.proto();
+}
+
+// A same-shape elementwise chain (the flat kernel) over 21000 8-element
+// items, a column broadcast mixed in: no unroll divides the items evenly.
+yirage::v1::Graph FlatChainGraph(DType dtype) {
+  GraphBuilder b("flat_chain");
+  b.Input("X", {7, 1000, 24}, dtype).Input("G", {7, 1000, 24}, dtype).Input("c", {24}, dtype);
+  b.Op("S", "silu", {"X"}).Op("M", "mul", {"S", "G"}).Output("M");
+  b.Op("Y", "add", {"M", "c"}).Output("Y");
+  return b.proto();
+}
+
 // The streamed-matmul chains (core/fused_pattern.h) at shapes its kernel
 // takes: rows not a multiple of 16, K splits, ranks 16 and 32.
 yirage::v1::Graph StreamedGatedGraph(DType dtype, int64_t m, int64_t k, int64_t n) {
@@ -280,10 +305,22 @@ std::vector<Case> AllCases() {
             OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 4, 4, 2), 64), 3)),
             OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 64), 4))}});
     }
+    // Register rows: one row a block, several (the last block's rows past
+    // the end: 6 rows in blocks of 4, 5 in blocks of 2), a block's warps
+    // set by the schedule.
     const yirage::v1::Graph nc = NormChainGraph(dt);
-    cases.push_back({nc, {OneRowGroup(nc, Rows(1)), OneRowGroup(nc, Rows(2))}});
+    cases.push_back({nc,
+                     {OneRowGroup(nc, Rows(1)), OneRowGroup(nc, Rows(2)), OneRowGroup(nc, Rows(4)),
+                      OneRowGroup(nc, WithGpu(Rows(1), 0, 1))}});
     const yirage::v1::Graph wr = WideRowsGraph(dt);
     cases.push_back({wr, {OneRowGroup(wr, Rows(1)), OneRowGroup(wr, Rows(2))}});
+    const yirage::v1::Graph cr = ColumnReduceGraph(dt);
+    cases.push_back({cr, {AllGeneric(cr)}});
+    // The flat kernel: its own unroll, 3 and 8 items a thread a round.
+    const yirage::v1::Graph fl = FlatChainGraph(dt);
+    cases.push_back({fl,
+                     {OneRowGroup(fl, Rows(1)), OneRowGroup(fl, Rows(1, 0, 0, 0, 3)),
+                      OneRowGroup(fl, Rows(1, 0, 0, 0, 8))}});
     if (dt != FLOAT32) {
       for (const yirage::v1::Graph& sm :
            {StreamedGatedGraph(dt, 24, 512, 128), StreamedRmsLinearGraph(dt, 3, 1024, 192),
@@ -525,7 +562,14 @@ TEST(CudaCodegenCompileTest, NormChainsUseRegisterRows) {
   const yirage::v1::Graph g = NormChainGraph(FLOAT16);
   EXPECT_NE(PlanSource(g, OneRowGroup(g, Rows(1))).find("register rows (512 wide, threads 64"),
             std::string::npos);
-  EXPECT_EQ(PlanSource(g, OneRowGroup(g, Rows(2))).find("register rows"), std::string::npos);
+  // Several rows a block: the fewest threads that hold a row (64 chunks,
+  // at most 4 a thread), no more rows than the group has.
+  EXPECT_NE(
+      PlanSource(g, OneRowGroup(g, Rows(2))).find("threads 16, 32 per thread, 2 rows a block"),
+      std::string::npos);
+  EXPECT_NE(
+      PlanSource(g, OneRowGroup(g, Rows(64))).find("threads 16, 32 per thread, 6 rows a block"),
+      std::string::npos);
   // 3584 wide (448 chunks of 8): 448 threads; reductions over the row too.
   const yirage::v1::Graph wide = WideRowsGraph(FLOAT16);
   EXPECT_NE(
