@@ -284,6 +284,7 @@ int ClientCommands::Candidates(const std::string& job_id) {
                  ? Fixed(c.max_abs_error(), 6)
                  : "-")
          << std::setw(14) << proof << c.plan().description();
+    if (c.same_kernel_as() != 0) out_ << "  (same kernel as " << c.same_kernel_as() << ")";
     if (!c.error().empty()) out_ << "  ! " << c.error().substr(0, 160);
     out_ << "\n";
   }

@@ -75,6 +75,7 @@ nlohmann::json CandidateToJson(const yirage::v1::Candidate& c) {
           {"error", c.error()},
           {"attempts", c.attempts()},
           {"worker_id", c.worker_id()},
+          {"same_kernel_as", c.same_kernel_as()},
           {"rewrites", c.plan().rewrites()},
           {"rewritten_graph_ops", c.plan().graph().ops_size()},
           {"fingerprint",

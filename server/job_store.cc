@@ -120,6 +120,8 @@ std::vector<std::vector<std::string>> Migrations() {
       ChipRegistryMigration(),
       // Version 3: what the search did, per job.
       {"ALTER TABLE jobs ADD COLUMN search BLOB NOT NULL DEFAULT x''"},
+      // Version 4: results taken from a candidate that runs the same code.
+      {"ALTER TABLE candidates ADD COLUMN same_kernel_as INTEGER NOT NULL DEFAULT 0"},
   };
 }
 
@@ -129,7 +131,9 @@ constexpr char kJobColumns[] =
 
 constexpr char kCandidateColumns[] =
     "candidate_id, job_id, plan, status, time_us, baseline_time_us, max_abs_error, "
-    "max_rel_error, error, attempts, worker_id";
+    "max_rel_error, error, attempts, worker_id, same_kernel_as";
+// How many columns kCandidateColumns names (ReadCandidate reads them all).
+constexpr int kCandidateColumnCount = 12;
 
 Candidate ReadCandidate(const Statement& s) {
   Candidate c;
@@ -144,6 +148,7 @@ Candidate ReadCandidate(const Statement& s) {
   c.set_error(s.ColumnText(8));
   c.set_attempts(static_cast<int32_t>(s.ColumnInt(9)));
   c.set_worker_id(s.ColumnText(10));
+  c.set_same_kernel_as(s.ColumnInt(11));
   return c;
 }
 
@@ -430,7 +435,7 @@ absl::StatusOr<JobStore::BestKernel> JobStore::GetBestKernel(const std::string& 
   if (!row) return absl::InternalError("best candidate vanished");
   BestKernel best;
   best.candidate = ReadCandidate(s);
-  best.source = s.ColumnText(11);
+  best.source = s.ColumnText(kCandidateColumnCount);
   best.backend = job.backend();
   YIRAGE_ASSIGN_OR_RETURN(Statement g, db_->Prepare("SELECT graph FROM jobs WHERE job_id=?"));
   g.Bind(1, job_id);
@@ -492,8 +497,8 @@ absl::StatusOr<RecordReport> JobStore::RecordResults(
           Statement s,
           db_->Prepare("UPDATE candidates SET status=?, time_us=?, baseline_time_us=?, "
                        "max_abs_error=?, max_rel_error=?, error=?, source=?, worker_id=?, "
-                       "finished=?, batch_id=NULL WHERE candidate_id=? AND batch_id=? AND "
-                       "status=?"));
+                       "finished=?, same_kernel_as=?, batch_id=NULL WHERE candidate_id=? AND "
+                       "batch_id=? AND status=?"));
       s.Bind(1, static_cast<int64_t>(status))
           .Bind(2, r.time_us())
           .Bind(3, r.baseline_time_us())
@@ -503,9 +508,10 @@ absl::StatusOr<RecordReport> JobStore::RecordResults(
           .Bind(7, r.source())
           .Bind(8, worker_id)
           .Bind(9, now)
-          .Bind(10, r.candidate_id())
-          .Bind(11, batch_id)
-          .Bind(12, static_cast<int64_t>(yirage::v1::LEASED));
+          .Bind(10, r.same_kernel_as())
+          .Bind(11, r.candidate_id())
+          .Bind(12, batch_id)
+          .Bind(13, static_cast<int64_t>(yirage::v1::LEASED));
       YIRAGE_RETURN_IF_ERROR(s.Run());
       if (db_->Changes() > 0) report.newly_stored[status]++;
       report.acknowledged.push_back(r.candidate_id());

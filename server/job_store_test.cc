@@ -111,13 +111,22 @@ TEST_F(JobStoreTest, LeaseRecordAndFinish) {
   EXPECT_FALSE(none->has_value());
   EXPECT_EQ(store_->GetJob(*id)->state(), yirage::v1::RUNNING);
 
-  auto report = store_->RecordResults("w1", b.batch_id(),
-                                      Results({Verified(b.candidates(0).candidate_id(), 100),
-                                               Verified(b.candidates(1).candidate_id(), 40)}),
-                                      1002);
+  // The second candidate's result was taken from the first's (the same
+  // kernel): stored with it and listed.
+  CandidateResult twin = Verified(b.candidates(1).candidate_id(), 40);
+  twin.set_same_kernel_as(b.candidates(0).candidate_id());
+  auto report = store_->RecordResults(
+      "w1", b.batch_id(), Results({Verified(b.candidates(0).candidate_id(), 100), twin}), 1002);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->acknowledged.size(), 2u);
   EXPECT_EQ(report->newly_stored[yirage::v1::VERIFIED], 2);
+  auto listed = store_->ListCandidates(*id);
+  ASSERT_TRUE(listed.ok());
+  for (const auto& c : *listed) {
+    EXPECT_EQ(c.same_kernel_as(), c.candidate_id() == b.candidates(1).candidate_id()
+                                      ? b.candidates(0).candidate_id()
+                                      : 0);
+  }
   // Recording again (a retry after a lost reply) is acknowledged, not double counted.
   auto again = store_->RecordResults("w1", b.batch_id(),
                                      Results({Verified(b.candidates(1).candidate_id(), 40)}), 1003);

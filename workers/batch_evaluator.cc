@@ -90,6 +90,34 @@ int64_t BatchEvaluator::references_computed() const {
   return references_computed_;
 }
 
+int64_t BatchEvaluator::results_reused() const {
+  absl::MutexLock lock(&mu_);
+  return results_reused_;
+}
+
+std::optional<CandidateResult> BatchEvaluator::FindResult(const std::string& job_id,
+                                                          const std::string& kernel_key) const {
+  if (kernel_key.empty()) return std::nullopt;
+  absl::MutexLock lock(&mu_);
+  for (auto it = results_.rbegin(); it != results_.rend(); ++it) {
+    if (it->job_id == job_id && it->kernel_key == kernel_key) return it->result;
+  }
+  return std::nullopt;
+}
+
+void BatchEvaluator::KeepResult(const std::string& job_id, const std::string& kernel_key,
+                                const CandidateResult& result) {
+  if (kernel_key.empty()) return;
+  if (result.status() != yirage::v1::VERIFIED && result.status() != yirage::v1::MISMATCH) return;
+  absl::MutexLock lock(&mu_);
+  std::erase_if(results_, [&](const KeptResult& k) {
+    return k.job_id == job_id && k.kernel_key == kernel_key;
+  });
+  results_.push_back({job_id, kernel_key, result});
+  results_.back().result.clear_source();
+  while (results_.size() > kKeptResults) results_.pop_front();
+}
+
 absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Callbacks& callbacks) {
   auto fail_all = [&](const std::string& error) {
     for (const auto& c : batch.candidates()) {
@@ -207,6 +235,7 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
     }
     return device_lost;
   }
+  KeepResult(batch.job_id(), compiled.plans(0).kernel_key(), baseline);
   bool baseline_ok = baseline.status() == yirage::v1::VERIFIED;
   if (!baseline_ok) {
     spdlog::warn("batch {}: baseline did not verify ({}); speedups of this batch are unknown",
@@ -216,15 +245,31 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
     if (callbacks.should_stop()) return absl::OkStatus();
     int64_t id = batch.candidates(i).candidate_id();
     CandidateResult r;
+    const yirage::v1::CompiledPlan& plan = compiled.plans(i + 1);
+    std::optional<CandidateResult> same;
+    if (plan.ok()) same = FindResult(batch.job_id(), plan.kernel_key());
     if (id == batch.baseline_candidate_id()) {
       r = baseline;
+    } else if (same.has_value()) {
+      // The same code as an earlier candidate of the job: its result.
+      r = *std::move(same);
+      if (r.same_kernel_as() == 0) r.set_same_kernel_as(r.candidate_id());
+      r.set_candidate_id(id);
+      r.set_source(plan.source());
+      r.set_evaluation_seconds(compile_share);
+      absl::MutexLock lock(&mu_);
+      ++results_reused_;
     } else {
       callbacks.on_start(id);
       r = evaluate(i + 1, id, baseline_ok);
+      KeepResult(batch.job_id(), plan.kernel_key(), r);
     }
     if (!baseline_ok) r.set_baseline_time_us(0);
-    spdlog::info("candidate {}: {} {:.1f} us (baseline beside it {:.1f} us){}{}", id,
+    spdlog::info("candidate {}: {} {:.1f} us (baseline beside it {:.1f} us){}{}{}", id,
                  yirage::v1::CandidateStatus_Name(r.status()), r.time_us(), r.baseline_time_us(),
+                 r.same_kernel_as() != 0 ? absl::StrCat(", the result of candidate ",
+                                                        r.same_kernel_as(), " (same kernel)")
+                                         : "",
                  r.error().empty() ? "" : " - ", r.error().substr(0, 200));
     callbacks.on_result(r);
     if (!device_lost.ok()) return device_lost;

@@ -6,8 +6,11 @@
 #define YIRAGE_WORKERS_BATCH_EVALUATOR_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -48,6 +51,9 @@ class BatchEvaluator {
 
   // How many times inputs and the reference were computed (not reused).
   int64_t references_computed() const ABSL_LOCKS_EXCLUDED(mu_);
+  // How many candidate results were taken from an earlier candidate of the
+  // same job whose plan runs the same code (CompiledPlan.kernel_key).
+  int64_t results_reused() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // A batch's seeded inputs (encoded for the device) and float64 reference
@@ -69,6 +75,21 @@ class BatchEvaluator {
   absl::StatusOr<std::shared_ptr<const PreparedInputs>> Prepare(const yirage::v1::Batch& batch,
                                                                 const core::Graph& graph);
 
+  // A result of one job's plan, by the backend's kernel key: a later plan of
+  // the job with the same key (the same code, another schedule the backend
+  // runs alike) takes it instead of being run and timed again. Only
+  // VERIFIED and MISMATCH results are kept; the last kKeptResults.
+  struct KeptResult {
+    std::string job_id;
+    std::string kernel_key;
+    yirage::v1::CandidateResult result;
+  };
+  std::optional<yirage::v1::CandidateResult> FindResult(const std::string& job_id,
+                                                        const std::string& kernel_key) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void KeepResult(const std::string& job_id, const std::string& kernel_key,
+                  const yirage::v1::CandidateResult& result) ABSL_LOCKS_EXCLUDED(mu_);
+
   BackendLibrary* const backend_;
   const YirageTimingOptions timing_;
   mutable absl::Mutex mu_;
@@ -76,6 +97,9 @@ class BatchEvaluator {
   // Most recently used first.
   std::vector<std::shared_ptr<const PreparedInputs>> kept_ ABSL_GUARDED_BY(mu_);
   int64_t references_computed_ ABSL_GUARDED_BY(mu_) = 0;
+  static constexpr size_t kKeptResults = 64;
+  std::deque<KeptResult> results_ ABSL_GUARDED_BY(mu_);  // newest last
+  int64_t results_reused_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace yirage::worker

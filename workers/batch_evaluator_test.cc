@@ -93,5 +93,50 @@ TEST(BatchEvaluatorTest, ReusesTheReferenceAcrossBatchesOfOneJob) {
   EXPECT_EQ(evaluator.references_computed(), 2);
 }
 
+// Plans the backend runs as the same code (its CompiledPlan.kernel_key: here
+// one plan under two descriptions) are evaluated once per job: the second
+// takes the first's result and says whose it is; another job evaluates its
+// own.
+TEST(BatchEvaluatorTest, EvaluatesTheSameKernelOncePerJob) {
+  absl::StatusOr<std::unique_ptr<BackendLibrary>> backend =
+      BackendLibrary::Load("cpu", YIRAGE_BIN_DIR);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  YirageTimingOptions timing{};
+  timing.warmup_runs = 1;
+  timing.max_runs = 3;
+  timing.min_runs = 1;
+  timing.target_seconds = 0.01;
+  BatchEvaluator evaluator(backend->get(), timing);
+  yirage::v1::Batch batch = MakeBatch(7, 1);
+  ASSERT_EQ(batch.candidates_size(), 1);
+  yirage::v1::BatchCandidate twin = batch.candidates(0);
+  twin.set_candidate_id(20);
+  twin.mutable_plan()->set_description("the same plan, described otherwise");
+  *batch.add_candidates() = twin;
+  std::vector<yirage::v1::CandidateResult> results;
+  BatchEvaluator::Callbacks callbacks;
+  callbacks.on_start = [](int64_t) {};
+  callbacks.on_result = [&](const yirage::v1::CandidateResult& r) { results.push_back(r); };
+  callbacks.should_stop = [] { return false; };
+  ASSERT_TRUE(evaluator.Evaluate(batch, callbacks).ok());
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status(), yirage::v1::VERIFIED) << results[0].error();
+  EXPECT_EQ(results[0].same_kernel_as(), 0);
+  EXPECT_EQ(results[1].candidate_id(), 20);
+  EXPECT_EQ(results[1].status(), yirage::v1::VERIFIED);
+  EXPECT_EQ(results[1].same_kernel_as(), results[0].candidate_id());
+  EXPECT_EQ(results[1].time_us(), results[0].time_us());
+  EXPECT_FALSE(results[1].source().empty());
+  EXPECT_EQ(evaluator.results_reused(), 1);
+  // Another job: evaluated anew.
+  batch.set_job_id("another job");
+  results.clear();
+  ASSERT_TRUE(evaluator.Evaluate(batch, callbacks).ok());
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].same_kernel_as(), 0);
+  EXPECT_EQ(results[1].same_kernel_as(), results[0].candidate_id());
+  EXPECT_EQ(evaluator.results_reused(), 2);
+}
+
 }  // namespace
 }  // namespace yirage::worker

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_codegen.h"
 #include "core/graph.h"
@@ -53,6 +54,17 @@ absl::StatusOr<std::vector<absl::Status>> CompileAndLoad(const CpuCompiler& comp
   return module.Load(base + ".so", plans);
 }
 
+// CompiledPlan.kernel_key: the plan's code generated as plan 0, without the
+// line naming the plan. Two plans whose schedules this backend runs alike
+// get the same.
+std::string KernelKey(const CpuCodegen& codegen, const yirage::v1::Plan& plan) {
+  absl::StatusOr<std::string> canonical = codegen.GeneratePlan(plan, 0);
+  if (!canonical.ok()) return "";
+  std::string key = *std::move(canonical);
+  if (absl::StartsWith(key, "// ---- plan ")) key.erase(0, key.find('\n') + 1);
+  return key;
+}
+
 }  // namespace
 
 void SetInjectedCompileError(int plan_index) { injected_error_plan.store(plan_index); }
@@ -86,6 +98,7 @@ absl::StatusOr<std::unique_ptr<CpuModule>> BuildModule(const yirage::v1::Compile
     code[i] = *std::move(src);
     if (injected_error_plan.load() == i) code[i] += "\n#error \"injected by the test hook\"\n";
     out->set_source(prelude + code[i]);
+    if (injected_error_plan.load() != i) out->set_kernel_key(KernelKey(codegen, request.plans(i)));
     pending.push_back(i);
   }
 

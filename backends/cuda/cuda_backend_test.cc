@@ -262,6 +262,30 @@ TEST(CudaBackendTest, BadPlanIsReportedNotFatal) {
   EXPECT_TRUE(c.response.plans(1).ok()) << c.response.plans(1).error();
 }
 
+// CPU-only: plans whose schedules the backend runs alike get one kernel key
+// (the flat elementwise kernel takes no block_rows), plans that run other
+// code get different keys.
+TEST(CudaBackendTest, PlansThatRunTheSameCodeShareAKernelKey) {
+  const std::string dir = std::string(YIRAGE_SOURCE_DIR) + "/examples/graphs/suite/";
+  absl::StatusOr<GraphCandidates> gelu = LoadCandidates(dir + "kb1_gelu_fp16_4096x16384.json", 8);
+  ASSERT_TRUE(gelu.ok()) << gelu.status();
+  yirage::v1::Plan b1 = gelu->plans[1], b16 = gelu->plans[1];
+  for (int k = 0; k < b16.kernels_size(); ++k) {
+    b16.mutable_kernels(k)->mutable_schedule()->set_block_rows(16);
+  }
+  b16.set_description("the same plan at block_rows 16");
+  yirage::v1::Plan u4 = b1;
+  for (int k = 0; k < u4.kernels_size(); ++k)
+    u4.mutable_kernels(k)->mutable_schedule()->set_unroll(4);
+  Compiled c;
+  CompileThroughAbi(gelu->proto, {b1, b16, u4}, &c);
+  ASSERT_EQ(c.response.plans_size(), 3);
+  ExpectAllCompiled(c);
+  EXPECT_FALSE(c.response.plans(0).kernel_key().empty());
+  EXPECT_EQ(c.response.plans(0).kernel_key(), c.response.plans(1).kernel_key());
+  EXPECT_NE(c.response.plans(0).kernel_key(), c.response.plans(2).kernel_key());
+}
+
 TEST(CudaBackendTest, BadRequestIsAnError) {
   const char junk[] = "\xff\xff\xff";
   YirageModule* module = nullptr;

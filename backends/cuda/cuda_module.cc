@@ -6,11 +6,24 @@
 #include <cstdlib>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/graph.h"
 
 namespace yirage::backends::cuda {
+
 namespace {
+
+// CompiledPlan.kernel_key: the plan's code generated as plan 0, without the
+// line naming the plan, and its launch record. Two plans whose schedules
+// this backend runs alike (knobs a kernel form does not use) get the same.
+std::string KernelKey(const CudaCodegen& codegen, const yirage::v1::Plan& plan) {
+  absl::StatusOr<PlanCode> canonical = codegen.GeneratePlan(plan, 0, false);
+  if (!canonical.ok()) return "";
+  std::string key = std::move(canonical->source);
+  if (absl::StartsWith(key, "// ---- plan ")) key.erase(0, key.find('\n') + 1);
+  return key + LaunchRecord(*canonical);
+}
 
 std::atomic<int> injected_error_plan{-1};
 std::atomic<int> injected_fault_plan{-1};
@@ -400,6 +413,9 @@ absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::Compil
       code[i].source += "\n#error \"injected by the test hook\"\n";
     }
     out->set_source(prelude + code[i].source + LaunchRecord(code[i]));
+    if (injected_fault_plan.load() != i && injected_error_plan.load() != i) {
+      out->set_kernel_key(KernelKey(codegen, request.plans(i)));
+    }
     pending.push_back(i);
   }
   auto compile = [&](const std::vector<int>& plans) -> absl::StatusOr<std::string> {
