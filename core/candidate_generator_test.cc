@@ -96,7 +96,9 @@ void ExpectWellFormed(const Graph& graph, const std::vector<Plan>& plans,
     EXPECT_DOUBLE_EQ(plan.estimated_cost(), EstimatePlanCost(graph, plan, options));
     EXPECT_GT(plan.estimated_cost(), 0);
     EXPECT_FALSE(plan.description().empty());
-    if (i >= 2) EXPECT_LE(plans[i - 1].estimated_cost(), plan.estimated_cost());
+    if (i >= 2) {
+      EXPECT_LE(plans[i - 1].estimated_cost(), plan.estimated_cost());
+    }
     for (int k = 0; k < plan.kernels_size(); ++k) {
       const KernelPlan& kernel = plan.kernels(k);
       EXPECT_EQ(kernel.name(), "k" + std::to_string(k));

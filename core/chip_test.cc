@@ -75,7 +75,9 @@ TEST(BuiltinChipsTest, CatalogIsValidAndCoversTheRequiredChips) {
   }
   // Dense, not sparse: the H100 SXM's dense BF16 is 989.5 TFLOPS (1979 sparse).
   for (const Chip& c : chips) {
-    if (c.chip_id() == "h100_sxm") EXPECT_DOUBLE_EQ(c.compute().peak_tflops_bf16(), 989.5);
+    if (c.chip_id() == "h100_sxm") {
+      EXPECT_DOUBLE_EQ(c.compute().peak_tflops_bf16(), 989.5);
+    }
   }
 }
 

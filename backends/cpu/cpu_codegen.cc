@@ -1031,7 +1031,7 @@ absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Pl
   const std::vector<std::vector<int>>& kernel_outputs = resolved->kernel_outputs;
   const std::vector<bool>& read_by_kernel = resolved->read_by_kernel;
 
-  PlanContext ctx{g, absl::StrCat("yr_p", index, "_")};
+  PlanContext ctx{g, absl::StrCat("yr_p", index, "_"), {}, {}, {}, {}, {}, false, {}};
   ctx.scratch.assign(num_tensors, false);
   ctx.out_position.assign(num_tensors, {});
   for (int t = g.num_inputs(); t < num_tensors; ++t) ctx.scratch[t] = read_by_kernel[t];

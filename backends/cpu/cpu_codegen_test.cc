@@ -64,8 +64,8 @@ TEST(CpuCodegenTest, TranscendentalsOverTheirRange) {
   b.Input("x", {4, 1000}, FLOAT32);
   b.Op("wide", "mul", {"x"}, {F("scalar", 85.0)});  // e^85 still fits a float
   b.Op("narrow", "mul", {"x"}, {F("scalar", 0.01)});
-  for (const std::string& in : {"wide", "narrow"}) {
-    for (const std::string& op : {"exp", "tanh", "sigmoid", "silu", "gelu"}) {
+  for (const std::string in : {"wide", "narrow"}) {
+    for (const std::string op : {"exp", "tanh", "sigmoid", "silu", "gelu"}) {
       b.Op(op + "_" + in, op, {in}).Output(op + "_" + in);
     }
     b.Op("gelu_tanh_" + in, "gelu", {in}, {S("approximate", "tanh")}).Output("gelu_tanh_" + in);

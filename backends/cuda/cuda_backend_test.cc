@@ -123,9 +123,13 @@ TEST_P(CandidatesCompileTest, AllCandidatesCompileWithNvrtc) {
       streamed);
   PrintRequestedPlans(*plans, c);
   // The bench's attention graphs must reach the fused kernel.
-  if (proto->name().rfind("gqa_decode", 0) == 0) EXPECT_GT(attention, 0);
+  if (proto->name().rfind("gqa_decode", 0) == 0) {
+    EXPECT_GT(attention, 0);
+  }
   for (const char* prefix : {"gated_mlp_b", "rms_norm_linear_b", "lora_b"}) {
-    if (proto->name().rfind(prefix, 0) == 0) EXPECT_GT(streamed, 0);
+    if (proto->name().rfind(prefix, 0) == 0) {
+      EXPECT_GT(streamed, 0);
+    }
   }
 }
 

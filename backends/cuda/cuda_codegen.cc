@@ -2027,7 +2027,7 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
   const std::vector<bool>& read_by_kernel = resolved->read_by_kernel;
 
   PlanCode result;
-  PlanContext ctx{g, target_, index, static_cast<int>(g.outputs().size()), {}, {}, &result};
+  PlanContext ctx{g, target_, index, static_cast<int>(g.outputs().size()), {}, {}, &result, {}};
   ctx.scratch_buffer.assign(num_tensors, -1);
   ctx.out_position.assign(num_tensors, {});
   ctx.native.assign(num_tensors, false);

@@ -331,7 +331,9 @@ TEST_F(RegistryTest, CpuDetectionMatchesProcCpuinfo) {
   const std::string vendor = cpu.vendor == "AuthenticAMD"   ? "amd"
                              : cpu.vendor == "GenuineIntel" ? "intel"
                                                             : "";
-  if (!vendor.empty()) EXPECT_EQ(chip["vendor"], vendor);
+  if (!vendor.empty()) {
+    EXPECT_EQ(chip["vendor"], vendor);
+  }
   if (chip["metadata"].value("detected", "") == "unknown-device") {
     // Described from what was measured: it must be this machine.
     EXPECT_EQ(chip["chip_name"], cpu.model);
@@ -340,7 +342,9 @@ TEST_F(RegistryTest, CpuDetectionMatchesProcCpuinfo) {
     EXPECT_EQ(chip["features"].value("avx512", false), cpu.flags.count("avx512f") == 1);
     EXPECT_EQ(chip["features"].value("amx", false), cpu.flags.count("amx_tile") == 1);
     const int simd = cpu.flags.count("avx512f") ? 512 : cpu.flags.count("avx2") ? 256 : 0;
-    if (simd > 0) EXPECT_EQ(chip["compute"]["simd_width_bits"], simd);
+    if (simd > 0) {
+      EXPECT_EQ(chip["compute"]["simd_width_bits"], simd);
+    }
   } else {
     // A catalog CPU: its match pattern occurs in the model name.
     EXPECT_TRUE(chip["metadata"].contains("source"));
