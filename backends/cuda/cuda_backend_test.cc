@@ -290,6 +290,56 @@ TEST(CudaBackendTest, PlansThatRunTheSameCodeShareAKernelKey) {
   EXPECT_NE(c.response.plans(0).kernel_key(), c.response.plans(2).kernel_key());
 }
 
+// CPU-only: without a device the request names its target; none is an error
+// that says what to set, and another target gets code for it (sm_80: no
+// thread-block clusters, no wgmma).
+TEST(CudaBackendTest, WithoutADeviceTheRequestNamesItsTarget) {
+  if (HasGpu()) GTEST_SKIP() << "a device is present: the backend compiles for it";
+  const std::string dir = std::string(YIRAGE_SOURCE_DIR) + "/examples/graphs/bench/";
+  absl::StatusOr<GraphCandidates> g = LoadCandidates(dir + "gqa_decode_b8.json", 12);
+  ASSERT_TRUE(g.ok()) << g.status();
+  yirage::v1::CompileRequest req;
+  *req.mutable_graph() = g->proto;
+  for (const auto& p : g->plans) *req.add_plans() = p;
+  const std::string bytes = req.SerializeAsString();
+  YirageModule* module = nullptr;
+  void* resp = nullptr;
+  size_t len = 0;
+  char* error = nullptr;
+  ASSERT_EQ(Backend()->compile(bytes.data(), bytes.size(), &module, &resp, &len, &error),
+            YIRAGE_ERROR);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("CompileRequest.target"), std::string::npos) << error;
+  Backend()->free_buffer(error);
+  yirage::v1::CompileTarget bad = H200CompileTarget();
+  bad.set_multiprocessors(0);
+  *req.mutable_target() = bad;
+  const std::string bad_bytes = req.SerializeAsString();
+  error = nullptr;
+  ASSERT_EQ(Backend()->compile(bad_bytes.data(), bad_bytes.size(), &module, &resp, &len, &error),
+            YIRAGE_ERROR);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("multiprocessors must be at least 1"), std::string::npos)
+      << error;
+  Backend()->free_buffer(error);
+  yirage::v1::CompileTarget ampere = H200CompileTarget();
+  ampere.set_compute_capability(80);
+  ampere.set_multiprocessors(108);
+  ampere.set_max_shared_memory_per_block(166912);
+  for (const char* name : {"gqa_decode_b8.json", "gated_mlp_b8.json"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<GraphCandidates> graph = LoadCandidates(dir + name, 12);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    Compiled c;
+    CompileThroughAbi(graph->proto, graph->plans, &c, ampere);
+    ExpectAllCompiled(c);
+    for (const auto& p : c.response.plans()) {
+      EXPECT_EQ(p.source().find("wgmma.mma_async"), std::string::npos);
+      EXPECT_EQ(p.source().find("__cluster_dims__"), std::string::npos);
+    }
+  }
+}
+
 TEST(CudaBackendTest, BadRequestIsAnError) {
   const char junk[] = "\xff\xff\xff";
   YirageModule* module = nullptr;

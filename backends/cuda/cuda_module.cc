@@ -25,6 +25,40 @@ std::string KernelKey(const CudaCodegen& codegen, const yirage::v1::Plan& plan) 
   return key + LaunchRecord(*canonical);
 }
 
+// Without a device: the request's target, which must name every figure the
+// code generator sizes kernels by.
+absl::StatusOr<CudaTarget> RequestedTarget(const yirage::v1::CompileRequest& request,
+                                           const absl::Status& no_device) {
+  const yirage::v1::CompileTarget& t = request.target();
+  const std::string why = absl::StrCat("no CUDA device (", no_device.message(), "), so ");
+  if (!request.has_target()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(why,
+                     "CompileRequest.target must name the device to compile for "
+                     "(compute_capability, multiprocessors, max_shared_memory_per_block)"));
+  }
+  if (t.compute_capability() < 70 || t.compute_capability() > 129) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        why, "CompileRequest.target.compute_capability must be 70 to 129 (major * 10 + minor), got ",
+        t.compute_capability()));
+  }
+  if (t.multiprocessors() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        why, "CompileRequest.target.multiprocessors must be at least 1, got ", t.multiprocessors()));
+  }
+  if (t.max_shared_memory_per_block() < 48 * 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(why, "CompileRequest.target.max_shared_memory_per_block must be at least 49152 "
+                          "bytes, got ",
+                     t.max_shared_memory_per_block()));
+  }
+  CudaTarget target;
+  target.sm = t.compute_capability();
+  target.sm_count = t.multiprocessors();
+  target.max_smem_per_block = t.max_shared_memory_per_block();
+  return target;
+}
+
 std::atomic<int> injected_error_plan{-1};
 std::atomic<int> injected_fault_plan{-1};
 
@@ -377,12 +411,15 @@ absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::Compil
   }
   absl::StatusOr<Device*> device = Device::Get();
   CudaTarget target;
-  std::string arch = "sm_90a";
+  std::string arch;
   if (device.ok()) {
     target = (*device)->info().Target();
     arch = (*device)->info().Arch();
-  } else if (const char* env = std::getenv("YIRAGE_CUDA_ARCH"); env != nullptr && env[0] != '\0') {
-    arch = env;
+  } else {
+    absl::StatusOr<CudaTarget> requested = RequestedTarget(request, device.status());
+    if (!requested.ok()) return requested.status();
+    target = *requested;
+    arch = ArchFor(target.sm / 10, target.sm % 10);
   }
   std::vector<int64_t> in_bytes, out_bytes;
   for (int t = 0; t < graph->num_inputs(); ++t) {

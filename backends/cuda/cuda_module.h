@@ -85,8 +85,9 @@ class CudaModule {
 
 // Builds the request's plans: code generation, one NVRTC compile of all plans
 // (one per plan when that fails, so a bad plan fails only itself), targeting
-// the device's architecture, or $YIRAGE_CUDA_ARCH / sm_90a without a device.
-// Returns InvalidArgument when the graph does not validate.
+// the device's architecture, or without a device the request's target
+// (FailedPrecondition when it has none, InvalidArgument when it is out of
+// range). Returns InvalidArgument when the graph does not validate.
 absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::CompileRequest& request,
                                                         yirage::v1::CompileResponse* response);
 

@@ -104,7 +104,7 @@ inline bool HasGpu() {
   return has;
 }
 // What plans compile for: the device's SM version and count, or (no GPU) the
-// backend's default target, an H200 (sm_90, 132 SMs).
+// target CompileThroughAbi names, an H200 (sm_90, 132 SMs).
 struct CompileTarget {
   int sm = 90;
   int sm_count = 132;
@@ -158,11 +158,25 @@ struct Compiled {
   }
 };
 
+// What compile-only tests (no device) compile for: an H200 (sm_90a, 132
+// SMs, 227 KiB of shared memory a block).
+inline yirage::v1::CompileTarget H200CompileTarget() {
+  yirage::v1::CompileTarget t;
+  t.set_compute_capability(90);
+  t.set_multiprocessors(132);
+  t.set_max_shared_memory_per_block(232448);
+  return t;
+}
+
+// Compiles `plans` through the ABI, for the device, or without one for
+// `target` (default: H200CompileTarget()).
 inline void CompileThroughAbi(const yirage::v1::Graph& graph,
-                              const std::vector<yirage::v1::Plan>& plans, Compiled* out) {
+                              const std::vector<yirage::v1::Plan>& plans, Compiled* out,
+                              const yirage::v1::CompileTarget& target = H200CompileTarget()) {
   yirage::v1::CompileRequest req;
   *req.mutable_graph() = graph;
   for (const auto& p : plans) *req.add_plans() = p;
+  *req.mutable_target() = target;
   const std::string bytes = req.SerializeAsString();
   void* resp = nullptr;
   size_t resp_len = 0;
