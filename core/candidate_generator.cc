@@ -108,6 +108,10 @@ struct GroupShape {
   // A streamed matmul the wgmma form takes: no low-rank branch, no
   // prologue (cuda_streamed_matmul.h; X padded to 64 rows).
   bool wgmma_form = false;
+  // Every op elementwise with one output shape: a GPU runs it over the
+  // elements, so rows, columns and threads do not apply; items a thread
+  // (unroll) do.
+  bool flat_elementwise = false;
 };
 
 bool IsGpuBackend(const SearchOptions& options) {
@@ -128,6 +132,13 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
     shape.max_n = std::max<int64_t>(shape.max_n, out.empty() ? 1 : out.back());
   }
   const std::vector<int> op_list(ops.begin(), ops.end());
+  shape.flat_elementwise = !op_list.empty();
+  for (int op_index : op_list) {
+    const OpInfo& op = graph.op(op_index);
+    shape.flat_elementwise =
+        shape.flat_elementwise && IsElementwise(op.type) &&
+        graph.tensor(op.output).shape == graph.tensor(graph.op(op_list.front()).output).shape;
+  }
   shape.fused_gpu = IsFusedGpuChain(graph, op_list);
   shape.attention = shape.fused_gpu && IsAttentionChain(graph, op_list);
   if (shape.fused_gpu && !shape.attention) {
@@ -179,6 +190,10 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
     }
     schedule.set_variant(variant.gpu_form == kStreamedWgmmaVariant ? 4 : variant.gpu_form);
     schedule.set_warps(variant.gpu_warps);
+    return schedule;
+  }
+  if (shape.flat_elementwise && IsGpuBackend(options)) {
+    schedule.set_unroll(variant.unroll);
     return schedule;
   }
   if (variant.gpu_threads > 0 && options.warp_size > 0) {
@@ -305,9 +320,11 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
     return v.gpu_stages > 0 ? absl::StrCat(base, " stages ", v.gpu_stages)
                             : absl::StrCat(base, " threads ", v.gpu_threads);
   }
-  const std::string knobs = any_matmul ? absl::StrCat("n", v.tile_n, " k", kDefaultTileK, " v",
-                                                      EffectiveSimdWidth(options), " u", v.unroll)
-                                       : absl::StrCat("v", EffectiveSimdWidth(options));
+  const std::string knobs =
+      any_matmul ? absl::StrCat("n", v.tile_n, " k", kDefaultTileK, " v",
+                                EffectiveSimdWidth(options), " u", v.unroll)
+                 : absl::StrCat("v", EffectiveSimdWidth(options),
+                                v.unroll > 1 ? absl::StrCat(" u", v.unroll) : std::string());
   if (!any_cols) return absl::StrCat("rows b", v.block_rows, " ", knobs);
   if (!any_rows) return absl::StrCat("cols ", knobs);
   return absl::StrCat("cols ", knobs, " + rows b", v.block_rows);
@@ -329,6 +346,10 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
   }
   std::vector<int> tiles = {kDefaultTileN};
   std::vector<int> unrolls = {1};
+  // GPU elementwise groups (GroupShape.flat_elementwise) take unroll in any
+  // graph: the backend's default and 4 items a thread, which suits ops
+  // heavier than a few instructions (gelu's erf).
+  if (IsGpuBackend(options)) unrolls.assign(std::begin(kUnrollChoices), std::end(kUnrollChoices));
   if (has_matmul) {
     tiles.assign(std::begin(kTileNChoices), std::end(kTileNChoices));
     unrolls.assign(std::begin(kUnrollChoices), std::end(kUnrollChoices));

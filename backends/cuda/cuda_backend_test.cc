@@ -278,11 +278,18 @@ TEST(CudaBackendTest, PlansThatRunTheSameCodeShareAKernelKey) {
     b16.mutable_kernels(k)->mutable_schedule()->set_block_rows(16);
   }
   b16.set_description("the same plan at block_rows 16");
-  yirage::v1::Plan u4 = b1;
-  for (int k = 0; k < u4.kernels_size(); ++k)
-    u4.mutable_kernels(k)->mutable_schedule()->set_unroll(4);
+  // Another unroll (items a thread) is other code: 2 against 4.
+  for (yirage::v1::Plan* p : {&b1, &b16}) {
+    for (int k = 0; k < p->kernels_size(); ++k) {
+      p->mutable_kernels(k)->mutable_schedule()->set_unroll(4);
+    }
+  }
+  yirage::v1::Plan u2 = b1;
+  for (int k = 0; k < u2.kernels_size(); ++k) {
+    u2.mutable_kernels(k)->mutable_schedule()->set_unroll(2);
+  }
   Compiled c;
-  CompileThroughAbi(gelu->proto, {b1, b16, u4}, &c);
+  CompileThroughAbi(gelu->proto, {b1, b16, u2}, &c);
   ASSERT_EQ(c.response.plans_size(), 3);
   ExpectAllCompiled(c);
   EXPECT_FALSE(c.response.plans(0).kernel_key().empty());
