@@ -50,6 +50,16 @@ yirage::v1::Batch MakeBatch(uint64_t seed, int n) {
   return batch;
 }
 
+// A few short timing runs: these tests check what is evaluated, not times.
+YirageTimingOptions QuickTiming() {
+  YirageTimingOptions timing{};
+  timing.warmup_runs = 1;
+  timing.max_runs = 3;
+  timing.min_runs = 1;
+  timing.target_seconds = 0.01;
+  return timing;
+}
+
 // Evaluates `batch`; returns how many candidates were verified.
 int Verified(BatchEvaluator& evaluator, const yirage::v1::Batch& batch) {
   int verified = 0, results = 0;
@@ -72,12 +82,7 @@ TEST(BatchEvaluatorTest, ReusesTheReferenceAcrossBatchesOfOneJob) {
   absl::StatusOr<std::unique_ptr<BackendLibrary>> backend =
       BackendLibrary::Load("cpu", YIRAGE_BIN_DIR);
   ASSERT_TRUE(backend.ok()) << backend.status();
-  YirageTimingOptions timing{};
-  timing.warmup_runs = 1;
-  timing.max_runs = 3;
-  timing.min_runs = 1;
-  timing.target_seconds = 0.01;
-  BatchEvaluator evaluator(backend->get(), timing);
+  BatchEvaluator evaluator(backend->get(), QuickTiming());
   const yirage::v1::Batch first = MakeBatch(7, 2);
   ASSERT_GT(first.candidates_size(), 0);
   EXPECT_EQ(Verified(evaluator, first), first.candidates_size());
@@ -101,12 +106,7 @@ TEST(BatchEvaluatorTest, EvaluatesTheSameKernelOncePerJob) {
   absl::StatusOr<std::unique_ptr<BackendLibrary>> backend =
       BackendLibrary::Load("cpu", YIRAGE_BIN_DIR);
   ASSERT_TRUE(backend.ok()) << backend.status();
-  YirageTimingOptions timing{};
-  timing.warmup_runs = 1;
-  timing.max_runs = 3;
-  timing.min_runs = 1;
-  timing.target_seconds = 0.01;
-  BatchEvaluator evaluator(backend->get(), timing);
+  BatchEvaluator evaluator(backend->get(), QuickTiming());
   yirage::v1::Batch batch = MakeBatch(7, 1);
   ASSERT_EQ(batch.candidates_size(), 1);
   yirage::v1::BatchCandidate twin = batch.candidates(0);

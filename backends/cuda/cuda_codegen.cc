@@ -425,11 +425,15 @@ class RowKernelEmitter {
       if (full(t))
         c.L("uint4 raw", t, "[", unroll, "][", ctx_.ReadType(t) == "float" ? 2 : 1, "];");
     }
-    c.L("#pragma unroll");
-    c.L("for (int u = 0; u < ", unroll, "; ++u) {");
-    c.Open("{");
-    c.L("const i64 e = (it0 + u * stride) * ", vec, ";");
-    c.L("if (e >= ", total, "LL) break;");
+    // Opens the loop over a round's items, `e` the item's first element.
+    auto open_items = [&] {
+      c.L("#pragma unroll");
+      c.L("for (int u = 0; u < ", unroll, "; ++u) {");
+      c.Open("{");
+      c.L("const i64 e = (it0 + u * stride) * ", vec, ";");
+      c.L("if (e >= ", total, "LL) break;");
+    };
+    open_items();
     for (int t : operands) {
       if (!full(t)) continue;
       c.L("raw", t, "[u][0] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e));");
@@ -439,11 +443,7 @@ class RowKernelEmitter {
     }
     c.Close();
     c.Line("}");
-    c.L("#pragma unroll");
-    c.L("for (int u = 0; u < ", unroll, "; ++u) {");
-    c.Open("{");
-    c.L("const i64 e = (it0 + u * stride) * ", vec, ";");
-    c.L("if (e >= ", total, "LL) break;");
+    open_items();
     for (int t : operands) {
       c.L("float in", t, "[", vec, "];");
       if (full(t)) {

@@ -39,17 +39,20 @@ absl::StatusOr<CudaTarget> RequestedTarget(const yirage::v1::CompileRequest& req
   }
   if (t.compute_capability() < 70 || t.compute_capability() > 129) {
     return absl::InvalidArgumentError(absl::StrCat(
-        why, "CompileRequest.target.compute_capability must be 70 to 129 (major * 10 + minor), got ",
+        why,
+        "CompileRequest.target.compute_capability must be 70 to 129 (major * 10 + minor), got ",
         t.compute_capability()));
   }
   if (t.multiprocessors() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        why, "CompileRequest.target.multiprocessors must be at least 1, got ", t.multiprocessors()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(why, "CompileRequest.target.multiprocessors must be at least 1, got ",
+                     t.multiprocessors()));
   }
   if (t.max_shared_memory_per_block() < 48 * 1024) {
     return absl::InvalidArgumentError(
-        absl::StrCat(why, "CompileRequest.target.max_shared_memory_per_block must be at least 49152 "
-                          "bytes, got ",
+        absl::StrCat(why,
+                     "CompileRequest.target.max_shared_memory_per_block must be at least 49152 "
+                     "bytes, got ",
                      t.max_shared_memory_per_block()));
   }
   CudaTarget target;
