@@ -349,10 +349,11 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
   // GPU elementwise groups (GroupShape.flat_elementwise) take unroll in any
   // graph: the backend's default and 4 items a thread, which suits ops
   // heavier than a few instructions (gelu's erf).
-  if (IsGpuBackend(options)) unrolls.assign(std::begin(kUnrollChoices), std::end(kUnrollChoices));
+  if (has_matmul || IsGpuBackend(options)) {
+    unrolls.assign(std::begin(kUnrollChoices), std::end(kUnrollChoices));
+  }
   if (has_matmul) {
     tiles.assign(std::begin(kTileNChoices), std::end(kTileNChoices));
-    unrolls.assign(std::begin(kUnrollChoices), std::end(kUnrollChoices));
     // On CPUs the target chip's cache per core bounds the tiles: drop choices
     // it cannot hold, keep its largest if none fit. GPU backends size their
     // shared-memory staging per kernel themselves (and fall back when a shape
