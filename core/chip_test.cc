@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -79,6 +80,54 @@ TEST(BuiltinChipsTest, CatalogIsValidAndCoversTheRequiredChips) {
       EXPECT_DOUBLE_EQ(c.compute().peak_tflops_bf16(), 989.5);
     }
   }
+}
+
+TEST(BuiltinChipsTest, EveryFileOfDataChipsIsEmbeddedAndMarkedBuiltin) {
+  std::set<std::string> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(YIRAGE_SOURCE_DIR) + "/data/chips")) {
+    if (entry.path().extension() == ".json") files.insert(entry.path().stem().string());
+  }
+  std::set<std::string> embedded;
+  for (const CatalogFile& file : BuiltinCatalogFiles()) embedded.insert(std::string(file.vendor));
+  EXPECT_EQ(files, embedded);
+  for (const Chip& c : Registry()) EXPECT_EQ(c.metadata().at("builtin"), "true") << c.chip_id();
+}
+
+TEST(BuiltinChipsTest, CatalogRulesNameTheFileAndTheChip) {
+  const std::string acme = CustomChip().dump();
+  auto parse = [](std::string_view vendor, const std::string& text) {
+    CatalogFile file{vendor, text};
+    return ParseCatalog(absl::MakeConstSpan(&file, 1));
+  };
+  auto ok = parse("other", "[" + acme + "]");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->at(0).metadata().at("builtin"), "true");
+
+  auto wrong_vendor = parse("acme", "[" + acme + "]");
+  EXPECT_EQ(wrong_vendor.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong_vendor.status().message()),
+              HasSubstr("data/chips/acme.json: chip 'acme_x1': vendor: is 'other'"));
+
+  json no_source = CustomChip();
+  no_source["metadata"].erase("source");
+  auto unsourced = parse("other", "[" + no_source.dump() + "]");
+  EXPECT_THAT(std::string(unsourced.status().message()), HasSubstr("metadata.source"));
+
+  const std::string twice_text = "[" + acme + "]";
+  const CatalogFile twice[] = {{"other", twice_text}, {"other", twice_text}};
+  auto duplicate = ParseCatalog(twice);
+  EXPECT_THAT(std::string(duplicate.status().message()),
+              HasSubstr("chip 'acme_x1': chip_id: appears more than once"));
+
+  auto broken = parse("other", "[" + acme);
+  EXPECT_EQ(broken.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(broken.status().message()), HasSubstr("data/chips/other.json: "));
+
+  json invalid = CustomChip();
+  invalid["memory"]["bandwidth_gbps"] = -1;
+  auto refused = parse("other", "[" + invalid.dump() + "]");
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("bandwidth_gbps"));
 }
 
 TEST(ChipJsonTest, RoundTripsThroughJson) {

@@ -2,11 +2,14 @@
 
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/builtin_chips.h"
 #include "core/chip.h"
 #include "core/status_macros.h"
-#include "server/job_store.h"
+#include "server/schema.h"
 
 namespace yirage::server {
 namespace {
@@ -26,8 +29,64 @@ ChipEvent MakeEvent(ChipEvent::Kind kind, const Chip& chip, double now) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ChipStore>> ChipStore::Open(const std::string& path) {
+  auto catalog = core::BuiltinChips();
+  if (!catalog.ok()) {
+    // A broken catalog is a build defect (core/chip_test.cc guards it).
+    return absl::InternalError(absl::StrCat("the built-in chip catalog is invalid: ",
+                                            std::string(catalog.status().message())));
+  }
+  return Open(path, *catalog, absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+}
+
+absl::StatusOr<std::unique_ptr<ChipStore>> ChipStore::Open(const std::string& path,
+                                                           const std::vector<Chip>& catalog,
+                                                           double now) {
   YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
-  return std::unique_ptr<ChipStore>(new ChipStore(std::move(db)));
+  std::unique_ptr<ChipStore> store(new ChipStore(std::move(db)));
+  YIRAGE_RETURN_IF_ERROR(store->SyncCatalog(catalog, now));
+  return store;
+}
+
+absl::Status ChipStore::SyncCatalog(const std::vector<Chip>& catalog, double now) {
+  for (const Chip& chip : catalog) {
+    YIRAGE_RETURN_IF_ERROR(core::ValidateChip(chip));
+  }
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  CatalogReport report;
+  for (const Chip& input : catalog) {
+    YIRAGE_ASSIGN_OR_RETURN(Statement deleted,
+                            db_->Prepare("SELECT 1 FROM deleted_builtin_chips WHERE chip_id = ?"));
+    deleted.Bind(1, input.chip_id());
+    YIRAGE_ASSIGN_OR_RETURN(bool was_deleted, deleted.Step());
+    if (was_deleted) {
+      ++report.deleted_kept;
+      continue;
+    }
+    YIRAGE_ASSIGN_OR_RETURN(Statement origin,
+                            db_->Prepare("SELECT origin FROM chips WHERE chip_id = ?"));
+    origin.Bind(1, input.chip_id());
+    YIRAGE_ASSIGN_OR_RETURN(bool exists, origin.Step());
+    if (exists && origin.ColumnText(0) != "builtin") {
+      ++report.user_kept;
+      continue;
+    }
+    YIRAGE_ASSIGN_OR_RETURN(std::optional<Chip> existing, LoadLocked(input.chip_id()));
+    if (existing.has_value() && core::SameChip(*existing, input)) {
+      ++report.unchanged;
+      continue;
+    }
+    Chip chip = input;
+    chip.set_created_unix(existing.has_value() ? existing->created_unix() : now);
+    chip.set_updated_unix(now);
+    YIRAGE_RETURN_IF_ERROR(WriteLocked(chip, "builtin"));
+    (existing.has_value() ? report.updated : report.added)++;
+  }
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  if (report.added + report.updated > 0) generation_.fetch_add(1);
+  catalog_report_ = report;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<Chip>> ChipStore::LoadLocked(const std::string& chip_id) {
@@ -46,21 +105,28 @@ absl::StatusOr<std::optional<Chip>> ChipStore::LoadLocked(const std::string& chi
   return std::optional<Chip>(std::move(*chip));
 }
 
-absl::Status ChipStore::WriteLocked(const Chip& chip) {
+absl::Status ChipStore::WriteLocked(const Chip& chip, const char* origin) {
   YIRAGE_ASSIGN_OR_RETURN(
-      Statement s,
-      db_->Prepare("INSERT INTO chips (chip_id, vendor, backend, category, body, created, updated) "
-                   "VALUES (?,?,?,?,?,?,?) ON CONFLICT(chip_id) DO UPDATE SET "
-                   "vendor=excluded.vendor, backend=excluded.backend, "
-                   "category=excluded.category, body=excluded.body, updated=excluded.updated"));
+      Statement s, db_->Prepare("INSERT INTO chips (chip_id, vendor, backend, category, body, "
+                                "created, updated, origin) "
+                                "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(chip_id) DO UPDATE SET "
+                                "vendor=excluded.vendor, backend=excluded.backend, "
+                                "category=excluded.category, body=excluded.body, "
+                                "updated=excluded.updated, origin=excluded.origin"));
   s.Bind(1, chip.chip_id())
       .Bind(2, chip.vendor())
       .Bind(3, chip.backend())
       .Bind(4, chip.category())
       .Bind(5, core::ChipToJson(chip).dump())
       .Bind(6, chip.created_unix())
-      .Bind(7, chip.updated_unix());
-  return s.Run();
+      .Bind(7, chip.updated_unix())
+      .Bind(8, std::string_view(origin));
+  YIRAGE_RETURN_IF_ERROR(s.Run());
+  if (std::string_view(origin) == "builtin") return absl::OkStatus();
+  YIRAGE_ASSIGN_OR_RETURN(Statement forget,
+                          db_->Prepare("DELETE FROM deleted_builtin_chips WHERE chip_id = ?"));
+  forget.Bind(1, chip.chip_id());
+  return forget.Run();
 }
 
 void ChipStore::Notify(const std::vector<ChipEvent>& events) {
@@ -86,7 +152,7 @@ absl::StatusOr<Chip> ChipStore::Register(const Chip& input, bool overwrite, doub
     *created = !existing.has_value();
     chip.set_created_unix(existing.has_value() ? existing->created_unix() : now);
     chip.set_updated_unix(now);
-    YIRAGE_RETURN_IF_ERROR(WriteLocked(chip));
+    YIRAGE_RETURN_IF_ERROR(WriteLocked(chip, "user"));
     YIRAGE_RETURN_IF_ERROR(tx.Commit());
     event = MakeEvent(*created ? ChipEvent::REGISTERED : ChipEvent::UPDATED, chip, now);
   }
@@ -130,10 +196,26 @@ absl::Status ChipStore::Delete(const std::string& chip_id, double now) {
   ChipEvent event;
   {
     absl::MutexLock lock(&mu_);
+    Transaction tx(db_.get());
+    YIRAGE_RETURN_IF_ERROR(tx.status());
+    YIRAGE_ASSIGN_OR_RETURN(Statement origin,
+                            db_->Prepare("SELECT origin FROM chips WHERE chip_id = ?"));
+    origin.Bind(1, chip_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool found, origin.Step());
+    if (!found) return absl::NotFoundError(absl::StrCat("no chip '", chip_id, "'"));
+    const bool builtin = origin.ColumnText(0) == "builtin";
     YIRAGE_ASSIGN_OR_RETURN(Statement s, db_->Prepare("DELETE FROM chips WHERE chip_id = ?"));
     s.Bind(1, chip_id);
     YIRAGE_RETURN_IF_ERROR(s.Run());
-    if (db_->Changes() == 0) return absl::NotFoundError(absl::StrCat("no chip '", chip_id, "'"));
+    if (builtin) {
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement remember,
+          db_->Prepare("INSERT OR REPLACE INTO deleted_builtin_chips (chip_id, deleted) "
+                       "VALUES (?, ?)"));
+      remember.Bind(1, chip_id).Bind(2, now);
+      YIRAGE_RETURN_IF_ERROR(remember.Run());
+    }
+    YIRAGE_RETURN_IF_ERROR(tx.Commit());
     event.set_kind(ChipEvent::DELETED);
     event.set_chip_id(chip_id);
     event.set_event_unix(now);
@@ -173,7 +255,7 @@ absl::StatusOr<ImportReport> ChipStore::Import(const std::vector<Chip>& chips, b
       Chip chip = input;
       chip.set_created_unix(existing.has_value() ? existing->created_unix() : now);
       chip.set_updated_unix(now);
-      YIRAGE_RETURN_IF_ERROR(WriteLocked(chip));
+      YIRAGE_RETURN_IF_ERROR(WriteLocked(chip, "user"));
       (existing.has_value() ? report.updated : report.added)++;
       events.push_back(
           MakeEvent(existing.has_value() ? ChipEvent::UPDATED : ChipEvent::REGISTERED, chip, now));

@@ -8,7 +8,9 @@
 #include "core/chip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/database.h"
 #include "server/job_store.h"
+#include "server/schema.h"
 
 namespace yirage::server {
 namespace {
@@ -75,6 +77,115 @@ TEST_F(ChipStoreTest, NewDatabaseHoldsTheBuiltinCatalogOnce) {
   EXPECT_GE(cpus->size(), 2u);
   Reopen();
   EXPECT_EQ(Count(), static_cast<int>(builtin->size()));
+}
+
+// Start-up keeps the catalog's chips current and leaves users' chips alone.
+class ChipCatalogTest : public ChipStoreTest {
+ protected:
+  std::unique_ptr<ChipStore> OpenWith(const std::vector<Chip>& catalog, double now) {
+    store_.reset();
+    auto store = ChipStore::Open((dir_ / "yirage.db").string(), catalog, now);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+};
+
+TEST_F(ChipCatalogTest, ACatalogChangeReachesTheDatabaseAtTheNextStart) {
+  auto first = OpenWith({MakeChip("acme_x1"), MakeChip("acme_x2")}, 100);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->catalog_report().added, 2);
+  first.reset();
+  auto second = OpenWith({MakeChip("acme_x1", 2000), MakeChip("acme_x2")}, 200);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->catalog_report().updated, 1);
+  EXPECT_EQ(second->catalog_report().unchanged, 1);
+  auto x1 = second->Get("acme_x1");
+  ASSERT_TRUE(x1.ok()) << x1.status();
+  EXPECT_DOUBLE_EQ(x1->memory().bandwidth_gbps(), 2000);
+  EXPECT_DOUBLE_EQ(x1->created_unix(), 100);
+  EXPECT_DOUBLE_EQ(x1->updated_unix(), 200);
+  // A chip the catalog drops stays (a worker may name it).
+  second.reset();
+  auto third = OpenWith({MakeChip("acme_x1", 2000)}, 300);
+  ASSERT_NE(third, nullptr);
+  EXPECT_TRUE(third->Get("acme_x2").ok());
+}
+
+TEST_F(ChipCatalogTest, AUsersChipOfACatalogIdIsNeverOverwritten) {
+  auto store = OpenWith({MakeChip("acme_x1")}, 100);
+  ASSERT_NE(store, nullptr);
+  bool created = true;
+  ASSERT_TRUE(store->Register(MakeChip("acme_x1", 3000), true, 110, &created).ok());
+  EXPECT_FALSE(created);
+  store.reset();
+  store = OpenWith({MakeChip("acme_x1", 2000)}, 200);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->catalog_report().user_kept, 1);
+  EXPECT_DOUBLE_EQ(store->Get("acme_x1")->memory().bandwidth_gbps(), 3000);
+}
+
+TEST_F(ChipCatalogTest, ADeletedCatalogChipStaysDeletedUntilRegisteredAgain) {
+  auto store = OpenWith({MakeChip("acme_x1")}, 100);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Delete("acme_x1", 110).ok());
+  store.reset();
+  store = OpenWith({MakeChip("acme_x1")}, 200);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->catalog_report().deleted_kept, 1);
+  EXPECT_EQ(store->Get("acme_x1").status().code(), absl::StatusCode::kNotFound);
+  // Registering the id again ends the deletion: the chip is the user's now,
+  // and deleting that one lets the catalog's come back.
+  bool created = false;
+  ASSERT_TRUE(store->Register(MakeChip("acme_x1", 4000), false, 210, &created).ok());
+  EXPECT_TRUE(created);
+  store.reset();
+  store = OpenWith({MakeChip("acme_x1")}, 300);
+  ASSERT_NE(store, nullptr);
+  EXPECT_DOUBLE_EQ(store->Get("acme_x1")->memory().bandwidth_gbps(), 4000);
+  ASSERT_TRUE(store->Delete("acme_x1", 310).ok());
+  store.reset();
+  store = OpenWith({MakeChip("acme_x1")}, 400);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->catalog_report().added, 1);
+  EXPECT_DOUBLE_EQ(store->Get("acme_x1")->memory().bandwidth_gbps(), 1000);
+}
+
+TEST_F(ChipCatalogTest, ADatabaseSeededByVersionTwoKnowsWhichChipsAreTheCatalogs) {
+  store_.reset();
+  const std::string path = (dir_ / "old.db").string();
+  {
+    // A database at version 4, its chips written as version 2 used to:
+    // the catalog's marked metadata.builtin, and one a user registered.
+    auto migrations = SchemaMigrations();
+    migrations.resize(4);
+    auto db = Database::Open(path, migrations);
+    ASSERT_TRUE(db.ok()) << db.status();
+    Chip old_builtin = MakeChip("acme_x1");
+    (*old_builtin.mutable_metadata())["builtin"] = "true";
+    for (const Chip& chip : {old_builtin, MakeChip("acme_x2")}) {
+      auto s = (*db)->Prepare(
+          "INSERT INTO chips (chip_id, vendor, backend, category, body, created, updated) "
+          "VALUES (?, 'other', 'mlir', 'dsa', ?, 50, 50)");
+      ASSERT_TRUE(s.ok()) << s.status();
+      s->Bind(1, chip.chip_id()).Bind(2, core::ChipToJson(chip).dump());
+      ASSERT_TRUE(s->Run().ok());
+    }
+  }
+  auto store = ChipStore::Open(path, {MakeChip("acme_x1", 2000), MakeChip("acme_x2", 2000)}, 100);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->catalog_report().updated, 1);
+  EXPECT_EQ((*store)->catalog_report().user_kept, 1);
+  EXPECT_DOUBLE_EQ((*store)->Get("acme_x1")->memory().bandwidth_gbps(), 2000);
+  EXPECT_DOUBLE_EQ((*store)->Get("acme_x2")->memory().bandwidth_gbps(), 1000);
+}
+
+TEST_F(ChipCatalogTest, AnInvalidCatalogChipOpensNothing) {
+  Chip bad = MakeChip("acme_bad");
+  bad.mutable_memory()->set_bandwidth_gbps(-1);
+  store_.reset();
+  auto store = ChipStore::Open((dir_ / "yirage.db").string(), {MakeChip("acme_x1"), bad}, 100);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(store.status().message()), HasSubstr("acme_bad"));
 }
 
 TEST_F(ChipStoreTest, RegisteredChipSurvivesReopenAndTheJobStoreSharesTheSchema) {

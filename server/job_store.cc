@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
-#include "core/builtin_chips.h"
 #include "core/chip.h"
 #include "core/status_macros.h"
+#include "server/schema.h"
 
 namespace yirage::server {
 namespace {
@@ -15,115 +15,6 @@ using yirage::v1::Candidate;
 using yirage::v1::CandidateStatus;
 using yirage::v1::Job;
 using yirage::v1::JobState;
-
-std::string SqlQuote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    out.push_back(c);
-    if (c == '\'') out.push_back('\'');
-  }
-  return out + "'";
-}
-
-// Version 2: the chip registry, seeded with the built-in catalog, and the
-// chip each worker's device matched. (A later change to the catalog needs a
-// new migration: databases at version 2 never run this one again.)
-std::vector<std::string> ChipRegistryMigration() {
-  std::vector<std::string> sql = {
-      R"sql(CREATE TABLE chips (
-           chip_id TEXT PRIMARY KEY,
-           vendor TEXT NOT NULL,
-           backend TEXT NOT NULL,
-           category TEXT NOT NULL,
-           body TEXT NOT NULL,
-           created REAL NOT NULL,
-           updated REAL NOT NULL))sql",
-      "CREATE INDEX chips_by_backend ON chips(backend, vendor)",
-      "ALTER TABLE workers ADD COLUMN chip_id TEXT NOT NULL DEFAULT ''"};
-  auto chips = core::BuiltinChips();
-  if (!chips.ok()) {
-    // A broken catalog is a build defect (core/chip_test.cc guards it): fail
-    // the migration, naming the problem, rather than start without chips.
-    sql.push_back(absl::StrCat("SELECT * FROM ",
-                               SqlQuote(absl::StrCat("invalid built-in chip catalog: ",
-                                                     std::string(chips.status().message())))));
-    return sql;
-  }
-  for (const auto& chip : *chips) {
-    sql.push_back(absl::StrCat(
-        "INSERT INTO chips (chip_id, vendor, backend, category, body, created, updated) VALUES (",
-        SqlQuote(chip.chip_id()), ", ", SqlQuote(chip.vendor()), ", ", SqlQuote(chip.backend()),
-        ", ", SqlQuote(chip.category()), ", ", SqlQuote(core::ChipToJson(chip).dump()),
-        ", (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0)"));
-  }
-  return sql;
-}
-
-// Schema history. Never edit a released migration: append a new one.
-std::vector<std::vector<std::string>> Migrations() {
-  return {
-      // Version 1: jobs, candidates, batches, workers.
-      {R"sql(CREATE TABLE jobs (
-           job_id TEXT PRIMARY KEY,
-           graph_name TEXT NOT NULL,
-           graph BLOB NOT NULL,
-           backend TEXT NOT NULL,
-           chip_id TEXT NOT NULL DEFAULT '',
-           state INTEGER NOT NULL,
-           rtol REAL NOT NULL,
-           atol REAL NOT NULL,
-           budget_candidates INTEGER NOT NULL,
-           budget_seconds REAL NOT NULL,
-           created REAL NOT NULL,
-           started REAL NOT NULL DEFAULT 0,
-           finished REAL NOT NULL DEFAULT 0,
-           message TEXT NOT NULL DEFAULT '',
-           seed INTEGER NOT NULL,
-           baseline_candidate_id INTEGER NOT NULL DEFAULT 0))sql",
-       R"sql(CREATE TABLE candidates (
-           candidate_id INTEGER PRIMARY KEY AUTOINCREMENT,
-           job_id TEXT NOT NULL REFERENCES jobs(job_id),
-           ordinal INTEGER NOT NULL,
-           plan BLOB NOT NULL,
-           description TEXT NOT NULL,
-           is_baseline INTEGER NOT NULL,
-           status INTEGER NOT NULL,
-           batch_id TEXT,
-           attempts INTEGER NOT NULL DEFAULT 0,
-           time_us REAL NOT NULL DEFAULT 0,
-           baseline_time_us REAL NOT NULL DEFAULT 0,
-           max_abs_error REAL NOT NULL DEFAULT 0,
-           max_rel_error REAL NOT NULL DEFAULT 0,
-           error TEXT NOT NULL DEFAULT '',
-           worker_id TEXT NOT NULL DEFAULT '',
-           source TEXT NOT NULL DEFAULT '',
-           finished REAL NOT NULL DEFAULT 0))sql",
-       "CREATE INDEX candidates_by_job ON candidates(job_id, status, ordinal)",
-       "CREATE INDEX candidates_by_batch ON candidates(batch_id)",
-       R"sql(CREATE TABLE batches (
-           batch_id TEXT PRIMARY KEY,
-           job_id TEXT NOT NULL REFERENCES jobs(job_id),
-           worker_id TEXT NOT NULL,
-           lease_expires REAL NOT NULL,
-           current_candidate INTEGER NOT NULL DEFAULT 0,
-           created REAL NOT NULL))sql",
-       R"sql(CREATE TABLE workers (
-           worker_id TEXT PRIMARY KEY,
-           backend TEXT NOT NULL,
-           hostname TEXT NOT NULL,
-           pid INTEGER NOT NULL,
-           device TEXT NOT NULL,
-           state TEXT NOT NULL,
-           current_batch TEXT NOT NULL DEFAULT '',
-           first_seen REAL NOT NULL,
-           last_seen REAL NOT NULL))sql"},
-      ChipRegistryMigration(),
-      // Version 3: what the search did, per job.
-      {"ALTER TABLE jobs ADD COLUMN search BLOB NOT NULL DEFAULT x''"},
-      // Version 4: results taken from a candidate that runs the same code.
-      {"ALTER TABLE candidates ADD COLUMN same_kernel_as INTEGER NOT NULL DEFAULT 0"},
-  };
-}
 
 constexpr char kJobColumns[] =
     "job_id, graph_name, backend, state, rtol, atol, budget_candidates, budget_seconds, "
@@ -159,11 +50,9 @@ bool IsFinal(JobState state) {
 
 }  // namespace
 
-std::vector<std::vector<std::string>> SchemaMigrations() { return Migrations(); }
-
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path,
                                                          const JobStoreOptions& options) {
-  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, Migrations()));
+  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
   return std::unique_ptr<JobStore>(new JobStore(std::move(db), options));
 }
 

@@ -45,10 +45,6 @@ struct RecordReport {
   std::vector<std::string> jobs_finished;
 };
 
-// Every schema migration of the server's database, oldest first (shared by
-// every store that opens it: JobStore, ChipStore).
-std::vector<std::vector<std::string>> SchemaMigrations();
-
 // Thread-safe: every method takes the store's mutex (SQLite has one writer).
 class JobStore {
  public:

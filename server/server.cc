@@ -43,6 +43,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->options_ = options;
   YIRAGE_ASSIGN_OR_RETURN(s->store_, JobStore::Open(options.db_path, options.store));
   YIRAGE_ASSIGN_OR_RETURN(s->chip_store_, ChipStore::Open(options.db_path));
+  const CatalogReport& catalog = s->chip_store_->catalog_report();
+  spdlog::info(
+      "chip catalog: {} added, {} updated, {} unchanged, {} user chips kept, {} deleted kept",
+      catalog.added, catalog.updated, catalog.unchanged, catalog.user_kept, catalog.deleted_kept);
   s->chip_broadcaster_ = std::make_unique<ChipBroadcaster>();
   s->chip_store_->SetListener(
       [b = s->chip_broadcaster_.get()](const yirage::v1::ChipEvent& e) { b->Publish(e); });

@@ -1,0 +1,94 @@
+#include "server/schema.h"
+
+namespace yirage::server {
+
+// Schema history. Never edit a released migration: append a new one.
+std::vector<std::vector<std::string>> SchemaMigrations() {
+  return {
+      // Version 1: jobs, candidates, batches, workers.
+      {R"sql(CREATE TABLE jobs (
+           job_id TEXT PRIMARY KEY,
+           graph_name TEXT NOT NULL,
+           graph BLOB NOT NULL,
+           backend TEXT NOT NULL,
+           chip_id TEXT NOT NULL DEFAULT '',
+           state INTEGER NOT NULL,
+           rtol REAL NOT NULL,
+           atol REAL NOT NULL,
+           budget_candidates INTEGER NOT NULL,
+           budget_seconds REAL NOT NULL,
+           created REAL NOT NULL,
+           started REAL NOT NULL DEFAULT 0,
+           finished REAL NOT NULL DEFAULT 0,
+           message TEXT NOT NULL DEFAULT '',
+           seed INTEGER NOT NULL,
+           baseline_candidate_id INTEGER NOT NULL DEFAULT 0))sql",
+       R"sql(CREATE TABLE candidates (
+           candidate_id INTEGER PRIMARY KEY AUTOINCREMENT,
+           job_id TEXT NOT NULL REFERENCES jobs(job_id),
+           ordinal INTEGER NOT NULL,
+           plan BLOB NOT NULL,
+           description TEXT NOT NULL,
+           is_baseline INTEGER NOT NULL,
+           status INTEGER NOT NULL,
+           batch_id TEXT,
+           attempts INTEGER NOT NULL DEFAULT 0,
+           time_us REAL NOT NULL DEFAULT 0,
+           baseline_time_us REAL NOT NULL DEFAULT 0,
+           max_abs_error REAL NOT NULL DEFAULT 0,
+           max_rel_error REAL NOT NULL DEFAULT 0,
+           error TEXT NOT NULL DEFAULT '',
+           worker_id TEXT NOT NULL DEFAULT '',
+           source TEXT NOT NULL DEFAULT '',
+           finished REAL NOT NULL DEFAULT 0))sql",
+       "CREATE INDEX candidates_by_job ON candidates(job_id, status, ordinal)",
+       "CREATE INDEX candidates_by_batch ON candidates(batch_id)",
+       R"sql(CREATE TABLE batches (
+           batch_id TEXT PRIMARY KEY,
+           job_id TEXT NOT NULL REFERENCES jobs(job_id),
+           worker_id TEXT NOT NULL,
+           lease_expires REAL NOT NULL,
+           current_candidate INTEGER NOT NULL DEFAULT 0,
+           created REAL NOT NULL))sql",
+       R"sql(CREATE TABLE workers (
+           worker_id TEXT PRIMARY KEY,
+           backend TEXT NOT NULL,
+           hostname TEXT NOT NULL,
+           pid INTEGER NOT NULL,
+           device TEXT NOT NULL,
+           state TEXT NOT NULL,
+           current_batch TEXT NOT NULL DEFAULT '',
+           first_seen REAL NOT NULL,
+           last_seen REAL NOT NULL))sql"},
+      // Version 2: the chip registry and the chip each worker's device
+      // matched. (Until version 5 this migration also wrote the built-in
+      // catalog; the chip store now upserts the catalog at every start-up.)
+      {R"sql(CREATE TABLE chips (
+           chip_id TEXT PRIMARY KEY,
+           vendor TEXT NOT NULL,
+           backend TEXT NOT NULL,
+           category TEXT NOT NULL,
+           body TEXT NOT NULL,
+           created REAL NOT NULL,
+           updated REAL NOT NULL))sql",
+       "CREATE INDEX chips_by_backend ON chips(backend, vendor)",
+       "ALTER TABLE workers ADD COLUMN chip_id TEXT NOT NULL DEFAULT ''"},
+      // Version 3: what the search did, per job.
+      {"ALTER TABLE jobs ADD COLUMN search BLOB NOT NULL DEFAULT x''"},
+      // Version 4: results taken from a candidate that runs the same code.
+      {"ALTER TABLE candidates ADD COLUMN same_kernel_as INTEGER NOT NULL DEFAULT 0"},
+      // Version 5: where each chip came from ('builtin': the catalog of
+      // data/chips, which start-up keeps current; 'user': registered or
+      // imported, which start-up never touches), and the catalog chips an
+      // operator deleted (start-up does not bring them back). Rows written by
+      // version 2's seeding carry metadata.builtin = "true".
+      {"ALTER TABLE chips ADD COLUMN origin TEXT NOT NULL DEFAULT 'user'",
+       "UPDATE chips SET origin = 'builtin' WHERE json_extract(body, '$.metadata.builtin') = "
+       "'true'",
+       R"sql(CREATE TABLE deleted_builtin_chips (
+           chip_id TEXT PRIMARY KEY,
+           deleted REAL NOT NULL))sql"},
+  };
+}
+
+}  // namespace yirage::server
