@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -172,6 +173,39 @@ struct PlanContext {
 void EmitStores(const std::vector<std::string>& dsts, const std::string& index,
                 const std::string& value, Code* code) {
   for (const std::string& d : dsts) code->L("yr_st(", d, ", ", index, ", ", value, ");");
+}
+
+// Reduces `d` contiguous values, `at(c)` reading the one at column c, into
+// `acc` (declared here: float for max, double for sums). 64 independent
+// lanes (four AVX-512 or eight AVX2 vectors) keep the adds from waiting on
+// each other: one vector accumulator is bound by the add's latency, not by
+// the loads. Sums add float pieces of 1024 columns (16 terms a lane) into a
+// double: one float sum of thousands of terms can miss a float64 reference
+// near zero by more than the tolerance.
+void EmitLaneReduction(bool max, int64_t d,
+                       const std::function<std::string(const std::string&)>& at,
+                       const std::string& acc, Code* code) {
+  const std::string op_init = max ? "-__builtin_inff()" : "0.0f";
+  auto combine = [max](const std::string& into, const std::string& x) {
+    return max ? absl::StrCat(into, " = yr_max(", into, ", ", x, ");")
+               : absl::StrCat(into, " += ", x, ";");
+  };
+  code->L(max ? "float " : "double ", acc, " = ", max ? "-__builtin_inff()" : "0.0", ";");
+  code->Open(absl::StrCat("for (int64_t c0 = 0; c0 < ", d, "; c0 += 1024) {"));
+  code->L("const int64_t c1 = c0 + 1024 < ", d, " ? c0 + 1024 : ", d, ";");
+  code->L("float lanes[64];");
+  code->L("for (int l = 0; l < 64; ++l) lanes[l] = ", op_init, ";");
+  code->L("int64_t c = c0;");
+  code->Open("for (; c + 64 <= c1; c += 64) {");
+  code->L("#pragma omp simd");
+  code->L("for (int l = 0; l < 64; ++l) ", combine("lanes[l]", at("c + l")));
+  code->Close();
+  code->L("float part = ", op_init, ";");
+  code->L("for (; c < c1; ++c) ", combine("part", at("c")));
+  code->L("#pragma omp simd reduction(", max ? "yr_max" : "+", ":part)");
+  code->L("for (int l = 0; l < 64; ++l) ", combine("part", "lanes[l]"));
+  code->L(combine(acc, "part"));
+  code->Close();
 }
 
 // ---------------------------------------------------------------------------
@@ -345,26 +379,12 @@ class RowKernelEmitter {
       const std::vector<int64_t>& in = g_.tensor(op.inputs[0]).shape;
       const int64_t d = in.back();
       OperandRow(j, 0, in, "p0", code);
-      if (op.type == OpType::kReduceMax) {
-        code->L("float acc = -__builtin_inff();");
-        code->Line(Simd(s_, "reduction(yr_max:acc)"));
-        code->L("for (int64_t c = 0; c < ", d, "; ++c) acc = yr_max(acc, yr_ld(p0, c));");
-        code->L("q[0] = acc;");
-      } else {
-        // Float vector sums of 256-column pieces, added up in double: one
-        // float sum of thousands of terms can miss a float64 reference near
-        // zero by more than the tolerance.
-        code->L("double acc = 0.0;");
-        code->Open(absl::StrCat("for (int64_t c0 = 0; c0 < ", d, "; c0 += 256) {"));
-        code->L("const int64_t c1 = c0 + 256 < ", d, " ? c0 + 256 : ", d, ";");
-        code->L("float part = 0.0f;");
-        code->Line(Simd(s_, "reduction(+:part)"));
-        code->L("for (int64_t c = c0; c < c1; ++c) part += yr_ld(p0, c);");
-        code->L("acc += part;");
-        code->Close();
-        code->L("q[0] = (float)(acc",
-                op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0") : "", ");");
-      }
+      const bool max = op.type == OpType::kReduceMax;
+      EmitLaneReduction(
+          max, d, [](const std::string& c) { return absl::StrCat("yr_ld(p0, ", c, ")"); }, "acc",
+          code);
+      code->L("q[0] = (float)(acc",
+              op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0") : "", ");");
     } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
                op.type == OpType::kSoftmax) {
       const std::vector<int64_t> space = Space(w);
@@ -666,8 +686,10 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
   } else if (core::IsReduction(op.type)) {
     int64_t outer, d, inner;
     axis_view(g.tensor(op.inputs[0]).shape, &outer, &d, &inner);
-    // Sums accumulate in double: a float sum of thousands of terms can miss
-    // a float64 reference near zero by more than the tolerance.
+    // Sums add float partials of a few terms into a double: a float sum of
+    // thousands of terms can miss a float64 reference near zero by more than
+    // the tolerance, and converting every term to double halves the vector
+    // width.
     const bool max = op.type == OpType::kReduceMax;
     const std::string acc_type = max ? "float" : "double";
     const std::string init = max ? "-__builtin_inff()" : "0.0";
@@ -676,11 +698,10 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
       // The reduced axis is contiguous: one vector reduction per output.
       code->Line(par);
       code->Open(absl::StrCat("for (int64_t o = 0; o < ", outer, "; ++o) {"));
-      code->L(acc_type, " acc = ", init, ";");
-      code->L("#pragma omp simd reduction(", max ? "yr_max" : "+", ":acc)");
-      const std::string x = ld(op.inputs[0], absl::StrCat("o * ", d, " + c"));
-      code->L("for (int64_t c = 0; c < ", d, "; ++c) acc ", max ? "= yr_max(acc, " : "+= ", x,
-              max ? ");" : ";");
+      EmitLaneReduction(
+          max, d,
+          [&](const std::string& c) { return ld(op.inputs[0], absl::StrCat("o * ", d, " + ", c)); },
+          "acc", code);
       code->L("const float v = (float)(acc", scale, ");");
       EmitStores(dsts, "o", "v", code);
       code->Close();
@@ -694,16 +715,35 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
       code->L("for (int64_t o = 0; o < ", outer, "; ++o)");
       code->Open(absl::StrCat("for (int64_t chunk = 0; chunk < ", chunks, "; ++chunk) {"));
       code->L("const int64_t n0 = chunk * ", nb, ";");
-      code->L("const int64_t nn = ", inner, " - n0 < ", nb, " ? ", inner, " - n0 : ", nb, ";");
+      if (chunks == 1) {
+        code->L("const int64_t nn = ", inner, ";");  // a constant trip count vectorizes whole
+      } else {
+        code->L("const int64_t nn = ", inner, " - n0 < ", nb, " ? ", inner, " - n0 : ", nb, ";");
+      }
       code->L(acc_type, " acc[", nb, "];");
       code->L("for (int64_t j = 0; j < nn; ++j) acc[j] = ", init, ";");
-      code->Open(absl::StrCat("for (int64_t c = 0; c < ", d, "; ++c) {"));
-      code->L("const int64_t base = (o * ", d, " + c) * ", inner, " + n0;");
-      code->L("#pragma omp simd");
       const std::string x = ld(op.inputs[0], "base + j");
-      code->L("for (int64_t j = 0; j < nn; ++j) acc[j] ", max ? "= yr_max(acc[j], " : "+= ", x,
-              max ? ");" : ";");
-      code->Close();
+      if (max) {
+        code->Open(absl::StrCat("for (int64_t c = 0; c < ", d, "; ++c) {"));
+        code->L("const int64_t base = (o * ", d, " + c) * ", inner, " + n0;");
+        code->L("#pragma omp simd");
+        code->L("for (int64_t j = 0; j < nn; ++j) acc[j] = yr_max(acc[j], ", x, ");");
+        code->Close();
+      } else {
+        // Float partials over 16 rows at a time, added into the doubles.
+        code->Open(absl::StrCat("for (int64_t c0 = 0; c0 < ", d, "; c0 += 16) {"));
+        code->L("const int64_t c1 = c0 + 16 < ", d, " ? c0 + 16 : ", d, ";");
+        code->L("float part[", nb, "];");
+        code->L("for (int64_t j = 0; j < nn; ++j) part[j] = 0.0f;");
+        code->Open("for (int64_t c = c0; c < c1; ++c) {");
+        code->L("const int64_t base = (o * ", d, " + c) * ", inner, " + n0;");
+        code->L("#pragma omp simd");
+        code->L("for (int64_t j = 0; j < nn; ++j) part[j] += ", x, ";");
+        code->Close();
+        code->L("#pragma omp simd");
+        code->L("for (int64_t j = 0; j < nn; ++j) acc[j] += part[j];");
+        code->Close();
+      }
       code->Open("for (int64_t j = 0; j < nn; ++j) {");
       code->L("const float v = (float)(acc[j]", scale, ");");
       EmitStores(dsts, absl::StrCat("o * ", inner, " + n0 + j"), "v", code);
