@@ -169,6 +169,73 @@ double ApplyBinary(OpType type, double a, double b) {
   }
 }
 
+// One output block of the reference matmul: rows [i0, i1) by columns
+// [j0, j0 + kPanel) of C = A @ B (B [k, n], or [n, k] with transpose_b). B's
+// panel is packed k-block by k-block into `packed` (zeros past n), and C is
+// accumulated in register tiles of kTileRows x kTileCols. Each output is
+// summed over p in ascending order, carried across k-blocks in C itself, so
+// the result depends on neither the thread count nor the tiling.
+constexpr int64_t kTileRows = 4;
+constexpr int64_t kTileCols = 16;
+constexpr int64_t kPanel = 64;
+constexpr int64_t kDepth = 256;
+
+// Compiled for AVX-512, AVX2 + FMA and the base ISA, picked at load time: the
+// reference of a large GEMM (tens of GFLOP) is a worker's longest step.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void MatmulBlock(
+    const double* pa, const double* pb, double* po, int64_t m, int64_t k, int64_t n, int64_t i0,
+    int64_t i1, int64_t j0, bool transpose_b, double* packed) {
+  const int64_t cols = std::min(kPanel, n - j0);
+  for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
+    const int64_t kc = std::min(kDepth, k - p0);
+    if (transpose_b) {
+      for (int64_t j = 0; j < kPanel; ++j) {
+        if (j >= cols) {
+          for (int64_t p = 0; p < kc; ++p) packed[p * kPanel + j] = 0.0;
+          continue;
+        }
+        const double* col = pb + (j0 + j) * k + p0;
+        for (int64_t p = 0; p < kc; ++p) packed[p * kPanel + j] = col[p];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        const double* row = pb + (p0 + p) * n + j0;
+        for (int64_t j = 0; j < kPanel; ++j) packed[p * kPanel + j] = j < cols ? row[j] : 0.0;
+      }
+    }
+    for (int64_t r0 = i0; r0 < i1; r0 += kTileRows) {
+      // Rows past i1 repeat the last row and are not stored.
+      const double* arow[kTileRows];
+      for (int64_t r = 0; r < kTileRows; ++r) arow[r] = pa + std::min(r0 + r, i1 - 1) * k + p0;
+      for (int64_t jt = 0; jt < kPanel; jt += kTileCols) {
+        if (jt >= cols) break;
+        double c[kTileRows][kTileCols];
+        for (int64_t r = 0; r < kTileRows; ++r) {
+          for (int64_t j = 0; j < kTileCols; ++j) {
+            c[r][j] =
+                (p0 > 0 && r0 + r < i1 && jt + j < cols) ? po[(r0 + r) * n + j0 + jt + j] : 0.0;
+          }
+        }
+        for (int64_t p = 0; p < kc; ++p) {
+          const double* bp = packed + p * kPanel + jt;
+#pragma GCC unroll 4
+          for (int64_t r = 0; r < kTileRows; ++r) {
+            const double av = arow[r][p];
+#pragma GCC unroll 16
+            for (int64_t j = 0; j < kTileCols; ++j) c[r][j] += av * bp[j];
+          }
+        }
+        for (int64_t r = 0; r < kTileRows && r0 + r < i1; ++r) {
+          for (int64_t j = 0; j < kTileCols && jt + j < cols; ++j) {
+            po[(r0 + r) * n + j0 + jt + j] = c[r][j];
+          }
+        }
+      }
+    }
+  }
+  (void)m;
+}
+
 HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b,
                       const std::vector<int64_t>& out_shape) {
   const size_t ra = a.shape.size();
@@ -183,52 +250,32 @@ HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b
   const std::vector<int64_t> b_strides = BroadcastStrides(b_batch, batch);
   HostTensor out{out_shape, std::vector<double>(NumElements(out_shape), 0.0)};
   const int64_t num_batches = NumElements(batch);
-  // Work items: kRows output rows by kColumns columns. Each output is summed
-  // over p in ascending order whatever the split, so the result does not
-  // depend on the thread count. A block of rows shares every B row (or, with
-  // transpose_b, every B column) it reads, so B streams from memory once per
-  // kRows rows rather than once per row.
-  constexpr int64_t kColumns = 512;
-  constexpr int64_t kRows = 8;
-  const int64_t segments = (n + kColumns - 1) / kColumns;
+  // Work items: kRows output rows by one kPanel-column panel; a block of rows
+  // shares the panel of B it packs, so B streams from memory once per kRows
+  // rows.
+  constexpr int64_t kRows = 64;
+  const int64_t panels = (n + kPanel - 1) / kPanel;
   const int64_t row_blocks = (m + kRows - 1) / kRows;
-  const int64_t items = num_batches * row_blocks * segments;
+  const int64_t items = num_batches * row_blocks * panels;
+  if (m == 0 || n == 0) return out;
   auto run_item = [&](int64_t item) {
-    const int64_t seg = item % segments;
-    const int64_t i0 = (item / segments) % row_blocks * kRows;
-    const int64_t bi = item / (segments * row_blocks);
-    const int64_t rows = std::min(kRows, m - i0);
-    const double* pa = a.data.data() + StridedOffset(bi, batch, a_strides) * m * k + i0 * k;
+    thread_local std::vector<double> packed;
+    packed.resize(kDepth * kPanel);
+    const int64_t panel = item % panels;
+    const int64_t i0 = (item / panels) % row_blocks * kRows;
+    const int64_t bi = item / (panels * row_blocks);
+    const double* pa = a.data.data() + StridedOffset(bi, batch, a_strides) * m * k;
     const double* pb = b.data.data() + StridedOffset(bi, batch, b_strides) * k * n;
-    double* po = out.data.data() + bi * m * n + i0 * n;
-    const int64_t j0 = seg * kColumns, j1 = std::min(n, j0 + kColumns);
-    if (op.transpose_b) {
-      for (int64_t j = j0; j < j1; ++j) {
-        const double* col = pb + j * k;
-        double sums[kRows] = {};
-        for (int64_t p = 0; p < k; ++p) {
-          const double bv = col[p];
-          for (int64_t r = 0; r < rows; ++r) sums[r] += pa[r * k + p] * bv;
-        }
-        for (int64_t r = 0; r < rows; ++r) po[r * n + j] = sums[r];
-      }
-      return;
-    }
-    for (int64_t p = 0; p < k; ++p) {
-      const double* row = pb + p * n;
-      for (int64_t r = 0; r < rows; ++r) {
-        const double av = pa[r * k + p];
-        double* o = po + r * n;
-        for (int64_t j = j0; j < j1; ++j) o[j] += av * row[j];
-      }
-    }
+    double* po = out.data.data() + bi * m * n;
+    MatmulBlock(pa, pb, po, m, k, n, i0, std::min(m, i0 + kRows), panel * kPanel, op.transpose_b,
+                packed.data());
   };
   // Large products (verification of decode-sized GEMMs: billions of
   // multiply-adds) use every core; small ones stay on this thread.
   constexpr double kMinWorkPerThread = 1e7;
   ParallelFor(
       items,
-      ThreadsForWork(items, static_cast<double>(k * std::min(n, kColumns) * std::min(m, kRows)),
+      ThreadsForWork(items, static_cast<double>(k * std::min(n, kPanel) * std::min(m, kRows)),
                      kMinWorkPerThread),
       run_item);
   return out;
@@ -431,25 +478,43 @@ float BFloat16ToFloat(uint16_t bits) {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
+namespace {
+
+// Calls f(begin, end) over [0, n) in chunks, on every core for large n (the
+// inputs of a large GEMM are tens of millions of values).
+template <typename F>
+void ForChunks(int64_t n, F f) {
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  ParallelFor(chunks, ThreadsForWork(chunks, kChunk, 4 * kChunk),
+              [&](int64_t c) { f(c * kChunk, std::min(n, (c + 1) * kChunk)); });
+}
+
+}  // namespace
+
 void RoundToDType(yirage::v1::DType dtype, HostTensor* tensor) {
-  for (double& v : tensor->data) v = RoundValue(dtype, v);
+  ForChunks(static_cast<int64_t>(tensor->data.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) tensor->data[i] = RoundValue(dtype, tensor->data[i]);
+  });
 }
 
 std::vector<uint8_t> EncodeTensor(const HostTensor& tensor, yirage::v1::DType dtype) {
   const int size = DTypeSize(dtype);
   std::vector<uint8_t> bytes(tensor.data.size() * size);
-  for (size_t i = 0; i < tensor.data.size(); ++i) {
-    const double v = tensor.data[i];
-    if (dtype == yirage::v1::FLOAT16 || dtype == yirage::v1::BFLOAT16) {
-      // Round once in double (exact in float afterwards), then take the bits.
-      const float f = static_cast<float>(RoundValue(dtype, v));
-      const uint16_t h = dtype == yirage::v1::FLOAT16 ? FloatToHalf(f) : FloatToBFloat16(f);
-      std::memcpy(bytes.data() + 2 * i, &h, 2);
-    } else {
-      const float f = static_cast<float>(v);
-      std::memcpy(bytes.data() + 4 * i, &f, 4);
+  ForChunks(static_cast<int64_t>(tensor.data.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const double v = tensor.data[i];
+      if (dtype == yirage::v1::FLOAT16 || dtype == yirage::v1::BFLOAT16) {
+        // Round once in double (exact in float afterwards), then take the bits.
+        const float f = static_cast<float>(RoundValue(dtype, v));
+        const uint16_t h = dtype == yirage::v1::FLOAT16 ? FloatToHalf(f) : FloatToBFloat16(f);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      } else {
+        const float f = static_cast<float>(v);
+        std::memcpy(bytes.data() + 4 * i, &f, 4);
+      }
     }
-  }
+  });
   return bytes;
 }
 
@@ -502,20 +567,22 @@ std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed) {
       hi = 1.0 / std::sqrt(static_cast<double>(matmul_k[i]));
       lo = -hi;
     }
-    // splitmix64, one independent stream per (seed, input index).
-    uint64_t state = seed ^ (0xd1b54a32d192ed03ull * static_cast<uint64_t>(i + 1));
-    auto next = [&state]() {
-      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      return z ^ (z >> 31);
-    };
+    // splitmix64, one independent stream per (seed, input index). Its state
+    // after e + 1 steps is start + (e + 1) * gamma, so element e is computed
+    // from its index and chunks of the tensor fill in parallel.
+    const uint64_t start = seed ^ (0xd1b54a32d192ed03ull * static_cast<uint64_t>(i + 1));
     HostTensor tensor{info.shape, std::vector<double>(info.num_elements())};
-    for (double& v : tensor.data) {
-      const double u = static_cast<double>(next() >> 11) * 0x1.0p-53;  // [0, 1)
-      v = lo + (hi - lo) * u;
-    }
-    RoundToDType(info.dtype, &tensor);
+    const DType dtype = info.dtype;
+    ForChunks(info.num_elements(), [&](int64_t begin, int64_t end) {
+      for (int64_t e = begin; e < end; ++e) {
+        uint64_t z = start + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(e + 1);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        const double u = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
+        tensor.data[e] = RoundValue(dtype, lo + (hi - lo) * u);
+      }
+    });
     inputs.push_back(std::move(tensor));
   }
   return inputs;

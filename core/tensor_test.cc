@@ -86,6 +86,47 @@ TEST(EvaluateReferenceTest, Matmul) {
                {2, 3, 1, 1}, {1, 10, 100, 2, 20, 200});
 }
 
+// Shapes that cross the reference's tiles (4 rows, 16 and 64 columns, 256
+// deep, 64-row blocks): every output against a plain triple loop.
+TEST(EvaluateReferenceTest, MatmulAcrossItsTilesMatchesAPlainLoop) {
+  struct Case {
+    int64_t batch, m, k, n;
+    bool transpose_b, shared_b;
+  };
+  for (const Case& c : {Case{1, 1, 7, 3, false, false}, Case{1, 67, 300, 70, false, false},
+                        Case{1, 5, 513, 129, true, false}, Case{3, 130, 257, 17, true, false},
+                        Case{2, 9, 260, 65, false, true}}) {
+    SCOPED_TRACE(absl::StrCat(c.batch, "x", c.m, "x", c.k, "x", c.n, c.transpose_b ? " tb" : "",
+                              c.shared_b ? " shared" : ""));
+    HostTensor a{{c.batch, c.m, c.k}, std::vector<double>(c.batch * c.m * c.k)};
+    std::vector<int64_t> b_shape =
+        c.transpose_b ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n};
+    if (!c.shared_b) b_shape.insert(b_shape.begin(), c.batch);
+    int64_t b_count = 1;
+    for (int64_t d : b_shape) b_count *= d;
+    HostTensor b{b_shape, std::vector<double>(b_count)};
+    for (size_t i = 0; i < a.data.size(); ++i) a.data[i] = std::sin(0.37 * static_cast<double>(i));
+    for (size_t i = 0; i < b.data.size(); ++i) b.data[i] = std::cos(0.11 * static_cast<double>(i));
+    const std::string attrs = c.transpose_b ? R"({"transpose_b": true})" : "{}";
+    HostTensor got = EvalOp("matmul", attrs, {a, b});
+    ASSERT_EQ(got.shape, (std::vector<int64_t>{c.batch, c.m, c.n}));
+    for (int64_t bi = 0; bi < c.batch; ++bi) {
+      const double* pb = b.data.data() + (c.shared_b ? 0 : bi * c.k * c.n);
+      for (int64_t i = 0; i < c.m; ++i) {
+        for (int64_t j = 0; j < c.n; ++j) {
+          double want = 0;
+          for (int64_t p = 0; p < c.k; ++p) {
+            want += a.data[(bi * c.m + i) * c.k + p] *
+                    (c.transpose_b ? pb[j * c.k + p] : pb[p * c.n + j]);
+          }
+          ASSERT_NEAR(got.data[(bi * c.m + i) * c.n + j], want, 1e-12 * c.k)
+              << "at " << bi << "," << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
 TEST(EvaluateReferenceTest, BinaryWithBroadcasting) {
   const HostTensor a{{2, 2}, {1, 2, 3, 4}};
   const HostTensor b{{2}, {10, 20}};  // broadcast along rows

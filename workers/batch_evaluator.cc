@@ -67,8 +67,12 @@ absl::StatusOr<std::shared_ptr<const BatchEvaluator::PreparedInputs>> BatchEvalu
   }
   auto prepared = std::make_shared<PreparedInputs>();
   prepared->key = key;
+  const auto start = std::chrono::steady_clock::now();
   std::vector<core::HostTensor> inputs = core::MakeRandomInputs(graph, batch.seed());
+  const double input_seconds = SecondsSince(start);
   absl::StatusOr<std::vector<core::HostTensor>> reference = core::EvaluateReference(graph, inputs);
+  spdlog::info("batch {}: inputs {:.2f} s, float64 reference {:.2f} s", batch.batch_id(),
+               input_seconds, SecondsSince(start) - input_seconds);
   if (!reference.ok()) {
     return absl::Status(reference.status().code(),
                         absl::StrCat("reference: ", reference.status().message()));
@@ -147,7 +151,10 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
   yirage::v1::CompileResponse compiled;
   auto module = backend_->Compile(request, &compiled);
   if (!module.ok()) return fail_all(std::string(module.status().message()));
-  double compile_share = SecondsSince(compile_start) / request.plans_size();
+  const double compile_seconds = SecondsSince(compile_start);
+  spdlog::info("batch {}: compiled {} plans in {:.2f} s", batch.batch_id(), request.plans_size(),
+               compile_seconds);
+  double compile_share = compile_seconds / request.plans_size();
 
   // Machines are shared and noisy, so a candidate is never timed alone: its
   // runs are interleaved with the baseline's in kTimingRounds rounds, and the
