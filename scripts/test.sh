@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test (unit tests, then the
-# process-level integration tests that start real servers and workers).
+# Installs what is missing, builds, and runs every test (unit tests, the
+# format check, then the process-level integration tests that start real
+# servers and workers), then the unit tests again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (scripts/sanitize.sh; YIRAGE_SANITIZE_TESTS=0
+# skips that part).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
 bash scripts/install-deps.sh
 bash scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
-cd "$BUILD_DIR"
-ctest --output-on-failure -j"$(nproc)" --timeout 900
+(cd "$BUILD_DIR" && ctest --output-on-failure -j"$(nproc)" --timeout 900)
+if [ "${YIRAGE_SANITIZE_TESTS:-1}" != 0 ]; then
+  bash scripts/sanitize.sh
+fi

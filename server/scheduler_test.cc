@@ -1,0 +1,228 @@
+#include "server/scheduler.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "core/graph_json.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace yirage::server {
+namespace {
+
+using ::testing::HasSubstr;
+using yirage::v1::CandidateResult;
+using yirage::v1::SynchronizeRequest;
+using yirage::v1::SynchronizeResponse;
+
+constexpr char kGraph[] = R"({"name": "sched", "inputs": [
+    {"name": "X", "shape": [64, 128], "dtype": "float32"},
+    {"name": "W", "shape": [128, 32], "dtype": "float32"}],
+  "ops": [{"name": "M", "op": "matmul", "inputs": ["X", "W"]},
+          {"name": "Y", "op": "relu", "inputs": ["M"]}],
+  "outputs": ["Y"]})";
+
+// The scheduler against a real store and chip registry on a fresh database;
+// the tests play the worker side of worker.proto by hand.
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("yirage_scheduler_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    options_.db_path = (dir_ / "yirage.db").string();
+    options_.store.batch_size = 2;
+    options_.store.lease_seconds = 30;
+    options_.store.max_attempts = 2;
+  }
+  void Start() {
+    auto store = JobStore::Open(options_.db_path, options_.store);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    auto chips = ChipStore::Open(options_.db_path);
+    ASSERT_TRUE(chips.ok()) << chips.status();
+    chips_ = std::move(*chips);
+    auto metrics = Metrics::Start("127.0.0.1:0");
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    metrics_ = std::move(*metrics);
+    scheduler_ = std::make_unique<Scheduler>(options_, store_.get(), metrics_.get(), chips_.get());
+  }
+  void TearDown() override {
+    scheduler_.reset();
+    metrics_.reset();
+    chips_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  yirage::v1::SubmitJobRequest Request(int budget) {
+    yirage::v1::SubmitJobRequest request;
+    auto graph = core::ParseGraphJson(kGraph);
+    EXPECT_TRUE(graph.ok()) << graph.status();
+    *request.mutable_graph() = *graph;
+    request.set_backend("cpu");
+    request.set_budget_candidates(budget);
+    return request;
+  }
+  SynchronizeResponse Sync(const std::string& worker, const std::string& backend,
+                           const yirage::v1::WorkerStatus& status) {
+    SynchronizeRequest request;
+    request.set_worker_id(worker);
+    request.set_backend(backend);
+    request.set_hostname("test");
+    request.set_pid(1);
+    *request.mutable_status() = status;
+    auto response = scheduler_->Synchronize(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.ok() ? *response : SynchronizeResponse();
+  }
+  static yirage::v1::WorkerStatus Idle() {
+    yirage::v1::WorkerStatus s;
+    s.mutable_idle();
+    return s;
+  }
+  static yirage::v1::WorkerStatus Executing(const std::string& batch,
+                                            const std::vector<CandidateResult>& done) {
+    yirage::v1::WorkerStatus s;
+    s.mutable_executing()->set_batch_id(batch);
+    for (const CandidateResult& r : done) *s.mutable_executing()->add_completed() = r;
+    return s;
+  }
+  static CandidateResult Verified(int64_t id, double time_us, double baseline_us) {
+    CandidateResult r;
+    r.set_candidate_id(id);
+    r.set_status(yirage::v1::VERIFIED);
+    r.set_time_us(time_us);
+    r.set_baseline_time_us(baseline_us);
+    r.set_source("// source of " + std::to_string(id));
+    return r;
+  }
+
+  std::filesystem::path dir_;
+  ServerOptions options_;
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<ChipStore> chips_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, ABadGraphIsRefusedNamingTheOpAndNothingIsStored) {
+  Start();
+  yirage::v1::SubmitJobRequest request = Request(4);
+  request.mutable_graph()->mutable_ops(1)->set_op("frobnicate");
+  auto refused = scheduler_->Submit(request);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("frobnicate"));
+  yirage::v1::SubmitJobRequest no_chip = Request(4);
+  no_chip.set_chip_id("no_such_chip");
+  EXPECT_FALSE(scheduler_->Submit(no_chip).ok());
+  auto jobs = store_->ListJobs(10);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_TRUE(jobs->empty());
+}
+
+TEST_F(SchedulerTest, WorkersLeaseBatchesAndTheJobEndsWithTheFastestVerifiedCandidate) {
+  Start();
+  auto submitted = scheduler_->Submit(Request(5));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string job = submitted->job_id();
+  ASSERT_GE(submitted->candidates_generated(), 2);
+
+  // A worker of another backend gets nothing of a CPU job.
+  EXPECT_TRUE(Sync("gpu-worker", "cuda", Idle()).has_idle());
+
+  // The CPU worker takes batches until the queue is empty, reporting every
+  // candidate; the candidate ids of the batches never repeat.
+  std::map<int64_t, double> times;
+  SynchronizeResponse r = Sync("w1", "cpu", Idle());
+  int batches = 0;
+  while (r.has_execute()) {
+    const yirage::v1::Batch& batch = r.execute().batch();
+    EXPECT_EQ(batch.job_id(), job);
+    EXPECT_LE(batch.candidates_size(), options_.store.batch_size);
+    EXPECT_TRUE(batch.baseline().baseline());
+    std::vector<CandidateResult> done;
+    for (const auto& c : batch.candidates()) {
+      EXPECT_FALSE(times.count(c.candidate_id())) << c.candidate_id();
+      const double t = 100.0 - static_cast<double>(times.size());  // each faster than the last
+      times[c.candidate_id()] = t;
+      done.push_back(Verified(c.candidate_id(), t, 100.0));
+    }
+    r = Sync("w1", "cpu", Executing(batch.batch_id(), done));
+    // Every reported result is acknowledged once stored.
+    for (const CandidateResult& d : done) {
+      EXPECT_THAT(r.acknowledged(), ::testing::Contains(d.candidate_id()));
+    }
+    if (!r.has_execute()) r = Sync("w1", "cpu", Idle());
+    ASSERT_LT(++batches, 10);
+  }
+  EXPECT_EQ(static_cast<int>(times.size()), submitted->candidates_generated());
+  ASSERT_TRUE(scheduler_->MaintainOnce().ok());
+  auto finished = store_->GetJob(job);
+  ASSERT_TRUE(finished.ok()) << finished.status();
+  EXPECT_EQ(finished->state(), yirage::v1::SUCCEEDED);
+  EXPECT_EQ(finished->candidates_pending(), 0);
+  const auto fastest = std::min_element(times.begin(), times.end(),
+                                        [](auto& a, auto& b) { return a.second < b.second; });
+  EXPECT_EQ(finished->best().candidate_id(), fastest->first);
+  EXPECT_NEAR(finished->best().speedup(), 100.0 / fastest->second, 1e-9);
+}
+
+TEST_F(SchedulerTest, AnExpiredLeaseBlamesTheRunningCandidateAndRequeuesTheRest) {
+  options_.store.lease_seconds = 0.2;
+  Start();
+  auto submitted = scheduler_->Submit(Request(5));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  SynchronizeResponse first = Sync("w1", "cpu", Idle());
+  ASSERT_TRUE(first.has_execute());
+  const yirage::v1::Batch batch = first.execute().batch();
+  ASSERT_EQ(batch.candidates_size(), 2);
+  // w1 says it is running the first candidate, then is never heard of again.
+  yirage::v1::WorkerStatus running = Executing(batch.batch_id(), {});
+  running.mutable_executing()->set_current_candidate_id(batch.candidates(0).candidate_id());
+  Sync("w1", "cpu", running);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_TRUE(scheduler_->MaintainOnce().ok());
+  // Another worker gets both candidates back; the one that was running has
+  // one attempt against it.
+  std::map<int64_t, int> leased;
+  for (int i = 0; i < 6; ++i) {
+    SynchronizeResponse r = Sync("w2", "cpu", Idle());
+    if (!r.has_execute()) break;
+    std::vector<CandidateResult> done;
+    for (const auto& c : r.execute().batch().candidates()) {
+      ++leased[c.candidate_id()];
+      done.push_back(Verified(c.candidate_id(), 50, 100));
+    }
+    Sync("w2", "cpu", Executing(r.execute().batch().batch_id(), done));
+  }
+  EXPECT_EQ(leased[batch.candidates(0).candidate_id()], 1);
+  EXPECT_EQ(leased[batch.candidates(1).candidate_id()], 1);
+  auto candidates = store_->ListCandidates(submitted->job_id());
+  ASSERT_TRUE(candidates.ok());
+  for (const auto& c : *candidates) {
+    if (c.candidate_id() == batch.candidates(0).candidate_id()) {
+      EXPECT_EQ(c.attempts(), 1);
+    } else if (c.candidate_id() == batch.candidates(1).candidate_id()) {
+      EXPECT_EQ(c.attempts(), 0);
+    }
+  }
+}
+
+TEST_F(SchedulerTest, AStoppingWorkerIsLeasedNothing) {
+  Start();
+  ASSERT_TRUE(scheduler_->Submit(Request(3)).ok());
+  yirage::v1::WorkerStatus stopping = Idle();
+  stopping.mutable_idle()->set_stopping(true);
+  EXPECT_FALSE(Sync("w1", "cpu", stopping).has_execute());
+  EXPECT_TRUE(Sync("w2", "cpu", Idle()).has_execute());
+}
+
+}  // namespace
+}  // namespace yirage::server
