@@ -208,11 +208,8 @@ absl::Status JobStore::AnnotateWaitingLocked(Job* job, double now) {
   if (IsFinal(job->state()) || job->candidates_pending() == 0 || !job->message().empty()) {
     return absl::OkStatus();
   }
-  YIRAGE_ASSIGN_OR_RETURN(
-      Statement s, db_->Prepare("SELECT COUNT(*) FROM workers WHERE backend=? AND last_seen >= ?"));
-  s.Bind(1, job->backend()).Bind(2, now - options_.worker_timeout_seconds);
-  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (row && s.ColumnInt(0) == 0) {
+  YIRAGE_ASSIGN_OR_RETURN(int workers, CountConnectedWorkersLocked(now, job->backend()));
+  if (workers == 0) {
     job->set_message(
         absl::StrCat("waiting: no connected worker for backend '", job->backend(), "'"));
   }
@@ -585,90 +582,111 @@ absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now) {
   {
     Transaction tx(db_.get());
     YIRAGE_RETURN_IF_ERROR(tx.status());
-    // 1. Expired leases: the candidate that was running when the worker went
-    // silent is blamed; the others go back to the queue untouched.
-    struct Expired {
-      std::string batch_id, job_id, worker_id;
-      int64_t current;
-    };
-    std::vector<Expired> expired;
-    {
-      YIRAGE_ASSIGN_OR_RETURN(
-          Statement s, db_->Prepare("SELECT batch_id, job_id, worker_id, current_candidate FROM "
-                                    "batches WHERE lease_expires < ?"));
-      s.Bind(1, now);
-      for (;;) {
-        YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        expired.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnText(2), s.ColumnInt(3)});
-      }
-    }
-    for (const Expired& e : expired) {
-      report.leases_expired++;
-      touched_jobs.push_back(e.job_id);
-      if (e.current != 0) {
-        YIRAGE_ASSIGN_OR_RETURN(
-            Statement s,
-            db_->Prepare("UPDATE candidates SET attempts=attempts+1 WHERE candidate_id=? AND "
-                         "batch_id=?"));
-        s.Bind(1, e.current).Bind(2, e.batch_id);
-        YIRAGE_RETURN_IF_ERROR(s.Run());
-        YIRAGE_ASSIGN_OR_RETURN(
-            Statement f,
-            db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, finished=?, "
-                         "error='killed its worker ' || attempts || ' times (last: ' || ? || "
-                         "'); not handed out again' WHERE candidate_id=? AND batch_id=? AND "
-                         "attempts >= ?"));
-        f.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
-            .Bind(2, now)
-            .Bind(3, e.worker_id)
-            .Bind(4, e.current)
-            .Bind(5, e.batch_id)
-            .Bind(6, static_cast<int64_t>(options_.max_attempts));
-        YIRAGE_RETURN_IF_ERROR(f.Run());
-        report.candidates_failed += db_->Changes();
-      }
-      YIRAGE_ASSIGN_OR_RETURN(
-          Statement requeue,
-          db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL WHERE batch_id=?"));
-      requeue.Bind(1, static_cast<int64_t>(yirage::v1::PENDING)).Bind(2, e.batch_id);
-      YIRAGE_RETURN_IF_ERROR(requeue.Run());
-      report.candidates_requeued += db_->Changes();
-      YIRAGE_ASSIGN_OR_RETURN(Statement del, db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
-      del.Bind(1, e.batch_id);
-      YIRAGE_RETURN_IF_ERROR(del.Run());
-    }
-    // 2. Time budgets: pending candidates of jobs out of time are skipped;
-    // leased ones finish their evaluation.
-    {
-      YIRAGE_ASSIGN_OR_RETURN(
-          Statement s,
-          db_->Prepare("SELECT job_id FROM jobs WHERE state=? AND budget_seconds > 0 AND "
-                       "started > 0 AND started + budget_seconds <= ?"));
-      s.Bind(1, static_cast<int64_t>(yirage::v1::RUNNING)).Bind(2, now);
-      std::vector<std::string> over;
-      for (;;) {
-        YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        over.push_back(s.ColumnText(0));
-      }
-      for (const std::string& job_id : over) {
-        YIRAGE_ASSIGN_OR_RETURN(Statement skip,
-                                db_->Prepare("UPDATE candidates SET status=?, error=?, finished=? "
-                                             "WHERE job_id=? AND status=?"));
-        skip.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
-            .Bind(2, "time budget exhausted")
-            .Bind(3, now)
-            .Bind(4, job_id)
-            .Bind(5, static_cast<int64_t>(yirage::v1::PENDING));
-        YIRAGE_RETURN_IF_ERROR(skip.Run());
-        report.candidates_skipped += db_->Changes();
-        touched_jobs.push_back(job_id);
-      }
-    }
+    YIRAGE_RETURN_IF_ERROR(ExpireLeasesLocked(now, &report, &touched_jobs));
+    YIRAGE_RETURN_IF_ERROR(SkipOverBudgetLocked(now, &report, &touched_jobs));
     YIRAGE_RETURN_IF_ERROR(tx.Commit());
   }
-  // 3. Jobs with nothing left (also catches jobs left unfinished by a crash).
+  YIRAGE_RETURN_IF_ERROR(FindDoneJobsLocked(&touched_jobs));
+  for (const std::string& job_id : touched_jobs) {
+    YIRAGE_ASSIGN_OR_RETURN(bool finished, FinishIfDoneLocked(job_id, now));
+    if (finished) report.jobs_finished.push_back(job_id);
+  }
+  return report;
+}
+
+absl::Status JobStore::ExpireLeasesLocked(double now, MaintenanceReport* report,
+                                          std::vector<std::string>* touched_jobs) {
+  // Expired leases: the candidate that was running when the worker went
+  // silent is blamed; the others go back to the queue untouched.
+  struct Expired {
+    std::string batch_id, job_id, worker_id;
+    int64_t current;
+  };
+  std::vector<Expired> expired;
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare("SELECT batch_id, job_id, worker_id, current_candidate FROM "
+                                  "batches WHERE lease_expires < ?"));
+    s.Bind(1, now);
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      expired.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnText(2), s.ColumnInt(3)});
+    }
+  }
+  for (const Expired& e : expired) {
+    report->leases_expired++;
+    touched_jobs->push_back(e.job_id);
+    if (e.current != 0) {
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement s,
+          db_->Prepare("UPDATE candidates SET attempts=attempts+1 WHERE candidate_id=? AND "
+                       "batch_id=?"));
+      s.Bind(1, e.current).Bind(2, e.batch_id);
+      YIRAGE_RETURN_IF_ERROR(s.Run());
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement f,
+          db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, finished=?, "
+                       "error='killed its worker ' || attempts || ' times (last: ' || ? || "
+                       "'); not handed out again' WHERE candidate_id=? AND batch_id=? AND "
+                       "attempts >= ?"));
+      f.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
+          .Bind(2, now)
+          .Bind(3, e.worker_id)
+          .Bind(4, e.current)
+          .Bind(5, e.batch_id)
+          .Bind(6, static_cast<int64_t>(options_.max_attempts));
+      YIRAGE_RETURN_IF_ERROR(f.Run());
+      report->candidates_failed += db_->Changes();
+    }
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement requeue,
+        db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL WHERE batch_id=?"));
+    requeue.Bind(1, static_cast<int64_t>(yirage::v1::PENDING)).Bind(2, e.batch_id);
+    YIRAGE_RETURN_IF_ERROR(requeue.Run());
+    report->candidates_requeued += db_->Changes();
+    YIRAGE_ASSIGN_OR_RETURN(Statement del, db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
+    del.Bind(1, e.batch_id);
+    YIRAGE_RETURN_IF_ERROR(del.Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::SkipOverBudgetLocked(double now, MaintenanceReport* report,
+                                            std::vector<std::string>* touched_jobs) {
+  // Time budgets: pending candidates of jobs out of time are skipped;
+  // leased ones finish their evaluation.
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("SELECT job_id FROM jobs WHERE state=? AND budget_seconds > 0 AND "
+                     "started > 0 AND started + budget_seconds <= ?"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::RUNNING)).Bind(2, now);
+    std::vector<std::string> over;
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      over.push_back(s.ColumnText(0));
+    }
+    for (const std::string& job_id : over) {
+      YIRAGE_ASSIGN_OR_RETURN(Statement skip,
+                              db_->Prepare("UPDATE candidates SET status=?, error=?, finished=? "
+                                           "WHERE job_id=? AND status=?"));
+      skip.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
+          .Bind(2, "time budget exhausted")
+          .Bind(3, now)
+          .Bind(4, job_id)
+          .Bind(5, static_cast<int64_t>(yirage::v1::PENDING));
+      YIRAGE_RETURN_IF_ERROR(skip.Run());
+      report->candidates_skipped += db_->Changes();
+      touched_jobs->push_back(job_id);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::FindDoneJobsLocked(std::vector<std::string>* touched_jobs) {
+  // Jobs with nothing left (also catches jobs left unfinished by a crash).
   {
     YIRAGE_ASSIGN_OR_RETURN(
         Statement s,
@@ -681,14 +699,10 @@ absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now) {
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      touched_jobs.push_back(s.ColumnText(0));
+      touched_jobs->push_back(s.ColumnText(0));
     }
   }
-  for (const std::string& job_id : touched_jobs) {
-    YIRAGE_ASSIGN_OR_RETURN(bool finished, FinishIfDoneLocked(job_id, now));
-    if (finished) report.jobs_finished.push_back(job_id);
-  }
-  return report;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> JobStore::ListWorkers(double now) {
@@ -730,11 +744,16 @@ absl::StatusOr<std::map<JobState, int>> JobStore::CountJobsByState() {
   return out;
 }
 
-absl::StatusOr<int> JobStore::CountConnectedWorkers(double now) {
+absl::StatusOr<int> JobStore::CountConnectedWorkers(double now, const std::string& backend) {
   absl::MutexLock lock(&mu_);
+  return CountConnectedWorkersLocked(now, backend);
+}
+
+absl::StatusOr<int> JobStore::CountConnectedWorkersLocked(double now, const std::string& backend) {
   YIRAGE_ASSIGN_OR_RETURN(Statement s,
-                          db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ?"));
-  s.Bind(1, now - options_.worker_timeout_seconds);
+                          db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ? AND "
+                                       "(?2 = '' OR backend = ?2)"));
+  s.Bind(1, now - options_.worker_timeout_seconds).Bind(2, backend);
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   return row ? static_cast<int>(s.ColumnInt(0)) : 0;
 }

@@ -109,7 +109,9 @@ class JobStore {
 
   absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> ListWorkers(double now);
   absl::StatusOr<std::map<yirage::v1::JobState, int>> CountJobsByState();
-  absl::StatusOr<int> CountConnectedWorkers(double now);
+  // Workers heard of within worker_timeout_seconds; of one backend unless
+  // `backend` is empty.
+  absl::StatusOr<int> CountConnectedWorkers(double now, const std::string& backend = "");
 
  private:
   JobStore(std::unique_ptr<Database> db, const JobStoreOptions& options)
@@ -120,6 +122,22 @@ class JobStore {
   // Sets the "waiting: no connected worker ..." message (see GetJob) on an
   // unfinished job with work left and no connected worker of its backend.
   absl::Status AnnotateWaitingLocked(yirage::v1::Job* job, double now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int> CountConnectedWorkersLocked(double now, const std::string& backend)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Maintain's passes. The first two run in Maintain's transaction and add
+  // the jobs they change to *touched_jobs.
+  // Expired leases: the candidate that was running is blamed (failed after
+  // max_attempts), the rest of the batch goes back to the queue.
+  absl::Status ExpireLeasesLocked(double now, MaintenanceReport* report,
+                                  std::vector<std::string>* touched_jobs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Jobs past their time budget: pending candidates are skipped.
+  absl::Status SkipOverBudgetLocked(double now, MaintenanceReport* report,
+                                    std::vector<std::string>* touched_jobs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unfinished jobs with nothing pending or leased (also those a crash left).
+  absl::Status FindDoneJobsLocked(std::vector<std::string>* touched_jobs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Finishes the job if no candidate is PENDING or LEASED. Returns true if it
   // finished now.

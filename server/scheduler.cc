@@ -144,8 +144,9 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
       rewritten, search_seconds * 1e3, stats.graphs_explored, stats.rewrites_verified,
       stats.rewrites_rejected, stats.fingerprint_checks);
   // Accepted either way (a worker may connect later), but say it waits.
-  if (auto job = store_->GetJob(job_id); job.ok() && job->message().rfind("waiting:", 0) == 0) {
-    spdlog::warn("job {} {}", job_id, job->message());
+  if (auto workers = store_->CountConnectedWorkers(UnixNow(), request.backend());
+      workers.ok() && *workers == 0) {
+    spdlog::warn("job {} waiting: no connected worker for backend '{}'", job_id, request.backend());
   }
   yirage::v1::SubmitJobResponse response;
   response.set_job_id(job_id);
