@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/code_writer.h"
 #include "backends/codegen_util.h"
 #include "core/library_matmul.h"
 #include "core/plan_resolution.h"
@@ -40,32 +41,7 @@ constexpr int64_t kDefaultTileN = 256;
 constexpr int64_t kDefaultTileK = 256;
 constexpr int64_t kMaxGenericTileN = 1024;  // stack accumulator of GENERIC matmuls
 
-// Accumulates generated lines with indentation.
-class Code {
- public:
-  void Line(std::string_view text) {
-    if (!text.empty() && text[0] != '#') out_.append(2 * indent_, ' ');
-    out_.append(text);
-    out_.push_back('\n');
-  }
-  template <typename... Args>
-  void L(const Args&... args) {
-    Line(absl::StrCat(args...));
-  }
-  void Open(std::string_view text) {  // "for (...) {"
-    Line(text);
-    ++indent_;
-  }
-  void Close(std::string_view text = "}") {
-    --indent_;
-    Line(text);
-  }
-  const std::string& str() const { return out_; }
-
- private:
-  std::string out_;
-  int indent_ = 0;
-};
+using Code = ::yirage::backends::CodeWriter;
 
 std::string CType(yirage::v1::DType dtype) {
   switch (dtype) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/code_writer.h"
 #include "backends/codegen_util.h"
 #include "backends/cuda/cuda_attention.h"
 #include "backends/cuda/cuda_cublaslt.h"
@@ -47,31 +48,7 @@ constexpr int kGenericThreads = 256;
 constexpr int kMaxAccumulators = 64;  // per thread in SIMT matmul tiles
 constexpr int kTcChunkK = 32;         // K rows of B per pipeline stage (tensor-core path)
 
-class Code {
- public:
-  void Line(std::string_view text) {
-    if (!text.empty() && text[0] != '#') out_.append(2 * indent_, ' ');
-    out_.append(text);
-    out_.push_back('\n');
-  }
-  template <typename... Args>
-  void L(const Args&... args) {
-    Line(absl::StrCat(args...));
-  }
-  void Open(std::string_view text) {
-    Line(text);
-    ++indent_;
-  }
-  void Close(std::string_view text = "}") {
-    --indent_;
-    Line(text);
-  }
-  const std::string& str() const { return out_; }
-
- private:
-  std::string out_;
-  int indent_ = 0;
-};
+using Code = ::yirage::backends::CodeWriter;
 
 std::string CType(yirage::v1::DType dtype) {
   switch (dtype) {
