@@ -183,8 +183,8 @@ constexpr int64_t kDepth = 256;
 // Compiled for AVX-512, AVX2 + FMA and the base ISA, picked at load time: the
 // reference of a large GEMM (tens of GFLOP) is a worker's longest step.
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void MatmulBlock(
-    const double* pa, const double* pb, double* po, int64_t m, int64_t k, int64_t n, int64_t i0,
-    int64_t i1, int64_t j0, bool transpose_b, double* packed) {
+    const double* pa, const double* pb, double* po, int64_t k, int64_t n, int64_t i0, int64_t i1,
+    int64_t j0, bool transpose_b, double* packed) {
   const int64_t cols = std::min(kPanel, n - j0);
   for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
     const int64_t kc = std::min(kDepth, k - p0);
@@ -233,7 +233,6 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
       }
     }
   }
-  (void)m;
 }
 
 HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b,
@@ -267,7 +266,7 @@ HostTensor EvalMatmul(const OpInfo& op, const HostTensor& a, const HostTensor& b
     const double* pa = a.data.data() + StridedOffset(bi, batch, a_strides) * m * k;
     const double* pb = b.data.data() + StridedOffset(bi, batch, b_strides) * k * n;
     double* po = out.data.data() + bi * m * n;
-    MatmulBlock(pa, pb, po, m, k, n, i0, std::min(m, i0 + kRows), panel * kPanel, op.transpose_b,
+    MatmulBlock(pa, pb, po, k, n, i0, std::min(m, i0 + kRows), panel * kPanel, op.transpose_b,
                 packed.data());
   };
   // Large products (verification of decode-sized GEMMs: billions of

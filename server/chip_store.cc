@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "common/rpc_util.h"
 #include "core/builtin_chips.h"
 #include "core/chip.h"
 #include "core/status_macros.h"
@@ -35,7 +35,7 @@ absl::StatusOr<std::unique_ptr<ChipStore>> ChipStore::Open(const std::string& pa
     return absl::InternalError(absl::StrCat("the built-in chip catalog is invalid: ",
                                             std::string(catalog.status().message())));
   }
-  return Open(path, *catalog, absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+  return Open(path, *catalog, UnixNow());
 }
 
 absl::StatusOr<std::unique_ptr<ChipStore>> ChipStore::Open(const std::string& path,
