@@ -11,6 +11,7 @@
 #include "server/database.h"
 #include "server/job_store.h"
 #include "server/schema.h"
+#include "server/test_dir.h"
 
 namespace yirage::server {
 namespace {
@@ -32,11 +33,7 @@ Chip MakeChip(const std::string& id, double bandwidth = 1000) {
 class ChipStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("yirage_chip_store_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
+    dir_ = FreshTestDir("yirage_chip_store_test");
     Reopen();
   }
   void TearDown() override {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "gtest/gtest.h"
+#include "server/test_dir.h"
 
 namespace yirage::server {
 namespace {
@@ -37,11 +38,7 @@ yirage::v1::SubmitJobRequest MakeRequest() {
 class JobStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("yirage_store_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
+    dir_ = FreshTestDir("yirage_store_test");
     options_.batch_size = 2;
     options_.lease_seconds = 10;
     options_.max_attempts = 2;

@@ -10,6 +10,7 @@
 #include "core/graph_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/test_dir.h"
 
 namespace yirage::server {
 namespace {
@@ -31,11 +32,7 @@ constexpr char kGraph[] = R"({"name": "sched", "inputs": [
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("yirage_scheduler_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
+    dir_ = FreshTestDir("yirage_scheduler_test");
     options_.db_path = (dir_ / "yirage.db").string();
     options_.store.batch_size = 2;
     options_.store.lease_seconds = 30;
