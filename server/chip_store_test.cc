@@ -1,7 +1,5 @@
 #include "server/chip_store.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 
 #include "core/builtin_chips.h"

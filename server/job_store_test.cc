@@ -1,7 +1,5 @@
 #include "server/job_store.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 
 #include "gtest/gtest.h"

@@ -1,7 +1,5 @@
 #include "server/scheduler.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <map>
