@@ -18,7 +18,8 @@
 extern "C" {
 #endif
 
-#define YIRAGE_BACKEND_ABI_VERSION 1u
+// Version 2 added `describe`.
+#define YIRAGE_BACKEND_ABI_VERSION 2u
 #define YIRAGE_BACKEND_ENTRY_POINT "YirageBackendGetV1"
 
 // Return codes.
@@ -73,6 +74,16 @@ typedef struct YirageBackendV1 {
 
   void (*release)(YirageModule* module);
   void (*free_buffer)(void* buffer);
+
+  // What the backend runs: a serialized BackendKernels (its row kernels,
+  // library kernels and kernel families with their schedule points) in
+  // *response, for its device, or where it has none for the serialized
+  // CompileTarget in `target` (target_len 0: none given). The worker reports
+  // it to the scheduler, whose search plans only what it names. Returns
+  // YIRAGE_NO_DEVICE (and *error) when there is neither a device nor a target
+  // and the answer depends on the device.
+  int (*describe)(const void* target, size_t target_len, void** response, size_t* response_len,
+                  char** error);
 } YirageBackendV1;
 
 typedef const YirageBackendV1* (*YirageBackendGetV1Fn)(void);

@@ -1,6 +1,6 @@
-// The shared body of a code-generating backend's compile() entry point
-// (backends/backend_api.h): output checks, request parsing, and the
-// serialized response handed to the caller.
+// The shared bodies of a code-generating backend's compile() and describe()
+// entry points (backends/backend_api.h): output checks, request parsing, and
+// the serialized response handed to the caller.
 #ifndef YIRAGE_BACKENDS_BACKEND_COMPILE_UTIL_H_
 #define YIRAGE_BACKENDS_BACKEND_COMPILE_UTIL_H_
 
@@ -52,6 +52,45 @@ int CompileRequestWith(const void* request, size_t request_len, YirageModule** m
   *response = buf;
   *response_len = bytes.size();
   *module = *built;
+  return YIRAGE_OK;
+}
+
+// The shared body of describe(): parses the optional serialized
+// CompileTarget, calls
+//   describe(const CompileTarget* target_or_null) -> absl::StatusOr<BackendKernels>
+// and returns the serialized answer through *response. YIRAGE_ERROR with
+// *error for null outputs or a malformed target; YIRAGE_NO_DEVICE when
+// `describe` fails with FailedPrecondition (no device and no target).
+// REQUIRES: called inside Guard().
+template <typename Describe>
+int DescribeWith(const void* target, size_t target_len, void** response, size_t* response_len,
+                 char** error, Describe&& describe) {
+  if (response == nullptr || response_len == nullptr) {
+    SetError(error, "describe: null output pointer");
+    return YIRAGE_ERROR;
+  }
+  *response = nullptr;
+  *response_len = 0;
+  yirage::v1::CompileTarget parsed;
+  if (target_len > 0 &&
+      (target == nullptr || !parsed.ParseFromArray(target, static_cast<int>(target_len)))) {
+    SetError(error, "describe: the target is not a serialized yirage.v1.CompileTarget");
+    return YIRAGE_ERROR;
+  }
+  absl::StatusOr<yirage::v1::BackendKernels> kernels = describe(target_len > 0 ? &parsed : nullptr);
+  if (!kernels.ok()) {
+    SetError(error, absl::StrCat("describe: ", std::string(kernels.status().message())));
+    return absl::IsFailedPrecondition(kernels.status()) ? YIRAGE_NO_DEVICE : YIRAGE_ERROR;
+  }
+  const std::string bytes = kernels->SerializeAsString();
+  void* buf = std::malloc(bytes.size() > 0 ? bytes.size() : 1);
+  if (buf == nullptr) {
+    SetError(error, "describe: out of memory");
+    return YIRAGE_ERROR;
+  }
+  std::memcpy(buf, bytes.data(), bytes.size());
+  *response = buf;
+  *response_len = bytes.size();
   return YIRAGE_OK;
 }
 

@@ -1,5 +1,6 @@
 // The C ABI table (backends/backend_api.h) of a backend that, for now, only
-// detects its device: probe() describes it, compile/run/time fail with
+// detects its device: probe() describes it, describe() names no kernels,
+// compile/run/time fail with
 // YIRAGE_ERROR saying that code generation is not implemented for it. Shared
 // by the HIP and Level Zero backends. No exception crosses the boundary.
 #ifndef YIRAGE_BACKENDS_DETECTION_ONLY_BACKEND_H_
@@ -10,6 +11,7 @@
 
 #include "backends/backend_abi_util.h"
 #include "backends/backend_api.h"
+#include "backends/backend_compile_util.h"
 
 namespace yirage::backends {
 
@@ -30,6 +32,7 @@ class DetectionOnlyBackend {
         &Time,
         &Release,
         &FreeBuffer,
+        &Describe,
     };
     return &table;
   }
@@ -70,6 +73,21 @@ class DetectionOnlyBackend {
   static void Release(YirageModule*) {}  // compile never creates a module
 
   static void FreeBuffer(void* buffer) { std::free(buffer); }
+
+  // Nothing to run: a description with no kernels (the search plans none).
+  static int Describe(const void* target, size_t target_len, void** response, size_t* response_len,
+                      char** error) {
+    return Guard(Traits::kName, error, [&] {
+      return DescribeWith(
+          target, target_len, response, response_len, error,
+          [](const yirage::v1::CompileTarget*) -> absl::StatusOr<yirage::v1::BackendKernels> {
+            yirage::v1::BackendKernels kernels;
+            kernels.set_backend(Traits::kName);
+            kernels.set_gpu(true);
+            return kernels;
+          });
+    });
+  }
 };
 
 }  // namespace yirage::backends

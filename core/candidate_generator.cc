@@ -26,11 +26,14 @@
 #include "core/fused_pattern.h"
 #include "core/graph.h"
 #include "core/graph_hash.h"
+#include "core/kernel_family.h"
 #include "core/library_matmul.h"
 #include "core/parallel_for.h"
 #include "core/partition_enumerator.h"
 #include "core/rewrite.h"
 #include "core/row_group.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "yirage/v1/plan.pb.h"
 
 namespace yirage::core {
@@ -58,35 +61,19 @@ constexpr int64_t kMaxColsRows = 256;
 // Library plans of the job's graph placed right after the baseline.
 constexpr int kLibraryPlansFirst = 3;
 
-// ScheduleVariant.gpu_form of variants only fused attention chains take:
-// splits merged as the backend chooses, or through a workspace
-// (Schedule.variant 2).
-constexpr int kAttentionVariant = 3;
-constexpr int kAttentionWorkspaceVariant = 4;
-constexpr int kAttentionPullVariant = 5;      // the cluster merge reading remote rows
-constexpr int kAttentionInKernelVariant = 6;  // merged in the kernel (Schedule.variant 4)
-// The streamed matmul's wgmma form (Schedule.variant 4), for chains with no
-// low-rank branch and no norm prologue.
-constexpr int kStreamedWgmmaVariant = 7;
-
 // One uniform schedule choice, applied to every KERNEL_ROW kernel of a plan.
 struct ScheduleVariant {
   bool cols = false;   // PARALLEL_COLS where the group qualifies
   int block_rows = 1;  // PARALLEL_ROWS kernels (clipped to their rows)
   int tile_n = kDefaultTileN;
   int unroll = 1;
-  // GPU fused chains (core/fused_pattern.h): copy-pipeline depth, 0 = the
-  // backend's default. The other knobs do not apply to them.
-  int gpu_stages = 0;
-  // GPU fused streamed matmuls: the kernel's form (Schedule.variant, 0 = the
-  // backend's choice) and warps per block (0 = the backend's default).
-  int gpu_form = 0;
-  int gpu_warps = 0;
-  // GPU fused attention: query rows per block and per warp (0 = the
-  // backend's defaults).
-  int gpu_block_rows = 0;
-  int gpu_warp_rows = 0;
-  // GPU row kernels (not fused chains): threads per block, 0 = the
+  // A point of a backend kernel family (options.kernels.families(family)
+  // .points(point)) for the chains of that family within its limits; -1:
+  // none. Chains of a family never take the generic knobs: outside a
+  // point they get the family's defaults (so their plans dedupe).
+  int family = -1;
+  int point = -1;
+  // GPU row kernels (not family chains): threads per block, 0 = the
   // backend's default; from the chip's block_threads.
   int gpu_threads = 0;
 };
@@ -97,30 +84,22 @@ struct GroupShape {
   bool has_matmul = false;
   int64_t max_n = 1;  // widest matmul output
   int64_t max_k = 1;  // deepest matmul reduction
-  // A chain GPU backends run as one fused kernel (core/fused_pattern.h)
-  // whose knobs they choose themselves: the generic knobs are fixed, so its
-  // plans dedupe.
-  bool fused_gpu = false;
-  bool attention = false;  // a fused attention chain (takes stages and warps)
-  // A streamed matmul the weights-to-registers form takes (X of at most
-  // kStreamedRegistersMaxRows rows, no low-rank branch).
-  bool registers_form = false;
-  // A streamed matmul the wgmma form takes: no low-rank branch, no
-  // prologue (cuda_streamed_matmul.h; X padded to 64 rows).
-  bool wgmma_form = false;
-  // Every op elementwise with one output shape: a GPU runs it over the
-  // elements, so rows, columns and threads do not apply; items a thread
-  // (unroll) do.
+  // The backend kernel family whose pattern the group's ops match
+  // (core/kernel_family.h; index into options.kernels.families()), or -1.
+  int family = -1;
+  // Every op elementwise with one output shape: a backend whose row kernels
+  // are flat (RowKernels.flat_elementwise) runs it over the elements, so
+  // rows, columns and threads do not apply; items a thread (unroll) do.
   bool flat_elementwise = false;
+  const Graph* graph = nullptr;
+  std::vector<int> ops;
 };
 
-bool IsGpuBackend(const SearchOptions& options) {
-  return options.warp_size > 1 || options.backend == "cuda" || options.backend == "hip" ||
-         options.backend == "level_zero";
-}
-
-GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroupInfo* row) {
+GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroupInfo* row,
+                   const SearchOptions& options) {
   GroupShape shape;
+  shape.graph = &graph;
+  shape.ops.assign(ops.begin(), ops.end());
   if (row != nullptr) shape.num_rows = std::max<int64_t>(1, row->num_rows);
   for (int op_index : ops) {
     const OpInfo& op = graph.op(op_index);
@@ -131,7 +110,7 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
     shape.max_k = std::max<int64_t>(shape.max_k, a.empty() ? 1 : a.back());
     shape.max_n = std::max<int64_t>(shape.max_n, out.empty() ? 1 : out.back());
   }
-  const std::vector<int> op_list(ops.begin(), ops.end());
+  const std::vector<int>& op_list = shape.ops;
   shape.flat_elementwise = !op_list.empty();
   for (int op_index : op_list) {
     const OpInfo& op = graph.op(op_index);
@@ -139,15 +118,7 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
         shape.flat_elementwise && IsElementwise(op.type) &&
         graph.tensor(op.output).shape == graph.tensor(graph.op(op_list.front()).output).shape;
   }
-  shape.fused_gpu = IsFusedGpuChain(graph, op_list);
-  shape.attention = shape.fused_gpu && IsAttentionChain(graph, op_list);
-  if (shape.fused_gpu && !shape.attention) {
-    if (std::optional<StreamedMatmulMatch> m = MatchStreamedMatmul(graph, op_list); m.has_value()) {
-      const std::vector<int64_t>& x = graph.tensor(m->x).shape;
-      shape.registers_form = m->b < 0 && x.size() == 2 && x[0] <= kStreamedRegistersMaxRows;
-      shape.wgmma_form = m->b < 0 && !m->rms && m->col_scales.empty() && x.size() == 2;
-    }
-  }
+  shape.family = MatchFamily(options.kernels, graph, op_list);
   return shape;
 }
 
@@ -167,32 +138,18 @@ Schedule GenericSchedule(const SearchOptions& options) {
 Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
                      const SearchOptions& options) {
   Schedule schedule = GenericSchedule(options);
-  if (shape.fused_gpu && IsGpuBackend(options)) {
-    // split_k 0: automatic. Chains a variant does not apply to (the
-    // registers form, attention's own) get the default schedule from it (so
-    // they dedupe); attention takes its own knobs (depth, block and warp
-    // rows, warps, merge).
-    if (variant.gpu_form == 2 && !shape.registers_form) return schedule;
-    if (variant.gpu_form == kStreamedWgmmaVariant && !shape.wgmma_form) return schedule;
-    const bool attention_only =
-        variant.gpu_form == kAttentionVariant || variant.gpu_form == kAttentionWorkspaceVariant ||
-        variant.gpu_form == kAttentionPullVariant || variant.gpu_form == kAttentionInKernelVariant;
-    if (attention_only && !shape.attention) return schedule;
-    schedule.set_stages(variant.gpu_stages);
-    if (shape.attention) {
-      schedule.set_warps(variant.gpu_warps);
-      if (variant.gpu_block_rows > 0) schedule.set_block_rows(variant.gpu_block_rows);
-      schedule.set_warp_rows(variant.gpu_warp_rows);
-      if (variant.gpu_form == kAttentionWorkspaceVariant) schedule.set_variant(2);
-      if (variant.gpu_form == kAttentionPullVariant) schedule.set_variant(3);
-      if (variant.gpu_form == kAttentionInKernelVariant) schedule.set_variant(4);
-      return schedule;
+  if (shape.family >= 0) {
+    // A family's chain: the variant's point where it is that family's and
+    // the chain is within its limits, else the family's defaults.
+    const yirage::v1::KernelFamily& family = options.kernels.families(shape.family);
+    if (variant.family == shape.family && WithinLimits(family.points(variant.point).limits(),
+                                                       family.pattern(), *shape.graph, shape.ops)) {
+      schedule.MergeFrom(family.points(variant.point).schedule());
     }
-    schedule.set_variant(variant.gpu_form == kStreamedWgmmaVariant ? 4 : variant.gpu_form);
-    schedule.set_warps(variant.gpu_warps);
+    SetFamilyDefault(family.pattern(), &schedule);  // where no point (or an empty one) set it
     return schedule;
   }
-  if (shape.flat_elementwise && IsGpuBackend(options)) {
+  if (shape.flat_elementwise && options.kernels.row().flat_elementwise()) {
     schedule.set_unroll(variant.unroll);
     return schedule;
   }
@@ -277,11 +234,12 @@ KernelPlan MakeKernel(const Graph& graph, const KernelGroup& group, const Schedu
 
 // Summary of the uniform schedule: "rows b16 n256 k256 v8 u1" (matmul knobs
 // only when the plan holds a matmul), "cols ..." when every KERNEL_ROW kernel
-// splits columns, "cols ... + rows b4" when some do not qualify.
+// splits columns, "cols ... + rows b4" when some do not qualify, "fused" and
+// the family point's label when every KERNEL_ROW kernel is a family's.
 std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const Plan& plan,
                             const SearchOptions& options) {
   bool any_rows = false, any_cols = false, any_matmul = false, all_fused = true;
-  bool all_attention = true;
+  bool point_applies = false;
   for (const KernelPlan& kernel : plan.kernels()) {
     std::vector<int> ops;
     for (const std::string& op : kernel.ops()) {
@@ -289,36 +247,28 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
       any_matmul = any_matmul || graph.op(ops.back()).type == OpType::kMatmul;
     }
     if (kernel.kind() != yirage::v1::KERNEL_ROW) continue;
-    all_fused = all_fused && IsGpuBackend(options) && IsFusedGpuChain(graph, ops);
-    all_attention = all_attention && IsAttentionChain(graph, ops);
+    const int family = MatchFamily(options.kernels, graph, ops);
+    all_fused = all_fused && family >= 0;
+    if (family >= 0 && family == v.family) {
+      const yirage::v1::KernelFamily& f = options.kernels.families(family);
+      point_applies =
+          point_applies || WithinLimits(f.points(v.point).limits(), f.pattern(), graph, ops);
+    }
     const bool cols = kernel.schedule().parallel() == yirage::v1::PARALLEL_COLS;
     any_cols = any_cols || cols;
     any_rows = any_rows || !cols;
   }
   if (!any_rows && !any_cols) return "generic";
-  // Fused GPU chains take none of the generic knobs.
+  // Family chains take none of the generic knobs.
   if (all_fused) {
-    std::string text = "fused";
-    // Form 1 is the streamed matmuls' shared-memory form; attention takes
-    // only its stages.
-    if (v.gpu_form == 1 && !all_attention) absl::StrAppend(&text, " smem");
-    if (v.gpu_form == 2) absl::StrAppend(&text, " regs");
-    if (v.gpu_form == kStreamedWgmmaVariant) absl::StrAppend(&text, " wgmma");
-    if (v.gpu_form == kAttentionWorkspaceVariant) absl::StrAppend(&text, " workspace");
-    if (v.gpu_stages > 0) absl::StrAppend(&text, " stages ", v.gpu_stages);
-    if (v.gpu_form == kAttentionPullVariant) absl::StrAppend(&text, " pull");
-    if (v.gpu_form == kAttentionInKernelVariant) absl::StrAppend(&text, " in-kernel merge");
-    if (v.gpu_block_rows > 0) absl::StrAppend(&text, " rows ", v.gpu_block_rows);
-    if (v.gpu_warp_rows > 0) absl::StrAppend(&text, " warp_rows ", v.gpu_warp_rows);
-    if (v.gpu_warp_rows == 64) absl::StrAppend(&text, " (wgmma)");
-    if (v.gpu_warps > 0) absl::StrAppend(&text, " warps ", v.gpu_warps);
-    return text;
+    if (!point_applies) return "fused";
+    const std::string& label = options.kernels.families(v.family).points(v.point).label();
+    return label.empty() ? std::string("fused") : absl::StrCat("fused ", label);
   }
-  if (v.gpu_stages > 0 || v.gpu_threads > 0) {
+  if (v.gpu_threads > 0) {
     const std::string base = VariantToString(
         graph, ScheduleVariant{v.cols, v.block_rows, v.tile_n, v.unroll}, plan, options);
-    return v.gpu_stages > 0 ? absl::StrCat(base, " stages ", v.gpu_stages)
-                            : absl::StrCat(base, " threads ", v.gpu_threads);
+    return absl::StrCat(base, " threads ", v.gpu_threads);
   }
   const std::string knobs =
       any_matmul ? absl::StrCat("n", v.tile_n, " k", kDefaultTileK, " v",
@@ -349,7 +299,7 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
   // GPU elementwise groups (GroupShape.flat_elementwise) take unroll in any
   // graph: the backend's default and 4 items a thread, which suits ops
   // heavier than a few instructions (gelu's erf).
-  if (has_matmul || IsGpuBackend(options)) {
+  if (has_matmul || options.kernels.row().flat_elementwise()) {
     unrolls.assign(std::begin(kUnrollChoices), std::end(kUnrollChoices));
   }
   if (has_matmul) {
@@ -358,8 +308,7 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
     // it cannot hold, keep its largest if none fit. GPU backends size their
     // shared-memory staging per kernel themselves (and fall back when a shape
     // does not fit), so the coarse square-tile bound would only cut good plans.
-    const bool gpu = options.warp_size > 1;
-    if (!options.tile_sizes.empty() && !gpu) {
+    if (!options.tile_sizes.empty() && !options.kernels.gpu()) {
       const int largest = options.tile_sizes.back();
       std::vector<int> fitting;
       for (int t : tiles) {
@@ -376,112 +325,60 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
       }
     }
   }
-  if (IsGpuBackend(options)) {
-    // Pipeline depths for fused GPU chains, as deep as the chip's shared
-    // memory per block holds (a stage of a 64 x 64 chunk of one 16-bit weight
-    // and 16 rows of X is ~11.5 KiB; unknown chip: both). Other kernels
-    // get the first variant's schedule under them, so only plans with a
-    // fused chain are new.
-    if (has_matmul) {
-      constexpr int64_t kStageBytes = (16 + 64) * 72 * 2;
-      for (int stages : {3, 6}) {
-        if (options.max_tile_bytes > 0 && stages * kStageBytes > options.max_tile_bytes) continue;
-        ScheduleVariant v = variants.front();
-        v.gpu_stages = stages;
-        v.gpu_form = 1;
-        variants.push_back(v);
-      }
-      // The wgmma form of streamed matmuls (the backend keeps it to sm_90;
-      // elsewhere it is the backend's choice). H200, backend timing, 2 K
-      // splits in a cluster: gated_mlp b8 25.3 us at 5 or 6 stages, 26.0 at
-      // 4, 29.4 at 3, against 30.6 for the best mma.sync form; b1 (X padded
-      // from 8 rows to 64) 24.2 against 25.1 for the registers form.
-      {
-        ScheduleVariant v = variants.front();
-        v.gpu_stages = 5;
-        v.gpu_form = kStreamedWgmmaVariant;
-        variants.push_back(v);
-      }
-      // Weights streamed to registers (decode shapes): steps loaded ahead
-      // and block size; the backend sizes the K splits to fill the chip.
-      // 16-warp blocks leave one split where the column tiles alone fill
-      // the chip, else few splits summed in a cluster, so no pass adds
-      // splits through global memory (H200,
-      // rms_norm_linear b1 / b8: 19.0 / 21.1 us against 20.0 / 23.4 with
-      // 4 warps and 4 splits). (Measured on an H200 and dropped: explicit
-      // K splits above the automatic ones for either form, and an L2
-      // prefetch of the weights ahead of the register loads; all slower.)
-      for (const auto& [depth, warps] :
-           {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 8}, std::pair{2, 16}, std::pair{3, 0}}) {
-        ScheduleVariant v = variants.front();
-        v.gpu_form = 2;
-        v.gpu_stages = depth;
-        v.gpu_warps = warps;
-        variants.push_back(v);
-      }
-      // Fused attention (the default: 64 query rows per block, one warp
-      // per 16 rows): the block's keys split over 2 or 4 warps per row
-      // group (more warps on short key ranges); 32-row warps (2 per 64
-      // rows) in 2 key groups; the cluster merge pulling remote rows
-      // rather than pushing them; the key splits merged through a
-      // workspace rather than a cluster; 32-row warps in two-stage blocks
-      // small enough for two an SM, their splits merged in the kernel
-      // (H200 harness, gqa_decode b8: 26.9 us against 27.4 for two splits
-      // in a cluster). First, the warpgroup (wgmma) form where the backend
-      // has it (warp_rows 64: sm_90, D = DV = 64; else 16-row warps),
-      // merged in the kernel (H200, backend timing, gqa_decode b8 / b1:
-      // 22.6 / 10.9 us against 26.4 / 10.9 for the best of the others).
-      // The backend sizes the key splits.
-      // (Measured on an H200 and dropped, gqa_decode b1 / b8 against the
-      // best of these: 32-row blocks 13.6 / 38.6 us against 12.1 / 29.2,
-      // 128-row 16.8 / 36.8, 256-row 25.3 / 43.9 (their 8-block clusters
-      // do not fit the SMs at once); a software pipeline computing the next
-      // S during the softmax, and the exponentials in f16x2: no gain.)
-      struct AttentionKnobs {
-        int form, rows, warps, stages, warp_rows;
-      };
-      for (const AttentionKnobs& k : {AttentionKnobs{kAttentionInKernelVariant, 64, 4, 4, 64},
-                                      AttentionKnobs{kAttentionVariant, 64, 8, 3, 0},
-                                      AttentionKnobs{kAttentionPullVariant, 64, 8, 3, 0},
-                                      AttentionKnobs{kAttentionVariant, 64, 16, 2, 0},
-                                      AttentionKnobs{kAttentionVariant, 64, 4, 4, 32},
-                                      AttentionKnobs{kAttentionWorkspaceVariant, 64, 4, 4, 0},
-                                      AttentionKnobs{kAttentionInKernelVariant, 64, 4, 2, 32}}) {
-        ScheduleVariant v = variants.front();
-        v.gpu_form = k.form;
-        v.gpu_block_rows = k.rows;
-        v.gpu_warps = k.warps;
-        v.gpu_stages = k.stages;
-        v.gpu_warp_rows = k.warp_rows;
-        variants.push_back(v);
-      }
+  // Every point of the backend's kernel families, for the chains of each
+  // (other kernels get the first variant's schedule under them, so only
+  // plans with a family chain are new). A family's points are the backend's
+  // to choose (backends/cuda/cuda_families.cc).
+  for (int f = 0; f < options.kernels.families_size(); ++f) {
+    const yirage::v1::KernelFamily& family = options.kernels.families(f);
+    bool matched = false;
+    for (int op = 0; op < enumerator.num_ops() && !matched; ++op) {
+      matched = graph.op(op).type == OpType::kMatmul;
     }
-    // The widest block the chip allows (its block_threads: warp-size
-    // multiples within the block and per-CU limits), for row kernels.
-    if (!options.block_threads.empty() && options.block_threads.back() > 256) {
+    if (!matched) continue;  // every family pattern holds a matmul
+    for (int p = 0; p < family.points_size(); ++p) {
       ScheduleVariant v = variants.front();
-      v.gpu_threads = options.block_threads.back();
+      v.family = f;
+      v.point = p;
       variants.push_back(v);
     }
   }
+  // The widest block the chip allows (its block_threads: warp-size
+  // multiples within the block and per-CU limits), for row kernels.
+  if (options.kernels.row().threads_knob() && !options.block_threads.empty() &&
+      options.block_threads.back() > 256) {
+    ScheduleVariant v = variants.front();
+    v.gpu_threads = options.block_threads.back();
+    variants.push_back(v);
+  }
   return variants;
+}
+
+// `schedule` serialized deterministically: equal schedules, equal bytes.
+std::string DeterministicBytes(const Schedule& schedule) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  {
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    schedule.SerializeToCodedStream(&coded);
+  }
+  return out;
 }
 
 // Distinct (group, schedule) kernels with their costs, so that each is built
 // and costed once however many partitions and variants share it.
 struct KernelCache {
-  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
-  std::map<Key, int> ids;     // kernel -> index into costs
-  std::vector<double> costs;  // EstimateKernelCost of each kernel
+  using Key = std::tuple<int, int, int, std::string>;  // begin, end, kind, schedule
+  std::map<Key, int> ids;                              // kernel -> index into costs
+  std::vector<double> costs;                           // EstimateKernelCost of each kernel
 };
 
 // The id of (group, schedule) in `cache`, building and costing it when new.
 int CachedKernelId(const Graph& graph, PartitionEnumerator& enumerator,
                    const SearchOptions& options, const KernelGroup& group, const Schedule& s,
                    KernelCache* cache) {
-  KernelCache::Key key{group.begin, group.end,  group.kind,       s.parallel(), s.block_rows(),
-                       s.tile_n(),  s.tile_k(), s.vector_width(), s.unroll(),   s.split_k(),
-                       s.stages(),  s.warps(),  s.variant(),      s.warp_rows()};
+  KernelCache::Key key{group.begin, group.end, group.kind, DeterministicBytes(s)};
   auto [it, inserted] = cache->ids.try_emplace(key, static_cast<int>(cache->costs.size()));
   if (inserted) {
     const RowGroupInfo* row = group.kind == yirage::v1::KERNEL_ROW
@@ -497,7 +394,7 @@ Schedule GroupSchedule(const Graph& graph, PartitionEnumerator& enumerator,
                        const SearchOptions& options) {
   if (group.kind != yirage::v1::KERNEL_ROW) return GenericSchedule(options);
   const RowGroupInfo* row = enumerator.RowGroup(group.begin, group.end);
-  return RowSchedule(ShapeOf(graph, GroupOps(group), row), variant, options);
+  return RowSchedule(ShapeOf(graph, GroupOps(group), row, options), variant, options);
 }
 
 Plan MakePlan(const Graph& graph, const Partition& partition,
@@ -537,7 +434,7 @@ std::optional<Plan> LibraryPlan(const Graph& graph, PartitionEnumerator& enumera
     if (IsLibraryGroup(graph, group)) {
       group.kind = yirage::v1::KERNEL_LIBRARY;
       Schedule schedule = GenericSchedule(options);
-      schedule.set_variant(algo);
+      schedule.mutable_library()->set_algorithm(algo);
       schedules.push_back(schedule);
       ++library;
     } else {
@@ -614,6 +511,7 @@ std::optional<Plan> GatheredLibraryPlan(const Graph& graph, const SearchOptions&
   std::vector<std::string> parts;
   for (auto& [ops, kind] : kernels) {
     Schedule schedule = GenericSchedule(options);
+    if (kind == yirage::v1::KERNEL_LIBRARY) schedule.mutable_library();  // its first algorithm
     if (kind == yirage::v1::KERNEL_ROW) {
       absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(graph, ops);
       if (!row.ok()) {
@@ -621,7 +519,7 @@ std::optional<Plan> GatheredLibraryPlan(const Graph& graph, const SearchOptions&
         kind = yirage::v1::KERNEL_GENERIC;  // one op that fits no row group
       } else {
         ScheduleVariant variant;  // one row a block: the GPU backends' flat and register rows
-        schedule = RowSchedule(ShapeOf(graph, ops, &*row), variant, options);
+        schedule = RowSchedule(ShapeOf(graph, ops, &*row, options), variant, options);
       }
     }
     KernelPlan* kernel = plan.add_kernels();
@@ -824,14 +722,23 @@ absl::Status ValidatePlanAgainst(const Graph& graph, const Plan& plan) {
         return absl::InvalidArgumentError(absl::StrCat(
             "kernel ", kernel.name(), ": not a library matmul: ", lm.status().message()));
       }
-      if (kernel.schedule().variant() < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("kernel ", kernel.name(), ": schedule.variant (the library algorithm) ",
-                         "must be >= 0, got ", kernel.schedule().variant()));
+      if (kernel.schedule().has_streamed_matmul() || kernel.schedule().has_attention()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kernel ", kernel.name(), ": a KERNEL_LIBRARY kernel takes schedule.library, not ",
+            kernel.schedule().has_attention() ? "schedule.attention" : "schedule.streamed_matmul"));
+      }
+      if (kernel.schedule().library().algorithm() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kernel ", kernel.name(), ": schedule.library.algorithm must be >= 0, got ",
+            kernel.schedule().library().algorithm()));
       }
     } else if (absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(graph, ops); !row.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "kernel ", kernel.name(), ": not a legal KERNEL_ROW group: ", row.status().message()));
+    } else if (absl::Status family =
+                   CheckFamilySchedule(graph, ops, kernel.name(), kernel.schedule());
+               !family.ok()) {
+      return family;
     }
     if (absl::Status s = CheckSchedule(kernel); !s.ok()) return s;
   }
@@ -958,7 +865,7 @@ absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
   generated.set_description(absl::StrCat(PartitionToString(graph, partitions[0]), " baseline"));
   generated.set_estimated_cost(EstimatePlanCostAgainst(graph, generated, options));
   std::optional<Plan> library_baseline;
-  if (options.library_kernels) {
+  if (options.kernels.has_library()) {
     library_baseline = LibraryPlan(graph, enumerator, partitions[0], baseline_variant, 0, options);
   }
   if (library_baseline.has_value()) {
@@ -988,7 +895,7 @@ absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
         !library.empty() && library.front().first.estimated_cost() < plans.front().estimated_cost();
     const int best = fused_best ? library.front().second : 0;
     const size_t after = fused_best ? 1 : 0;
-    for (int algo = options.library_algorithms - 1; algo >= 1; --algo) {
+    for (int algo = options.kernels.library().algorithms() - 1; algo >= 1; --algo) {
       std::optional<Plan> plan =
           LibraryPlan(graph, enumerator, partitions[best],
                       best == 0 ? baseline_variant : variants.front(), algo, options);

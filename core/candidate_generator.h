@@ -10,20 +10,22 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/graph.h"
+#include "yirage/v1/backend.pb.h"
 #include "yirage/v1/plan.pb.h"
 
 namespace yirage::core {
 
 struct SearchOptions {
   std::string backend = "cpu";
-  // The backend runs KERNEL_LIBRARY kernels (core/library_matmul.h): then
-  // the baseline's matmuls are library calls (the generated one-kernel-per-op
-  // plan becomes an ordinary candidate) and library plans are offered first.
-  bool library_kernels = false;
-  // How many of the library's algorithms for one matmul are worth timing
-  // (Schedule.variant 0 .. n-1): cuBLASLt's heuristic offers several, a BLAS
-  // one. Used only with library_kernels.
-  int library_algorithms = 1;
+  // What the backend runs on the target (its workers report it: the
+  // backend's `describe` call). The search plans only these: row kernels as
+  // `kernels.row` says, KERNEL_LIBRARY kernels where `kernels.library` is
+  // set (then the baseline's matmuls are library calls, the generated
+  // one-kernel-per-op plan becomes an ordinary candidate, and library plans
+  // are offered first, with `kernels.library.algorithms` algorithms each),
+  // and the points of `kernels.families` for the chains they match
+  // (core/kernel_family.h). Empty: generic row kernels only.
+  yirage::v1::BackendKernels kernels;
   int max_candidates = 0;  // 0 = no limit; the baseline is always kept
   // Target description used to bound schedules (cache sizes, thread count).
   int num_threads = 0;      // 0 = unknown
@@ -74,8 +76,8 @@ struct SearchStats {
 };
 
 // Returns the plans, baseline first (one kernel per op, default schedules,
-// matmuls as library calls where options.library_kernels; Plan.baseline set),
-// then (library_kernels) the first library plans, then the rest ordered by
+// matmuls as library calls where options.kernels has a library; Plan.baseline set),
+// then (with a library) the first library plans, then the rest ordered by
 // estimated cost, cheapest first, truncated to options.max_candidates. Every plan passes
 // ValidatePlan and no two plans are equal.
 absl::StatusOr<std::vector<yirage::v1::Plan>> GenerateCandidates(const Graph& graph,

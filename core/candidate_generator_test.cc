@@ -41,14 +41,54 @@ std::vector<Plan> MustGenerate(const Graph& graph, const SearchOptions& options 
   return plans.ok() ? *std::move(plans) : std::vector<Plan>{};
 }
 
-// Options of a CUDA worker on an H200-like chip (warps of 32, 227 KiB of
-// shared memory per block), rewrites off.
-SearchOptions CudaOptions() {
+// A GPU-like backend's description for tests of the mechanism (the CUDA
+// backend's own is tested in backends/cuda/cuda_families_test.cc): flat
+// elementwise rows, register rows from 256 wide, a library with two
+// algorithms, a streamed-matmul family (a default, a shared-memory point,
+// register points for 16 and 8 rows) and an attention family (two points).
+yirage::v1::BackendKernels TestGpuKernels() {
+  yirage::v1::BackendKernels k;
+  k.set_backend("test_gpu");
+  k.set_gpu(true);
+  k.mutable_row()->set_flat_elementwise(true);
+  k.mutable_row()->set_threads_knob(true);
+  k.mutable_row()->set_register_row_min_width(256);
+  k.mutable_row()->set_register_row_multiple(8);
+  yirage::v1::KernelFamily* mm = k.add_families();
+  mm->set_name("streamed_matmul");
+  mm->set_pattern(yirage::v1::STREAMED_MATMUL);
+  auto add_mm = [&](yirage::v1::StreamedMatmulSchedule::Form form, int stages, int max_rows) {
+    yirage::v1::SchedulePoint* p = mm->add_points();
+    p->mutable_schedule()->mutable_streamed_matmul()->set_form(form);
+    p->mutable_schedule()->mutable_streamed_matmul()->set_stages(stages);
+    p->set_label(absl::StrCat("form ", form, " stages ", stages));
+    if (max_rows > 0) {
+      p->mutable_limits()->set_max_rows(max_rows);
+      p->mutable_limits()->set_no_low_rank(true);
+    }
+  };
+  add_mm(yirage::v1::StreamedMatmulSchedule::FORM_SHARED, 3, 0);
+  add_mm(yirage::v1::StreamedMatmulSchedule::FORM_REGISTERS, 2, 16);
+  add_mm(yirage::v1::StreamedMatmulSchedule::FORM_REGISTERS, 3, 8);
+  yirage::v1::KernelFamily* at = k.add_families();
+  at->set_name("attention");
+  at->set_pattern(yirage::v1::ATTENTION);
+  for (int warps : {4, 8}) {
+    yirage::v1::SchedulePoint* p = at->add_points();
+    p->mutable_schedule()->mutable_attention()->set_warps(warps);
+    p->mutable_schedule()->mutable_attention()->set_block_rows(64);
+    p->set_label(absl::StrCat("warps ", warps));
+  }
+  return k;
+}
+
+// Options of a worker of that backend on a chip with warps of 32, rewrites off.
+SearchOptions GpuOptions() {
   SearchOptions gpu;
-  gpu.backend = "cuda";
+  gpu.backend = "test_gpu";
+  gpu.kernels = TestGpuKernels();
   gpu.enable_rewrites = false;
   gpu.warp_size = 32;
-  gpu.max_tile_bytes = 227 * 1024;
   return gpu;
 }
 
@@ -307,99 +347,117 @@ TEST(CandidateGeneratorTest, ChipTileBoundLimitsMatmulTiles) {
   EXPECT_LE(*tiles.rbegin(), 128);
 }
 
-// GPU search spaces follow the chip: copy-pipeline depths bounded by shared
-// memory per block, block widths by the chip's thread limits.
-TEST(CandidateGeneratorTest, GpuKnobsFollowTheChip) {
-  Graph graph = MustBuild(testing::RmsNormLinearProto());
-  SearchOptions big;
-  big.backend = "cuda";
-  big.enable_rewrites = false;
-  big.warp_size = 32;
-  big.max_tile_bytes = 227 * 1024;
+// Row kernels on a backend with the threads knob get the widest block the
+// chip allows, and no wider.
+TEST(CandidateGeneratorTest, GpuThreadsFollowTheChip) {
+  Graph graph = MustBuild(testing::SoftmaxProto());
+  SearchOptions big = GpuOptions();
   big.block_threads = {32, 64, 128, 256, 512, 1024};
-  std::set<int> stages, warps;
+  std::set<int> warps;
   for (const Plan& plan : MustGenerate(graph, big)) {
-    for (const KernelPlan& kernel : plan.kernels()) {
-      stages.insert(kernel.schedule().stages());
-      warps.insert(kernel.schedule().warps());
-    }
+    for (const KernelPlan& kernel : plan.kernels()) warps.insert(kernel.schedule().warps());
   }
-  EXPECT_TRUE(stages.count(6)) << "227 KiB of shared memory holds a 6-stage pipeline";
-  EXPECT_TRUE(stages.count(3));
   EXPECT_TRUE(warps.count(32)) << "1024-thread blocks";
   SearchOptions small = big;
-  small.max_tile_bytes = 64 * 1024;
   small.block_threads = {32, 64, 128, 256};
-  stages.clear();
   warps.clear();
   for (const Plan& plan : MustGenerate(graph, small)) {
-    for (const KernelPlan& kernel : plan.kernels()) {
-      stages.insert(kernel.schedule().stages());
-      warps.insert(kernel.schedule().warps());
-    }
+    for (const KernelPlan& kernel : plan.kernels()) warps.insert(kernel.schedule().warps());
   }
-  EXPECT_FALSE(stages.count(6)) << "64 KiB cannot hold 6 stages";
-  EXPECT_TRUE(stages.count(3));
   EXPECT_FALSE(warps.count(32));
-}
-
-// The streamed-matmul chains get both kernel forms (Schedule.variant) with
-// their knobs; the registers form only where it applies (no low-rank branch,
-// X of at most 32 rows).
-TEST(CandidateGeneratorTest, StreamedMatmulFormsAreSearched) {
-  const SearchOptions gpu = CudaOptions();
-  auto forms = [&](const yirage::v1::Graph& proto) {
-    std::set<std::tuple<int, int, int>> seen;  // (variant, stages, warps)
-    for (const Plan& plan : MustGenerate(MustBuild(proto), gpu)) {
-      if (plan.kernels_size() != 1) continue;
-      const auto& s = plan.kernels(0).schedule();
-      seen.insert({s.variant(), s.stages(), s.warps()});
-    }
-    return seen;
-  };
-  const auto rms = forms(testing::RmsNormLinearProto());  // X: 16 rows
-  for (const auto& form :
-       {std::tuple{0, 0, 0}, std::tuple{1, 3, 0}, std::tuple{1, 6, 0}, std::tuple{2, 1, 0},
-        std::tuple{2, 2, 0}, std::tuple{2, 2, 8}, std::tuple{2, 3, 0}}) {
-    EXPECT_TRUE(rms.count(form)) << std::get<0>(form) << " " << std::get<1>(form) << " "
-                                 << std::get<2>(form);
+  SearchOptions no_knob = big;
+  no_knob.kernels.mutable_row()->set_threads_knob(false);
+  warps.clear();
+  for (const Plan& plan : MustGenerate(graph, no_knob)) {
+    for (const KernelPlan& kernel : plan.kernels()) warps.insert(kernel.schedule().warps());
   }
-  const auto lora = forms(testing::LoraProto());  // a low-rank branch
-  EXPECT_TRUE(lora.count({1, 3, 0}));
-  for (const auto& form : lora) EXPECT_NE(std::get<0>(form), 2);
+  EXPECT_FALSE(warps.count(32)) << "the backend has no threads knob";
 }
 
-// A fused attention chain gets its own variants on GPUs (block rows, warps,
-// pipeline depth, the workspace and in-kernel merges); other chains get none
-// of them.
-TEST(CandidateGeneratorTest, AttentionVariantsAreSearched) {
+// The (form, stages) of the one-kernel plans of `proto`.
+std::set<std::pair<int, int>> StreamedForms(const yirage::v1::Graph& proto,
+                                            const SearchOptions& options) {
+  std::set<std::pair<int, int>> seen;
+  for (const Plan& plan : MustGenerate(MustBuild(proto), options)) {
+    if (plan.kernels_size() != 1 || plan.kernels(0).kind() != yirage::v1::KERNEL_ROW) continue;
+    const auto& s = plan.kernels(0).schedule();
+    EXPECT_TRUE(s.has_streamed_matmul()) << plan.description();
+    seen.insert({s.streamed_matmul().form(), s.streamed_matmul().stages()});
+  }
+  return seen;
+}
+
+// A family's chains get every point of the family whose limits they are
+// within (and its defaults), no other knobs: here X has 16 rows, so the
+// 16-row registers point applies and the 8-row one does not; a low-rank
+// branch takes neither.
+TEST(CandidateGeneratorTest, FamilyPointsAreSearchedWithinTheirLimits) {
+  using Form = yirage::v1::StreamedMatmulSchedule;
+  const SearchOptions gpu = GpuOptions();
+  EXPECT_EQ(StreamedForms(testing::RmsNormLinearProto(), gpu),
+            (std::set<std::pair<int, int>>{
+                {Form::FORM_AUTO, 0}, {Form::FORM_SHARED, 3}, {Form::FORM_REGISTERS, 2}}));
+  EXPECT_EQ(StreamedForms(testing::LoraProto(), gpu),
+            (std::set<std::pair<int, int>>{{Form::FORM_AUTO, 0}, {Form::FORM_SHARED, 3}}));
+  // The family's own limits: chains outside them are row kernels.
+  SearchOptions bf16_only = gpu;
+  bf16_only.kernels.mutable_families(0)->mutable_limits()->add_dtypes(yirage::v1::BFLOAT16);
+  for (const Plan& plan : MustGenerate(MustBuild(testing::RmsNormLinearProto()), bf16_only)) {
+    for (const KernelPlan& kernel : plan.kernels()) {
+      EXPECT_FALSE(kernel.schedule().has_streamed_matmul()) << plan.description();
+    }
+  }
+}
+
+// A family's plans are described by the point's label; chains of no family
+// never get family knobs, and a backend with no families gives none.
+TEST(CandidateGeneratorTest, FamilyKnobsOnlyForTheirChains) {
+  const SearchOptions gpu = GpuOptions();
+  bool labelled = false;
+  for (const Plan& plan : MustGenerate(MustBuild(testing::RmsNormLinearProto()), gpu)) {
+    labelled = labelled || plan.description().find("fused form 2 stages 2") != std::string::npos;
+    for (const KernelPlan& kernel : plan.kernels()) {
+      EXPECT_FALSE(kernel.schedule().has_attention()) << plan.description();
+    }
+  }
+  EXPECT_TRUE(labelled);
+  SearchOptions none = gpu;
+  none.kernels.clear_families();
+  for (const Plan& plan : MustGenerate(MustBuild(testing::RmsNormLinearProto()), none)) {
+    for (const KernelPlan& kernel : plan.kernels()) {
+      EXPECT_EQ(kernel.schedule().family_case(), yirage::v1::Schedule::FAMILY_NOT_SET);
+    }
+  }
+}
+
+// Attention chains get the attention family's points.
+TEST(CandidateGeneratorTest, AttentionPointsAreSearched) {
   absl::StatusOr<yirage::v1::Graph> proto =
       LoadGraphFile("examples/graphs/bench/gqa_decode_b1.json");
   ASSERT_TRUE(proto.ok()) << proto.status();
-  const SearchOptions gpu = CudaOptions();
-  // (variant, stages, warps, block_rows, warp_rows)
-  std::set<std::tuple<int, int, int, int, int>> seen;
-  for (const Plan& plan : MustGenerate(MustBuild(*proto), gpu)) {
+  std::set<int> warps;
+  for (const Plan& plan : MustGenerate(MustBuild(*proto), GpuOptions())) {
     if (plan.kernels_size() != 1) continue;
-    const auto& s = plan.kernels(0).schedule();
-    seen.insert({s.variant(), s.stages(), s.warps(), s.block_rows(), s.warp_rows()});
+    ASSERT_TRUE(plan.kernels(0).schedule().has_attention()) << plan.description();
+    warps.insert(plan.kernels(0).schedule().attention().warps());
   }
-  for (const auto& v :
-       {std::tuple{0, 0, 0, 1, 0}, std::tuple{0, 3, 0, 1, 0}, std::tuple{0, 6, 0, 1, 0},
-        std::tuple{0, 3, 8, 64, 0}, std::tuple{3, 3, 8, 64, 0}, std::tuple{0, 2, 16, 64, 0},
-        std::tuple{0, 4, 4, 64, 32}, std::tuple{2, 4, 4, 64, 0}, std::tuple{4, 2, 4, 64, 32},
-        std::tuple{4, 4, 4, 64, 64}}) {
-    EXPECT_TRUE(seen.count(v)) << std::get<0>(v) << " " << std::get<1>(v) << " " << std::get<2>(v)
-                               << " " << std::get<3>(v) << " " << std::get<4>(v);
-  }
-  EXPECT_EQ(seen.size(), 10u) << "the registers-form and wgmma-matmul variants dedupe away";
-  // A streamed matmul takes none of attention's knobs.
-  for (const Plan& plan : MustGenerate(MustBuild(testing::RmsNormLinearProto()), gpu)) {
-    for (const auto& kernel : plan.kernels()) {
-      EXPECT_EQ(kernel.schedule().warp_rows(), 0);
-      EXPECT_NE(kernel.schedule().block_rows(), 64);
-    }
-  }
+  EXPECT_EQ(warps, (std::set<int>{0, 4, 8}));
+}
+
+// ValidatePlan rejects family knobs on a kernel whose ops are not the
+// family's chain, and on library kernels.
+TEST(CandidateGeneratorTest, ValidatePlanChecksFamilyKnobs) {
+  Graph graph = MustBuild(testing::RmsNormLinearProto());
+  std::vector<Plan> plans = MustGenerate(graph, GpuOptions());
+  const Plan* fused = FindSingleKernelPlan(plans);
+  ASSERT_NE(fused, nullptr);
+  Plan wrong = *fused;
+  wrong.mutable_kernels(0)->mutable_schedule()->mutable_attention();
+  absl::Status status = ValidatePlan(graph, wrong);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("schedule.attention is set but its ops are not a attention"),
+            std::string::npos)
+      << status;
 }
 
 // On GPUs a one-row-per-block norm chain in registers is costed below the
@@ -409,9 +467,8 @@ TEST(CandidateGeneratorTest, RegisterRowNormChainsRankFirstOnGpus) {
   absl::StatusOr<yirage::v1::Graph> proto =
       LoadGraphFile("examples/graphs/bench/norm_transformer_b1.json");
   ASSERT_TRUE(proto.ok()) << proto.status();
-  SearchOptions gpu;
-  gpu.backend = "cuda";
-  gpu.warp_size = 32;
+  SearchOptions gpu = GpuOptions();
+  gpu.enable_rewrites = true;
   gpu.max_candidates = 4;
   std::vector<Plan> plans = MustGenerate(MustBuild(*proto), gpu);
   ASSERT_GE(plans.size(), 2u);

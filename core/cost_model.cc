@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/fused_pattern.h"
+#include "core/kernel_family.h"
 
 namespace yirage::core {
 namespace {
@@ -85,18 +85,18 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
     if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
   }
 
-  // GPU backends run the chains of core/fused_pattern.h (attention, streamed
-  // matmuls with fused prologue and epilogue) as single tensor-core kernels:
-  // they move only their inputs and outputs, at tensor-core rates.
-  const bool gpu = options.warp_size > 1 || options.backend == "cuda" || options.backend == "hip" ||
-                   options.backend == "level_zero";
+  // A kernel of a backend family (its schedule carries the family's knobs:
+  // core/kernel_family.h) is one hand-structured tensor-core kernel: it moves
+  // only its inputs and outputs, at tensor-core rates.
+  const bool gpu = options.kernels.gpu();
   if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) {
     double flops = 0;
     for (int op : ops) flops += OpFlops(graph, op);
     return kKernelOverhead + traffic +
            kFlopCost * flops / (gpu ? kTensorCoreSpeedup : kCpuLibrarySpeedup);
   }
-  if (gpu && kernel.kind() == yirage::v1::KERNEL_ROW && IsFusedGpuChain(graph, ops)) {
+  if (kernel.kind() == yirage::v1::KERNEL_ROW &&
+      ScheduleFamily(kernel.schedule()) != yirage::v1::FAMILY_PATTERN_UNSPECIFIED) {
     double flops = 0;
     for (int op : ops) flops += OpFlops(graph, op);
     return kKernelOverhead + traffic + kFlopCost * flops / kTensorCoreSpeedup;
@@ -145,11 +145,13 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   if (static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
     traffic += 2.0 * kByteCost * static_cast<double>(rows) * row_width_sum * 4.0;
   }
-  // The register-row test of the CUDA backend (cuda_codegen.cc
-  // CanUseRegisterRows), less its operand-alignment checks: rows of one
-  // width, at least 256 and a multiple of 8 (16-byte loads).
+  // Rows the backend holds in registers (RowKernels.register_row_*): one
+  // width, one row a block, elementwise ops, norms and softmax.
   const int64_t width = row->row_width.empty() ? 0 : row->row_width[0];
-  if (gpu && !cols && block_rows == 1 && width >= 256 && width % 8 == 0) {
+  const yirage::v1::RowKernels& row_kernels = options.kernels.row();
+  if (row_kernels.register_row_min_width() > 0 && !cols && block_rows == 1 &&
+      width >= row_kernels.register_row_min_width() &&
+      width % std::max(1, row_kernels.register_row_multiple()) == 0) {
     bool registers = true;
     for (size_t i = 0; i < ops.size() && registers; ++i) {
       const OpType type = graph.op(ops[i]).type;

@@ -19,18 +19,21 @@
 //        exceed the cache, every op's block output is written and read back.
 //  * compute: flops * kFlopCost, scaled up when vector_width is below the
 //    target SIMD width, and by kUnrollGain for matmuls unrolled 4x or more.
-//    On GPU backends a one-row-per-block chain of elementwise ops, norms and
-//    softmaxes of one row width (>= 256, a multiple of 8) runs with the row
-//    in registers (no staging through shared memory): its compute costs
-//    kRegisterRowsGain as much.
+//    Where the backend holds rows in registers (RowKernels.register_row_*:
+//    a one-row-per-block chain of elementwise ops, norms and softmaxes of
+//    one row width, wide enough), no staging through shared memory: its
+//    compute costs kRegisterRowsGain as much.
 //  * imbalance: work items W (row blocks for PARALLEL_ROWS, N tiles for
 //    PARALLEL_COLS) over T threads: ceil(W / T) * T / W, which is 1 when the
 //    threads are evenly busy and T / W when W < T. Each round of work items
 //    also pays kWorkItemOverhead (block setup, scheduling), which favours
 //    fewer, larger blocks once every thread is busy.
 //  * KERNEL_LIBRARY kernels (a vendor GEMM and its epilogue) cost their
-//    traffic plus their flops at kTensorCoreSpeedup (GPUs) or
-//    kCpuLibrarySpeedup (CPUs) times the generic rate.
+//    traffic plus their flops at kTensorCoreSpeedup (GPU backends:
+//    BackendKernels.gpu) or kCpuLibrarySpeedup times the generic rate.
+//  * Kernels of a backend kernel family (a schedule with family knobs:
+//    core/kernel_family.h) cost their traffic plus their flops at
+//    kTensorCoreSpeedup.
 //  * KERNEL_GENERIC kernels (and KERNEL_ROW kernels that are not legal row
 //    groups) cost (traffic + compute) * kGenericSlowdown with no imbalance.
 //

@@ -33,16 +33,57 @@ bool PlainMatmul(const OpInfo& op) { return op.type == OpType::kMatmul && !op.tr
 
 }  // namespace
 
-bool IsAttentionChain(const Graph& graph, const std::vector<int>& ops) {
-  if (ops.size() != 3 && ops.size() != 4) return false;
-  std::vector<OpType> want = {OpType::kMatmul, OpType::kSoftmax, OpType::kMatmul};
-  if (ops.size() == 4) want.insert(want.begin() + 1, OpType::kMul);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const OpInfo& op = graph.op(ops[i]);
-    if (op.type != want[i]) return false;
-    if (i > 0 && op.inputs[0] != graph.op(ops[i - 1]).output) return false;
+std::optional<AttentionMatch> MatchAttention(const Graph& g, const std::vector<int>& ops) {
+  if (ops.size() != 3 && ops.size() != 4) return std::nullopt;
+  const OpInfo& s = g.op(ops[0]);
+  if (s.type != OpType::kMatmul) return std::nullopt;
+  size_t next = 1;
+  double scale = 1.0;
+  int s_out = s.output;
+  if (ops.size() == 4) {
+    const OpInfo& mul = g.op(ops[1]);
+    if (mul.type != OpType::kMul || !mul.has_scalar || mul.inputs[0] != s_out) return std::nullopt;
+    scale = mul.scalar;
+    s_out = mul.output;
+    next = 2;
   }
-  return ops.size() == 3 || graph.op(ops[1]).has_scalar;
+  const OpInfo& p = g.op(ops[next]);
+  const OpInfo& o = g.op(ops[next + 1]);
+  if (p.type != OpType::kSoftmax || p.inputs[0] != s_out) return std::nullopt;
+  if (o.type != OpType::kMatmul || o.transpose_b || o.inputs[0] != p.output) return std::nullopt;
+  if (p.axis != static_cast<int>(g.tensor(s_out).shape.size()) - 1) return std::nullopt;
+  // S and P stay inside the kernel.
+  for (int t : {s.output, s_out, p.output}) {
+    if (!Internal(g, ops, t) || g.tensor(t).is_graph_output) return std::nullopt;
+  }
+  AttentionMatch a;
+  a.q = s.inputs[0];
+  a.k = s.inputs[1];
+  a.v = o.inputs[1];
+  a.out = o.output;
+  a.transpose_k = s.transpose_b;
+  a.scale = scale;
+  const TensorInfo& q = g.tensor(a.q);
+  const TensorInfo& k = g.tensor(a.k);
+  const TensorInfo& v = g.tensor(a.v);
+  for (const TensorInfo* t : {&q, &k, &v}) {
+    if (t->shape.size() < 2) return std::nullopt;
+  }
+  auto lead = [](const std::vector<int64_t>& shape) {
+    return std::vector<int64_t>(shape.begin(), shape.end() - 2);
+  };
+  if (lead(q.shape) != lead(k.shape) || lead(q.shape) != lead(v.shape)) return std::nullopt;
+  a.dtype = q.dtype;
+  a.m = q.shape[q.shape.size() - 2];
+  a.d = q.shape.back();
+  a.n = a.transpose_k ? k.shape[k.shape.size() - 2] : k.shape.back();
+  a.dv = v.shape.back();
+  for (int64_t l : lead(q.shape)) a.batch *= l;
+  return a;
+}
+
+bool IsAttentionChain(const Graph& graph, const std::vector<int>& ops) {
+  return MatchAttention(graph, ops).has_value();
 }
 
 std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& g,
@@ -158,10 +199,6 @@ std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& g,
     if (t >= 0 && g.tensor(t).producer >= 0) return std::nullopt;
   }
   return m;
-}
-
-bool IsFusedGpuChain(const Graph& graph, const std::vector<int>& ops) {
-  return IsAttentionChain(graph, ops) || MatchStreamedMatmul(graph, ops).has_value();
 }
 
 }  // namespace yirage::core

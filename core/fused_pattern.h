@@ -1,9 +1,8 @@
-// Op chains that GPU backends run as one hand-structured fused kernel rather
-// than through the generic row-group emitter: the search must know them (to
-// cost them and to keep one schedule per chain, since their only knobs are
-// chosen by the backend), and the backends recognize them the same way.
-// Structure only: a backend still checks shapes and dtypes and falls back to
-// its generic kernels when they do not fit.
+// Op chains that backends run as one hand-structured fused kernel rather
+// than through the generic row-group emitter: the patterns of backend kernel
+// families (yirage.v1.FamilyPattern; core/kernel_family.h matches a family
+// through them). Structure only: a backend still checks shapes and dtypes,
+// and under its default knobs runs its generic kernels when they do not fit.
 #ifndef YIRAGE_CORE_FUSED_PATTERN_H_
 #define YIRAGE_CORE_FUSED_PATTERN_H_
 
@@ -15,8 +14,21 @@
 
 namespace yirage::core {
 
-// matmul(Q, K) [-> mul(., scalar)] -> softmax(last axis) -> matmul(., V),
-// each op feeding the next: fused attention.
+// S = Q @ K [* scalar]; P = softmax(S, last axis); O = P @ V (V not
+// transposed), each op feeding the next, S and P read only inside the chain,
+// Q, K and V of rank >= 2 with equal lead dims: fused attention.
+struct AttentionMatch {
+  int q = -1, k = -1, v = -1;  // tensor ids
+  int out = -1;                // the tensor O
+  bool transpose_k = false;    // K given as [..., N, D]
+  double scale = 1.0;          // S's scalar factor (1 = none)
+  int64_t batch = 1;           // product of the lead dims
+  int64_t m = 0, n = 0, d = 0, dv = 0;
+  yirage::v1::DType dtype = yirage::v1::FLOAT16;  // Q's
+};
+
+// The match for `ops` (op ids of one kernel, in graph order), or nullopt.
+std::optional<AttentionMatch> MatchAttention(const Graph& graph, const std::vector<int>& ops);
 bool IsAttentionChain(const Graph& graph, const std::vector<int>& ops);
 
 // A matmul whose weights stream from memory once, with its prologue and
@@ -42,14 +54,6 @@ struct StreamedMatmulMatch {
 // Every intermediate must be consumed only inside the chain.
 std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& graph,
                                                        const std::vector<int>& ops);
-
-// The most rows of X the GPU backends' weights-to-registers form of a
-// streamed matmul takes (backends/cuda/cuda_streamed_matmul.h); the search
-// only offers that form's variants to chains within it.
-inline constexpr int64_t kStreamedRegistersMaxRows = 32;
-
-// True when `ops` is one of the chains above.
-bool IsFusedGpuChain(const Graph& graph, const std::vector<int>& ops);
 
 }  // namespace yirage::core
 

@@ -12,7 +12,7 @@
 // in the graph's dtype). The batch dims of A and B must either equal the
 // output's or be absent (all ones), so the call is one strided batch.
 //
-// Every backend that sets SearchOptions.library_kernels runs all of this;
+// Every backend whose BackendKernels has a library runs all of this;
 // core/ knows only the ops, never the library.
 #ifndef YIRAGE_CORE_LIBRARY_MATMUL_H_
 #define YIRAGE_CORE_LIBRARY_MATMUL_H_

@@ -132,8 +132,8 @@ TEST(LibraryMatmulTest, BaselineAndFirstCandidatesUseTheLibrary) {
   SearchOptions options;
   options.backend = "cuda";
   options.warp_size = 32;
-  options.library_kernels = true;
-  options.library_algorithms = 3;  // as the scheduler searches for CUDA
+  options.kernels.set_gpu(true);
+  options.kernels.mutable_library()->set_algorithms(3);  // as CUDA workers say
   options.max_candidates = 12;
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = GenerateCandidates(g, options);
   ASSERT_TRUE(plans.ok()) << plans.status();
@@ -151,7 +151,7 @@ TEST(LibraryMatmulTest, BaselineAndFirstCandidatesUseTheLibrary) {
     ASSERT_EQ(p.kernels_size(), 1) << p.description();
     EXPECT_EQ(p.kernels(0).kind(), yirage::v1::KERNEL_LIBRARY);
     EXPECT_EQ(p.kernels(0).ops_size(), 3);
-    EXPECT_EQ(p.kernels(0).schedule().variant(), i - 1);
+    EXPECT_EQ(p.kernels(0).schedule().library().algorithm(), i - 1);
     EXPECT_FALSE(p.baseline());
   }
   int generated = 0, baselines = 0;
@@ -166,7 +166,7 @@ TEST(LibraryMatmulTest, BaselineAndFirstCandidatesUseTheLibrary) {
   EXPECT_GT(generated, 0);
 
   // Without library kernels nothing changes: the generated baseline.
-  options.library_kernels = false;
+  options.kernels.clear_library();
   plans = GenerateCandidates(g, options);
   ASSERT_TRUE(plans.ok());
   for (const yirage::v1::Plan& p : *plans) {
@@ -189,7 +189,7 @@ TEST(LibraryMatmulTest, GathersTheOpsBetweenLibraryCalls) {
   SearchOptions options;
   options.backend = "cuda";
   options.warp_size = 32;
-  options.library_kernels = true;
+  options.kernels.mutable_library()->set_algorithms(1);
   options.enable_rewrites = false;
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = GenerateCandidates(g, options);
   ASSERT_TRUE(plans.ok()) << plans.status();

@@ -332,17 +332,20 @@ absl::StatusOr<JobStore::BestKernel> JobStore::GetBestKernel(const std::string& 
   return best;
 }
 
-absl::Status JobStore::UpsertWorker(const yirage::v1::SynchronizeRequest& request, double now) {
+absl::StatusOr<bool> JobStore::UpsertWorker(const yirage::v1::SynchronizeRequest& request,
+                                            double now) {
   absl::MutexLock lock(&mu_);
   bool executing = request.status().has_executing();
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s,
       db_->Prepare("INSERT INTO workers (worker_id, backend, hostname, pid, device, state, "
-                   "current_batch, first_seen, last_seen) VALUES (?,?,?,?,?,?,?,?,?) "
+                   "current_batch, first_seen, last_seen, kernels) VALUES (?,?,?,?,?,?,?,?,?,?) "
                    "ON CONFLICT(worker_id) DO UPDATE SET backend=excluded.backend, "
                    "hostname=excluded.hostname, pid=excluded.pid, device=excluded.device, "
                    "state=excluded.state, current_batch=excluded.current_batch, "
-                   "last_seen=excluded.last_seen"));
+                   "last_seen=excluded.last_seen, "
+                   "kernels=COALESCE(excluded.kernels, workers.kernels) "
+                   "RETURNING kernels IS NOT NULL"));
   s.Bind(1, request.worker_id())
       .Bind(2, request.backend())
       .Bind(3, request.hostname())
@@ -352,7 +355,33 @@ absl::Status JobStore::UpsertWorker(const yirage::v1::SynchronizeRequest& reques
       .Bind(7, executing ? request.status().executing().batch_id() : "")
       .Bind(8, now)
       .Bind(9, now);
-  return s.Run();
+  if (request.has_kernels()) {
+    s.BindBlob(10, request.kernels().SerializeAsString());
+  } else {
+    s.BindNull(10);
+  }
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  const bool has_kernels = row && s.ColumnInt(0) != 0;
+  YIRAGE_RETURN_IF_ERROR(s.Run());  // to the statement's end
+  return has_kernels;
+}
+
+absl::StatusOr<std::optional<yirage::v1::BackendKernels>> JobStore::KernelsFor(
+    const std::string& backend, const std::string& chip_id, double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("SELECT kernels FROM workers WHERE backend = ? AND kernels IS NOT "
+                                "NULL ORDER BY (chip_id = ?) DESC, (last_seen >= ?) DESC, "
+                                "last_seen DESC LIMIT 1"));
+  s.Bind(1, backend).Bind(2, chip_id).Bind(3, now - options_.worker_timeout_seconds);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<yirage::v1::BackendKernels>();
+  yirage::v1::BackendKernels kernels;
+  if (!kernels.ParseFromString(s.ColumnBlob(0))) {
+    return absl::DataLossError(
+        absl::StrCat("stored kernels of a '", backend, "' worker are unreadable"));
+  }
+  return std::optional<yirage::v1::BackendKernels>(std::move(kernels));
 }
 
 absl::Status JobStore::SetWorkerChip(const std::string& worker_id, const std::string& chip_id) {

@@ -83,7 +83,15 @@ class JobStore {
   absl::StatusOr<BestKernel> GetBestKernel(const std::string& job_id);
 
   // ---- Worker protocol ----
-  absl::Status UpsertWorker(const yirage::v1::SynchronizeRequest& request, double now);
+  // Records the worker's call (and its BackendKernels when the request
+  // carries them). Returns whether the store holds the worker's kernels.
+  absl::StatusOr<bool> UpsertWorker(const yirage::v1::SynchronizeRequest& request, double now);
+  // The kernels the search plans `backend`'s jobs with: those of the most
+  // recent worker of `backend` that sent them, one of chip `chip_id` first,
+  // then connected ones; nullopt when no worker of it ever did.
+  absl::StatusOr<std::optional<yirage::v1::BackendKernels>> KernelsFor(const std::string& backend,
+                                                                       const std::string& chip_id,
+                                                                       double now);
   // Records the registry chip a worker's device matched ("" = none).
   absl::Status SetWorkerChip(const std::string& worker_id, const std::string& chip_id);
   // Stores results of candidates still leased to `batch_id`; results for

@@ -292,5 +292,40 @@ TEST_F(JobStoreTest, UnfinishedJobWithoutAWorkerOfItsBackendSaysItIsWaiting) {
   EXPECT_EQ(store_->GetJob(*id, 5000)->message(), "cancelled by a client");
 }
 
+// The kernels a backend's jobs are searched with: the job's chip's worker
+// first, then a connected one, then the most recent; none for a backend no
+// worker described.
+TEST_F(JobStoreTest, KernelsForPrefersTheChipThenConnectedWorkers) {
+  auto sync = [&](const std::string& id, const std::string& chip, int families, double now) {
+    yirage::v1::SynchronizeRequest r;
+    r.set_worker_id(id);
+    r.set_backend("cuda");
+    r.mutable_kernels()->set_backend("cuda");
+    for (int i = 0; i < families; ++i) r.mutable_kernels()->add_families()->set_name(id);
+    auto stored = store_->UpsertWorker(r, now);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_TRUE(*stored);
+    ASSERT_TRUE(store_->SetWorkerChip(id, chip).ok());
+  };
+  sync("old-h100", "h100_sxm", 1, 1000);
+  sync("new-a100", "a100_sxm4_80gb", 2, 2000);
+  auto k = store_->KernelsFor("cuda", "h100_sxm", 2001);
+  ASSERT_TRUE(k.ok() && k->has_value());
+  EXPECT_EQ((*k)->families(0).name(), "old-h100") << "the job's chip first";
+  k = store_->KernelsFor("cuda", "", 2001);
+  ASSERT_TRUE(k.ok() && k->has_value());
+  EXPECT_EQ((*k)->families(0).name(), "new-a100") << "then the connected worker";
+  k = store_->KernelsFor("hip", "", 2001);
+  ASSERT_TRUE(k.ok());
+  EXPECT_FALSE(k->has_value());
+  // A call without kernels keeps the stored ones.
+  yirage::v1::SynchronizeRequest bare;
+  bare.set_worker_id("new-a100");
+  bare.set_backend("cuda");
+  auto kept = store_->UpsertWorker(bare, 2002);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(*kept);
+}
+
 }  // namespace
 }  // namespace yirage::server

@@ -91,13 +91,13 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates() : 0;
   if (target.has_value()) search = core::SearchOptionsForChip(*target, search);
   if (search.max_candidates == 0) search.max_candidates = options_.max_candidates_default;
-  // Backends with a vendor library behind KERNEL_LIBRARY kernels (cuBLASLt,
-  // OpenBLAS): their baseline is what a user already runs, every matmul
-  // through the library.
-  search.library_kernels = request.backend() == "cuda" || request.backend() == "cpu";
-  // cuBLASLt's heuristic ranks several algorithms (the top three are timed);
-  // OpenBLAS has one.
-  search.library_algorithms = request.backend() == "cuda" ? 3 : 1;
+  // What the backend's workers run (their describe call): library kernels
+  // (then the baseline is what a user already runs, every matmul through the
+  // vendor library), row kernels and kernel families with their schedule
+  // points. Until a worker of the backend has reported, generic row kernels.
+  YIRAGE_ASSIGN_OR_RETURN(std::optional<yirage::v1::BackendKernels> kernels,
+                          store_->KernelsFor(request.backend(), request.chip_id(), UnixNow()));
+  if (kernels.has_value()) search.kernels = *std::move(kernels);
   // A job with a time budget spends at most a quarter of it searching rewrites.
   if (request.budget_seconds() > 0)
     search.rewrite_time_budget_seconds = request.budget_seconds() / 4;
@@ -132,6 +132,12 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   summary.set_note(!stats.rewrites_skipped.empty() ? stats.rewrites_skipped
                    : stats.budget_exhausted        ? "rewrite search stopped at its budget"
                                                    : "");
+  if (!kernels.has_value()) {
+    const std::string note =
+        absl::StrCat("no worker of backend '", request.backend(),
+                     "' has said what it runs yet, so the search planned generic row kernels only");
+    summary.set_note(summary.note().empty() ? note : absl::StrCat(summary.note(), "; ", note));
+  }
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
                           store_->CreateJob(request, tolerance, *plans, summary, UnixNow()));
   if (metrics_) metrics_->JobSubmitted();
@@ -162,8 +168,13 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
   if (request.backend().empty()) {
     return absl::InvalidArgumentError("backend: must be set");
   }
+  if (request.has_kernels() && request.kernels().backend() != request.backend()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernels.backend: '", request.kernels().backend(),
+                     "' is not the worker's backend '", request.backend(), "'"));
+  }
   double now = UnixNow();
-  YIRAGE_RETURN_IF_ERROR(store_->UpsertWorker(request, now));
+  YIRAGE_ASSIGN_OR_RETURN(const bool has_kernels, store_->UpsertWorker(request, now));
   if (chips_ != nullptr) {
     // A worker whose device cannot be resolved still works; it just has no chip.
     if (auto chip = ResolveWorkerChip(request); !chip.ok()) {
@@ -173,6 +184,7 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
   }
   yirage::v1::SynchronizeResponse response;
   response.set_next_call_after_seconds(options_.worker_poll_seconds);
+  response.set_send_kernels(!has_kernels);
 
   if (request.status().has_executing()) {
     const auto& executing = request.status().executing();

@@ -107,6 +107,45 @@ class SchedulerTest : public ::testing::Test {
   std::unique_ptr<Scheduler> scheduler_;
 };
 
+// The search plans what the backend's workers said they run: until one has,
+// generic row kernels (and the summary says so); after a worker sent its
+// BackendKernels (asked for until then), its library kernels too. The
+// kernels survive the worker's later calls without them.
+TEST_F(SchedulerTest, TheSearchPlansWhatTheWorkersSaidTheyRun) {
+  Start();
+  auto before = scheduler_->Submit(Request(0));
+  ASSERT_TRUE(before.ok()) << before.status();
+  auto job = store_->GetJob(before->job_id());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->search().baseline_kind(), "generated");
+  EXPECT_THAT(job->search().note(), HasSubstr("no worker of backend 'cpu' has said what it runs"));
+
+  EXPECT_TRUE(Sync("w1", "cpu", Idle()).send_kernels()) << "the scheduler asks for the kernels";
+  SynchronizeRequest with_kernels;
+  with_kernels.set_worker_id("w1");
+  with_kernels.set_backend("cpu");
+  with_kernels.mutable_status()->mutable_idle();
+  with_kernels.mutable_kernels()->set_backend("cpu");
+  with_kernels.mutable_kernels()->mutable_library()->set_algorithms(1);
+  auto answered = scheduler_->Synchronize(with_kernels);
+  ASSERT_TRUE(answered.ok()) << answered.status();
+  EXPECT_FALSE(answered->send_kernels());
+  EXPECT_FALSE(Sync("w1", "cpu", Idle()).send_kernels()) << "kept without being sent again";
+
+  auto after = scheduler_->Submit(Request(0));
+  ASSERT_TRUE(after.ok()) << after.status();
+  job = store_->GetJob(after->job_id());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->search().baseline_kind(), "library");
+  EXPECT_THAT(job->search().note(), ::testing::Not(HasSubstr("has said what it runs")));
+
+  // Kernels of another backend than the worker's are refused.
+  with_kernels.mutable_kernels()->set_backend("cuda");
+  auto refused = scheduler_->Synchronize(with_kernels);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("kernels.backend"));
+}
+
 TEST_F(SchedulerTest, ABadGraphIsRefusedNamingTheOpAndNothingIsStored) {
   Start();
   yirage::v1::SubmitJobRequest request = Request(4);

@@ -88,6 +88,9 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
        R"sql(CREATE TABLE deleted_builtin_chips (
            chip_id TEXT PRIMARY KEY,
            deleted REAL NOT NULL))sql"},
+      // Version 6: what each worker's backend runs on its device (a
+      // serialized BackendKernels, NULL until the worker sent it).
+      {"ALTER TABLE workers ADD COLUMN kernels BLOB"},
   };
 }
 

@@ -69,6 +69,31 @@ absl::StatusOr<std::string> BackendLibrary::Probe(bool* has_device) {
   return text;
 }
 
+absl::StatusOr<yirage::v1::BackendKernels> BackendLibrary::Describe(
+    const yirage::v1::CompileTarget* target) {
+  std::string bytes;
+  if (target != nullptr) target->SerializeToString(&bytes);
+  void* out = nullptr;
+  size_t out_len = 0;
+  char* error = nullptr;
+  const int rc =
+      api_->describe(bytes.empty() ? nullptr : bytes.data(), bytes.size(), &out, &out_len, &error);
+  std::string message = TakeString(api_, error);
+  if (rc != YIRAGE_OK) {
+    if (out) api_->free_buffer(out);
+    const std::string text = absl::StrCat("backend '", name_, "' ", message);
+    return rc == YIRAGE_NO_DEVICE ? absl::FailedPreconditionError(text) : absl::InternalError(text);
+  }
+  yirage::v1::BackendKernels kernels;
+  const bool parsed = kernels.ParseFromArray(out, static_cast<int>(out_len));
+  if (out) api_->free_buffer(out);
+  if (!parsed) {
+    return absl::InternalError(
+        absl::StrCat("backend '", name_, "' returned a malformed kernel description"));
+  }
+  return kernels;
+}
+
 absl::StatusOr<std::unique_ptr<CompiledModule>> BackendLibrary::Compile(
     const yirage::v1::CompileRequest& request, yirage::v1::CompileResponse* response) {
   std::string bytes;

@@ -33,6 +33,12 @@ class BackendLibrary {
   // runtime or device is absent; the JSON then carries the reason.
   absl::StatusOr<std::string> Probe(bool* has_device);
 
+  // What the backend runs on its device (its describe call), or where it
+  // has none on `target`'s (nullptr: none given; then FailedPrecondition
+  // when the answer depends on a device).
+  absl::StatusOr<yirage::v1::BackendKernels> Describe(
+      const yirage::v1::CompileTarget* target = nullptr);
+
   absl::StatusOr<std::unique_ptr<CompiledModule>> Compile(const yirage::v1::CompileRequest& request,
                                                           yirage::v1::CompileResponse* response);
 

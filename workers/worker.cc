@@ -12,10 +12,11 @@
 namespace yirage::worker {
 
 Worker::Worker(const WorkerOptions& options, std::unique_ptr<BackendLibrary> backend,
-               std::string device_description)
+               std::string device_description, yirage::v1::BackendKernels kernels)
     : options_(options),
       backend_(std::move(backend)),
       device_description_(std::move(device_description)),
+      kernels_(std::move(kernels)),
       evaluator_(backend_.get(), options.timing) {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
@@ -42,6 +43,7 @@ yirage::v1::SynchronizeRequest Worker::BuildRequest() {
   request.set_pid(getpid());
   request.set_device_description(device_description_);
   absl::MutexLock lock(&mu_);
+  if (send_kernels_) *request.mutable_kernels() = kernels_;
   if (batch_id_.has_value()) {
     auto* executing = request.mutable_status()->mutable_executing();
     executing->set_batch_id(*batch_id_);
@@ -66,6 +68,7 @@ void Worker::HandleResponse(const yirage::v1::SynchronizeRequest& request,
                             const yirage::v1::SynchronizeResponse& response) {
   JoinFinishedEvaluation();
   absl::MutexLock lock(&mu_);
+  send_kernels_ = response.send_kernels();
   if (request.status().has_executing()) {
     reported_candidate_ = request.status().executing().current_candidate_id();
   }

@@ -35,9 +35,10 @@ struct WorkerOptions {
 
 class Worker {
  public:
-  // REQUIRES: backend has a device (Probe said so).
+  // REQUIRES: backend has a device (Probe said so); `kernels` is what it
+  // runs there (BackendLibrary::Describe), reported to the scheduler.
   Worker(const WorkerOptions& options, std::unique_ptr<BackendLibrary> backend,
-         std::string device_description);
+         std::string device_description, yirage::v1::BackendKernels kernels);
   ~Worker();
 
   const std::string& worker_id() const { return worker_id_; }
@@ -57,6 +58,9 @@ class Worker {
   const WorkerOptions options_;
   std::unique_ptr<BackendLibrary> backend_;
   const std::string device_description_;
+  const yirage::v1::BackendKernels kernels_;
+  // Send kernels_ with the next call: at start, and when the scheduler asks.
+  bool send_kernels_ ABSL_GUARDED_BY(mu_) = true;
   // One for the worker's life: it keeps the last batch's inputs and
   // reference for the job's next batch. Used by one evaluation at a time.
   BatchEvaluator evaluator_;

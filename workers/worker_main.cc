@@ -84,6 +84,12 @@ int main(int argc, char** argv) {
                  reason.c_str());
     return 3;
   }
+  // What the backend runs here, for the scheduler's search.
+  auto kernels = (*backend)->Describe();
+  if (!kernels.ok()) {
+    std::fprintf(stderr, "yirage-worker: %s\n", std::string(kernels.status().message()).c_str());
+    return 2;
+  }
   struct sigaction action {};
   action.sa_handler = OnSignal;
   sigaction(SIGTERM, &action, nullptr);
@@ -96,7 +102,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  yirage::worker::Worker worker(options, std::move(*backend), *device);
+  yirage::worker::Worker worker(options, std::move(*backend), *device, *std::move(kernels));
   auto status = worker.Run(&g_stop);
   if (yirage::worker::IsDeviceLost(status)) {
     // The device context is gone for this process; a fresh one works again.

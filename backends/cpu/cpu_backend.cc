@@ -111,8 +111,33 @@ void Release(YirageModule* module) {
 
 void FreeBuffer(void* buffer) { std::free(buffer); }
 
+// Row kernels (rows and columns spread over the cores) and the BLAS behind
+// KERNEL_LIBRARY kernels, one algorithm; no fused families.
+int Describe(const void* target, size_t target_len, void** response, size_t* response_len,
+             char** error) {
+  return Guard(error, [&] {
+    return ::yirage::backends::DescribeWith(
+        target, target_len, response, response_len, error,
+        [](const yirage::v1::CompileTarget*) -> absl::StatusOr<yirage::v1::BackendKernels> {
+          yirage::v1::BackendKernels kernels;
+          kernels.set_backend("cpu");
+          kernels.mutable_row();
+          kernels.mutable_library()->set_algorithms(1);
+          return kernels;
+        });
+  });
+}
+
 const YirageBackendV1 kBackend = {
-    YIRAGE_BACKEND_ABI_VERSION, "cpu", &Probe, &Compile, &Run, &Time, &Release, &FreeBuffer,
+    YIRAGE_BACKEND_ABI_VERSION,
+    "cpu",
+    &Probe,
+    &Compile,
+    &Run,
+    &Time,
+    &Release,
+    &FreeBuffer,
+    &Describe,
 };
 
 }  // namespace

@@ -241,7 +241,8 @@ TEST(CpuBackendTest, LibraryPlansMatchReference) {
   for (const LibraryTestGraph& t : graphs) {
     SCOPED_TRACE(t.proto.name());
     const core::Graph* const g = &t.graph;
-    const std::vector<yirage::v1::Plan> library = LibraryCandidates(*g, "cpu", 12);
+    const std::vector<yirage::v1::Plan> library =
+        LibraryCandidates(*g, DescribeThroughAbi(Backend(), nullptr), 12);
     ASSERT_GE(library.size(), 2u);
     Compiled c;
     CompileThroughAbi(t.proto, library, &c);

@@ -1074,13 +1074,20 @@ absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Pl
         return absl::InvalidArgumentError(
             absl::StrCat(kernel_label(k), ": ", lm.status().message()));
       }
-      if (kernel.schedule().variant() != 0) {
+      if (kernel.schedule().library().algorithm() != 0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            kernel_label(k), ": schedule.variant ", kernel.schedule().variant(),
-            " asks for another library algorithm; OpenBLAS's cblas_sgemm has one (variant 0)"));
+            kernel_label(k), ": schedule.library.algorithm ",
+            kernel.schedule().library().algorithm(),
+            " asks for another library algorithm; OpenBLAS's cblas_sgemm has one (algorithm 0)"));
       }
       EmitLibraryMatmul(ctx, kernel, k, *lm, &body);
       continue;
+    }
+    if (kernel.schedule().has_streamed_matmul() || kernel.schedule().has_attention()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kernel_label(k), ": schedule.",
+          kernel.schedule().has_attention() ? "attention" : "streamed_matmul",
+          " names a kernel family; the CPU backend has none (its describe call lists none)"));
     }
     absl::StatusOr<core::RowGroupInfo> info = core::AnalyzeRowGroup(g, kernel_ops[k]);
     if (!info.ok()) {

@@ -242,16 +242,40 @@ inline std::vector<LibraryTestGraph> ParsedLibraryTestGraphs() {
   return graphs;
 }
 
-// The candidates `backend`'s search gives `g` with library kernels on (at
+// What `backend` runs (its describe call through the ABI, for its device or
+// `target`), as its worker reports it to the scheduler; fails the test when
+// the call fails.
+inline yirage::v1::BackendKernels DescribeThroughAbi(const YirageBackendV1* backend,
+                                                     const yirage::v1::CompileTarget* target) {
+  yirage::v1::BackendKernels kernels;
+  if (backend == nullptr) {
+    ADD_FAILURE() << "no backend";
+    return kernels;
+  }
+  const std::string bytes = target != nullptr ? target->SerializeAsString() : std::string();
+  void* out = nullptr;
+  size_t len = 0;
+  char* error = nullptr;
+  const int rc =
+      backend->describe(bytes.empty() ? nullptr : bytes.data(), bytes.size(), &out, &len, &error);
+  EXPECT_EQ(rc, YIRAGE_OK) << (error != nullptr ? error : "");
+  if (rc == YIRAGE_OK) {
+    EXPECT_TRUE(kernels.ParseFromArray(out, static_cast<int>(len)));
+  }
+  backend->free_buffer(out);
+  backend->free_buffer(error);
+  return kernels;
+}
+
+// The candidates the search gives `g` for a backend that runs `kernels` (at
 // most `max_candidates`), keeping those with a KERNEL_LIBRARY kernel; the
 // baseline first.
 inline std::vector<yirage::v1::Plan> LibraryCandidates(const core::Graph& g,
-                                                       const std::string& backend,
+                                                       const yirage::v1::BackendKernels& kernels,
                                                        int max_candidates) {
   core::SearchOptions options;
-  options.backend = backend;
-  options.library_kernels = true;
-  options.library_algorithms = backend == "cuda" ? 3 : 1;  // as the scheduler searches
+  options.backend = kernels.backend();
+  options.kernels = kernels;
   options.max_candidates = max_candidates;
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(g, options);
   EXPECT_TRUE(plans.ok()) << plans.status();

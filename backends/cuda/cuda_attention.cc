@@ -7,7 +7,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "backends/codegen_util.h"
+#include "backends/cuda/cuda_families.h"
 #include "backends/cuda/cuda_wgmma.h"
+#include "core/kernel_family.h"
 
 namespace yirage::backends::cuda {
 namespace {
@@ -21,10 +23,6 @@ constexpr int kTileN = 64;            // keys per tile
 constexpr int kMaxClusterSplits = 8;  // portable cluster size
 constexpr int kMaxSpinSplits = 16;    // in-kernel merge: each thread holds every split's values
 constexpr int kMaxWarps = 16;         // 512 threads: 128 registers a thread
-
-std::vector<int64_t> Lead(const std::vector<int64_t>& shape) {
-  return std::vector<int64_t>(shape.begin(), shape.end() - 2);
-}
 
 // The kernel template; @NAME@-style placeholders are replaced below.
 constexpr char kAttentionKernel[] = R"(
@@ -591,56 +589,9 @@ std::string CTypeOf(yirage::v1::DType t) {
 
 std::optional<AttentionPattern> MatchAttention(const Graph& g, const std::vector<int>& ops,
                                                const std::vector<int>& outputs) {
-  if (ops.size() != 3 && ops.size() != 4) return std::nullopt;
-  const OpInfo& s = g.op(ops[0]);
-  if (s.type != OpType::kMatmul) return std::nullopt;
-  size_t next = 1;
-  double scale = 1.0;
-  int s_out = s.output;
-  if (ops.size() == 4) {
-    const OpInfo& mul = g.op(ops[1]);
-    if (mul.type != OpType::kMul || !mul.has_scalar || mul.inputs[0] != s_out) return std::nullopt;
-    scale = mul.scalar;
-    s_out = mul.output;
-    next = 2;
-  }
-  const OpInfo& p = g.op(ops[next]);
-  const OpInfo& o = g.op(ops[next + 1]);
-  if (p.type != OpType::kSoftmax || p.inputs[0] != s_out) return std::nullopt;
-  if (o.type != OpType::kMatmul || o.transpose_b || o.inputs[0] != p.output) return std::nullopt;
-  // S and P stay inside the kernel.
-  if (outputs.size() != 1 || outputs[0] != o.output) return std::nullopt;
-  if (g.tensor(s.output).consumers.size() != 1 || g.tensor(s_out).consumers.size() != 1 ||
-      g.tensor(p.output).consumers.size() != 1) {
-    return std::nullopt;
-  }
-  AttentionPattern a;
-  a.q = s.inputs[0];
-  a.k = s.inputs[1];
-  a.v = o.inputs[1];
-  a.out = o.output;
-  a.transpose_k = s.transpose_b;
-  a.scale = scale;
-  const TensorInfo& q = g.tensor(a.q);
-  const TensorInfo& k = g.tensor(a.k);
-  const TensorInfo& v = g.tensor(a.v);
-  for (const TensorInfo* t : {&q, &k, &v}) {
-    if (t->producer >= 0 || !::yirage::backends::Is16BitFloat(t->dtype) || t->dtype != q.dtype ||
-        t->shape.size() < 2) {
-      return std::nullopt;
-    }
-  }
-  if (p.axis != static_cast<int>(g.tensor(s_out).shape.size()) - 1) return std::nullopt;
-  if (Lead(q.shape) != Lead(k.shape) || Lead(q.shape) != Lead(v.shape)) return std::nullopt;
-  a.dtype = q.dtype;
-  a.m = q.shape[q.shape.size() - 2];
-  a.d = q.shape.back();
-  a.n = a.transpose_k ? k.shape[k.shape.size() - 2] : k.shape.back();
-  a.dv = v.shape.back();
-  for (int64_t l : Lead(q.shape)) a.batch *= l;
-  if (a.d % 16 != 0 || a.d > 128 || a.dv % 16 != 0 || a.dv > 128 || a.n % kTileN != 0) {
-    return std::nullopt;
-  }
+  std::optional<AttentionPattern> a = core::MatchAttention(g, ops);
+  if (!a.has_value() || outputs.size() != 1 || outputs[0] != a->out) return std::nullopt;
+  if (!core::WithinLimits(AttentionLimits(), yirage::v1::ATTENTION, g, ops)) return std::nullopt;
   return a;
 }
 
@@ -666,7 +617,8 @@ int64_t SmemBytes(const AttentionPattern& a, const AttentionConfig& c) {
 }  // namespace
 
 AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& target,
-                              const yirage::v1::Schedule& schedule) {
+                              const yirage::v1::AttentionSchedule& schedule) {
+  using Merge = yirage::v1::AttentionSchedule;
   AttentionConfig c;
   c.warp_rows = schedule.warp_rows() == 32 ? 32 : 16;
   c.wgmma = schedule.warp_rows() == 64 && target.sm == 90 && a.d == 64 && a.dv == 64;
@@ -694,7 +646,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   while (c.key_groups > 1 && !fits_two_stages()) c.key_groups /= 2;
   c.stages = schedule.stages() >= 2 && schedule.stages() <= 8 ? schedule.stages() : 4;
   const int64_t steps = a.n / kTileN / c.key_groups;  // with one split
-  const bool cluster_ok = target.sm >= 90 && schedule.variant() != 2;
+  const bool cluster_ok = target.sm >= 90 && schedule.merge() != Merge::MERGE_WORKSPACE;
   auto fits_cluster = [&](int64_t s) {
     return cluster_ok && s > 1 && s <= kMaxClusterSplits && RowsPerBlock(c) % s == 0;
   };
@@ -740,7 +692,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     }
   }
   while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
-  // The in-kernel merge (variant 4 asks for it; a cooperative launch keeps
+  // The in-kernel merge (MERGE_IN_KERNEL asks for it; a cooperative launch keeps
   // the grid co-resident): where the grid fits the chip at the kernel's
   // occupancy, with whole pipeline steps and query rows for every split.
   // Automatic splits take it where a cluster would have merged fewer
@@ -751,7 +703,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     return target.sm >= 70 && s > 1 && s <= kMaxSpinSplits && RowsPerBlock(c) % s == 0 &&
            steps % s == 0 && units * s <= resident;
   };
-  if (schedule.variant() == 4) {
+  if (schedule.merge() == Merge::MERGE_IN_KERNEL) {
     // The requested split, or the most the chip holds at once.
     int64_t s = c.splits;
     if (schedule.split_k() <= 0) {
@@ -763,7 +715,8 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
       c.spin_merge = true;
       c.cluster_merge = false;
     }
-  } else if (schedule.split_k() <= 0 && schedule.variant() != 2 && c.splits > 1) {
+  } else if (schedule.split_k() <= 0 && schedule.merge() != Merge::MERGE_WORKSPACE &&
+             c.splits > 1) {
     int64_t s = 1;
     while (units * s * 2 <= target.sm_count && spin_fits(2 * s)) s *= 2;
     if (c.cluster_merge ? s > c.splits : s == c.splits) {
@@ -775,7 +728,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   // The push merge where its receiving rows fit beside the ring (on an
   // H200, gqa_decode b8 with 64-row blocks of 4 key groups and 2 splits:
   // 29.1 us against 30.5 pulling).
-  if (c.cluster_merge && schedule.variant() != 3) {
+  if (c.cluster_merge && schedule.merge() != Merge::MERGE_CLUSTER_PULL) {
     AttentionConfig push = c;
     push.push_merge = true;
     if (SmemBytes(a, push) <= target.max_smem_per_block) c = push;

@@ -22,19 +22,13 @@
 #include <vector>
 
 #include "backends/cuda/cuda_codegen.h"
+#include "core/fused_pattern.h"
 #include "core/graph.h"
 
 namespace yirage::backends::cuda {
 
-struct AttentionPattern {
-  int q = -1, k = -1, v = -1;  // graph input tensor ids
-  int out = -1;                // the tensor O
-  bool transpose_k = false;    // K given as [..., N, D]
-  double scale = 1.0;          // S's scalar factor (1 = none)
-  int64_t batch = 1;           // product of the lead dims
-  int64_t m = 0, n = 0, d = 0, dv = 0;
-  yirage::v1::DType dtype = yirage::v1::FLOAT16;
-};
+// The chain's tensors and shapes (Q, K and V graph inputs here).
+using AttentionPattern = core::AttentionMatch;
 
 // The attention shape `ops` (op ids of one kernel, in graph order) computes,
 // or nullopt when it is not exactly that chain, when S or P is needed outside
@@ -77,24 +71,26 @@ struct AttentionConfig {
   bool wgmma = false;
 };
 
-// The configuration of `pattern`'s kernel on `target` under `schedule`:
+// The configuration of `pattern`'s kernel on `target` under `schedule`
+// (the kernel's AttentionSchedule):
 // warp_rows() (32; else 16), block_rows() (32, 64, 128 or 256, at least the
 // warp's rows; else 64), warps() (row warps times 1, 2 or 4 key groups, at
 // most 16, 8 with 32-row warps; else one key group), stages() (2..8; else
 // 4), split_k() (0 = automatic: the fewest splits, powers of two, that fill
 // the SMs once at the kernel's occupancy; at most 8, merged in a cluster,
-// where the grid then stays within one block per SM), variant() (2 = merge
-// through the workspace; 3 = a cluster merge that pulls rows, not pushes
-// them; 4 = the in-kernel merge, where the grid fits the chip at once; the
+// where the grid then stays within one block per SM), merge()
+// (MERGE_WORKSPACE; MERGE_CLUSTER_PULL: a cluster merge that pulls rows, not
+// pushes them; MERGE_IN_KERNEL: the in-kernel merge, where the grid fits the chip at once; the
 // automatic splits take it where a cluster would merge fewer splits than
 // fill the chip). warp_rows() 64 asks for the warpgroup (wgmma) form where
 // it applies (sm_90, D = DV = 64): 64-row blocks of 4 warps, one key group;
-// elsewhere it is 16. A requested split that does not leave whole pipeline steps becomes
+// elsewhere it is 16 (the caller refuses that request). A requested split that does not leave whole
+// pipeline steps becomes
 // 1. The pipeline gets shallower where the chip's shared memory per block
 // cannot hold it; the cluster merge pushes rows where the shared memory
 // holds the receiving rows beside the ring.
 AttentionConfig PlanAttention(const AttentionPattern& pattern, const CudaTarget& target,
-                              const yirage::v1::Schedule& schedule);
+                              const yirage::v1::AttentionSchedule& schedule);
 
 // Emits the kernel (named `name`; with a workspace merge also `name`_merge)
 // into `source` and its launches. Arguments are buffer ids (see

@@ -16,6 +16,7 @@
 #include "backends/backend_api.h"
 #include "backends/backend_compile_util.h"
 #include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_families.h"
 #include "backends/cuda/cuda_module.h"
 #include "yirage/v1/backend.pb.h"
 
@@ -102,8 +103,30 @@ void Release(YirageModule* module) {
 
 void FreeBuffer(void* buffer) { std::free(buffer); }
 
+int Describe(const void* target, size_t target_len, void** response, size_t* response_len,
+             char** error) {
+  return Guard(error, [&] {
+    return ::yirage::backends::DescribeWith(target, target_len, response, response_len, error,
+                                            [](const yirage::v1::CompileTarget* requested)
+                                                -> absl::StatusOr<yirage::v1::BackendKernels> {
+                                              absl::StatusOr<CudaTarget> target =
+                                                  DescribeTarget(requested);
+                                              if (!target.ok()) return target.status();
+                                              return DescribeKernels(*target);
+                                            });
+  });
+}
+
 const YirageBackendV1 kBackend = {
-    YIRAGE_BACKEND_ABI_VERSION, "cuda", &Probe, &Compile, &Run, &Time, &Release, &FreeBuffer,
+    YIRAGE_BACKEND_ABI_VERSION,
+    "cuda",
+    &Probe,
+    &Compile,
+    &Run,
+    &Time,
+    &Release,
+    &FreeBuffer,
+    &Describe,
 };
 
 }  // namespace

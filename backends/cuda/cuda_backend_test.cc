@@ -65,15 +65,16 @@ struct GraphCandidates {
   core::Graph graph;
   std::vector<yirage::v1::Plan> plans;
 };
-absl::StatusOr<GraphCandidates> LoadCandidates(const std::string& file, int max_candidates) {
+absl::StatusOr<GraphCandidates> LoadCandidates(
+    const std::string& file, int max_candidates,
+    const yirage::v1::CompileTarget& target = H200CompileTarget()) {
   absl::StatusOr<yirage::v1::Graph> proto = LoadGraph(file);
   if (!proto.ok()) return proto.status();
   absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
   if (!g.ok()) return g.status();
-  core::SearchOptions options;
+  core::SearchOptions options;  // as the scheduler searches for a CUDA worker on `target`
   options.backend = "cuda";
-  options.library_kernels = true;  // as the scheduler searches for CUDA
-  options.library_algorithms = 3;
+  options.kernels = DescribeKernels(target);
   options.max_candidates = max_candidates;
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
   if (!plans.ok()) return plans.status();
@@ -335,7 +336,7 @@ TEST(CudaBackendTest, WithoutADeviceTheRequestNamesItsTarget) {
   ampere.set_max_shared_memory_per_block(166912);
   for (const char* name : {"gqa_decode_b8.json", "gated_mlp_b8.json"}) {
     SCOPED_TRACE(name);
-    absl::StatusOr<GraphCandidates> graph = LoadCandidates(dir + name, 12);
+    absl::StatusOr<GraphCandidates> graph = LoadCandidates(dir + name, 12, ampere);
     ASSERT_TRUE(graph.ok()) << graph.status();
     Compiled c;
     CompileThroughAbi(graph->proto, graph->plans, &c, ampere);
@@ -505,7 +506,7 @@ TEST(CudaBackendGpuTest, LibraryPlansMatchReference) {
   for (const LibraryTestGraph& lg : graphs) {
     SCOPED_TRACE(lg.proto.name());
     const core::Graph* const g = &lg.graph;
-    const std::vector<yirage::v1::Plan> plans = LibraryCandidates(*g, "cuda", 24);
+    const std::vector<yirage::v1::Plan> plans = LibraryCandidates(*g, DescribeKernels(), 24);
     ASSERT_FALSE(plans.empty());
     ASSERT_TRUE(plans[0].baseline());
     Compiled c;
@@ -519,7 +520,8 @@ TEST(CudaBackendGpuTest, LibraryPlansMatchReference) {
       if (!r.ok && r.message.find("cuBLASLt offers") != std::string::npos) {
         bool later_algorithm = false;
         for (const auto& k : plans[i].kernels()) {
-          later_algorithm |= k.kind() == yirage::v1::KERNEL_LIBRARY && k.schedule().variant() > 0;
+          later_algorithm |=
+              k.kind() == yirage::v1::KERNEL_LIBRARY && k.schedule().library().algorithm() > 0;
         }
         EXPECT_TRUE(later_algorithm) << r.message;
         continue;
@@ -681,13 +683,15 @@ TEST(CudaBackendGpuTest, ScheduleSweep) {
     }
     yirage::v1::Plan p = base_plan;
     yirage::v1::Schedule* sched = p.mutable_kernels(fused)->mutable_schedule();
-    sched->set_variant(v);
+    sched->clear_family();
     sched->set_stages(s);
     sched->set_warps(w);
     sched->set_split_k(k);
-    if (wr >= 0) sched->set_warp_rows(wr);
     if (br >= 0) sched->set_block_rows(br);
     if (u >= 0) sched->set_unroll(u);
+    *sched = WithForm(*sched, v);
+    if (wr >= 0) *sched = WithWarpRows(*sched, wr);
+    TypeFamilyKnobs(*g, &p);
     sweep.push_back(p);
     labels.push_back(spec);
   }

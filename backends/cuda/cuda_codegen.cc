@@ -1829,7 +1829,8 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
                               : ctx.graph.num_inputs() + ctx.out_position[t][0];
   const std::string out_type = scratch ? ctx.ScratchType(t) : CType(ctx.graph.tensor(t).dtype);
-  const AttentionConfig config = PlanAttention(attention, ctx.target, kernel.schedule());
+  const AttentionConfig config =
+      PlanAttention(attention, ctx.target, kernel.schedule().attention());
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int workspace_arg = -1;
   if (const int64_t bytes = AttentionWorkspaceBytes(attention, config); bytes > 0) {
@@ -1914,7 +1915,7 @@ absl::Status EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int k
   call.activation = lm.activation == core::LibraryActivation::kRelu       ? 1
                     : lm.activation == core::LibraryActivation::kGeluTanh ? 2
                                                                           : 0;
-  call.algo = kernel.schedule().variant();
+  call.algo = kernel.schedule().library().algorithm();
   call.workspace_bytes = kCublasLtWorkspaceBytes;
   const int d =
       scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t]) : g.num_inputs() + ctx.out_position[t][0];
@@ -2044,16 +2045,65 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
       }
       continue;
     }
-    if (target_.sm >= 80 && !fault) {
-      if (std::optional<AttentionPattern> attention =
-              MatchAttention(g, kernel_ops[k], kernel_outputs[k]);
-          attention.has_value() && EmitAttentionKernel(ctx, kernel, k, *attention, &code)) {
-        continue;
+    // A family's kernel where the schedule names the family
+    // (cuda_families.h). Its defaults are the backend's choice, which is the
+    // row kernel below where the family's kernel does not fit; knobs the
+    // family cannot run are refused, never replaced.
+    const yirage::v1::Schedule& schedule = kernel.schedule();
+    if (schedule.has_attention() && !fault) {
+      const yirage::v1::AttentionSchedule& knobs = schedule.attention();
+      std::optional<AttentionPattern> attention =
+          target_.sm >= 80 ? MatchAttention(g, kernel_ops[k], kernel_outputs[k]) : std::nullopt;
+      const bool defaults = knobs.ByteSizeLong() == 0;
+      if (attention.has_value()) {
+        if (knobs.warp_rows() == 64 && !PlanAttention(*attention, target_, knobs).wgmma) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(kernel_label(k),
+                           ": schedule.attention.warp_rows 64 (the wgmma form) needs sm_90 "
+                           "and D = DV = 64; this is sm_",
+                           target_.sm, " with D ", attention->d, ", DV ", attention->dv));
+        }
+        if (EmitAttentionKernel(ctx, kernel, k, *attention, &code)) continue;
       }
-      if (std::optional<StreamedMatmulPlan> streamed =
-              PlanStreamedMatmul(g, kernel_ops[k], kernel_outputs[k], target_, kernel.schedule());
-          streamed.has_value() && EmitStreamedMatmulKernel(ctx, kernel, k, *streamed, &code)) {
-        continue;
+      if (!defaults) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k),
+                         ": schedule.attention is set but the fused attention kernel "
+                         "does not take this chain on sm_",
+                         target_.sm,
+                         " (16-bit graph inputs, D and DV "
+                         "multiples of 16 up to 128, keys a multiple of 64)"));
+      }
+    } else if (schedule.has_streamed_matmul() && !fault) {
+      using Form = yirage::v1::StreamedMatmulSchedule;
+      const Form::Form form = schedule.streamed_matmul().form();
+      std::optional<StreamedMatmulPlan> streamed =
+          PlanStreamedMatmul(g, kernel_ops[k], kernel_outputs[k], target_, schedule);
+      if (streamed.has_value()) {
+        const bool form_ok =
+            form == Form::FORM_AUTO ||
+            (form == Form::FORM_REGISTERS && streamed->form == StreamedMatmulPlan::kRegisters) ||
+            (form == Form::FORM_WGMMA && streamed->form == StreamedMatmulPlan::kWgmma) ||
+            ((form == Form::FORM_SHARED || form == Form::FORM_SHARED_COMBINE) &&
+             streamed->form == StreamedMatmulPlan::kShared);
+        if (!form_ok) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              kernel_label(k), ": schedule.streamed_matmul.form ", Form::Form_Name(form),
+              " does not apply to this chain on sm_", target_.sm,
+              " (weights to registers: X of at most ", kStreamedRegistersMaxRows,
+              " rows, no low-rank branch, K and N fitting the blocks; wgmma: sm_90, no "
+              "low-rank branch, no prologue)"));
+        }
+        if (EmitStreamedMatmulKernel(ctx, kernel, k, *streamed, &code)) continue;
+      }
+      if (schedule.streamed_matmul().ByteSizeLong() != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k),
+                         ": schedule.streamed_matmul is set but the streamed matmul kernel "
+                         "does not take this chain on sm_",
+                         target_.sm,
+                         " (16-bit X [M <= 64, K] and "
+                         "weights, K and N multiples of 64, rank a multiple of 16 up to 64)"));
       }
     }
     absl::StatusOr<core::RowGroupInfo> info = core::AnalyzeRowGroup(g, kernel_ops[k]);

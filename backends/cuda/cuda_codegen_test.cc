@@ -327,44 +327,52 @@ std::vector<Case> AllCases() {
             StreamedLoraGraph(dt, 16, 256, 128, 16), StreamedLoraGraph(dt, 40, 128, 64, 32)}) {
         // Shared-memory form: automatic split, one split (epilogue in the
         // kernel), two splits with a two-stage pipeline. Registers form
-        // (LoRA falls back to shared memory): automatic, one split, two
-        // splits of two-warp blocks loading three steps ahead, 16-warp
-        // blocks with their automatic split. The wgmma form (X padded to
-        // 64 rows; LoRA: the backend's choice).
-        cases.push_back({sm,
-                         {OneRowGroup(sm, WithForm(Rows(4), 1)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 1)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 0, 2), 1)),
-                          OneRowGroup(sm, WithForm(Rows(4), 2)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 2)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 2, 3), 2)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 0, 16, 2), 2)),
-                          OneRowGroup(sm, WithForm(Rows(4), 4))}});
+        // (not LoRA's): automatic, one split, two splits of two-warp blocks
+        // loading three steps ahead, 16-warp blocks with their automatic
+        // split. The wgmma form (X padded to 64 rows; the gated chain's
+        // only: no low-rank branch, no prologue). The backend's choice.
+        const bool lora = sm.name() == "streamed_lora";
+        const bool gated = sm.name() == "streamed_gated";
+        std::vector<std::vector<KernelSpec>> plans = {
+            OneRowGroup(sm, WithForm(Rows(4), 1)),
+            OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1), 1)),
+            OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 0, 2), 1)), OneRowGroup(sm, Rows(4))};
+        if (!lora) {
+          for (const yirage::v1::Schedule& s :
+               {Rows(4), WithGpu(Rows(4), 1), WithGpu(Rows(4), 2, 2, 3),
+                WithGpu(Rows(4), 0, 16, 2)}) {
+            plans.push_back(OneRowGroup(sm, WithForm(s, 2)));
+          }
+        }
+        if (gated) plans.push_back(OneRowGroup(sm, WithForm(Rows(4), 4)));
+        cases.push_back({sm, plans});
       }
       // 64-row tiles (rows not a multiple of 16 in the second): the
       // shared-memory form's warps along the rows (8 by default, 16, 4),
       // its K splits summed in a cluster (sm_90) or by a combine kernel
-      // (variant 3), the norm's sums of squares through either. The wgmma
-      // form (variant 4; sm_90, else the shared-memory form): automatic
-      // splits, one split (epilogue in the kernel), 4 splits in a
-      // cluster; with more column tiles than a cluster grid fits, a
-      // combine kernel.
+      // (FORM_SHARED_COMBINE), the norm's sums of squares through either.
+      // The wgmma form (FORM_WGMMA; sm_90, no prologue): automatic splits,
+      // one split (epilogue in the kernel), 4 splits in a cluster; with
+      // more column tiles than a cluster grid fits, a combine kernel.
       for (const yirage::v1::Graph& sm :
            {StreamedGatedGraph(dt, 64, 1024, 128), StreamedRmsLinearGraph(dt, 50, 1024, 192)}) {
-        cases.push_back({sm,
-                         {OneRowGroup(sm, WithForm(Rows(4), 1)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 4, 16, 3), 1)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 4, 2), 1)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 8), 3)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1, 16), 1)),
-                          OneRowGroup(sm, WithForm(Rows(4), 4)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1, 0, 5), 4)),
-                          OneRowGroup(sm, WithForm(WithGpu(Rows(4), 4, 0, 3), 4))}});
+        std::vector<std::vector<KernelSpec>> plans = {
+            OneRowGroup(sm, WithForm(Rows(4), 1)),
+            OneRowGroup(sm, WithForm(WithGpu(Rows(4), 4, 16, 3), 1)),
+            OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 4, 2), 1)),
+            OneRowGroup(sm, WithForm(WithGpu(Rows(4), 2, 8), 3)),
+            OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1, 16), 1))};
+        if (sm.name() == "streamed_gated") {
+          plans.push_back(OneRowGroup(sm, WithForm(Rows(4), 4)));
+          plans.push_back(OneRowGroup(sm, WithForm(WithGpu(Rows(4), 1, 0, 5), 4)));
+          plans.push_back(OneRowGroup(sm, WithForm(WithGpu(Rows(4), 4, 0, 3), 4)));
+        }
+        cases.push_back({sm, plans});
       }
-      for (const yirage::v1::Graph& sm :
-           {StreamedGatedGraph(dt, 64, 1024, 2304), StreamedRmsLinearGraph(dt, 40, 1024, 2304)}) {
-        cases.push_back({sm, {OneRowGroup(sm, WithForm(WithGpu(Rows(4), 4, 0, 4), 4))}});
-      }
+      const yirage::v1::Graph wide = StreamedGatedGraph(dt, 64, 1024, 2304);
+      cases.push_back({wide, {OneRowGroup(wide, WithForm(WithGpu(Rows(4), 4, 0, 4), 4))}});
+      const yirage::v1::Graph wide_rms = StreamedRmsLinearGraph(dt, 40, 1024, 2304);
+      cases.push_back({wide_rms, {OneRowGroup(wide_rms, WithForm(WithGpu(Rows(4), 4, 0, 4), 1))}});
     }
     const yirage::v1::Graph l = LoraGraph(dt);
     cases.push_back({l,

@@ -27,16 +27,16 @@ std::string KernelKey(const CudaCodegen& codegen, const yirage::v1::Plan& plan) 
 
 // Without a device: the request's target, which must name every figure the
 // code generator sizes kernels by.
-absl::StatusOr<CudaTarget> RequestedTarget(const yirage::v1::CompileRequest& request,
+absl::StatusOr<CudaTarget> RequestedTarget(const yirage::v1::CompileTarget* requested,
                                            const absl::Status& no_device) {
-  const yirage::v1::CompileTarget& t = request.target();
   const std::string why = absl::StrCat("no CUDA device (", no_device.message(), "), so ");
-  if (!request.has_target()) {
+  if (requested == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat(why,
                      "CompileRequest.target must name the device to compile for "
                      "(compute_capability, multiprocessors, max_shared_memory_per_block)"));
   }
+  const yirage::v1::CompileTarget& t = *requested;
   if (t.compute_capability() < 70 || t.compute_capability() > 129) {
     return absl::InvalidArgumentError(absl::StrCat(
         why,
@@ -404,6 +404,12 @@ absl::StatusOr<YirageTiming> CudaModule::Time(int plan, const void* const* input
   return timing;
 }
 
+absl::StatusOr<CudaTarget> DescribeTarget(const yirage::v1::CompileTarget* requested) {
+  absl::StatusOr<Device*> device = Device::Get();
+  if (device.ok()) return (*device)->info().Target();
+  return RequestedTarget(requested, device.status());
+}
+
 absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::CompileRequest& request,
                                                         yirage::v1::CompileResponse* response) {
   const auto start = std::chrono::steady_clock::now();
@@ -419,7 +425,8 @@ absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::Compil
     target = (*device)->info().Target();
     arch = (*device)->info().Arch();
   } else {
-    absl::StatusOr<CudaTarget> requested = RequestedTarget(request, device.status());
+    absl::StatusOr<CudaTarget> requested =
+        RequestedTarget(request.has_target() ? &request.target() : nullptr, device.status());
     if (!requested.ok()) return requested.status();
     target = *requested;
     arch = ArchFor(target.sm / 10, target.sm % 10);

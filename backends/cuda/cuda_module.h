@@ -88,6 +88,10 @@ class CudaModule {
 // the device's architecture, or without a device the request's target
 // (FailedPrecondition when it has none, InvalidArgument when it is out of
 // range). Returns InvalidArgument when the graph does not validate.
+// The target the backend compiles for: its device's, else `requested`
+// (validated as a compile request's target; FailedPrecondition when null).
+absl::StatusOr<CudaTarget> DescribeTarget(const yirage::v1::CompileTarget* requested);
+
 absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::CompileRequest& request,
                                                         yirage::v1::CompileResponse* response);
 

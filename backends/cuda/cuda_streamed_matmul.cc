@@ -8,7 +8,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "backends/codegen_util.h"
+#include "backends/cuda/cuda_families.h"
 #include "backends/cuda/cuda_wgmma.h"
+#include "core/kernel_family.h"
 
 namespace yirage::backends::cuda {
 namespace {
@@ -19,9 +21,9 @@ using core::TensorInfo;
 
 constexpr int kChunkK = 64;  // K rows per pipeline stage
 constexpr int kTileN = 64;   // output columns per block
-// Schedule.variant of the shared-memory form with its K splits summed by a
-// combine kernel, never in a cluster.
-constexpr int kSharedWorkspaceVariant = 3;
+// The shared-memory form with its K splits summed by a combine kernel,
+// never in a cluster.
+constexpr int kSharedWorkspaceVariant = yirage::v1::StreamedMatmulSchedule::FORM_SHARED_COMBINE;
 
 // Halves in one row of the low-rank A chunk: yr_swz<R> pads only ranks whose
 // rows are not a power-of-two number of 16-byte chunks.
@@ -741,15 +743,16 @@ int64_t RegistersSmemBytes(const StreamedMatmulPlan& p) {
 // The kRegisters plan of `base` (shapes and match filled in), or nullopt
 // when the form does not apply: M <= 32, no low-rank branch, N a multiple
 // of the block's columns, K a multiple of 16 * warps * splits.
-std::optional<StreamedMatmulPlan> PlanRegisters(StreamedMatmulPlan p, const CudaTarget& target,
-                                                const yirage::v1::Schedule& schedule) {
+std::optional<StreamedMatmulPlan> PlanRegisters(
+    StreamedMatmulPlan p, const CudaTarget& target,
+    const yirage::v1::StreamedMatmulSchedule& schedule) {
   p.form = StreamedMatmulPlan::kRegisters;
   const int64_t bn = RegistersColumns(p);
   // (64 rows need 255 registers a thread and ran 25-40% slower than the
   // shared-memory form on an H200: 45-51 us against 37 for gated_mlp b8.
   // Two blocks of 32 rows each, reading the same weights (the second
   // mostly from L2), ran 44-57 us against 37.)
-  if (p.m > core::kStreamedRegistersMaxRows || p.r > 0 || p.n % bn != 0) return std::nullopt;
+  if (p.m > kStreamedRegistersMaxRows || p.r > 0 || p.n % bn != 0) return std::nullopt;
   p.warps = schedule.warps() > 0 ? schedule.warps() : 4;
   if (p.warps > 16 || p.k % (16 * p.warps) != 0) return std::nullopt;
   const int nw = p.match.w2 >= 0 ? 2 : 1;
@@ -800,54 +803,44 @@ std::optional<StreamedMatmulPlan> PlanRegisters(StreamedMatmulPlan p, const Cuda
 std::optional<StreamedMatmulPlan> PlanStreamedMatmul(const Graph& g, const std::vector<int>& ops,
                                                      const std::vector<int>& outputs,
                                                      const CudaTarget& target,
-                                                     const yirage::v1::Schedule& schedule) {
+                                                     const yirage::v1::Schedule& full_schedule) {
+  const yirage::v1::StreamedMatmulSchedule& schedule = full_schedule.streamed_matmul();
   const int requested_splits = schedule.split_k();
   const int requested_stages = schedule.stages();
   if (target.sm < 80) return std::nullopt;
   std::optional<StreamedMatmulMatch> match = core::MatchStreamedMatmul(g, ops);
   if (!match.has_value() || outputs.size() != 1 || outputs[0] != match->out) return std::nullopt;
+  // The family's limits (2-D 16-bit operands of one dtype, M <= 64, K and
+  // N multiples of the chunk and tile, rank a multiple of 16 up to 64).
+  if (!core::WithinLimits(StreamedMatmulLimits(), yirage::v1::STREAMED_MATMUL, g, ops)) {
+    return std::nullopt;
+  }
   StreamedMatmulPlan p;
   p.match = *match;
   const TensorInfo& x = g.tensor(match->x);
   const TensorInfo& w1 = g.tensor(match->w1);
-  if (x.shape.size() != 2 || w1.shape.size() != 2 || !::yirage::backends::Is16BitFloat(x.dtype))
-    return std::nullopt;
   p.dtype = x.dtype;
   p.m = x.shape[0];
   p.k = x.shape[1];
   p.n = w1.shape[1];
-  if (w1.shape[0] != p.k || p.m > 64 || p.k % kChunkK != 0 || p.n % kTileN != 0) {
-    return std::nullopt;
-  }
-  std::vector<int> same = {match->w1};
-  if (match->w2 >= 0) same.push_back(match->w2);
+  if (w1.shape[0] != p.k) return std::nullopt;
   if (match->b >= 0) {
     const TensorInfo& a = g.tensor(match->a);
     const TensorInfo& b = g.tensor(match->b);
-    if (a.shape.size() != 2 || b.shape.size() != 2 || a.shape[0] != p.k) return std::nullopt;
     p.r = a.shape[1];
-    if (b.shape[0] != p.r || b.shape[1] != p.n || p.r % 16 != 0 || p.r > 64) return std::nullopt;
-    same.push_back(match->a);
-    same.push_back(match->b);
-  }
-  for (int t : same) {
-    if (g.tensor(t).dtype != p.dtype) return std::nullopt;
+    if (a.shape[0] != p.k || b.shape[0] != p.r || b.shape[1] != p.n) return std::nullopt;
   }
   if (match->w2 >= 0 && g.tensor(match->w2).shape != w1.shape) return std::nullopt;
   for (int t : match->col_scales) {
-    if (g.tensor(t).shape != std::vector<int64_t>{p.k} || g.tensor(t).dtype != p.dtype) {
-      return std::nullopt;
-    }
+    if (g.tensor(t).shape != std::vector<int64_t>{p.k}) return std::nullopt;
   }
   p.m_tiles = p.m <= 16 ? 1 : (p.m <= 32 ? 2 : 4);
-  const int variant = schedule.variant();
-  // kWgmma: sm_90 (wgmma is sm_90a's alone), no low-rank branch, no
-  // prologue; one warpgroup per block, X padded to 64 rows. Elsewhere
-  // variant 4 is the backend's choice. (With the rms prologue and column
-  // scales it verified but ran 3.5x slower on an H200: rms_norm_linear b8,
-  // 73.6 us against 21.3 for the registers form; not yet understood.)
-  const bool wgmma = variant == StreamedMatmulPlan::kWgmma && target.sm == 90 && p.r == 0 &&
-                     !match->rms && match->col_scales.empty();
+  const int variant = schedule.form();
+  // kWgmma: sm_90 (wgmma is sm_90a's alone) and the form's limits
+  // (cuda_families.h); one warpgroup per block, X padded to 64 rows.
+  // Elsewhere FORM_WGMMA plans as FORM_AUTO, which the caller refuses.
+  const bool wgmma = variant == StreamedMatmulPlan::kWgmma && target.sm == 90 &&
+                     core::WithinLimits(StreamedWgmmaLimits(), yirage::v1::STREAMED_MATMUL, g, ops);
   if (variant != StreamedMatmulPlan::kShared && variant != kSharedWorkspaceVariant && !wgmma) {
     if (std::optional<StreamedMatmulPlan> regs = PlanRegisters(p, target, schedule);
         regs.has_value()) {

@@ -38,8 +38,12 @@
 
 namespace yirage::backends::cuda {
 
+// The most rows of X the weights-to-registers form takes.
+inline constexpr int64_t kStreamedRegistersMaxRows = 32;
+
 struct StreamedMatmulPlan {
-  // Schedule.variant values (3: kShared, splits summed by a combine kernel).
+  // StreamedMatmulSchedule.Form values (FORM_SHARED_COMBINE: kShared, splits
+  // summed by a combine kernel).
   enum Form { kShared = 1, kRegisters = 2, kWgmma = 4 };
   core::StreamedMatmulMatch match;
   Form form = kShared;
@@ -57,10 +61,11 @@ struct StreamedMatmulPlan {
 // The plan for `ops` on `target`, or nullopt when the chain or its shapes
 // don't fit (16-bit X and weights of one dtype, X [M, K] with M <= 64, K a
 // multiple of 64 (of 64 * splits), N a multiple of 64, rank a multiple of 16
-// up to 64, column scales [K]). `schedule` picks the form (variant: 0 =
-// kRegisters where it applies, else kShared; 3: kShared with its K splits
-// summed by a combine kernel rather than in a cluster; 4: kWgmma where it
-// applies, else as 0), split_k (when it
+// up to 64, column scales [K]). `schedule.streamed_matmul()` picks the form
+// (FORM_AUTO: kRegisters where it applies, else kShared; FORM_SHARED_COMBINE:
+// kShared with its K splits summed by a combine kernel rather than in a
+// cluster; FORM_WGMMA: kWgmma where it applies, else as FORM_AUTO: the
+// caller refuses an explicit form the plan did not get), split_k (when it
 // divides K so, else automatic: enough blocks to fill every SM once; on
 // sm_90 a 64-row kShared plan takes as many splits as one cluster per
 // column tile allows in one wave), stages (kShared: pipeline depth;

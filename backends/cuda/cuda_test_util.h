@@ -19,6 +19,7 @@
 #include "core/candidate_generator.h"
 #include "core/graph.h"
 #include "core/graph_json.h"
+#include "core/kernel_family.h"
 #include "core/tensor.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -31,6 +32,7 @@ using cpu::testing::AllRowSingles;
 using cpu::testing::B;
 using cpu::testing::Buffers;
 using cpu::testing::Cols;
+using cpu::testing::DescribeThroughAbi;
 using cpu::testing::F;
 using cpu::testing::Generic;
 using cpu::testing::GraphBuilder;
@@ -127,6 +129,13 @@ inline CompileTarget TargetOfCompiles() {
     }                                                                                      \
   } while (0)
 
+// Hand-made plans give a kernel family's knobs the way a row kernel's are
+// given: WithGpu's split_k, warps and stages, Rows(n)'s block_rows
+// (attention's query rows per block), WithForm (the streamed matmul's
+// StreamedMatmulSchedule.Form or attention's AttentionSchedule.Merge, by
+// number) and WithWarpRows (attention's). MakePlans then moves them into the
+// typed knobs of the family that takes the kernel's ops (TypeFamilyKnobs),
+// as the search does; a kernel of no family keeps the row knobs only.
 inline yirage::v1::Schedule WithGpu(yirage::v1::Schedule s, int split_k, int warps = 0,
                                     int stages = 0) {
   s.set_split_k(split_k);
@@ -135,15 +144,24 @@ inline yirage::v1::Schedule WithGpu(yirage::v1::Schedule s, int split_k, int war
   return s;
 }
 
-// `s` with the GPU fused-chain form (Schedule.variant) set.
-inline yirage::v1::Schedule WithForm(yirage::v1::Schedule s, int variant) {
-  s.set_variant(variant);
+// `s` with a family's form (carried in the typed knobs until MakePlans).
+inline yirage::v1::Schedule WithForm(yirage::v1::Schedule s, int form) {
+  if (s.has_attention()) {
+    s.mutable_attention()->set_merge(static_cast<yirage::v1::AttentionSchedule::Merge>(form));
+  } else {
+    s.mutable_streamed_matmul()->set_form(
+        static_cast<yirage::v1::StreamedMatmulSchedule::Form>(form));
+  }
   return s;
 }
 
 // `s` with fused attention's query rows per warp set.
 inline yirage::v1::Schedule WithWarpRows(yirage::v1::Schedule s, int warp_rows) {
-  s.set_warp_rows(warp_rows);
+  const int form = s.streamed_matmul().form();
+  s.mutable_attention()->set_warp_rows(warp_rows);
+  if (form != 0) {
+    s.mutable_attention()->set_merge(static_cast<yirage::v1::AttentionSchedule::Merge>(form));
+  }
   return s;
 }
 
@@ -166,6 +184,46 @@ inline yirage::v1::CompileTarget H200CompileTarget() {
   t.set_multiprocessors(132);
   t.set_max_shared_memory_per_block(232448);
   return t;
+}
+
+// What the backend runs, through the ABI: for the device, or without one for
+// `target`.
+inline yirage::v1::BackendKernels DescribeKernels(
+    const yirage::v1::CompileTarget& target = H200CompileTarget()) {
+  return DescribeThroughAbi(Backend(), &target);
+}
+
+// Moves the family knobs of `plan`'s hand-made schedules (see WithGpu) into
+// the typed knobs of the family whose pattern and limits take each kernel.
+inline void TypeFamilyKnobs(const core::Graph& g, yirage::v1::Plan* plan) {
+  static const yirage::v1::BackendKernels kernels = DescribeKernels();
+  for (yirage::v1::KernelPlan& k : *plan->mutable_kernels()) {
+    if (k.kind() != yirage::v1::KERNEL_ROW) continue;
+    yirage::v1::Schedule* s = k.mutable_schedule();
+    const int form = s->has_streamed_matmul() ? static_cast<int>(s->streamed_matmul().form())
+                                              : static_cast<int>(s->attention().merge());
+    const int warp_rows = s->attention().warp_rows();
+    s->clear_family();
+    std::vector<int> ops;
+    for (const std::string& name : k.ops()) ops.push_back(g.FindOp(name));
+    const int f = core::MatchFamily(kernels, g, ops);
+    if (f < 0) continue;
+    if (kernels.families(f).pattern() == yirage::v1::STREAMED_MATMUL) {
+      yirage::v1::StreamedMatmulSchedule* m = s->mutable_streamed_matmul();
+      m->set_form(static_cast<yirage::v1::StreamedMatmulSchedule::Form>(form));
+      m->set_stages(s->stages());
+      m->set_warps(s->warps());
+      m->set_split_k(s->split_k());
+    } else {
+      yirage::v1::AttentionSchedule* a = s->mutable_attention();
+      a->set_merge(static_cast<yirage::v1::AttentionSchedule::Merge>(form));
+      a->set_block_rows(s->block_rows());
+      a->set_warp_rows(warp_rows);
+      a->set_warps(s->warps());
+      a->set_stages(s->stages());
+      a->set_split_k(s->split_k());
+    }
+  }
 }
 
 // Compiles `plans` through the ABI, for the device, or without one for
@@ -194,6 +252,7 @@ inline std::vector<yirage::v1::Plan> MakePlans(const core::Graph& g,
   std::vector<yirage::v1::Plan> ps;
   for (size_t i = 0; i < specs.size(); ++i) {
     ps.push_back(MakePlan(g, specs[i], "plan " + std::to_string(i)));
+    TypeFamilyKnobs(g, &ps.back());
   }
   return ps;
 }

@@ -1,0 +1,197 @@
+#include "backends/cuda/cuda_families.h"
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_streamed_matmul.h"
+
+namespace yirage::backends::cuda {
+namespace {
+
+using yirage::v1::AttentionSchedule;
+using yirage::v1::StreamedMatmulSchedule;
+
+void Add16BitTypes(yirage::v1::MatchLimits* limits) {
+  limits->add_dtypes(yirage::v1::FLOAT16);
+  limits->add_dtypes(yirage::v1::BFLOAT16);
+}
+
+void AddStreamedPoint(yirage::v1::KernelFamily* family, StreamedMatmulSchedule::Form form,
+                      int stages, int warps, const yirage::v1::MatchLimits* limits) {
+  yirage::v1::SchedulePoint* point = family->add_points();
+  StreamedMatmulSchedule* s = point->mutable_schedule()->mutable_streamed_matmul();
+  s->set_form(form);
+  s->set_stages(stages);
+  s->set_warps(warps);
+  const char* form_name = form == StreamedMatmulSchedule::FORM_REGISTERS ? "regs"
+                          : form == StreamedMatmulSchedule::FORM_WGMMA   ? "wgmma"
+                                                                         : "smem";
+  std::string label = absl::StrCat(form_name, " stages ", stages);
+  if (warps > 0) absl::StrAppend(&label, " warps ", warps);
+  point->set_label(label);
+  if (limits != nullptr) *point->mutable_limits() = *limits;
+}
+
+void AddAttentionPoint(yirage::v1::KernelFamily* family, AttentionSchedule::Merge merge, int rows,
+                       int warps, int stages, int warp_rows,
+                       const yirage::v1::MatchLimits* limits) {
+  yirage::v1::SchedulePoint* point = family->add_points();
+  AttentionSchedule* s = point->mutable_schedule()->mutable_attention();
+  s->set_merge(merge);
+  s->set_block_rows(rows);
+  s->set_warps(warps);
+  s->set_stages(stages);
+  s->set_warp_rows(warp_rows);
+  std::string label = absl::StrCat("stages ", stages);
+  if (merge == AttentionSchedule::MERGE_WORKSPACE) absl::StrAppend(&label, " workspace");
+  if (merge == AttentionSchedule::MERGE_CLUSTER_PULL) absl::StrAppend(&label, " pull");
+  if (merge == AttentionSchedule::MERGE_IN_KERNEL) absl::StrAppend(&label, " in-kernel merge");
+  if (rows > 0) absl::StrAppend(&label, " rows ", rows);
+  if (warp_rows > 0) absl::StrAppend(&label, " warp_rows ", warp_rows);
+  if (warp_rows == 64) absl::StrAppend(&label, " (wgmma)");
+  if (warps > 0) absl::StrAppend(&label, " warps ", warps);
+  point->set_label(label);
+  if (limits != nullptr) *point->mutable_limits() = *limits;
+}
+
+}  // namespace
+
+yirage::v1::MatchLimits StreamedMatmulLimits() {
+  yirage::v1::MatchLimits limits;
+  limits.set_two_dimensional(true);
+  limits.set_max_rows(64);
+  limits.set_k_multiple(64);  // K rows per pipeline stage
+  limits.set_n_multiple(64);  // output columns per block
+  limits.set_rank_multiple(16);
+  limits.set_max_rank(64);
+  Add16BitTypes(&limits);
+  return limits;
+}
+
+yirage::v1::MatchLimits StreamedRegistersLimits() {
+  yirage::v1::MatchLimits limits;
+  limits.set_max_rows(kStreamedRegistersMaxRows);
+  limits.set_no_low_rank(true);
+  limits.set_two_dimensional(true);
+  return limits;
+}
+
+yirage::v1::MatchLimits StreamedWgmmaLimits() {
+  // (With the rms prologue and column scales it verified but ran 3.5x
+  // slower on an H200, so the form takes neither.)
+  yirage::v1::MatchLimits limits;
+  limits.set_no_low_rank(true);
+  limits.set_no_prologue(true);
+  limits.set_two_dimensional(true);
+  return limits;
+}
+
+yirage::v1::MatchLimits AttentionLimits() {
+  yirage::v1::MatchLimits limits;
+  limits.set_head_dim_multiple(16);
+  limits.set_max_head_dim(128);
+  limits.set_keys_multiple(64);  // keys per pipeline tile
+  limits.set_inputs_from_graph(true);
+  Add16BitTypes(&limits);
+  return limits;
+}
+
+yirage::v1::MatchLimits AttentionWgmmaLimits() {
+  yirage::v1::MatchLimits limits;
+  limits.set_head_dim(64);
+  return limits;
+}
+
+yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
+  yirage::v1::BackendKernels kernels;
+  kernels.set_backend("cuda");
+  kernels.set_gpu(true);
+  yirage::v1::RowKernels* row = kernels.mutable_row();
+  row->set_flat_elementwise(true);
+  row->set_threads_knob(true);
+  // cuda_codegen.cc CanUseRegisterRows, less its operand-alignment checks:
+  // rows of one width, at least 256 and a multiple of 8 (16-byte loads).
+  row->set_register_row_min_width(256);
+  row->set_register_row_multiple(8);
+  // cuBLASLt's heuristic ranks several algorithms; the top three are timed.
+  kernels.mutable_library()->set_algorithms(3);
+  if (target.sm < 80) return kernels;  // the families use cp.async and mma.sync
+
+  yirage::v1::KernelFamily* streamed = kernels.add_families();
+  streamed->set_name("streamed_matmul");
+  streamed->set_pattern(yirage::v1::STREAMED_MATMUL);
+  streamed->set_doc(
+      "decode-shaped matmuls (M <= 64) reading their weights once, norm prologue and "
+      "gated or low-rank epilogue fused");
+  *streamed->mutable_limits() = StreamedMatmulLimits();
+  // Shared-memory pipeline depths, as deep as shared memory per block holds
+  // (a stage of a 64 x 64 chunk of one 16-bit weight and 16 rows of X).
+  constexpr int64_t kStageBytes = (16 + 64) * 72 * 2;
+  auto fits = [&](int stages) { return stages * kStageBytes <= target.max_smem_per_block; };
+  for (int stages : {3, 6}) {
+    if (!fits(stages)) continue;
+    AddStreamedPoint(streamed, StreamedMatmulSchedule::FORM_SHARED, stages, 0, nullptr);
+  }
+  // The wgmma form (sm_90a only). H200, backend timing, 2 K splits in a
+  // cluster: gated_mlp b8 25.3 us at 5 or 6 stages, 26.0 at 4, 29.4 at 3,
+  // against 30.6 for the best mma.sync form; b1 (X padded from 8 rows to
+  // 64) 24.2 against 25.1 for the registers form.
+  if (target.sm == 90) {
+    const yirage::v1::MatchLimits wgmma = StreamedWgmmaLimits();
+    AddStreamedPoint(streamed, StreamedMatmulSchedule::FORM_WGMMA, 5, 0, &wgmma);
+  }
+  // Weights streamed to registers (decode shapes): steps loaded ahead and
+  // block size; the backend sizes the K splits to fill the chip. 16-warp
+  // blocks leave one split where the column tiles alone fill the chip, else
+  // few splits summed in a cluster, so no pass adds splits through global
+  // memory (H200, rms_norm_linear b1 / b8: 19.0 / 21.1 us against 20.0 /
+  // 23.4 with 4 warps and 4 splits). (Measured on an H200 and dropped:
+  // explicit K splits above the automatic ones for either form, and an L2
+  // prefetch of the weights ahead of the register loads; all slower.)
+  for (const auto& [depth, warps] :
+       {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 8}, std::pair{2, 16}, std::pair{3, 0}}) {
+    // Each warp takes at least two 16-row steps of K (4 warps by default).
+    yirage::v1::MatchLimits registers = StreamedRegistersLimits();
+    registers.set_k_multiple(2 * 16 * (warps > 0 ? warps : 4));
+    AddStreamedPoint(streamed, StreamedMatmulSchedule::FORM_REGISTERS, depth, warps, &registers);
+  }
+
+  yirage::v1::KernelFamily* attention = kernels.add_families();
+  attention->set_name("attention");
+  attention->set_pattern(yirage::v1::ATTENTION);
+  attention->set_doc(
+      "flash attention with the keys split across blocks (decode), S and P in registers");
+  *attention->mutable_limits() = AttentionLimits();
+  // (The default: 64 query rows per block, one warp per 16 rows, 4 stages.)
+  // Pipelines 3 and 6 deep; the block's keys split over 2 or 4 warps per row group (more warps on
+  // short key ranges); 32-row warps (2 per 64 rows) in 2 key groups; the cluster merge pulling
+  // remote rows rather than pushing them; the key splits merged through a workspace rather than a
+  // cluster; 32-row warps in two-stage blocks small enough for two an SM, their splits merged in
+  // the kernel (H200 harness, gqa_decode b8: 26.9 us against 27.4 for two splits in a cluster).
+  // First, the warpgroup (wgmma) form (sm_90, D = DV = 64), merged in the kernel (H200, backend
+  // timing, gqa_decode b8 / b1: 22.6 / 10.9 us against 26.4 / 10.9 for the best of the others), and
+  // the same merge with 16-row warps for the other head dims. The backend sizes the key splits.
+  // (Measured on an H200 and dropped, gqa_decode b1 / b8 against the best of these: 32-row
+  // blocks 13.6 / 38.6 us against 12.1 / 29.2, 128-row 16.8 / 36.8, 256-row 25.3 / 43.9 (their
+  // 8-block clusters do not fit the SMs at once); a software pipeline computing the next S during
+  // the softmax, and the exponentials in f16x2: no gain.)
+  using M = AttentionSchedule;
+  for (int stages : {3, 6}) {
+    if (fits(stages)) AddAttentionPoint(attention, M::MERGE_AUTO, 0, 0, stages, 0, nullptr);
+  }
+  if (target.sm == 90) {
+    const yirage::v1::MatchLimits wgmma = AttentionWgmmaLimits();
+    AddAttentionPoint(attention, M::MERGE_IN_KERNEL, 64, 4, 4, 64, &wgmma);
+  }
+  AddAttentionPoint(attention, M::MERGE_IN_KERNEL, 64, 4, 4, 0, nullptr);
+  AddAttentionPoint(attention, M::MERGE_AUTO, 64, 8, 3, 0, nullptr);
+  AddAttentionPoint(attention, M::MERGE_CLUSTER_PULL, 64, 8, 3, 0, nullptr);
+  AddAttentionPoint(attention, M::MERGE_AUTO, 64, 16, 2, 0, nullptr);
+  AddAttentionPoint(attention, M::MERGE_AUTO, 64, 4, 4, 32, nullptr);
+  AddAttentionPoint(attention, M::MERGE_WORKSPACE, 64, 4, 4, 0, nullptr);
+  AddAttentionPoint(attention, M::MERGE_IN_KERNEL, 64, 4, 2, 32, nullptr);
+  return kernels;
+}
+
+}  // namespace yirage::backends::cuda

@@ -1,0 +1,251 @@
+// The CUDA backend's kernel families (cuda_families.h): what describe()
+// reports for a target, the search space the generator builds from it, and
+// the refusal of knobs the backend cannot run. CPU-only (CI): no device is
+// needed, only NVRTC for the refusal test.
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/cuda/cuda_test_util.h"
+#include "core/candidate_generator.h"
+#include "gtest/gtest.h"
+
+namespace yirage::backends::cuda::testing {
+namespace {
+
+using yirage::v1::AttentionSchedule;
+using yirage::v1::BackendKernels;
+using yirage::v1::FLOAT16;
+using yirage::v1::FLOAT32;
+using yirage::v1::StreamedMatmulSchedule;
+
+const yirage::v1::KernelFamily* Family(const BackendKernels& k, const std::string& name) {
+  for (const auto& f : k.families()) {
+    if (f.name() == name) return &f;
+  }
+  return nullptr;
+}
+
+// (form, stages, warps) of a streamed-matmul family's points.
+std::set<std::tuple<int, int, int>> StreamedPoints(const BackendKernels& k) {
+  std::set<std::tuple<int, int, int>> out;
+  const yirage::v1::KernelFamily* f = Family(k, "streamed_matmul");
+  if (f == nullptr) return out;
+  for (const auto& p : f->points()) {
+    const StreamedMatmulSchedule& s = p.schedule().streamed_matmul();
+    out.insert({s.form(), s.stages(), s.warps()});
+  }
+  return out;
+}
+
+yirage::v1::CompileTarget Target(int sm, int sms, int64_t smem) {
+  yirage::v1::CompileTarget t;
+  t.set_compute_capability(sm);
+  t.set_multiprocessors(sms);
+  t.set_max_shared_memory_per_block(smem);
+  return t;
+}
+
+TEST(CudaFamiliesTest, DescribeSaysWhatTheTargetRuns) {
+  const BackendKernels h200 = DescribeKernels(H200CompileTarget());
+  EXPECT_EQ(h200.backend(), "cuda");
+  EXPECT_TRUE(h200.gpu());
+  EXPECT_EQ(h200.library().algorithms(), 3);
+  EXPECT_TRUE(h200.row().flat_elementwise());
+  EXPECT_TRUE(h200.row().threads_knob());
+  ASSERT_NE(Family(h200, "streamed_matmul"), nullptr);
+  ASSERT_NE(Family(h200, "attention"), nullptr);
+  EXPECT_EQ(Family(h200, "streamed_matmul")->pattern(), yirage::v1::STREAMED_MATMUL);
+  EXPECT_EQ(Family(h200, "attention")->pattern(), yirage::v1::ATTENTION);
+  const auto points = StreamedPoints(h200);
+  for (const auto& want : {std::tuple{1, 3, 0}, std::tuple{1, 6, 0}, std::tuple{4, 5, 0},
+                           std::tuple{2, 1, 0}, std::tuple{2, 2, 8}, std::tuple{2, 2, 16}}) {
+    EXPECT_TRUE(points.count(want)) << std::get<0>(want) << " " << std::get<1>(want);
+  }
+  if (HasGpu()) GTEST_SKIP() << "with a device, describe() answers for the device";
+  // sm_80: no wgmma points; 64 KiB of shared memory: no 6-stage pipeline.
+  const BackendKernels a100 = DescribeKernels(Target(80, 108, 166912));
+  for (const auto& [form, stages, warps] : StreamedPoints(a100)) {
+    EXPECT_NE(form, StreamedMatmulSchedule::FORM_WGMMA);
+  }
+  for (const auto& p : Family(a100, "attention")->points()) {
+    EXPECT_NE(p.schedule().attention().warp_rows(), 64) << p.label();
+  }
+  const auto small = StreamedPoints(DescribeKernels(Target(86, 84, 65536)));
+  EXPECT_TRUE(small.count({1, 3, 0}));
+  EXPECT_FALSE(small.count({1, 6, 0}));
+  // Before sm_80 the families' cp.async and mma.sync are not there.
+  const BackendKernels volta = DescribeKernels(Target(70, 80, 98304));
+  EXPECT_EQ(volta.families_size(), 0);
+  EXPECT_TRUE(volta.has_library());
+  // Neither a device nor a target: no answer.
+  void* out = nullptr;
+  size_t len = 0;
+  char* error = nullptr;
+  EXPECT_EQ(Backend()->describe(nullptr, 0, &out, &len, &error), YIRAGE_NO_DEVICE);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("CompileRequest.target must name the device"),
+            std::string::npos)
+      << error;
+  Backend()->free_buffer(error);
+}
+
+core::SearchOptions OptionsFor(const BackendKernels& kernels) {
+  core::SearchOptions options;  // as the scheduler searches for a CUDA worker
+  options.backend = "cuda";
+  options.kernels = kernels;
+  options.enable_rewrites = false;
+  options.warp_size = 32;
+  return options;
+}
+
+std::vector<yirage::v1::Plan> Generate(const yirage::v1::Graph& proto,
+                                       const core::SearchOptions& options) {
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return {};
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
+  EXPECT_TRUE(plans.ok()) << plans.status();
+  return plans.ok() ? *plans : std::vector<yirage::v1::Plan>{};
+}
+
+absl::StatusOr<yirage::v1::Graph> BenchGraph(const std::string& name) {
+  return LoadGraph(SourceDir() + "/examples/graphs/bench/" + name + ".json");
+}
+
+// The streamed-matmul chains get the family's forms with their knobs; the
+// registers and wgmma forms only where they apply.
+TEST(CudaFamiliesTest, StreamedMatmulFormsAreSearched) {
+  const core::SearchOptions options = OptionsFor(DescribeKernels(H200CompileTarget()));
+  auto forms = [&](const std::string& name) {
+    std::set<std::tuple<int, int, int>> seen;
+    absl::StatusOr<yirage::v1::Graph> proto = BenchGraph(name);
+    EXPECT_TRUE(proto.ok()) << proto.status();
+    if (!proto.ok()) return seen;
+    for (const yirage::v1::Plan& plan : Generate(*proto, options)) {
+      // The whole chain as one kernel.
+      if (plan.kernels_size() != 1 || !plan.kernels(0).schedule().has_streamed_matmul()) continue;
+      const StreamedMatmulSchedule& s = plan.kernels(0).schedule().streamed_matmul();
+      seen.insert({s.form(), s.stages(), s.warps()});
+    }
+    return seen;
+  };
+  const auto rms = forms("rms_norm_linear_b1");  // a prologue: no wgmma
+  for (const auto& want :
+       {std::tuple{0, 0, 0}, std::tuple{1, 3, 0}, std::tuple{1, 6, 0}, std::tuple{2, 1, 0},
+        std::tuple{2, 2, 0}, std::tuple{2, 2, 8}, std::tuple{2, 2, 16}, std::tuple{2, 3, 0}}) {
+    EXPECT_TRUE(rms.count(want)) << std::get<0>(want) << " " << std::get<1>(want) << " "
+                                 << std::get<2>(want);
+  }
+  for (const auto& f : rms) EXPECT_NE(std::get<0>(f), StreamedMatmulSchedule::FORM_WGMMA);
+  EXPECT_TRUE(forms("gated_mlp_b8").count({StreamedMatmulSchedule::FORM_WGMMA, 5, 0}));
+  const auto lora = forms("lora_b1");  // a low-rank branch: neither registers nor wgmma
+  EXPECT_TRUE(lora.count({1, 3, 0}));
+  for (const auto& f : lora) {
+    EXPECT_NE(std::get<0>(f), StreamedMatmulSchedule::FORM_REGISTERS);
+    EXPECT_NE(std::get<0>(f), StreamedMatmulSchedule::FORM_WGMMA);
+  }
+}
+
+// A fused attention chain gets the family's points (pipeline depths, block
+// and warp rows, warps, the merges; the wgmma form where D = DV = 64) and its
+// defaults; a streamed matmul takes none of them.
+TEST(CudaFamiliesTest, AttentionPointsAreSearched) {
+  absl::StatusOr<yirage::v1::Graph> proto = BenchGraph("gqa_decode_b1");  // D = DV = 64
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  const core::SearchOptions options = OptionsFor(DescribeKernels(H200CompileTarget()));
+  // (merge, stages, warps, block_rows, warp_rows)
+  std::set<std::tuple<int, int, int, int, int>> seen;
+  for (const yirage::v1::Plan& plan : Generate(*proto, options)) {
+    if (plan.kernels_size() != 1) continue;
+    ASSERT_TRUE(plan.kernels(0).schedule().has_attention()) << plan.description();
+    const AttentionSchedule& s = plan.kernels(0).schedule().attention();
+    seen.insert({s.merge(), s.stages(), s.warps(), s.block_rows(), s.warp_rows()});
+  }
+  using M = AttentionSchedule;
+  const std::set<std::tuple<int, int, int, int, int>> want = {{0, 0, 0, 0, 0},
+                                                              {0, 3, 0, 0, 0},
+                                                              {0, 6, 0, 0, 0},
+                                                              {M::MERGE_IN_KERNEL, 4, 4, 64, 64},
+                                                              {M::MERGE_IN_KERNEL, 4, 4, 64, 0},
+                                                              {0, 3, 8, 64, 0},
+                                                              {M::MERGE_CLUSTER_PULL, 3, 8, 64, 0},
+                                                              {0, 2, 16, 64, 0},
+                                                              {0, 4, 4, 64, 32},
+                                                              {M::MERGE_WORKSPACE, 4, 4, 64, 0},
+                                                              {M::MERGE_IN_KERNEL, 2, 4, 64, 32}};
+  EXPECT_EQ(seen, want);
+  absl::StatusOr<yirage::v1::Graph> rms = BenchGraph("rms_norm_linear_b1");
+  ASSERT_TRUE(rms.ok());
+  for (const yirage::v1::Plan& plan : Generate(*rms, options)) {
+    for (const auto& kernel : plan.kernels()) {
+      EXPECT_FALSE(kernel.schedule().has_attention()) << plan.description();
+    }
+  }
+}
+
+// Knobs the backend cannot run for the chain are refused with the reason,
+// never run as another kernel.
+TEST(CudaFamiliesTest, KnobsTheBackendCannotRunAreRefused) {
+  auto error_of = [](const yirage::v1::Graph& proto, yirage::v1::Plan plan) {
+    Compiled c;
+    CompileThroughAbi(proto, {plan}, &c);
+    return c.response.plans_size() == 1 && !c.response.plans(0).ok() ? c.response.plans(0).error()
+                                                                     : std::string("compiled");
+  };
+  auto one_kernel = [](const yirage::v1::Graph& proto, const yirage::v1::Schedule& schedule) {
+    absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+    EXPECT_TRUE(g.ok());
+    return MakePlan(*g, OneRowGroup(proto, schedule));
+  };
+  // A low-rank branch in the registers form.
+  GraphBuilder l("lora");
+  l.Input("X", {16, 256}, FLOAT16).Input("W", {256, 256}, FLOAT16);
+  l.Input("A", {256, 16}, FLOAT16).Input("B", {16, 256}, FLOAT16);
+  l.Op("XW", "matmul", {"X", "W"}).Op("XA", "matmul", {"X", "A"});
+  l.Op("XAB", "matmul", {"XA", "B"}).Op("Y", "add", {"XW", "XAB"}).Output("Y");
+  yirage::v1::Schedule regs = Rows(4);
+  regs.mutable_streamed_matmul()->set_form(StreamedMatmulSchedule::FORM_REGISTERS);
+  EXPECT_NE(error_of(l.proto(), one_kernel(l.proto(), regs))
+                .find("schedule.streamed_matmul.form FORM_REGISTERS does not apply"),
+            std::string::npos);
+  // wgmma under a norm prologue.
+  GraphBuilder r("rms_linear");
+  r.Input("X", {16, 512}, FLOAT16).Input("W", {512, 256}, FLOAT16);
+  r.Op("N", "rms_norm", {"X"}).Op("Y", "matmul", {"N", "W"}).Output("Y");
+  yirage::v1::Schedule wgmma = Rows(4);
+  wgmma.mutable_streamed_matmul()->set_form(StreamedMatmulSchedule::FORM_WGMMA);
+  EXPECT_NE(error_of(r.proto(), one_kernel(r.proto(), wgmma)).find("FORM_WGMMA does not apply"),
+            std::string::npos);
+  // Attention's wgmma form with D = 128.
+  GraphBuilder a("attention_d128");
+  a.Input("Q", {1, 64, 128}, FLOAT16).Input("K", {1, 128, 256}, FLOAT16);
+  a.Input("V", {1, 256, 128}, FLOAT16);
+  a.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  a.Output("O");
+  yirage::v1::Schedule wide = Rows(4);
+  wide.mutable_attention()->set_warp_rows(64);
+  EXPECT_NE(error_of(a.proto(), one_kernel(a.proto(), wide))
+                .find("schedule.attention.warp_rows 64 (the wgmma form) needs sm_90"),
+            std::string::npos);
+  // Attention knobs on a float32 chain, which the kernel does not take.
+  GraphBuilder f("attention_f32");
+  f.Input("Q", {1, 64, 64}, FLOAT32).Input("K", {1, 64, 128}, FLOAT32);
+  f.Input("V", {1, 128, 64}, FLOAT32);
+  f.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  f.Output("O");
+  yirage::v1::Schedule knobs = Rows(4);
+  knobs.mutable_attention()->set_stages(3);
+  EXPECT_NE(error_of(f.proto(), one_kernel(f.proto(), knobs))
+                .find("the fused attention kernel does not take this chain"),
+            std::string::npos);
+  // Its defaults are the backend's choice: the row kernel.
+  yirage::v1::Schedule defaults = Rows(4);
+  defaults.mutable_attention();
+  EXPECT_EQ(error_of(f.proto(), one_kernel(f.proto(), defaults)), "compiled");
+}
+
+}  // namespace
+}  // namespace yirage::backends::cuda::testing
