@@ -314,14 +314,21 @@ absl::StatusOr<JobStore::BestKernel> JobStore::GetBestKernel(const std::string& 
                                             ") has no verified candidate yet"));
   }
   YIRAGE_ASSIGN_OR_RETURN(
-      Statement s, db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
-                                             ", source FROM candidates WHERE candidate_id=?")));
+      Statement s,
+      db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
+                                ", source, launch FROM candidates WHERE candidate_id=?")));
   s.Bind(1, job.best().candidate_id());
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return absl::InternalError("best candidate vanished");
   BestKernel best;
   best.candidate = ReadCandidate(s);
   best.source = s.ColumnText(kCandidateColumnCount);
+  if (!s.ColumnIsNull(kCandidateColumnCount + 1)) {
+    best.launch.emplace();
+    if (!best.launch->ParseFromString(s.ColumnBlob(kCandidateColumnCount + 1))) {
+      return absl::DataLossError("the best candidate's stored launch manifest is unreadable");
+    }
+  }
   best.backend = job.backend();
   YIRAGE_ASSIGN_OR_RETURN(Statement g, db_->Prepare("SELECT graph FROM jobs WHERE job_id=?"));
   g.Bind(1, job_id);
@@ -412,8 +419,8 @@ absl::StatusOr<RecordReport> JobStore::RecordResults(
           Statement s,
           db_->Prepare("UPDATE candidates SET status=?, time_us=?, baseline_time_us=?, "
                        "max_abs_error=?, max_rel_error=?, error=?, source=?, worker_id=?, "
-                       "finished=?, same_kernel_as=?, batch_id=NULL WHERE candidate_id=? AND "
-                       "batch_id=? AND status=?"));
+                       "finished=?, same_kernel_as=?, launch=?, batch_id=NULL WHERE "
+                       "candidate_id=? AND batch_id=? AND status=?"));
       s.Bind(1, static_cast<int64_t>(status))
           .Bind(2, r.time_us())
           .Bind(3, r.baseline_time_us())
@@ -424,9 +431,14 @@ absl::StatusOr<RecordReport> JobStore::RecordResults(
           .Bind(8, worker_id)
           .Bind(9, now)
           .Bind(10, r.same_kernel_as())
-          .Bind(11, r.candidate_id())
-          .Bind(12, batch_id)
-          .Bind(13, static_cast<int64_t>(yirage::v1::LEASED));
+          .Bind(12, r.candidate_id())
+          .Bind(13, batch_id)
+          .Bind(14, static_cast<int64_t>(yirage::v1::LEASED));
+      if (r.has_launch()) {
+        s.BindBlob(11, r.launch().SerializeAsString());
+      } else {
+        s.BindNull(11);
+      }
       YIRAGE_RETURN_IF_ERROR(s.Run());
       if (db_->Changes() > 0) report.newly_stored[status]++;
       report.acknowledged.push_back(r.candidate_id());

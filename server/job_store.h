@@ -77,6 +77,7 @@ class JobStore {
   struct BestKernel {
     yirage::v1::Candidate candidate;
     std::string source;
+    std::optional<yirage::v1::LaunchManifest> launch;  // as the worker reported it
     yirage::v1::Graph graph;
     std::string backend;
   };

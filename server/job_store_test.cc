@@ -110,6 +110,7 @@ TEST_F(JobStoreTest, LeaseRecordAndFinish) {
   // kernel): stored with it and listed.
   CandidateResult twin = Verified(b.candidates(1).candidate_id(), 40);
   twin.set_same_kernel_as(b.candidates(0).candidate_id());
+  twin.mutable_launch()->add_launches()->set_name("yr_p1_k0");  // how its source is run
   auto report = store_->RecordResults(
       "w1", b.batch_id(), Results({Verified(b.candidates(0).candidate_id(), 100), twin}), 1002);
   ASSERT_TRUE(report.ok()) << report.status();
@@ -151,6 +152,8 @@ TEST_F(JobStoreTest, LeaseRecordAndFinish) {
   auto best = store_->GetBestKernel(*id);
   ASSERT_TRUE(best.ok()) << best.status();
   EXPECT_NE(best->source.find("yirage_plan_0"), std::string::npos);
+  ASSERT_TRUE(best->launch.has_value()) << "the launch manifest is stored with the result";
+  EXPECT_EQ(best->launch->launches(0).name(), "yr_p1_k0");
 }
 
 TEST_F(JobStoreTest, ExpiredLeaseBlamesRunningCandidateAndRequeuesOthers) {

@@ -53,27 +53,67 @@ nlohmann::json TensorList(const core::Graph& graph, bool outputs) {
   return list;
 }
 
-// CUDA: kernel.cu (the stored source), manifest.json (the launch sequence the
-// backend recorded in the source, see backends/cuda/cuda_codegen.h
-// LaunchRecord) and yirage_kernel.py, which runs it on PyTorch tensors.
+// The manifest's "buffers" and "launches" (numbers as JSON numbers, which
+// protobuf's JSON mapping would print as strings for 64-bit fields).
+nlohmann::json BuffersJson(const yirage::v1::LaunchManifest& m) {
+  nlohmann::json buffers = nlohmann::json::array();
+  for (const auto& b : m.buffers()) {
+    buffers.push_back({{"bytes", b.bytes()}, {"zero_init", b.zero_init()}, {"what", b.what()}});
+  }
+  return buffers;
+}
+
+nlohmann::json LaunchesJson(const yirage::v1::LaunchManifest& m) {
+  nlohmann::json launches = nlohmann::json::array();
+  for (const auto& l : m.launches()) {
+    std::vector<int> args(l.args().begin(), l.args().end());
+    if (l.has_library()) {
+      const auto& c = l.library();
+      launches.push_back({{"name", l.name()},
+                          {"args", args},
+                          {"library",
+                           {{"call", c.call()},
+                            {"args", "A, B, C, bias, D, workspace"},
+                            {"data_type", c.data_type()},
+                            {"compute_type", c.compute_type()},
+                            {"scale_type", c.scale_type()},
+                            {"transpose_b", c.transpose_b()},
+                            {"batch", c.batch()},
+                            {"m", c.m()},
+                            {"n", c.n()},
+                            {"k", c.k()},
+                            {"a_batch_stride", c.a_batch_stride()},
+                            {"b_batch_stride", c.b_batch_stride()},
+                            {"alpha", c.alpha()},
+                            {"beta", c.beta()},
+                            {"bias", c.bias()},
+                            {"epilogue", c.epilogue()},
+                            {"algo_index", c.algo_index()},
+                            {"workspace_bytes", c.workspace_bytes()}}}});
+      continue;
+    }
+    std::vector<int64_t> grid(l.grid().begin(), l.grid().end());
+    launches.push_back({{"name", l.name()},
+                        {"grid", grid},
+                        {"block", l.block()},
+                        {"smem_bytes", l.smem_bytes()},
+                        {"args", args},
+                        {"cooperative", l.cooperative()}});
+  }
+  return launches;
+}
+
+// CUDA: kernel.cu (the stored source), manifest.json (the launches the
+// backend reported with the candidate: LaunchManifest in backend.proto) and
+// yirage_kernel.py, which runs it on PyTorch tensors.
 absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string& job_id,
                                                                const JobStore::BestKernel& best,
                                                                const core::Graph& graph) {
-  static constexpr char kMarker[] = "// yirage-launch: ";
-  const size_t at = best.source.rfind(kMarker);
-  if (at == std::string::npos) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job '", job_id, "': the stored CUDA source has no launch record (a '",
-                     kMarker, "' line); it was made by an older worker: run the job again"));
-  }
-  const size_t begin = at + sizeof(kMarker) - 1;
-  const size_t end = best.source.find('\n', begin);
-  nlohmann::json record = nlohmann::json::parse(
-      best.source.substr(begin, end == std::string::npos ? std::string::npos : end - begin),
-      nullptr, /*allow_exceptions=*/false);
-  if (record.is_discarded() || !record.contains("launches") || !record.contains("buffers")) {
-    return absl::InternalError(
-        absl::StrCat("job '", job_id, "': the stored CUDA launch record is malformed"));
+  if (!best.launch.has_value() || best.launch->launches_size() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", job_id,
+        "': the best candidate was stored without its launch manifest (it was evaluated by an "
+        "older worker): run the job again"));
   }
   std::vector<std::string> names;
   for (const auto& t : TensorList(graph, false)) names.push_back(t["name"].get<std::string>());
@@ -100,8 +140,8 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
       {"inputs", TensorList(graph, false)},
       {"outputs", TensorList(graph, true)},
       {"layout", "row-major, dense; float16/bfloat16 as IEEE 16-bit words"},
-      {"buffers", record["buffers"]},
-      {"launches", record["launches"]},
+      {"buffers", BuffersJson(*best.launch)},
+      {"launches", LaunchesJson(*best.launch)},
       {"usage", usage},
   });
   yirage::v1::GetKernelResponse response;

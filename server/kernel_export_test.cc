@@ -49,13 +49,28 @@ std::map<std::string, std::string> Files(const yirage::v1::GetKernelResponse& r)
   return files;
 }
 
-TEST(KernelExportTest, CudaExportCarriesTheLaunchRecordAndAPythonLoader) {
+// One elementwise kernel and a split-K workspace, as the CUDA backend
+// reports them (CompiledPlan.launch).
+yirage::v1::LaunchManifest OneLaunch() {
+  yirage::v1::LaunchManifest m;
+  auto* b = m.add_buffers();
+  b->set_bytes(256);
+  b->set_zero_init(true);
+  b->set_what("split-K workspace");
+  auto* l = m.add_launches();
+  l->set_name("yr_p0_k0");
+  for (int64_t g : {4, 1, 1}) l->add_grid(g);
+  l->set_block(128);
+  for (int a : {0, 1, 2, 3}) l->add_args(a);
+  return m;
+}
+
+TEST(KernelExportTest, CudaExportCarriesTheLaunchManifestAndAPythonLoader) {
   const std::string source =
-      "extern \"C\" __global__ void yr_p0_k0(const void* a, const void* b, void* y, void* s) {}\n"
-      "// yirage-launch: {\"buffers\":[{\"bytes\":256,\"zero_init\":true,\"what\":\"split-K "
-      "workspace\"}],\"launches\":[{\"name\":\"yr_p0_k0\",\"grid\":[4,1,1],\"block\":128,"
-      "\"smem_bytes\":0,\"args\":[0,1,2,3]}]}\n";
-  auto exported = ExportKernel("job-1", CudaBest(source));
+      "extern \"C\" __global__ void yr_p0_k0(const void* a, const void* b, void* y, void* s) {}\n";
+  JobStore::BestKernel best = CudaBest(source);
+  best.launch = OneLaunch();
+  auto exported = ExportKernel("job-1", best);
   ASSERT_TRUE(exported.ok()) << exported.status();
   auto files = Files(*exported);
   ASSERT_EQ(files.count("kernel.cu"), 1u);
@@ -91,17 +106,11 @@ TEST(KernelExportTest, CudaExportCarriesTheLaunchRecordAndAPythonLoader) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(KernelExportTest, CudaSourceWithoutLaunchRecordIsRefusedWithAReason) {
+TEST(KernelExportTest, CudaCandidateWithoutLaunchManifestIsRefusedWithAReason) {
   auto exported = ExportKernel("job-2", CudaBest("extern \"C\" __global__ void k() {}\n"));
   ASSERT_FALSE(exported.ok());
   EXPECT_EQ(exported.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(exported.status().message().find("launch record"), absl::string_view::npos);
-}
-
-TEST(KernelExportTest, MalformedLaunchRecordIsAnError) {
-  auto exported = ExportKernel("job-3", CudaBest("// yirage-launch: {\"launches\": [\n"));
-  ASSERT_FALSE(exported.ok());
-  EXPECT_NE(exported.status().message().find("malformed"), absl::string_view::npos);
+  EXPECT_NE(exported.status().message().find("launch manifest"), absl::string_view::npos);
 }
 
 TEST(KernelExportTest, UnsupportedBackendSaysSo) {

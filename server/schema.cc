@@ -91,6 +91,9 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
       // Version 6: what each worker's backend runs on its device (a
       // serialized BackendKernels, NULL until the worker sent it).
       {"ALTER TABLE workers ADD COLUMN kernels BLOB"},
+      // Version 7: how a candidate's source is run (a serialized
+      // LaunchManifest; NULL where the backend needs none).
+      {"ALTER TABLE candidates ADD COLUMN launch BLOB"},
   };
 }
 

@@ -197,6 +197,7 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
     r.set_candidate_id(candidate_id);
     const auto& plan = compiled.plans(index);
     r.set_source(plan.source());
+    if (plan.has_launch()) *r.mutable_launch() = plan.launch();
     if (!plan.ok()) {
       r.set_status(yirage::v1::ERROR);
       r.set_error(absl::StrCat("compile failed: ", plan.error()));
@@ -263,6 +264,11 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
       if (r.same_kernel_as() == 0) r.set_same_kernel_as(r.candidate_id());
       r.set_candidate_id(id);
       r.set_source(plan.source());
+      if (plan.has_launch()) {
+        *r.mutable_launch() = plan.launch();
+      } else {
+        r.clear_launch();
+      }
       r.set_evaluation_seconds(compile_share);
       absl::MutexLock lock(&mu_);
       ++results_reused_;

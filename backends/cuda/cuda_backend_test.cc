@@ -158,7 +158,7 @@ TEST_P(SuiteCompileTest, FirstCandidatesCompileWithNvrtc) {
     library += p.source().find("cuBLASLt") != std::string::npos ? 1 : 0;
   }
   if (has_matmul) {
-    EXPECT_NE(c.response.plans(0).source().find("\"library\""), std::string::npos)
+    EXPECT_NE(c.response.plans(0).launch().ShortDebugString().find("library {"), std::string::npos)
         << "the baseline of a graph with matmuls calls the library";
     EXPECT_GT(library, 1) << "library candidates besides the baseline";
   }
@@ -513,7 +513,8 @@ TEST(CudaBackendGpuTest, LibraryPlansMatchReference) {
     CompileThroughAbi(lg.proto, plans, &c);
     int library = 0;
     for (int i = 0; i < c.response.plans_size(); ++i) {
-      EXPECT_NE(c.response.plans(i).source().find("\"library\""), std::string::npos);
+      EXPECT_NE(c.response.plans(i).launch().ShortDebugString().find("library {"),
+                std::string::npos);
       const core::CompareResult r = RunAndCompare(*g, c, i);
       // The heuristic may offer fewer algorithms than the plan's index: that
       // plan fails, saying so; every other library plan must match.

@@ -1946,26 +1946,28 @@ std::string CudaFloatLiteral(double value) {
 
 std::string KernelName(int plan, int kernel) { return absl::StrCat("yr_p", plan, "_k", kernel); }
 
-std::string LaunchRecord(const PlanCode& code) {
-  nlohmann::json buffers = nlohmann::json::array(), launches = nlohmann::json::array();
+yirage::v1::LaunchManifest LaunchManifestOf(const PlanCode& code) {
+  yirage::v1::LaunchManifest manifest;
   for (const PlanBuffer& b : code.buffers) {
-    buffers.push_back({{"bytes", b.bytes}, {"zero_init", b.zero_init}, {"what", b.what}});
+    yirage::v1::LaunchManifest::Buffer* buffer = manifest.add_buffers();
+    buffer->set_bytes(b.bytes);
+    buffer->set_zero_init(b.zero_init);
+    buffer->set_what(b.what);
   }
   for (const KernelLaunch& l : code.launches) {
+    yirage::v1::LaunchManifest::Launch* launch = manifest.add_launches();
+    launch->set_name(l.name);
+    for (int a : l.args) launch->add_args(a);
     if (l.library.has_value()) {
-      launches.push_back(
-          {{"name", l.name}, {"args", l.args}, {"library", LibraryCallJson(*l.library)}});
+      *launch->mutable_library() = LibraryCallManifest(*l.library);
       continue;
     }
-    launches.push_back({{"name", l.name},
-                        {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
-                        {"block", l.block},
-                        {"smem_bytes", l.smem_bytes},
-                        {"args", l.args},
-                        {"cooperative", l.cooperative}});
+    for (int64_t g : l.grid) launch->add_grid(g);
+    launch->set_block(l.block);
+    launch->set_smem_bytes(l.smem_bytes);
+    launch->set_cooperative(l.cooperative);
   }
-  const nlohmann::json record = {{"buffers", buffers}, {"launches", launches}};
-  return absl::StrCat("\n", kLaunchRecordMarker, record.dump(), "\n");
+  return manifest;
 }
 
 std::string CudaCodegen::Prelude() {

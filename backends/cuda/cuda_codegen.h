@@ -1,7 +1,7 @@
 // Plan -> CUDA C++ (compiled by NVRTC) for the CUDA backend.
 //
 // Every kernel of a plan becomes one extern "C" __global__ function
-// yr_p<plan>_k<kernel>, plus a launch record (grid, block, dynamic shared
+// yr_p<plan>_k<kernel>, plus a launch (grid, block, dynamic shared
 // memory, arguments) the module replays in order. All shapes are compile-time
 // constants. Arguments are device buffers, numbered:
 //   [0, num_inputs)                        graph inputs, in their dtype
@@ -68,6 +68,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph.h"
+#include "yirage/v1/backend.pb.h"
 #include "yirage/v1/plan.pb.h"
 
 namespace yirage::backends::cuda {
@@ -127,15 +128,10 @@ std::string CudaFloatLiteral(double value);
 // Names of the generated kernels.
 std::string KernelName(int plan, int kernel);  // "yr_p<plan>_k<kernel>"
 
-// The marker of the launch record that LaunchRecord() appends to a plan's
-// stored source: one comment line "// yirage-launch: {json}".
-inline constexpr char kLaunchRecordMarker[] = "// yirage-launch: ";
-
-// A one-line comment carrying `code`'s buffers and launches as JSON
-// ({"buffers": [{"bytes", "zero_init", "what"}], "launches": [{"name",
-// "grid": [x, y, z], "block", "smem_bytes", "args": [ids]}]}), so that the
-// stored source alone says how to run it (kernel export reads it back).
-std::string LaunchRecord(const PlanCode& code);
+// `code`'s buffers and launches as CompiledPlan.launch reports them (the
+// worker stores them with the candidate; kernel export writes them to
+// manifest.json).
+yirage::v1::LaunchManifest LaunchManifestOf(const PlanCode& code);
 
 class CudaCodegen {
  public:

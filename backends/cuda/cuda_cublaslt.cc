@@ -115,34 +115,28 @@ std::string EpilogueName(const LibraryMatmulCall& call) {
   }
 }
 
-nlohmann::json LibraryCallJson(const LibraryMatmulCall& call) {
-  const char* type = call.dtype == yirage::v1::FLOAT16    ? "CUDA_R_16F"
-                     : call.dtype == yirage::v1::BFLOAT16 ? "CUDA_R_16BF"
-                                                          : "CUDA_R_32F";
-  return {
-      {"call", "cublasLtMatmul"},
-      {"view",
-       "row-major D[m, n] = act(alpha * A[m, k] @ B + beta * C + bias[n]) per batch entry, "
-       "passed to cuBLASLt as column-major D^T = B^T A^T: its A is our B (transa T when "
-       "transpose_b), its B our A"},
-      {"args", "A, B, C, bias, D, workspace"},
-      {"data_type", type},
-      {"compute_type", call.tf32 ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F"},
-      {"scale_type", "CUDA_R_32F"},
-      {"transpose_b", call.transpose_b},
-      {"batch", call.batch},
-      {"m", call.m},
-      {"n", call.n},
-      {"k", call.k},
-      {"a_batch_stride", call.a_batch_stride},
-      {"b_batch_stride", call.b_batch_stride},
-      {"alpha", call.alpha},
-      {"beta", call.residual ? 1.0 : 0.0},
-      {"bias", call.bias},
-      {"epilogue", EpilogueName(call)},
-      {"algo_index", call.algo},
-      {"workspace_bytes", call.workspace_bytes},
-  };
+yirage::v1::LaunchManifest::LibraryCall LibraryCallManifest(const LibraryMatmulCall& call) {
+  yirage::v1::LaunchManifest::LibraryCall m;
+  m.set_call("cublasLtMatmul");
+  m.set_data_type(call.dtype == yirage::v1::FLOAT16    ? "CUDA_R_16F"
+                  : call.dtype == yirage::v1::BFLOAT16 ? "CUDA_R_16BF"
+                                                       : "CUDA_R_32F");
+  m.set_compute_type(call.tf32 ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F");
+  m.set_scale_type("CUDA_R_32F");
+  m.set_transpose_b(call.transpose_b);
+  m.set_batch(call.batch);
+  m.set_m(call.m);
+  m.set_n(call.n);
+  m.set_k(call.k);
+  m.set_a_batch_stride(call.a_batch_stride);
+  m.set_b_batch_stride(call.b_batch_stride);
+  m.set_alpha(call.alpha);
+  m.set_beta(call.residual ? 1.0 : 0.0);
+  m.set_bias(call.bias);
+  m.set_epilogue(EpilogueName(call));
+  m.set_algo_index(call.algo);
+  m.set_workspace_bytes(call.workspace_bytes);
+  return m;
 }
 
 PreparedMatmul::~PreparedMatmul() {

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "backends/cuda/cuda_codegen.h"
 #include "nlohmann/json.hpp"
+#include "yirage/v1/backend.pb.h"
 #include "yirage/v1/graph.pb.h"
 
 namespace yirage::backends::cuda {
@@ -53,9 +54,9 @@ std::string CublasStatusText(const CublasLt* lt, cublasStatus_t status);
 inline constexpr int64_t kCublasLtWorkspaceBytes = int64_t{32} << 20;
 
 // cuBLASLt's epilogue name for the call ("CUBLASLT_EPILOGUE_RELU_BIAS"), and
-// the whole call as JSON for the launch record and export manifest.
+// the whole call as the launch manifest gives it.
 std::string EpilogueName(const LibraryMatmulCall& call);
-nlohmann::json LibraryCallJson(const LibraryMatmulCall& call);
+yirage::v1::LaunchManifest::LibraryCall LibraryCallManifest(const LibraryMatmulCall& call);
 
 // Descriptors and the chosen algorithm of one call, made once per context.
 class PreparedMatmul {

@@ -15,14 +15,14 @@ namespace yirage::backends::cuda {
 namespace {
 
 // CompiledPlan.kernel_key: the plan's code generated as plan 0, without the
-// line naming the plan, and its launch record. Two plans whose schedules
-// this backend runs alike (knobs a kernel form does not use) get the same.
+// line naming the plan, and its launches. Two plans whose schedules this
+// backend runs alike (knobs a kernel form does not use) get the same.
 std::string KernelKey(const CudaCodegen& codegen, const yirage::v1::Plan& plan) {
   absl::StatusOr<PlanCode> canonical = codegen.GeneratePlan(plan, 0, false);
   if (!canonical.ok()) return "";
   std::string key = std::move(canonical->source);
   if (absl::StartsWith(key, "// ---- plan ")) key.erase(0, key.find('\n') + 1);
-  return key + LaunchRecord(*canonical);
+  return key + "\n// launches: " + LaunchManifestOf(*canonical).ShortDebugString();
 }
 
 // Without a device: the request's target, which must name every figure the
@@ -459,7 +459,8 @@ absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::Compil
     if (injected_error_plan.load() == i) {
       code[i].source += "\n#error \"injected by the test hook\"\n";
     }
-    out->set_source(prelude + code[i].source + LaunchRecord(code[i]));
+    out->set_source(prelude + code[i].source);
+    *out->mutable_launch() = LaunchManifestOf(code[i]);
     if (injected_fault_plan.load() != i && injected_error_plan.load() != i) {
       out->set_kernel_key(KernelKey(codegen, request.plans(i)));
     }

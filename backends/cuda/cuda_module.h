@@ -1,4 +1,4 @@
-// Compiled plans of one CompileRequest: NVRTC cubins, launch records and the
+// Compiled plans of one CompileRequest: NVRTC cubins, launch manifests and the
 // device state (loaded CUmodules, buffers) to run and time them.
 #ifndef YIRAGE_BACKENDS_CUDA_CUDA_MODULE_H_
 #define YIRAGE_BACKENDS_CUDA_CUDA_MODULE_H_
