@@ -1,0 +1,182 @@
+// The CUDA kernel planners as pure functions of the chain's shapes, the
+// schedule and the target (no NVRTC, no device): the streamed matmul's form,
+// splits, clusters and stages; fused attention's splits and merges; the
+// family description for a target.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "backends/cuda/cuda_attention.h"
+#include "backends/cuda/cuda_families.h"
+#include "backends/cuda/cuda_streamed_matmul.h"
+#include "backends/cuda/cuda_test_util.h"
+#include "core/graph.h"
+#include "gtest/gtest.h"
+
+namespace yirage::backends::cuda {
+namespace {
+
+using testing::GraphBuilder;
+using yirage::v1::FLOAT16;
+using yirage::v1::StreamedMatmulSchedule;
+
+CudaTarget H200() { return CudaTarget{90, 232448, 132}; }
+CudaTarget A100() { return CudaTarget{80, 166912, 108}; }
+
+core::Graph MustGraph(const yirage::v1::Graph& proto) {
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *std::move(g);
+}
+
+core::Graph Gated(int64_t m, int64_t k, int64_t n) {
+  GraphBuilder b("gated");
+  b.Input("X", {m, k}, FLOAT16).Input("W1", {k, n}, FLOAT16).Input("W2", {k, n}, FLOAT16);
+  b.Op("A", "matmul", {"X", "W1"}).Op("Sg", "silu", {"A"});
+  b.Op("Bm", "matmul", {"X", "W2"}).Op("Y", "mul", {"Sg", "Bm"}).Output("Y");
+  return MustGraph(b.proto());
+}
+
+std::vector<int> AllOps(const core::Graph& g) {
+  std::vector<int> ops;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) ops.push_back(i);
+  return ops;
+}
+
+std::optional<StreamedMatmulPlan> Plan(const core::Graph& g, const CudaTarget& t,
+                                       StreamedMatmulSchedule::Form form, int stages = 0,
+                                       int warps = 0, int split_k = 0) {
+  yirage::v1::Schedule s;
+  s.mutable_streamed_matmul()->set_form(form);
+  s.mutable_streamed_matmul()->set_stages(stages);
+  s.mutable_streamed_matmul()->set_warps(warps);
+  s.mutable_streamed_matmul()->set_split_k(split_k);
+  return PlanStreamedMatmul(g, AllOps(g), {g.outputs()[0]}, t, s);
+}
+
+TEST(StreamedMatmulPlannerTest, DecodeRowsTakeTheRegistersFormAndSplitsFillTheChip) {
+  const core::Graph g = Gated(8, 4096, 4096);
+  std::optional<StreamedMatmulPlan> p = Plan(g, H200(), StreamedMatmulSchedule::FORM_AUTO);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->form, StreamedMatmulPlan::kRegisters);
+  EXPECT_EQ(p->warps, 4);
+  EXPECT_GT(p->splits, 1) << "64 column tiles alone leave the SMs idle";
+  EXPECT_EQ(4096 % (16 * p->warps * p->splits), 0);
+  // 16-warp blocks: few splits, summed in a cluster on sm_90, not on sm_80.
+  p = Plan(g, H200(), StreamedMatmulSchedule::FORM_REGISTERS, 2, 16);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(p->cluster);
+  EXPECT_LE(p->splits, 8);
+  p = Plan(g, A100(), StreamedMatmulSchedule::FORM_REGISTERS, 2, 16);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_FALSE(p->cluster);
+  // A requested split that divides K is taken.
+  p = Plan(g, H200(), StreamedMatmulSchedule::FORM_REGISTERS, 2, 4, 8);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->splits, 8);
+}
+
+TEST(StreamedMatmulPlannerTest, SharedFormStagesSplitsAndClusters) {
+  const core::Graph g64 = Gated(64, 4096, 4096);
+  std::optional<StreamedMatmulPlan> p = Plan(g64, H200(), StreamedMatmulSchedule::FORM_AUTO);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->form, StreamedMatmulPlan::kShared) << "64 rows: no registers form";
+  EXPECT_EQ(p->m_tiles, 4);
+  EXPECT_EQ(p->warps, 8);
+  EXPECT_EQ(p->stages, 4);
+  EXPECT_TRUE(p->cluster) << "sm_90: the K splits sum in a cluster";
+  EXPECT_GE(p->splits, 2);
+  // The combine-kernel form never clusters; sm_80 has no clusters.
+  p = Plan(g64, H200(), StreamedMatmulSchedule::FORM_SHARED_COMBINE, 0, 0, 2);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_FALSE(p->cluster);
+  EXPECT_EQ(p->splits, 2);
+  p = Plan(g64, A100(), StreamedMatmulSchedule::FORM_SHARED);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_FALSE(p->cluster);
+  // A pipeline deeper than shared memory holds gets shallower.
+  CudaTarget small = A100();
+  small.max_smem_per_block = 64 * 1024;
+  p = Plan(g64, small, StreamedMatmulSchedule::FORM_SHARED, 8);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_LT(p->stages, 8);
+  EXPECT_GE(p->stages, 2);
+  // wgmma: sm_90 only, one warpgroup.
+  p = Plan(g64, H200(), StreamedMatmulSchedule::FORM_WGMMA, 5);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->form, StreamedMatmulPlan::kWgmma);
+  EXPECT_EQ(p->warps, 4);
+  EXPECT_EQ(p->stages, 5);
+  p = Plan(g64, A100(), StreamedMatmulSchedule::FORM_WGMMA, 5);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NE(p->form, StreamedMatmulPlan::kWgmma) << "sm_80: the caller refuses this plan";
+}
+
+TEST(StreamedMatmulPlannerTest, ShapesOutsideTheFamilyAreNotPlanned) {
+  EXPECT_FALSE(Plan(Gated(80, 1024, 1024), H200(), StreamedMatmulSchedule::FORM_AUTO).has_value())
+      << "more than 64 rows";
+  EXPECT_FALSE(Plan(Gated(8, 1000, 1024), H200(), StreamedMatmulSchedule::FORM_AUTO).has_value())
+      << "K not a multiple of 64";
+  EXPECT_FALSE(
+      Plan(Gated(8, 1024, 1024), CudaTarget{75, 65536, 40}, StreamedMatmulSchedule::FORM_AUTO)
+          .has_value())
+      << "before sm_80";
+}
+
+AttentionPattern Attention(const core::Graph& g) {
+  std::optional<AttentionPattern> a = MatchAttention(g, AllOps(g), {g.outputs()[0]});
+  EXPECT_TRUE(a.has_value());
+  return a.value_or(AttentionPattern{});
+}
+
+core::Graph AttentionGraph(int64_t heads, int64_t m, int64_t n, int64_t d) {
+  GraphBuilder b("attention");
+  b.Input("Q", {heads, m, d}, FLOAT16).Input("K", {heads, d, n}, FLOAT16);
+  b.Input("V", {heads, n, d}, FLOAT16);
+  b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  return MustGraph(b.proto());
+}
+
+TEST(AttentionPlannerTest, KeySplitsFillTheChipAndMergeAsTheTargetAllows) {
+  // 2 heads x 256 queries: 8 blocks of 64 rows on 132 SMs.
+  const AttentionPattern a = Attention(AttentionGraph(2, 256, 4096, 64));
+  const AttentionConfig h200 = PlanAttention(a, H200(), {});
+  EXPECT_GT(h200.splits, 1);
+  EXPECT_TRUE(h200.cluster_merge || h200.spin_merge);
+  EXPECT_FALSE(h200.wgmma) << "only when asked for";
+  const AttentionConfig a100 = PlanAttention(a, A100(), {});
+  EXPECT_FALSE(a100.cluster_merge) << "no clusters before sm_90";
+  yirage::v1::AttentionSchedule workspace;
+  workspace.set_merge(yirage::v1::AttentionSchedule::MERGE_WORKSPACE);
+  workspace.set_split_k(4);
+  const AttentionConfig ws = PlanAttention(a, H200(), workspace);
+  EXPECT_EQ(ws.splits, 4);
+  EXPECT_FALSE(ws.cluster_merge);
+  EXPECT_FALSE(ws.spin_merge);
+  EXPECT_GT(AttentionWorkspaceBytes(a, ws), 0);
+  // The warpgroup form: sm_90 and D = DV = 64 only.
+  yirage::v1::AttentionSchedule wg;
+  wg.set_warp_rows(64);
+  EXPECT_TRUE(PlanAttention(a, H200(), wg).wgmma);
+  EXPECT_FALSE(PlanAttention(a, A100(), wg).wgmma);
+  const AttentionPattern d128 = Attention(AttentionGraph(2, 256, 4096, 128));
+  EXPECT_FALSE(PlanAttention(d128, H200(), wg).wgmma);
+}
+
+TEST(AttentionPlannerTest, KeyGroupsShrinkToWhatSharedMemoryHolds) {
+  // D = 128: four key groups' two-stage ring does not fit 227 KiB; two do.
+  const AttentionPattern a = Attention(AttentionGraph(1, 64, 256, 128));
+  yirage::v1::AttentionSchedule s;
+  s.set_block_rows(64);
+  s.set_warps(16);
+  s.set_stages(2);
+  s.set_split_k(1);
+  const AttentionConfig c = PlanAttention(a, H200(), s);
+  EXPECT_EQ(c.row_warps, 4);
+  EXPECT_EQ(c.key_groups, 2);
+  EXPECT_EQ(c.stages, 2);
+}
+
+}  // namespace
+}  // namespace yirage::backends::cuda
