@@ -24,6 +24,7 @@
 #include "core/candidate_generator.h"
 #include "core/graph.h"
 #include "core/graph_json.h"
+#include "core/kernel_family.h"
 #include "core/tensor.h"
 #include "workers/backend_library.h"
 
@@ -106,7 +107,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < static_cast<int>(plans->size()) && family_kernel < 0; ++i) {
     if (plan_index >= 0 && i != plan_index) continue;
     for (int k = 0; k < (*plans)[i].kernels_size(); ++k) {
-      if ((*plans)[i].kernels(k).schedule().family_case() != yirage::v1::Schedule::FAMILY_NOT_SET) {
+      if (yirage::core::ScheduleFamily((*plans)[i].kernels(k).schedule()) !=
+          yirage::v1::FAMILY_PATTERN_UNSPECIFIED) {
         plan_index = i;
         family_kernel = k;
         break;

@@ -99,6 +99,7 @@ bool AttentionWithin(const yirage::v1::MatchLimits& limits, const Graph& graph,
     return false;
   }
   if (!Multiple(a.n, limits.keys_multiple())) return false;
+  if (limits.max_query_rows() > 0 && a.m > limits.max_query_rows()) return false;
   return InputsWithin(limits, graph, {a.q, a.k, a.v});
 }
 

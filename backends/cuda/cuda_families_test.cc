@@ -176,7 +176,22 @@ TEST(CudaFamiliesTest, AttentionPointsAreSearched) {
                                                               {0, 4, 4, 64, 32},
                                                               {M::MERGE_WORKSPACE, 4, 4, 64, 0},
                                                               {M::MERGE_IN_KERNEL, 2, 4, 64, 32}};
-  EXPECT_EQ(seen, want);
+  EXPECT_EQ(seen, want) << "256 query rows a head: no 32-row points";
+  // GQA decode (4 query rows a key/value head): the 32-row points too.
+  absl::StatusOr<yirage::v1::Graph> gqa =
+      LoadGraph(SourceDir() + "/examples/graphs/suite/llama3_8b_gqa_decode_b16_n2048.json");
+  ASSERT_TRUE(gqa.ok()) << gqa.status();
+  seen.clear();
+  for (const yirage::v1::Plan& plan : Generate(*gqa, options)) {
+    for (const auto& k : plan.kernels()) {
+      if (!k.schedule().has_attention()) continue;
+      const AttentionSchedule& s = k.schedule().attention();
+      seen.insert({s.merge(), s.stages(), s.warps(), s.block_rows(), s.warp_rows()});
+    }
+  }
+  EXPECT_TRUE(seen.count({M::MERGE_IN_KERNEL, 3, 2, 32, 0}));
+  EXPECT_TRUE(seen.count({0, 2, 2, 32, 0}));
+  EXPECT_FALSE(seen.count({M::MERGE_IN_KERNEL, 4, 4, 64, 64})) << "D = 128: no wgmma point";
   absl::StatusOr<yirage::v1::Graph> rms = BenchGraph("rms_norm_linear_b1");
   ASSERT_TRUE(rms.ok());
   for (const yirage::v1::Plan& plan : Generate(*rms, options)) {
