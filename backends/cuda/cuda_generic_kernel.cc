@@ -1,0 +1,382 @@
+// KERNEL_GENERIC kernels of the CUDA backend: one op each, a column
+// reduction or plain loops over its output; see cuda_codegen.h.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "backends/code_writer.h"
+#include "backends/codegen_util.h"
+#include "backends/cuda/cuda_plan_context.h"
+#include "core/row_group.h"
+
+namespace yirage::backends::cuda {
+namespace {
+
+using core::Graph;
+using core::OpInfo;
+using core::OpType;
+using core::TensorInfo;
+using ::yirage::backends::BinaryExpr;
+using ::yirage::backends::BroadcastStrides;
+using ::yirage::backends::CeilDiv;
+using ::yirage::backends::CommentText;
+using ::yirage::backends::Numel;
+using ::yirage::backends::OffsetExpr;
+using ::yirage::backends::Slice;
+using yirage::v1::KernelPlan;
+using yirage::v1::Schedule;
+
+// ---------------------------------------------------------------------------
+// KERNEL_GENERIC
+// ---------------------------------------------------------------------------
+
+// A reduction over an axis with contiguous elements after it (inner > 1: a
+// middle or the first axis): `outer` slabs of d rows of `inner` columns. A
+// block takes kColumnVectors 16-byte column vectors of one slab and its
+// remaining threads as row lanes; each thread accumulates its vector over
+// the rows of its lane with kColumnUnroll loads in flight, then the lanes
+// combine in shared memory. Where slabs and column tiles give the chip too
+// few blocks, the rows split over more, whose partials a second kernel
+// combines. False (nothing emitted) for shapes it does not take.
+bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
+                         bool inject_fault, Code* code) {
+  constexpr int kThreads = 256;
+  constexpr int kColumnVectors = 32;
+  constexpr int kColumnUnroll = 4;
+  const Graph& g = ctx.graph;
+  const OpInfo& op = g.op(op_id);
+  if (!core::IsReduction(op.type)) return false;
+  const int in = op.inputs[0];
+  const std::vector<int64_t>& shape = g.tensor(in).shape;
+  const int64_t outer = Numel(Slice(shape, 0, op.axis));
+  const int64_t d = shape[op.axis];
+  const int64_t inner = Numel(Slice(shape, op.axis + 1, shape.size()));
+  const bool is_float = ctx.ReadType(in) == "float";
+  const int vec = is_float ? 4 : 8;
+  if (inner < vec || inner % vec != 0) return false;
+  const int64_t cv = inner / vec;
+  const int cx = static_cast<int>(std::min<int64_t>(kColumnVectors, cv));
+  const int ry = kThreads / cx;
+  const int block = cx * ry;
+  const int64_t col_tiles = CeilDiv(cv, cx);
+  const int64_t tiles = outer * col_tiles;
+  // About 32 blocks an SM in all (four rounds of the 8 that fit), each
+  // lane taking at least kColumnUnroll rows of its split.
+  const int64_t sms = std::max(1, ctx.target.sm_count);
+  int64_t splits = std::clamp<int64_t>(CeilDiv(32 * sms, tiles), 1,
+                                       std::max<int64_t>(1, d / (int64_t{ry} * kColumnUnroll)));
+  const int64_t rows_per = CeilDiv(d, splits);
+  splits = CeilDiv(d, rows_per);
+  const int64_t total = outer * inner;
+  const bool mx = op.type == OpType::kReduceMax;
+  const std::string init = mx ? "-__int_as_float(0x7f800000)" : "0.0f";
+  auto combine = [&](const std::string& a, const std::string& b) {
+    return mx ? absl::StrCat("yr_max(", a, ", ", b, ")") : absl::StrCat(a, " + ", b);
+  };
+  const std::string finish = op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0f") : "";
+  const std::string name = KernelName(ctx.plan_index, kernel_index);
+  int ws_arg = -1;
+  if (splits > 1) {
+    ws_arg = ctx.PlanBufferId(
+        ctx.AddBuffer(splits * total * 4, false, name + " column reduction partials"));
+  }
+  KernelLaunch launch;
+  launch.name = name;
+  launch.block = block;
+  launch.grid[0] = tiles;
+  launch.grid[1] = splits;
+  std::vector<std::string> params;
+  ctx.AddReadParam(in, &params, &launch.args);
+  std::vector<std::string> dsts;
+  if (splits > 1) {
+    params.push_back("float* __restrict__ ws");
+    launch.args.push_back(ws_arg);
+  } else {
+    dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
+  }
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
+          CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
+          core::ShapeToString(g.tensor(op.output).shape), ", column reduction (", outer, " x ", d,
+          " x ", inner, ": ", cx, " column vectors x ", ry, " row lanes, ", splits,
+          " row split(s))");
+  code->L("extern \"C\" __global__ void __launch_bounds__(", block, ") ", name, "(",
+          absl::StrJoin(params, ", "), ") {");
+  code->Open("{");
+  code->L("__shared__ float part[", ry, "][", cx * vec, "];");
+  if (inject_fault) code->Line(FaultLine());
+  code->L("const int cxi = threadIdx.x % ", cx, ", ryi = threadIdx.x / ", cx, ";");
+  code->L("const i64 o = blockIdx.x / ", col_tiles, "LL;");
+  code->L("const i64 cb = (blockIdx.x % ", col_tiles, "LL) * ", cx, ";  // first column vector");
+  code->L("const i64 r0 = (i64)blockIdx.y * ", rows_per, "LL;");
+  code->L("const i64 r1 = r0 + ", rows_per, "LL < ", d, "LL ? r0 + ", rows_per, "LL : ", d, "LL;");
+  code->L("float acc[", vec, "];");
+  code->L("#pragma unroll");
+  code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", init, ";");
+  code->Open(absl::StrCat("if (cb + cxi < ", cv, "LL) {"));
+  code->L("const ", ctx.ReadType(in), "* const p = ", ctx.Var(in), " + o * ", d * inner,
+          "LL + (cb + cxi) * ", vec, ";");
+  code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * kColumnUnroll, ") {"));
+  code->L("uint4 raw[", kColumnUnroll, "];");
+  code->L("#pragma unroll");
+  code->L("for (int u = 0; u < ", kColumnUnroll, "; ++u) {");
+  code->L("  if (r + u * ", ry,
+          " < r1) raw[u] = __ldg(reinterpret_cast<const uint4*>(p + (r + u * ", ry, ") * ", inner,
+          "LL));");
+  code->L("}");
+  code->L("#pragma unroll");
+  code->Open(absl::StrCat("for (int u = 0; u < ", kColumnUnroll, "; ++u) {"));
+  code->L("if (r + u * ", ry, " >= r1) break;");
+  code->L("float f[", vec, "];");
+  code->L("yr_stage16(f, raw[u], p);");
+  code->L("#pragma unroll");
+  code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", combine("acc[k]", "f[k]"), ";");
+  code->Close();
+  code->Close();
+  code->Close();
+  code->L("#pragma unroll");
+  code->L("for (int k = 0; k < ", vec, "; ++k) part[ryi][cxi * ", vec, " + k] = acc[k];");
+  code->L("__syncthreads();");
+  code->Open(absl::StrCat("for (int e = threadIdx.x; e < ", cx * vec, "; e += ", block, ") {"));
+  code->L("const i64 col = cb * ", vec, " + e;");
+  code->L("if (col >= ", inner, "LL) continue;");
+  code->L("float v = part[0][e];");
+  code->L("for (int y = 1; y < ", ry, "; ++y) v = ", combine("v", "part[y][e]"), ";");
+  if (splits > 1) {
+    code->L("ws[((i64)blockIdx.y * ", outer, "LL + o) * ", inner, "LL + col] = v;");
+  } else {
+    code->L("v = v", finish, ";");
+    EmitStores(dsts, absl::StrCat("o * ", inner, "LL + col"), "v", code);
+  }
+  code->Close();
+  code->Close();
+  code->Line("}");
+  ctx.code->launches.push_back(std::move(launch));
+  if (splits == 1) return true;
+  // The splits' partials combined, one output element a thread.
+  KernelLaunch combine_launch;
+  combine_launch.name = name + "_combine";
+  combine_launch.block = kThreads;
+  combine_launch.grid[0] =
+      std::max<int64_t>(1, std::min<int64_t>(CeilDiv(total, kThreads), sms * 16));
+  std::vector<std::string> cparams = {"const float* __restrict__ ws"};
+  combine_launch.args.push_back(ws_arg);
+  const std::vector<std::string> cdsts =
+      ctx.AddWriteParams(op.output, &cparams, &combine_launch.args);
+  code->L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", combine_launch.name,
+          "(", absl::StrJoin(cparams, ", "), ") {");
+  code->Open("{");
+  code->Open(absl::StrCat("for (i64 e = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; e < ",
+                          total, "LL; e += (i64)gridDim.x * ", kThreads, ") {"));
+  code->L("float v = ws[e];");
+  code->L("for (int s = 1; s < ", splits,
+          "; ++s) v = ", combine("v", absl::StrCat("ws[s * ", total, "LL + e]")), ";");
+  code->L("v = v", finish, ";");
+  EmitStores(cdsts, "e", "v", code);
+  code->Close();
+  code->Close();
+  code->Line("}");
+  ctx.code->launches.push_back(std::move(combine_launch));
+  return true;
+}
+
+}  // namespace
+
+void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
+                       bool inject_fault, Code* code) {
+  const Graph& g = ctx.graph;
+  const OpInfo& op = g.op(op_id);
+  if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, inject_fault, code)) return;
+  const std::vector<int64_t>& out = g.tensor(op.output).shape;
+  const std::string name = KernelName(ctx.plan_index, kernel_index);
+  KernelLaunch launch;
+  launch.name = name;
+  launch.block = kGenericThreads;
+  std::vector<std::string> params;
+  for (const std::string& in : kernel.inputs()) {
+    ctx.AddReadParam(g.FindTensor(in), &params, &launch.args);
+  }
+  const std::vector<std::string> dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
+  auto ld = [&](int t, const std::string& index) {
+    return absl::StrCat("yr_ld(", ctx.Var(t), ", ", index, ")");
+  };
+  auto axis_view = [&](const std::vector<int64_t>& shape, int64_t* outer, int64_t* d,
+                       int64_t* inner) {
+    *outer = Numel(Slice(shape, 0, op.axis));
+    *d = shape[op.axis];
+    *inner = Numel(Slice(shape, op.axis + 1, shape.size()));
+  };
+  Code body;
+  int64_t total = Numel(out);
+  if (core::IsElementwise(op.type)) {
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      body.L("const float x", k, " = ",
+             ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "e")), ";");
+    }
+    std::string value;
+    if (core::IsUnaryElementwise(op.type)) {
+      value = UnaryExpr(op, "x0");
+    } else {
+      if (op.has_scalar) body.L("const float x1 = ", Lit(op.scalar), ";");
+      value = BinaryExpr(op.type, "x0", "x1");
+    }
+    body.L("const float v = ", value, ";");
+    EmitStores(dsts, "e", "v", &body);
+    body.Close();
+  } else if (core::IsReduction(op.type)) {
+    int64_t outer, d, inner;
+    axis_view(g.tensor(op.inputs[0]).shape, &outer, &d, &inner);
+    total = outer * inner;
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 o = e / ", inner, "LL;");
+    body.L("const i64 n = e % ", inner, "LL;");
+    const std::string x = ld(op.inputs[0], absl::StrCat("(o * ", d, "LL + c) * ", inner, "LL + n"));
+    if (op.type == OpType::kReduceMax) {
+      body.L("float acc = -__int_as_float(0x7f800000);");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) acc = yr_max(acc, ", x, ");");
+    } else {
+      body.L("float acc = 0.0f;");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) acc += ", x, ";");
+      if (op.type == OpType::kReduceMean) body.L("acc /= ", d, ".0f;");
+    }
+    EmitStores(dsts, "e", "acc", &body);
+    body.Close();
+  } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
+             op.type == OpType::kSoftmax) {
+    int64_t outer, d, inner;
+    axis_view(out, &outer, &d, &inner);
+    total = outer * inner;
+    const std::string idx = absl::StrCat("(o * ", d, "LL + c) * ", inner, "LL + n");
+    const std::string x = ld(op.inputs[0], idx);
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 o = e / ", inner, "LL;");
+    body.L("const i64 n = e % ", inner, "LL;");
+    std::string value;
+    if (op.type == OpType::kSoftmax) {
+      body.L("float mx = -__int_as_float(0x7f800000);");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) mx = yr_max(mx, ", x, ");");
+      body.L("float sum = 0.0f;");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) sum += expf(", x, " - mx);");
+      body.L("const float inv = 1.0f / sum;");
+      value = absl::StrCat("expf(", x, " - mx) * inv");
+    } else if (op.type == OpType::kRmsNorm) {
+      body.L("float ss = 0.0f;");
+      body.Open(absl::StrCat("for (i64 c = 0; c < ", d, "; ++c) {"));
+      body.L("const float v = ", x, ";");
+      body.L("ss += v * v;");
+      body.Close();
+      body.L("const float inv = 1.0f / sqrtf(ss / ", d, ".0f + ", Lit(op.eps), ");");
+      value = absl::StrCat(x, " * inv");
+    } else {
+      body.L("float sum = 0.0f;");
+      body.L("for (i64 c = 0; c < ", d, "; ++c) sum += ", x, ";");
+      body.L("const float mean = sum / ", d, ".0f;");
+      body.L("float var = 0.0f;");
+      body.Open(absl::StrCat("for (i64 c = 0; c < ", d, "; ++c) {"));
+      body.L("const float dv = ", x, " - mean;");
+      body.L("var += dv * dv;");
+      body.Close();
+      body.L("const float inv = 1.0f / sqrtf(var / ", d, ".0f + ", Lit(op.eps), ");");
+      value = absl::StrCat("(", x, " - mean) * inv");
+    }
+    body.Open(absl::StrCat("for (i64 c = 0; c < ", d, "; ++c) {"));
+    body.L("const i64 q = ", idx, ";");
+    std::string v = value;
+    for (size_t k = 1; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      const std::string p = ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "q"));
+      v = k == 1 ? absl::StrCat("(", v, ") * ", p) : absl::StrCat(v, " + ", p);
+    }
+    body.L("const float v = ", v, ";");
+    EmitStores(dsts, "q", "v", &body);
+    body.Close();
+    body.Close();
+  } else if (op.type == OpType::kConcat) {
+    int64_t outer, dout, inner;
+    axis_view(out, &outer, &dout, &inner);
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 o = e / ", dout * inner, "LL;");
+    body.L("const i64 c = (e / ", inner, "LL) % ", dout, "LL;");
+    body.L("const i64 n = e % ", inner, "LL;");
+    body.L("float v;");
+    int64_t off = 0;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      const int64_t dk = g.tensor(t).shape[op.axis];
+      body.L(k == 0 ? "" : "else ",
+             k + 1 < op.inputs.size() ? absl::StrCat("if (c < ", off + dk, "LL) ") : "", "v = ",
+             ld(t, absl::StrCat("(o * ", dk, "LL + (c - ", off, "LL)) * ", inner, "LL + n")), ";");
+      off += dk;
+    }
+    EmitStores(dsts, "e", "v", &body);
+    body.Close();
+  } else if (op.type == OpType::kSlice) {
+    int64_t outer, dout, inner;
+    axis_view(out, &outer, &dout, &inner);
+    const int64_t din = g.tensor(op.inputs[0]).shape[op.axis];
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 o = e / ", dout * inner, "LL;");
+    body.L("const i64 c = (e / ", inner, "LL) % ", dout, "LL;");
+    body.L("const i64 n = e % ", inner, "LL;");
+    body.L("const float v = ",
+           ld(op.inputs[0],
+              absl::StrCat("(o * ", din, "LL + ", op.slice_start, "LL + c) * ", inner, "LL + n")),
+           ";");
+    EmitStores(dsts, "e", "v", &body);
+    body.Close();
+  } else if (op.type == OpType::kMatmul) {
+    const std::vector<int64_t>& a = g.tensor(op.inputs[0]).shape;
+    const std::vector<int64_t>& b = g.tensor(op.inputs[1]).shape;
+    const int64_t k = a.back();
+    const int64_t n = out.back();
+    const std::vector<int64_t> lead = Slice(out, 0, out.size() - 1);
+    std::vector<int64_t> a_lead = BroadcastStrides(Slice(a, 0, a.size() - 1), lead);
+    for (int64_t& st : a_lead) st *= k;
+    std::vector<int64_t> b_lead =
+        BroadcastStrides(Slice(b, 0, b.size() - 2), Slice(out, 0, out.size() - 2));
+    for (int64_t& st : b_lead) st *= k * n;
+    b_lead.push_back(0);
+    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    body.L("const i64 r = e / ", n, "LL;");
+    body.L("const i64 c = e % ", n, "LL;");
+    body.L("const ", ctx.ReadType(op.inputs[0]), "* const pa = ", ctx.Var(op.inputs[0]), " + ",
+           OffsetExpr(lead, a_lead, "r"), ";");
+    body.L("const ", ctx.ReadType(op.inputs[1]), "* const pb = ", ctx.Var(op.inputs[1]), " + ",
+           OffsetExpr(lead, b_lead, "r"), ";");
+    body.L("float acc = 0.0f;");
+    body.L("for (i64 kk = 0; kk < ", k, "; ++kk) acc = fmaf(yr_ld(pa, kk), yr_ld(pb, ",
+           op.transpose_b ? absl::StrCat("c * ", k, "LL + kk") : absl::StrCat("kk * ", n, "LL + c"),
+           "), acc);");
+    EmitStores(dsts, "e", "acc", &body);
+    body.Close();
+  }
+  const int64_t blocks = std::max<int64_t>(
+      1, std::min<int64_t>(CeilDiv(total, kGenericThreads), int64_t{ctx.target.sm_count} * 16));
+  launch.grid[0] = blocks;
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
+          CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
+          core::ShapeToString(out));
+  code->L("extern \"C\" __global__ void __launch_bounds__(", kGenericThreads, ") ", name, "(",
+          absl::StrJoin(params, ", "), ") {");
+  code->Open("{");
+  code->L("const i64 i0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
+  code->L("const i64 step = (i64)gridDim.x * blockDim.x;");
+  if (inject_fault) code->Line(FaultLine());
+  code->Line(body.str());
+  code->Close();
+  code->Line("}");
+  ctx.code->launches.push_back(std::move(launch));
+}
+
+}  // namespace yirage::backends::cuda

@@ -1,0 +1,1346 @@
+// KERNEL_ROW kernels of the CUDA backend: row groups (elementwise ops,
+// norms, softmax and reductions over the last axis, matmuls with their
+// prologues and epilogues) in blocks of rows; see cuda_codegen.h.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "backends/code_writer.h"
+#include "backends/codegen_util.h"
+#include "backends/cuda/cuda_plan_context.h"
+#include "core/row_group.h"
+
+namespace yirage::backends::cuda {
+namespace {
+
+using core::Graph;
+using core::OpInfo;
+using core::OpType;
+using core::TensorInfo;
+using ::yirage::backends::BinaryExpr;
+using ::yirage::backends::BroadcastStrides;
+using ::yirage::backends::CeilDiv;
+using ::yirage::backends::CommentText;
+using ::yirage::backends::Numel;
+using ::yirage::backends::OffsetExpr;
+using ::yirage::backends::Slice;
+using yirage::v1::KernelPlan;
+using yirage::v1::Schedule;
+
+// ---------------------------------------------------------------------------
+// KERNEL_ROW
+// ---------------------------------------------------------------------------
+
+class RowKernelEmitter {
+ public:
+  RowKernelEmitter(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                   std::vector<int> ops, core::RowGroupInfo info)
+      : ctx_(ctx),
+        g_(ctx.graph),
+        kernel_(kernel),
+        kernel_index_(kernel_index),
+        ops_(std::move(ops)),
+        info_(std::move(info)),
+        s_(kernel.schedule()) {
+    for (size_t j = 0; j < ops_.size(); ++j) group_pos_[g_.op(ops_[j]).output] = j;
+  }
+
+  absl::Status Emit(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    if (CanUseFlatElementwise()) return EmitFlatElementwise(outputs, inject_fault, out);
+    if (CanUseRegisterRows()) return EmitRegisterRows(outputs, inject_fault, out);
+    Plan();
+    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
+    std::vector<std::string> params;
+    KernelLaunch launch = StartLaunch(outputs, &params);
+    // Split-K workspaces: one float matrix per T matmul plus tile counters.
+    if (split_ > 1) {
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        if (f_[j] || g_.op(ops_[j]).type != OpType::kMatmul) continue;
+        const int b = ctx_.AddBuffer(info_.num_rows * info_.row_width[j] * 4, true,
+                                     absl::StrCat(name, " split-K sums of op ", j));
+        params.push_back(absl::StrCat("float* __restrict__ ws", j));
+        launch.args.push_back(ctx_.PlanBufferId(b));
+      }
+      const int b = ctx_.AddBuffer(grid_x_ * grid_y_ * 4, true, name + " split-K counters");
+      params.push_back("unsigned* __restrict__ cnt");
+      launch.args.push_back(ctx_.PlanBufferId(b));
+    }
+    if (arena_global_) {
+      const int b =
+          ctx_.AddBuffer(grid_x_ * grid_y_ * split_ * f_floats_ * 4, false, name + " row arena");
+      params.push_back("float* __restrict__ arena");
+      launch.args.push_back(ctx_.PlanBufferId(b));
+    }
+    launch.grid[0] = grid_x_;
+    launch.grid[1] = grid_y_;
+    launch.grid[2] = split_;
+    launch.block = threads_;
+    launch.smem_bytes = static_cast<int>(smem_bytes_);
+
+    Code& c = *out;
+    c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
+        info_.num_rows, " rows, BR ", br_, ", threads ", threads_, ", tile_n ", tn_, ", split_k ",
+        split_, arena_global_ ? ", rows in global arena" : "");
+    c.L("extern \"C\" __global__ void __launch_bounds__(", threads_, ") ", name, "(",
+        absl::StrJoin(params, ", "), ") {");
+    c.Open("{");
+    c.L("extern __shared__ __align__(128) float yr_sm[];");
+    c.L("const int tid = threadIdx.x;");
+    c.L("const i64 r0 = (i64)blockIdx.x * ", br_, ";");
+    c.L("const int nr = (int)(", info_.num_rows, "LL - r0 < ", br_, " ? ", info_.num_rows,
+        "LL - r0 : ", br_, ");");
+    c.L("const int n0 = (int)blockIdx.y * ", tn_, ";");
+    c.L("(void)n0;");
+    c.L("float* const red = yr_sm + ", red_off_, ";");
+    c.L("(void)red;");
+    if (arena_global_) {
+      c.L("float* const fbase = arena + (((i64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + "
+          "blockIdx.x) * ",
+          f_floats_, "LL;");
+    } else {
+      c.L("float* const fbase = yr_sm;");
+    }
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (f_[j]) {
+        c.L("float* const b", j, " = fbase + ", off_[j], ";");
+      } else {
+        c.L("float* const tl", j, " = yr_sm + ", off_[j], ";");
+      }
+    }
+    if (inject_fault) c.Line(FaultLine());
+    EmitStaging(&c);
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (f_[j]) EmitFullRowOp(j, &c);
+    }
+    EmitFullRowStores(outputs, &c);
+    if (has_t_) EmitTilePhase(outputs, &c);
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
+ private:
+  // The launch record and parameters every row kernel starts with: its
+  // inputs, then its outputs (dsts_ set for each).
+  KernelLaunch StartLaunch(const std::vector<int>& outputs, std::vector<std::string>* params) {
+    KernelLaunch launch;
+    launch.name = KernelName(ctx_.plan_index, kernel_index_);
+    for (const std::string& in : kernel_.inputs()) {
+      ctx_.AddReadParam(g_.FindTensor(in), params, &launch.args);
+    }
+    for (int t : outputs) dsts_[t] = ctx_.AddWriteParams(t, params, &launch.args);
+    return launch;
+  }
+
+  // ---- Register rows ----
+  // A group of elementwise ops and last-axis norms/softmax, all as wide as
+  // W, runs with one block per row and the row in registers: thread t owns
+  // the 8-element chunks t, t + T, ... (16-byte loads and stores), every op
+  // is a loop over those registers, and the norms reduce across the block.
+  // No shared-memory row buffers, no pass waiting on memory: what
+  // decode-sized norm chains need.
+  static constexpr int kRegisterRowsMaxPerThread = 32;
+
+  // The register-rows thread count for width `w`: 8-element chunks spread
+  // over up to 1024 threads, a power of two where one divides the chunks,
+  // else the largest multiple of 32 that does (hidden sizes such as 3584 or
+  // 14336 have 448 and 1792 chunks); CanUseRegisterRows checks the result.
+  // Rows of 512 chunks or more take two chunks a thread: blocks of 1024
+  // threads fit one an SM beside their registers and leave HBM idle while
+  // they reduce (softmax over 8192 columns, H200: 52 us with 1024 threads,
+  // 39 with 512).
+  // The schedule's warps, where set and they divide the chunks into at most
+  // kRegisterRowsMaxPerThread values a thread, override the rule. With
+  // several rows a block (block_rows > 1) a row gets the fewest threads
+  // that hold it (a warp or less for rows up to 1024 wide: no barriers), so
+  // that short rows do not pay one block launch each.
+  int RegisterRowsThreads(int64_t w) const {
+    const int64_t chunks = std::max<int64_t>(1, w / 8);
+    if (s_.block_rows() > 1) {
+      for (int t = 1; t <= 1024; t = t < 32 ? 2 * t : t + 32) {
+        if (chunks % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) return t;
+      }
+    }
+    if (const int t = 32 * std::min(32, s_.warps());
+        t > 0 && chunks % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) {
+      return t;
+    }
+    const int64_t spread = chunks >= 512 && chunks % 2 == 0 ? chunks / 2 : chunks;
+    const int pow2 = static_cast<int>(std::clamp<int64_t>(FloorPow2(spread), 32, 1024));
+    if (spread % pow2 == 0) return pow2;
+    for (int t = 1024; t >= 32; t -= 32) {
+      if (spread % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) return t;
+    }
+    return pow2;
+  }
+
+  // Elementwise groups whose ops all have the group's full shape run as one
+  // flat, grid-stride kernel over the elements (8 a thread, 16-byte loads and
+  // stores of every operand of that shape, broadcast operands indexed),
+  // whatever the row schedule: the grid is sized from the chip.
+  // The tensors the group's ops read from memory, each once, in first-use
+  // order.
+  std::vector<int> OutsideOperands() const {
+    std::vector<int> tensors;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const int t = op.inputs[slot];
+        if (info_.in_group[j][slot]) continue;
+        if (std::find(tensors.begin(), tensors.end(), t) == tensors.end()) tensors.push_back(t);
+      }
+    }
+    return tensors;
+  }
+
+  bool CanUseFlatElementwise() const {
+    const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
+    for (int op : ops_) {
+      if (!core::IsElementwise(g_.op(op).type)) return false;
+      if (g_.tensor(g_.op(op).output).shape != shape) return false;
+    }
+    return true;
+  }
+
+  // Items (8 elements) a thread loads before it computes any: the
+  // schedule's unroll where set, else 2. The grid covers the items in one
+  // round (no grid-stride cap) and 16-bit results take the approximate
+  // exponential and division. H200, silu over 4096 x 16384 bf16: 77.3 us
+  // with a grid of 16 blocks an SM striding, 68.5 in one round (2 items a
+  // thread; 71.8 with 4); silu(a) * b 256 x 14336: 10.7 us accurate, 10.1
+  // approximate.
+  int FlatElementwiseUnroll(int full_operands) const {
+    if (s_.unroll() > 1) return std::min(s_.unroll(), 8);
+    return full_operands > 0 ? 2 : 1;
+  }
+
+  absl::Status EmitFlatElementwise(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
+    int64_t total = 1;
+    for (int64_t d : shape) total *= d;
+    const int vec = total % 8 == 0 ? 8 : 1;
+    const int64_t items = total / vec;
+    const std::vector<int> operands = OutsideOperands();
+    auto full = [&](int t) { return vec == 8 && g_.tensor(t).shape == shape; };
+    int full_operands = 0;
+    for (int t : operands) full_operands += full(t) ? 1 : 0;
+    const int unroll = vec == 8 ? FlatElementwiseUnroll(full_operands) : 1;
+    constexpr int kThreads = 256;
+    const int64_t blocks = std::clamp<int64_t>(
+        CeilDiv(items, kThreads * static_cast<int64_t>(unroll)), 1, (int64_t{1} << 31) - 1);
+    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
+    std::vector<std::string> params;
+    KernelLaunch launch = StartLaunch(outputs, &params);
+    launch.grid[0] = blocks;
+    launch.block = kThreads;
+    Code& c = *out;
+    c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ", total,
+        " elements, flat elementwise (", vec, " a thread, unroll ", unroll, ", ", blocks,
+        " blocks, grid-stride)");
+    c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
+        absl::StrJoin(params, ", "), ") {");
+    c.Open("{");
+    if (inject_fault) c.Line(FaultLine());
+    c.L("const i64 stride = (i64)gridDim.x * ", kThreads, ";");
+    c.L("for (i64 it0 = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; it0 < ", items,
+        "LL; it0 += stride * ", unroll, ") {");
+    c.Open("{");
+    // Round: every item's full-shape operands loaded raw (16 bytes, kept
+    // packed until used), then each item computed and stored.
+    for (int t : operands) {
+      if (full(t))
+        c.L("uint4 raw", t, "[", unroll, "][", ctx_.ReadType(t) == "float" ? 2 : 1, "];");
+    }
+    // Opens the loop over a round's items, `e` the item's first element.
+    auto open_items = [&] {
+      c.L("#pragma unroll");
+      c.L("for (int u = 0; u < ", unroll, "; ++u) {");
+      c.Open("{");
+      c.L("const i64 e = (it0 + u * stride) * ", vec, ";");
+      c.L("if (e >= ", total, "LL) break;");
+    };
+    open_items();
+    for (int t : operands) {
+      if (!full(t)) continue;
+      c.L("raw", t, "[u][0] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e));");
+      if (ctx_.ReadType(t) == "float") {
+        c.L("raw", t, "[u][1] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e + 4));");
+      }
+    }
+    c.Close();
+    c.Line("}");
+    open_items();
+    for (int t : operands) {
+      c.L("float in", t, "[", vec, "];");
+      if (full(t)) {
+        c.L("yr_stage16(in", t, ", raw", t, "[u][0], ", ctx_.Var(t), ");");
+        if (ctx_.ReadType(t) == "float") {
+          c.L("yr_stage16(in", t, " + 4, raw", t, "[u][1], ", ctx_.Var(t), ");");
+        }
+        continue;
+      }
+      const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
+      c.L("#pragma unroll");
+      c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
+          OffsetExpr(shape, strides, "e + q"), ");");
+    }
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      auto operand = [&](int slot) {
+        const int t = op.inputs[slot];
+        return info_.in_group[j][slot] ? absl::StrCat("v", group_pos_.at(t), "[q]")
+                                       : absl::StrCat("in", t, "[q]");
+      };
+      const std::string value =
+          core::IsUnaryElementwise(op.type)
+              ? UnaryExpr(op, operand(0), core::DTypeSize(g_.tensor(op.output).dtype) == 2)
+              : BinaryExpr(op.type, operand(0), op.has_scalar ? Lit(op.scalar) : operand(1));
+      c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
+          std::string(core::OpTypeName(op.type)));
+      c.L("#pragma unroll");
+      c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", value, ";");
+    }
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      for (const std::string& d : dsts_[t]) {
+        if (vec == 8) {
+          c.L("yr_st8(", d, " + e, v", j, ");");
+        } else {
+          c.L("yr_st(", d, ", e, v", j, "[0]);");
+        }
+      }
+    }
+    c.Close();
+    c.Line("}");
+    c.Close();
+    c.Line("}");
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
+  // The row width a register-rows kernel walks: its ops' widths, a
+  // reduction's being the width it reads.
+  int64_t RegisterRowsWidth() const {
+    int64_t w = 0;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      w = std::max(w, core::IsReduction(op.type) ? g_.tensor(op.inputs[0]).shape.back()
+                                                 : info_.row_width[j]);
+    }
+    return w;
+  }
+
+  // Rows a register-rows block holds: the schedule's block_rows, at most the
+  // group's rows, and at most 8192 values a block (1024 threads of 8, 256 of
+  // 32), so that two blocks an SM fit the register file without spills.
+  int RegisterRowsPerBlock(int64_t w, int tpr) const {
+    const int64_t per = w / tpr;
+    const int64_t max_threads = std::min<int64_t>(1024, std::max<int64_t>(tpr, 8192 / per));
+    return static_cast<int>(std::clamp<int64_t>(
+        std::min<int64_t>(std::max(1, s_.block_rows()), max_threads / tpr), 1, info_.num_rows));
+  }
+
+  bool CanUseRegisterRows() const {
+    if (s_.parallel() != yirage::v1::PARALLEL_ROWS) return false;
+    const int64_t w = RegisterRowsWidth();
+    if (w < (s_.block_rows() > 1 ? 64 : 256) || w % 8 != 0) return false;
+    const int threads = RegisterRowsThreads(w);
+    if (w % (8 * threads) != 0 || w / threads > kRegisterRowsMaxPerThread) return false;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      // A last-axis sum, mean or max reduces the row to one value (width 1),
+      // which later ops of the group may broadcast.
+      const bool reduce = core::IsReduction(op.type) && info_.row_width[j] == 1 &&
+                          g_.tensor(op.inputs[0]).shape.back() == w;
+      if (info_.row_width[j] != w && !reduce) return false;
+      const bool norm = op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
+                        op.type == OpType::kSoftmax;
+      if (!core::IsElementwise(op.type) && !norm && !reduce) return false;
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        if (info_.in_group[j][slot]) {
+          // A reduction reads a full row; a width-1 value feeds only
+          // elementwise ops (broadcast), not another reduction or a norm.
+          const bool scalar_in = info_.row_width[group_pos_.at(op.inputs[slot])] == 1;
+          if (scalar_in && !core::IsElementwise(op.type)) return false;
+          continue;
+        }
+        const int t = op.inputs[slot];
+        std::vector<int64_t> space = info_.lead_dims;
+        space.push_back(w);
+        const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+        const int64_t cs = strides.back();
+        if (cs != 0 && cs != 1) return false;
+        if (cs == 1) {
+          // 16-byte vector loads: rows must start 16-byte aligned.
+          for (size_t d = 0; d + 1 < strides.size(); ++d) {
+            if (strides[d] % 8 != 0) return false;
+          }
+        }
+      }
+    }
+    return true;
+  }
+
+  // Reads operand `slot` of group op j as register q's value, given the
+  // per-tensor register arrays already loaded.
+  std::string RegisterOperand(size_t j, int slot, const std::string& q) const {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int t = op.inputs[slot];
+    if (info_.in_group[j][slot]) {
+      const size_t src = group_pos_.at(t);
+      // A reduction's one value, broadcast along the row.
+      if (info_.row_width[src] == 1) return absl::StrCat("v", src, "[0]");
+      return absl::StrCat("v", src, "[", q, "]");
+    }
+    return absl::StrCat("in", t, "[", q, "]");
+  }
+
+  absl::Status EmitRegisterRows(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    const int64_t w = RegisterRowsWidth();
+    // `threads` is the threads of one row; a block holds `rows` rows.
+    const int threads = RegisterRowsThreads(w);
+    const int rows = RegisterRowsPerBlock(w, threads);
+    const int chunks = static_cast<int>(w / (8 * threads));
+    const int per = 8 * chunks;
+    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
+    std::vector<std::string> params;
+    KernelLaunch launch = StartLaunch(outputs, &params);
+    launch.grid[0] = CeilDiv(info_.num_rows, rows);
+    launch.block = threads * rows;
+    launch.smem_bytes = 64 * 4;
+    Code& c = *out;
+    c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
+        info_.num_rows, " rows, register rows (", w, " wide, threads ", threads, ", ", per,
+        " per thread, ", rows, " rows a block)");
+    c.L("extern \"C\" __global__ void __launch_bounds__(", threads * rows, ") ", name, "(",
+        absl::StrJoin(params, ", "), ") {");
+    c.Open("{");
+    c.L("extern __shared__ __align__(128) float yr_sm[];");
+    c.L("float* const red = yr_sm;");
+    if (rows == 1) {
+      c.L("const int tid = threadIdx.x;");
+      c.L("const i64 r = blockIdx.x;");
+      c.L("const bool live = true;");
+    } else {
+      // A block's last rows past the group's end compute its last row again
+      // (they reach the block's barriers) and store nothing.
+      c.L("const int tid = threadIdx.x % ", threads, ";");
+      c.L("const i64 r_own = (i64)blockIdx.x * ", rows, " + threadIdx.x / ", threads, ";");
+      c.L("const bool live = r_own < ", info_.num_rows, "LL;");
+      c.L("const i64 r = live ? r_own : ", info_.num_rows - 1, "LL;");
+    }
+    c.L("(void)r;");
+    c.L("(void)live;");
+    if (inject_fault) c.Line(FaultLine());
+    // Register q holds column (q / 8 * T + tid) * 8 + q % 8.
+    // Every outside operand, loaded once, all loads before any use.
+    for (int t : OutsideOperands()) {
+      std::vector<int64_t> space = info_.lead_dims;
+      space.push_back(w);
+      const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+      const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
+      const std::string row_off = OffsetExpr(info_.lead_dims, lead, "r");
+      c.L("float in", t, "[", per, "];");
+      if (strides.back() == 0) {
+        c.L("{ const float s = yr_ld(", ctx_.Var(t), ", ", row_off, ");");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) in", t, "[q] = s; }");
+        continue;
+      }
+      const bool is_float = ctx_.ReadType(t) == "float";
+      for (int ch = 0; ch < chunks; ++ch) {
+        const std::string at =
+            absl::StrCat(ctx_.Var(t), " + ", row_off, " + (", ch, " * ", threads, " + tid) * 8");
+        if (is_float) {
+          c.L("yr_ld4(", at, ", in", t, " + ", ch * 8, ");");
+          c.L("yr_ld4(", at, " + 4, in", t, " + ", ch * 8 + 4, ");");
+        } else {
+          c.L("yr_ld8(", at, ", in", t, " + ", ch * 8, ");");
+        }
+      }
+    }
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      const std::string v = absl::StrCat("v", j);
+      c.L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)));
+      if (!core::IsReduction(op.type)) c.L("float ", v, "[", per, "];");
+      const std::string x = RegisterOperand(j, 0, "q");
+      if (core::IsElementwise(op.type)) {
+        std::string value;
+        if (core::IsUnaryElementwise(op.type)) {
+          value = UnaryExpr(op, x);
+        } else {
+          value =
+              BinaryExpr(op.type, x, op.has_scalar ? Lit(op.scalar) : RegisterOperand(j, 1, "q"));
+        }
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) ", v, "[q] = ", value, ";");
+        continue;
+      }
+      if (core::IsReduction(op.type)) {
+        const bool mx = op.type == OpType::kReduceMax;
+        c.L("float ", v, "[1];");
+        c.Open("{");
+        c.L("float acc = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) acc = ", mx ? "yr_max(acc, " : "acc + (", x, ");");
+        c.L(v, "[0] = ", mx ? "yr_gmax<" : "yr_gsum<", threads, ">(acc, red)",
+            op.type == OpType::kReduceMean ? absl::StrCat(" / ", w, ".0f") : "", ";");
+        c.Close();
+        continue;
+      }
+      c.Open("{");
+      if (op.type == OpType::kSoftmax) {
+        c.L("float mx = -__int_as_float(0x7f800000);");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) mx = yr_max(mx, ", x, ");");
+        c.L("mx = yr_gmax<", threads, ">(mx, red);");
+        c.L("float sum = 0.0f;");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) { ", v, "[q] = expf(", x, " - mx); sum += ", v,
+            "[q]; }");
+        c.L("const float inv = 1.0f / yr_gsum<", threads, ">(sum, red);");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) ", v, "[q] *= inv;");
+      } else {
+        std::string value;
+        if (op.type == OpType::kRmsNorm) {
+          c.L("float ss = 0.0f;");
+          c.L("#pragma unroll");
+          c.L("for (int q = 0; q < ", per, "; ++q) ss += ", x, " * ", x, ";");
+          c.L("ss = yr_gsum<", threads, ">(ss, red);");
+          c.L("const float inv = 1.0f / sqrtf(ss / ", w, ".0f + ", Lit(op.eps), ");");
+          value = absl::StrCat(x, " * inv");
+        } else {
+          c.L("float sum = 0.0f;");
+          c.L("#pragma unroll");
+          c.L("for (int q = 0; q < ", per, "; ++q) sum += ", x, ";");
+          c.L("const float mean = yr_gsum<", threads, ">(sum, red) / ", w, ".0f;");
+          c.L("float var = 0.0f;");
+          c.L("#pragma unroll");
+          c.L("for (int q = 0; q < ", per, "; ++q) var += (", x, " - mean) * (", x, " - mean);");
+          c.L("var = yr_gsum<", threads, ">(var, red);");
+          c.L("const float inv = 1.0f / sqrtf(var / ", w, ".0f + ", Lit(op.eps), ");");
+          value = absl::StrCat("(", x, " - mean) * inv");
+        }
+        if (op.inputs.size() > 1)
+          value = absl::StrCat("(", value, ") * ", RegisterOperand(j, 1, "q"));
+        if (op.inputs.size() > 2) value = absl::StrCat(value, " + ", RegisterOperand(j, 2, "q"));
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", per, "; ++q) ", v, "[q] = ", value, ";");
+      }
+      c.Close();
+    }
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      for (const std::string& d : dsts_[t]) {
+        if (info_.row_width[j] == 1) {
+          c.L("if (live && tid == 0) yr_st(", d, ", r, v", j, "[0]);");
+          continue;
+        }
+        for (int ch = 0; ch < chunks; ++ch) {
+          c.L("if (live) yr_st8(", d, " + r * ", w, "LL + (", ch, " * ", threads, " + tid) * 8, v",
+              j, " + ", ch * 8, ");");
+        }
+      }
+    }
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
+  // Chooses phases, block shape and memory layout.
+  void Plan() {
+    const size_t n = ops_.size();
+    f_.assign(n, false);
+    for (int j = static_cast<int>(n) - 1; j >= 0; --j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      // Width-1 ops are computed whole too, so the tile phase only holds ops
+      // as wide as its tiles walk.
+      if (IsRowWise(op.type) || info_.row_width[j] == 1) f_[j] = true;
+      for (size_t s = 0; s < op.inputs.size(); ++s) {
+        if (!info_.in_group[j][s]) continue;
+        const bool full = f_[j] || IsRowWise(op.type) || (op.type == OpType::kMatmul && s == 0);
+        if (full) f_[group_pos_.at(op.inputs[s])] = true;
+      }
+    }
+    int64_t t_width = 0;
+    int64_t min_k = 1LL << 40;
+    bool t_matmul = false;
+    for (size_t j = 0; j < n; ++j) {
+      if (f_[j]) continue;
+      has_t_ = true;
+      t_width = std::max(t_width, info_.row_width[j]);
+      const OpInfo& op = g_.op(ops_[j]);
+      if (op.type == OpType::kMatmul) {
+        t_matmul = true;
+        min_k = std::min(min_k, g_.tensor(op.inputs[0]).shape.back());
+      }
+    }
+    const int warps = s_.warps() > 0 ? std::min(32, s_.warps()) : (t_matmul ? 4 : 8);
+    const int64_t rows = info_.num_rows;
+    // The SIMT sizing.
+    auto simt = [&] {
+      tc_ = false;
+      arena_global_ = false;
+      threads_ = 32 * warps;
+      int64_t br = s_.parallel() == yirage::v1::PARALLEL_COLS
+                       ? rows
+                       : (s_.block_rows() > 0 ? s_.block_rows() : kDefaultBlockRows);
+      br = std::max<int64_t>(1, std::min<int64_t>({br, rows, kMaxBlockRows}));
+      // Few blocks (decode-sized row kernels): widen them so that every
+      // thread holds a few elements of its rows, up to 1024 threads.
+      if (!t_matmul && s_.warps() == 0 && CeilDiv(rows, br) < ctx_.target.sm_count) {
+        int64_t widest = 1;
+        for (int64_t w : info_.row_width) widest = std::max(widest, w);
+        threads_ = static_cast<int>(
+            std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, br * widest / 4)), threads_, 1024));
+      }
+      tn_ = 1;
+      if (has_t_) {
+        int64_t tn = s_.tile_n() > 0 ? s_.tile_n() : kDefaultTileN;
+        tn = std::max<int64_t>(1, std::min(tn, t_width));
+        while (CeilDiv(t_width, tn) > 65535) tn *= 2;  // grid.y limit
+        tn_ = static_cast<int>(tn);
+      }
+      split_ = 1;
+      if (t_matmul && s_.split_k() > 1) {
+        split_ =
+            static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(s_.split_k(), min_k / 16)));
+      }
+      // Shared memory: shrink BR until it fits, then move F rows to global memory.
+      for (;;) {
+        Layout(br);
+        if (smem_bytes_ <= ctx_.target.max_smem_per_block || br == 1) break;
+        br = std::max<int64_t>(1, br / 2);
+      }
+      if (smem_bytes_ > ctx_.target.max_smem_per_block) {
+        arena_global_ = true;
+        Layout(br);
+      }
+    };
+    if (!(t_matmul && PlanTensorCores(t_width))) simt();
+    grid_x_ = CeilDiv(rows, br_);
+    grid_y_ = has_t_ ? CeilDiv(t_width, tn_) : 1;
+    tpr_ = std::max(1, std::min(threads_, FloorPow2(std::max<int64_t>(1, threads_ / br_))));
+    PlanStaging();
+  }
+
+  // Row staging: the kernel inputs that the F ops (other than matmuls) read
+  // whole dense rows of are copied into shared memory first, every thread's
+  // 16-byte loads of every such tensor issued before any is used. Without
+  // it each row pass waits on memory in turn, which dominates decode-sized
+  // row kernels (few rows, few blocks). Only when the rows fit beside the
+  // rest of the layout in shared memory.
+  void PlanStaging() {
+    stage_off_.clear();
+    if (arena_global_) return;
+    std::vector<int> staged;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (!f_[j] || op.type == OpType::kMatmul) continue;
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const int t = op.inputs[slot];
+        if (info_.in_group[j][slot]) continue;
+        const TensorInfo& ti = g_.tensor(t);
+        std::vector<int64_t> dense = info_.lead_dims;
+        dense.push_back(ti.shape.back());
+        const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;  // elements per 16 bytes
+        if (ti.shape != dense || ti.shape.back() % per16 != 0) continue;
+        if (std::find(staged.begin(), staged.end(), t) == staged.end()) staged.push_back(t);
+      }
+    }
+    int64_t at = smem_bytes_ / 4;
+    for (int t : staged) {
+      at = (at + 7) / 8 * 8;
+      stage_off_[t] = at;
+      at += br_ * g_.tensor(t).shape.back();
+    }
+    if (staged.empty() || at * 4 > ctx_.target.max_smem_per_block) {
+      stage_off_.clear();
+      return;
+    }
+    smem_bytes_ = at * 4;
+  }
+
+  void EmitStaging(Code* c) {
+    if (stage_off_.empty()) return;
+    int64_t rounds_total = 0;
+    c->L("// staged rows (", stage_off_.size(), " tensor(s)): every load in flight first");
+    for (const auto& [t, off] : stage_off_) {
+      c->L("float* const sg", t, " = yr_sm + ", off, ";");
+      const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
+      rounds_total = std::max(rounds_total, br_ * g_.tensor(t).shape.back() / per16);
+    }
+    // 16-byte loads per thread per tensor per round: enough for one round,
+    // at most 4 (registers).
+    const int kPerThread =
+        static_cast<int>(std::clamp<int64_t>(CeilDiv(rounds_total, threads_), 1, 4));
+    c->Open(absl::StrCat("for (int base = tid; base < ", rounds_total,
+                         "; base += ", kPerThread * threads_, ") {"));
+    for (const auto& [t, off] : stage_off_) {
+      const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
+      const int64_t w = g_.tensor(t).shape.back();
+      const int64_t total = br_ * w / per16;
+      c->L("uint4 rg", t, "[", kPerThread, "];");
+      for (int p = 0; p < kPerThread; ++p) {
+        c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, ") / ",
+             w / per16, " < nr) rg", t, "[", p, "] = __ldg(reinterpret_cast<const uint4*>(",
+             ctx_.Var(t), " + r0 * ", w, ") + base + ", p * threads_, ");");
+      }
+    }
+    for (const auto& [t, off] : stage_off_) {
+      const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
+      const int64_t w = g_.tensor(t).shape.back();
+      const int64_t total = br_ * w / per16;
+      for (int p = 0; p < kPerThread; ++p) {
+        c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, ") / ",
+             w / per16, " < nr) yr_stage16(sg", t, " + (base + ", p * threads_, ") * ", per16,
+             ", rg", t, "[", p, "], ", ctx_.Var(t), ");");
+      }
+    }
+    c->Close();
+    c->L("__syncthreads();");
+  }
+
+  // Tensor-core tile phase (see the file comment). True when every T matmul
+  // fits it and a shape fits shared memory; then sets the block shape.
+  bool PlanTensorCores(int64_t t_width) {
+    if (ctx_.target.sm < 80) return false;
+    const int64_t rows = info_.num_rows;
+    tc_k_ = -1;
+    tc_b_dtype_ = yirage::v1::DTYPE_UNSPECIFIED;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (f_[j] || op.type != OpType::kMatmul) continue;
+      const TensorInfo& b = g_.tensor(op.inputs[1]);
+      const int64_t k = g_.tensor(op.inputs[0]).shape.back();
+      if (b.producer >= 0 || !Is16Bit(b.dtype) || op.transpose_b || b.shape.size() != 2) {
+        return false;
+      }
+      if (info_.row_width[j] != t_width || k % kTcChunkK != 0) return false;
+      if (tc_k_ >= 0 && (k != tc_k_ || b.dtype != tc_b_dtype_)) return false;
+      tc_k_ = k;
+      tc_b_dtype_ = b.dtype;
+    }
+    if (tc_k_ < 0) return false;
+    // Every row of a skinny problem in one block, so B streams from memory once.
+    const int64_t br = std::min<int64_t>(rows, kMaxBlockRows);
+    const int64_t want_tn = s_.tile_n() > 0 ? s_.tile_n() : 128;
+    const int stages = s_.stages() >= 2 ? std::min(s_.stages(), 8) : 4;
+    // First shapes that leave room for two blocks per SM, then any that fits.
+    for (const int64_t budget :
+         {ctx_.target.max_smem_per_block / 2, ctx_.target.max_smem_per_block}) {
+      for (const int64_t tn : {int64_t{128}, int64_t{64}}) {
+        if (tn > std::max<int64_t>(64, want_tn) || t_width % tn != 0) continue;
+        if (CeilDiv(t_width, tn) > 65535) continue;
+        for (int st = stages; st >= 2; --st) {
+          for (const bool arena : {false, true}) {
+            tc_ = true;
+            arena_global_ = arena;
+            tn_ = static_cast<int>(tn);
+            threads_ = 32 * static_cast<int>(tn / 16);
+            tc_stages_ = st;
+            tc_mp_ = static_cast<int>(CeilDiv(br, 16) * 16);
+            // split-K: explicit, or enough blocks for two per SM when M is small.
+            const int64_t tiles = CeilDiv(rows, br) * (t_width / tn);
+            int64_t split = s_.split_k() > 0 ? s_.split_k() : 1;
+            if (s_.split_k() == 0 && rows <= kMaxBlockRows && !arena) {
+              while (tiles * split < 2 * ctx_.target.sm_count && tc_k_ / (2 * split) >= 128) {
+                split *= 2;
+              }
+            }
+            split = std::max<int64_t>(1, std::min<int64_t>(split, tc_k_ / kTcChunkK));
+            tc_kc_ = CeilDiv(CeilDiv(tc_k_, split), kTcChunkK) * kTcChunkK;
+            // Shared A slices must fit: more split when automatic.
+            while (s_.split_k() == 0 && tc_kc_ > kTcChunkK &&
+                   tc_mp_ * (tc_kc_ + 8) * 2 > 96 * 1024) {
+              tc_kc_ = CeilDiv(tc_kc_ / 2, kTcChunkK) * kTcChunkK;
+            }
+            split_ = static_cast<int>(CeilDiv(tc_k_, tc_kc_));
+            Layout(br);
+            if (smem_bytes_ <= budget) return true;
+          }
+        }
+      }
+    }
+    tc_ = false;
+    arena_global_ = false;
+    return false;
+  }
+
+  void Layout(int64_t br) {
+    br_ = static_cast<int>(br);
+    const int64_t align = tc_ ? 8 : 4;  // floats: 32 bytes for WMMA pointers
+    auto up = [&](int64_t v) { return (v + align - 1) / align * align; };
+    int64_t f = 0;
+    int64_t sm = 0;
+    off_.assign(ops_.size(), 0);
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (!f_[j]) continue;
+      off_[j] = f;
+      f += up(br * info_.row_width[j]);
+    }
+    f_floats_ = f;
+    if (!arena_global_) sm = f;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (f_[j]) continue;
+      off_[j] = sm;
+      const bool mm = g_.op(ops_[j]).type == OpType::kMatmul;
+      sm += up((tc_ && mm ? tc_mp_ : br) * tn_);
+    }
+    red_off_ = sm;
+    sm += 64;  // reduction scratch and the split-K flag
+    if (tc_) {
+      // Per distinct A operand: [MP][KC + 8] 16-bit; per matmul: B stages of
+      // [kTcChunkK][TN + 8] 16-bit.
+      a_off_.clear();
+      b_off_.assign(ops_.size(), 0);
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        const OpInfo& op = g_.op(ops_[j]);
+        if (f_[j] || op.type != OpType::kMatmul) continue;
+        if (!a_off_.count(op.inputs[0])) {
+          a_off_[op.inputs[0]] = sm;
+          sm += up((tc_mp_ * (tc_kc_ + 8) + 1) / 2);
+        }
+        b_off_[j] = sm;
+        sm += up(int64_t{tc_stages_} * kTcChunkK * (tn_ + 8) / 2);
+      }
+    }
+    smem_bytes_ = sm * 4;
+  }
+
+  bool InF(int t) const {
+    auto it = group_pos_.find(t);
+    return it != group_pos_.end() && f_[it->second];
+  }
+
+  // Expression reading operand `slot` of group op j at block row `i` (int
+  // expr), global row `r` (i64 expr) and column `c` (int expr); the operand is
+  // indexed in the space [lead..., w].
+  std::string Operand(size_t j, int slot, int64_t w, const std::string& i, const std::string& r,
+                      const std::string& c) const {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int t = op.inputs[slot];
+    if (info_.in_group[j][slot]) {
+      const size_t src = group_pos_.at(t);
+      const int64_t ws = info_.row_width[src];
+      if (f_[src]) {
+        return ws == 1 ? absl::StrCat("b", src, "[", i, "]")
+                       : absl::StrCat("b", src, "[(", i, ") * ", ws, " + (", c, ")]");
+      }
+      return ws == 1 ? absl::StrCat("tl", src, "[(", i, ") * ", tn_, "]")
+                     : absl::StrCat("tl", src, "[(", i, ") * ", tn_, " + (", c, ") - n0]");
+    }
+    if (auto st = stage_off_.find(t); st != stage_off_.end() && g_.tensor(t).shape.back() == w) {
+      return absl::StrCat("sg", t, "[(", i, ") * ", w, " + (", c, ")]");
+    }
+    std::vector<int64_t> space = info_.lead_dims;
+    space.push_back(w);
+    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+    const size_t l = info_.lead_dims.size();
+    const std::vector<int64_t> lead(strides.begin(), strides.begin() + l);
+    std::string off = OffsetExpr(info_.lead_dims, lead, r);
+    const int64_t cs = strides[l];
+    if (cs != 0) {
+      off = absl::StrCat(off, " + (i64)(", c, ")", cs == 1 ? "" : absl::StrCat(" * ", cs));
+    }
+    return absl::StrCat("yr_ld(", ctx_.Var(t), ", ", off, ")");
+  }
+
+  std::string ElementwiseValue(size_t j, int64_t w, const std::string& i, const std::string& r,
+                               const std::string& c) const {
+    const OpInfo& op = g_.op(ops_[j]);
+    const std::string x0 = Operand(j, 0, w, i, r, c);
+    if (core::IsUnaryElementwise(op.type)) return UnaryExpr(op, x0);
+    const std::string x1 = op.has_scalar ? Lit(op.scalar) : Operand(j, 1, w, i, r, c);
+    return BinaryExpr(op.type, x0, x1);
+  }
+
+  // Opens the row-group loop used by row reductions: TPR threads per row.
+  void OpenRowGroups(Code* c) {
+    c->Open(absl::StrCat("for (int i0 = 0; i0 < ", br_, "; i0 += ", threads_ / tpr_, ") {"));
+    c->L("const int i = i0 + tid / ", tpr_, ";");
+    c->L("const int g = tid % ", tpr_, ";");
+    c->L("const bool ok = i < nr;");
+    c->L("const i64 r = r0 + i;");
+    c->L("(void)r;");
+  }
+
+  void EmitFullRowOp(size_t j, Code* c) {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int64_t w = info_.row_width[j];
+    const std::string q = absl::StrCat("b", j);
+    c->L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)),
+         " (full rows, ", w, " wide)");
+    if (core::IsElementwise(op.type)) {
+      c->Open(absl::StrCat("for (int x = tid; x < nr * ", w, "; x += ", threads_, ") {"));
+      c->L("const int i = x / ", w, ";");
+      c->L("const int c = x % ", w, ";");
+      c->L("const i64 r = r0 + i;");
+      c->L("(void)r; (void)c;");
+      c->L(q, "[x] = ", ElementwiseValue(j, w, "i", "r", "c"), ";");
+      c->Close();
+    } else if (op.type == OpType::kConcat) {
+      int64_t off = 0;
+      for (int s = 0; s < static_cast<int>(op.inputs.size()); ++s) {
+        const int64_t ds = g_.tensor(op.inputs[s]).shape.back();
+        c->Open(absl::StrCat("for (int x = tid; x < nr * ", ds, "; x += ", threads_, ") {"));
+        c->L("const int i = x / ", ds, ";");
+        c->L("const int c = x % ", ds, ";");
+        c->L("const i64 r = r0 + i;");
+        c->L("(void)r;");
+        c->L(q, "[i * ", w, " + ", off, " + c] = ", Operand(j, s, ds, "i", "r", "c"), ";");
+        c->Close();
+        off += ds;
+      }
+    } else if (op.type == OpType::kSlice) {
+      const int64_t d = g_.tensor(op.inputs[0]).shape.back();
+      c->Open(absl::StrCat("for (int x = tid; x < nr * ", w, "; x += ", threads_, ") {"));
+      c->L("const int i = x / ", w, ";");
+      c->L("const int c = x % ", w, " + ", op.slice_start, ";");
+      c->L("const i64 r = r0 + i;");
+      c->L("(void)r;");
+      c->L(q, "[x] = ", Operand(j, 0, d, "i", "r", "c"), ";");
+      c->Close();
+    } else if (core::IsReduction(op.type)) {
+      const int64_t d = g_.tensor(op.inputs[0]).shape.back();
+      const std::string x = Operand(j, 0, d, "i", "r", "c");
+      OpenRowGroups(c);
+      const bool mx = op.type == OpType::kReduceMax;
+      c->L("float acc = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
+      c->L("if (ok) for (int c = g; c < ", d, "; c += ", tpr_,
+           ") acc = ", mx ? absl::StrCat("yr_max(acc, ", x, ")") : absl::StrCat("acc + ", x), ";");
+      c->L("acc = ", mx ? "yr_gmax<" : "yr_gsum<", tpr_, ">(acc, red);");
+      c->L("if (ok && g == 0) ", q, "[i] = acc",
+           op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0f") : "", ";");
+      c->Close();
+    } else if (op.type == OpType::kMatmul) {
+      const int64_t n = w;
+      const int64_t tile = std::min<int64_t>(n, std::max(tn_, 128));
+      c->Open(absl::StrCat("for (int nf = 0; nf < ", n, "; nf += ", tile, ") {"));
+      EmitMatmulTile(
+          j, "nf", tile, "0", absl::StrCat(g_.tensor(op.inputs[0]).shape.back()),
+          [&](const std::string& i, const std::string& cc) {
+            return absl::StrCat(q, "[(", i, ") * ", n, " + ", cc, "]");
+          },
+          c);
+      c->Close();
+    } else {
+      // rms_norm, layer_norm, softmax over the row.
+      std::vector<std::string> x;
+      for (int s = 0; s < static_cast<int>(op.inputs.size()); ++s) {
+        x.push_back(Operand(j, s, w, "i", "r", "c"));
+      }
+      const std::string qi = absl::StrCat(q, "[i * ", w, " + c]");
+      const std::string loop = absl::StrCat("for (int c = g; c < ", w, "; c += ", tpr_, ")");
+      OpenRowGroups(c);
+      if (op.type == OpType::kSoftmax) {
+        c->L("float mx = -__int_as_float(0x7f800000);");
+        c->L("if (ok) ", loop, " mx = yr_max(mx, ", x[0], ");");
+        c->L("mx = yr_gmax<", tpr_, ">(mx, red);");
+        c->L("float sum = 0.0f;");
+        c->Open(absl::StrCat("if (ok) ", loop, " {"));
+        c->L("const float e = expf(", x[0], " - mx);");
+        c->L(qi, " = e;");
+        c->L("sum += e;");
+        c->Close();
+        c->L("sum = yr_gsum<", tpr_, ">(sum, red);");
+        c->L("const float inv = 1.0f / sum;");
+        c->L("if (ok) ", loop, " ", qi, " *= inv;");
+      } else {
+        std::string value;
+        if (op.type == OpType::kRmsNorm) {
+          c->L("float ss = 0.0f;");
+          c->Open(absl::StrCat("if (ok) ", loop, " {"));
+          c->L("const float v = ", x[0], ";");
+          c->L("ss += v * v;");
+          c->Close();
+          c->L("ss = yr_gsum<", tpr_, ">(ss, red);");
+          c->L("const float inv = 1.0f / sqrtf(ss / ", w, ".0f + ", Lit(op.eps), ");");
+          value = absl::StrCat(x[0], " * inv");
+        } else {
+          c->L("float sum = 0.0f;");
+          c->L("if (ok) ", loop, " sum += ", x[0], ";");
+          c->L("const float mean = yr_gsum<", tpr_, ">(sum, red) / ", w, ".0f;");
+          c->L("float var = 0.0f;");
+          c->Open(absl::StrCat("if (ok) ", loop, " {"));
+          c->L("const float dv = ", x[0], " - mean;");
+          c->L("var += dv * dv;");
+          c->Close();
+          c->L("var = yr_gsum<", tpr_, ">(var, red);");
+          c->L("const float inv = 1.0f / sqrtf(var / ", w, ".0f + ", Lit(op.eps), ");");
+          value = absl::StrCat("(", x[0], " - mean) * inv");
+        }
+        if (x.size() > 1) value = absl::StrCat("(", value, ") * ", x[1]);
+        if (x.size() > 2) value = absl::StrCat(value, " + ", x[2]);
+        c->L("if (ok) ", loop, " ", qi, " = ", value, ";");
+      }
+      c->Close();
+    }
+    c->L("__syncthreads();");
+  }
+
+  // Adds into dst(i, c) the product of the block's A rows with B columns
+  // [cbeg, cbeg + ncols) (clipped to N) over K range [ka, kb). Zeroes the
+  // destination first; ends with __syncthreads().
+  template <typename Dst>
+  void EmitMatmulTile(size_t j, const std::string& cbeg, int64_t ncols, const std::string& ka,
+                      const std::string& kb, Dst dst, Code* c) {
+    const OpInfo& op = g_.op(ops_[j]);
+    const int ta = op.inputs[0];
+    const int tb = op.inputs[1];
+    const TensorInfo& b = g_.tensor(tb);
+    const int64_t k = g_.tensor(ta).shape.back();
+    const int64_t n = info_.row_width[j];
+    const size_t l = info_.lead_dims.size();
+    // B's batch offset per row: batch dims broadcast, the M dim does not move B.
+    std::vector<int64_t> b_lead =
+        BroadcastStrides(Slice(b.shape, 0, b.shape.size() - 2), Slice(info_.lead_dims, 0, l - 1));
+    for (int64_t& st : b_lead) st *= k * n;
+    b_lead.push_back(0);
+    const bool b_fixed =
+        std::all_of(b_lead.begin(), b_lead.end(), [](int64_t st) { return st == 0; });
+    const int64_t m = l > 0 ? info_.lead_dims.back() : 1;
+    const bool shared_b = b_fixed || m % br_ == 0;
+    const int rb = shared_b ? br_ : 1;
+    // Vector width along N (row-major B) from the dtype, the hint and the
+    // accumulator budget.
+    int v = 1;
+    if (!op.transpose_b) {
+      const bool half = b.producer < 0 && Is16Bit(b.dtype);
+      v = half ? 8 : 4;
+      if (s_.vector_width() > 0) v = std::min(v, FloorPow2(s_.vector_width()));
+      while (v > 1 && (n % v != 0 || ncols % v != 0 || rb * v > kMaxAccumulators)) v /= 2;
+      if (v != 1 && v != 8 && v != 4) v = 1;
+      if (v == 8 && !half) v = 4;
+    }
+    const int64_t groups = ncols / v;  // column groups
+    const int64_t kl = std::max<int64_t>(1, threads_ / std::max<int64_t>(1, groups));
+    const int64_t ng = threads_ / kl;
+    const int unroll = s_.unroll() > 0 ? s_.unroll() : 4;
+    c->Open("{");
+    c->Open(absl::StrCat("for (int x = tid; x < ", br_ * ncols, "; x += ", threads_, ") {"));
+    c->L("const int i = x / ", ncols, ";");
+    c->L("const int cc = (", cbeg, ") + x % ", ncols, ";");
+    c->L("if (cc < ", n, ") ", dst("i", "cc"), " = 0.0f;");
+    c->Close();
+    c->L("__syncthreads();");
+    if (op.transpose_b) {
+      c->L("const int kl = tid % ", kl, ";");
+      c->L("const int g0 = tid / ", kl, ";");
+    } else {
+      c->L("const int g0 = tid % ", ng, ";");
+      c->L("const int kl = tid / ", ng, ";");
+    }
+    c->Open(
+        absl::StrCat("if (kl < ", kl, ") for (int gi = g0; gi < ", groups, "; gi += ", ng, ") {"));
+    c->L("const int cb = (", cbeg, ") + gi * ", v, ";");
+    c->Open(absl::StrCat("if (cb < ", n, ") for (int ib = 0; ib < ", br_, "; ib += ", rb, ") {"));
+    c->L("const i64 rb = r0 + ib;");
+    c->L("const ", ctx_.ReadType(tb), "* const pb = ", ctx_.Var(tb), " + ",
+         OffsetExpr(info_.lead_dims, b_lead, "rb"), ";");
+    c->L("float acc[", rb, "][", v, "];");
+    c->L("#pragma unroll");
+    c->L("for (int u = 0; u < ", rb, "; ++u) {");
+    c->L("#pragma unroll");
+    c->L("  for (int e = 0; e < ", v, "; ++e) acc[u][e] = 0.0f;");
+    c->L("}");
+    c->L("#pragma unroll ", unroll);
+    c->Open(absl::StrCat("for (int kk = (", ka, ") + kl; kk < (", kb, "); kk += ", kl, ") {"));
+    c->L("float bv[", v, "];");
+    if (op.transpose_b) {
+      c->L("bv[0] = yr_ld(pb, (i64)cb * ", k, " + kk);");
+    } else if (v == 1) {
+      c->L("bv[0] = yr_ld(pb, (i64)kk * ", n, " + cb);");
+    } else {
+      c->L("yr_ld", v, "(pb + (i64)kk * ", n, " + cb, bv);");
+    }
+    c->L("#pragma unroll");
+    c->Open(absl::StrCat("for (int u = 0; u < ", rb, "; ++u) {"));
+    c->L("const int ia = ib + u;");
+    c->L("const float av = ia < nr ? ", Operand(j, 0, k, "ia", "(r0 + ia)", "kk"), " : 0.0f;");
+    c->L("#pragma unroll");
+    c->L("for (int e = 0; e < ", v, "; ++e) acc[u][e] = fmaf(av, bv[e], acc[u][e]);");
+    c->Close();
+    c->Close();
+    c->L("#pragma unroll");
+    c->Open(absl::StrCat("for (int u = 0; u < ", rb, "; ++u) {"));
+    c->L("const int ia = ib + u;");
+    c->L("#pragma unroll");
+    c->L("for (int e = 0; e < ", v, "; ++e) if (ia < nr && cb + e < ", n, ") atomicAdd(&",
+         dst("ia", "cb + e"), ", acc[u][e]);");
+    c->Close();
+    c->Close();
+    c->Close();
+    c->L("__syncthreads();");
+    c->Close();
+  }
+
+  // Every T matmul's [MP x TN] tile over this block's K slice with tensor
+  // cores (WMMA 16x16x16, float accumulate): the A rows of the slice are staged
+  // once in shared memory as 16-bit; B streams through a cp.async pipeline of
+  // tc_stages_ chunks of kTcChunkK rows (16-byte copies); warp w owns columns
+  // [16w, 16w + 16) of the tile and all MP rows. Leaves the float tiles tl<j>
+  // (MP rows, stride TN) in shared memory; ends with __syncthreads().
+  void EmitTensorCoreTiles(Code* c) {
+    const std::string ty = CType(tc_b_dtype_);
+    const int64_t lda = tc_kc_ + 8;
+    const int64_t ldb = tn_ + 8;
+    std::vector<size_t> mms;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (!f_[j] && g_.op(ops_[j]).type == OpType::kMatmul) mms.push_back(j);
+    }
+    c->L("// tensor cores: ", mms.size(), " matmul tile(s), K ", tc_k_, ", slice ", tc_kc_,
+         ", B chunks of ", kTcChunkK, " x ", tn_, ", ", tc_stages_, " stages");
+    c->Open("{");
+    c->L("using namespace nvcuda;");
+    c->L("const int kbeg = ", split_ > 1 ? absl::StrCat("(int)blockIdx.z * ", tc_kc_) : "0", ";");
+    c->L("const int klen = min(", tc_kc_, ", ", tc_k_, " - kbeg);");
+    c->L("const int nch = klen / ", kTcChunkK, ";");
+    c->L("const int warp = tid >> 5;");
+    // Stage A slices.
+    for (const auto& [t, off] : a_off_) {
+      size_t j = 0;
+      for (size_t q : mms) {
+        if (g_.op(ops_[q]).inputs[0] == t) j = q;
+      }
+      c->L(ty, "* const as", t, " = reinterpret_cast<", ty, "*>(yr_sm + ", off, ");");
+      c->Open(absl::StrCat("for (int x = tid; x < ", tc_mp_ * tc_kc_, "; x += ", threads_, ") {"));
+      c->L("const int i = x / ", tc_kc_, ";");
+      c->L("const int kk = x % ", tc_kc_, ";");
+      c->L("float v = 0.0f;");
+      c->L("if (i < nr && kk < klen) v = ", Operand(j, 0, tc_k_, "i", "(r0 + i)", "(kbeg + kk)"),
+           ";");
+      c->L("yr_sth(as", t, " + i * ", lda, " + kk, v);");
+      c->Close();
+    }
+    for (size_t j : mms) {
+      const int tb = g_.op(ops_[j]).inputs[1];
+      c->L(ty, "* const bs", j, " = reinterpret_cast<", ty, "*>(yr_sm + ", b_off_[j], ");");
+      c->L("const ", ty, "* const gb", j, " = ", ctx_.Var(tb), " + (i64)kbeg * ",
+           info_.row_width[j], " + n0;");
+    }
+    // Issues chunk `ch` into stage `st` (every thread, then one commit).
+    const int64_t vecs = int64_t{kTcChunkK} * tn_ / 8;
+    c->Open("auto issue = [&](int ch, int st) {");
+    c->Open("if (ch < nch) {");
+    c->Open(absl::StrCat("for (int v = tid; v < ", vecs, "; v += ", threads_, ") {"));
+    c->L("const int row = v / ", tn_ / 8, ";");
+    c->L("const int col = (v % ", tn_ / 8, ") * 8;");
+    for (size_t j : mms) {
+      c->L("yr_cp_async16(bs", j, " + (st * ", kTcChunkK, " + row) * ", ldb, " + col, gb", j,
+           " + (i64)(ch * ", kTcChunkK, " + row) * ", info_.row_width[j], " + col);");
+    }
+    c->Close();
+    c->Close();
+    c->L("yr_cp_async_commit();");
+    c->Close("};");
+    const int mt = tc_mp_ / 16;
+    for (size_t j : mms) {
+      c->L("wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc", j, "[", mt, "];");
+      c->L("#pragma unroll");
+      c->L("for (int m = 0; m < ", mt, "; ++m) wmma::fill_fragment(acc", j, "[m], 0.0f);");
+    }
+    c->L("__syncthreads();  // A staged");
+    c->L("for (int s = 0; s < ", tc_stages_ - 1, "; ++s) issue(s, s);");
+    c->Open("for (int ch = 0; ch < nch; ++ch) {");
+    c->L("issue(ch + ", tc_stages_ - 1, ", (ch + ", tc_stages_ - 1, ") % ", tc_stages_, ");");
+    c->L("yr_cp_async_wait<", tc_stages_ - 1, ">();");
+    c->L("__syncthreads();");
+    c->L("const int st = ch % ", tc_stages_, ";");
+    c->L("#pragma unroll");
+    c->Open(absl::StrCat("for (int ks = 0; ks < ", kTcChunkK / 16, "; ++ks) {"));
+    for (size_t j : mms) {
+      const int ta = g_.op(ops_[j]).inputs[0];
+      c->Open("{");
+      c->L("wmma::fragment<wmma::matrix_b, 16, 16, 16, ", ty, ", wmma::row_major> fb;");
+      c->L("wmma::load_matrix_sync(fb, bs", j, " + (st * ", kTcChunkK, " + ks * 16) * ", ldb,
+           " + warp * 16, ", ldb, ");");
+      c->L("#pragma unroll");
+      c->Open(absl::StrCat("for (int m = 0; m < ", mt, "; ++m) {"));
+      c->L("wmma::fragment<wmma::matrix_a, 16, 16, 16, ", ty, ", wmma::row_major> fa;");
+      c->L("wmma::load_matrix_sync(fa, as", ta, " + m * ", 16 * lda, " + ch * ", kTcChunkK,
+           " + ks * 16, ", lda, ");");
+      c->L("wmma::mma_sync(acc", j, "[m], fa, fb, acc", j, "[m]);");
+      c->Close();
+      c->Close();
+    }
+    c->Close();
+    c->L("__syncthreads();  // the stage is free again");
+    c->Close();
+    c->L("yr_cp_async_wait<0>();");
+    for (size_t j : mms) {
+      c->L("#pragma unroll");
+      c->L("for (int m = 0; m < ", mt, "; ++m) wmma::store_matrix_sync(tl", j, " + m * ", 16 * tn_,
+           " + warp * 16, acc", j, "[m], ", tn_, ", wmma::mem_row_major);");
+    }
+    c->L("__syncthreads();");
+    c->Close();
+  }
+
+  void EmitFullRowStores(const std::vector<int>& outputs, Code* c) {
+    bool any = false;
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      if (f_[j] && !dsts_[t].empty()) any = true;
+    }
+    if (!any) return;
+    c->Open("if (blockIdx.y == 0 && blockIdx.z == 0) {");
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      if (!f_[j] || dsts_[t].empty()) continue;
+      const int64_t w = info_.row_width[j];
+      c->L("// store ", CommentText(g_.tensor(t).name));
+      c->Open(absl::StrCat("for (int x = tid; x < nr * ", w, "; x += ", threads_, ") {"));
+      EmitStores(dsts_[t], absl::StrCat("r0 * ", w, " + x"), absl::StrCat("b", j, "[x]"), c);
+      c->Close();
+    }
+    c->Close();
+  }
+
+  void EmitTilePhase(const std::vector<int>& outputs, Code* c) {
+    c->L("// ---- tile phase: columns [n0, n0 + ", tn_, ") ----");
+    auto tile_loop = [&](int64_t w) {
+      c->Open(absl::StrCat("for (int x = tid; x < ", br_ * tn_, "; x += ", threads_, ") {"));
+      c->L("const int i = x / ", tn_, ";");
+      c->L("const int cc = x % ", tn_, ";");
+      c->L("const int c = ", w == 1 ? "0" : "n0 + cc", ";");
+      c->L("const i64 r = r0 + i;");
+      c->L("(void)r;");
+      c->L("if (i >= nr || ", w == 1 ? "cc != 0" : absl::StrCat("c >= ", w), ") continue;");
+    };
+    // Matmuls first (their A operands are F or memory), summing over this
+    // block's K slice.
+    if (tc_) EmitTensorCoreTiles(c);
+    for (size_t j = 0; j < ops_.size() && !tc_; ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (f_[j] || op.type != OpType::kMatmul) continue;
+      const int64_t k = g_.tensor(op.inputs[0]).shape.back();
+      const int64_t kc = CeilDiv(CeilDiv(k, split_), 16) * 16;
+      c->L("// ", CommentText(op.name), " = matmul tile, K ", k, split_ > 1 ? " split" : "");
+      const std::string ka = split_ > 1 ? absl::StrCat("(int)blockIdx.z * ", kc) : "0";
+      const std::string kb = split_ > 1
+                                 ? absl::StrCat("min(", k, ", ((int)blockIdx.z + 1) * ", kc, ")")
+                                 : absl::StrCat(k);
+      const std::string tl = absl::StrCat("tl", j);
+      EmitMatmulTile(
+          j, "n0", tn_, ka, kb,
+          [&](const std::string& i, const std::string& cc) {
+            return absl::StrCat(tl, "[(", i, ") * ", tn_, " + (", cc, ") - n0]");
+          },
+          c);
+    }
+    if (split_ > 1) {
+      c->L("// split-K: add this block's partial tiles; the last block of the tile goes on");
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        if (f_[j] || g_.op(ops_[j]).type != OpType::kMatmul) continue;
+        const int64_t n = info_.row_width[j];
+        tile_loop(n);
+        c->L("atomicAdd(&ws", j, "[r * ", n, " + c], tl", j, "[x]);");
+        c->Close();
+      }
+      c->L("__threadfence();");
+      c->L("__syncthreads();");
+      c->L("int* const last = (int*)(red + 32);");
+      c->Open("if (tid == 0) {");
+      c->L("const unsigned prev = atomicAdd(&cnt[blockIdx.x * gridDim.y + blockIdx.y], 1u);");
+      c->L("*last = prev == gridDim.z - 1;");
+      c->Close();
+      c->L("__syncthreads();");
+      c->L("if (!*last) return;");
+      c->L("__threadfence();");
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        if (f_[j] || g_.op(ops_[j]).type != OpType::kMatmul) continue;
+        const int64_t n = info_.row_width[j];
+        tile_loop(n);
+        c->L("tl", j, "[x] = __ldcg(&ws", j, "[r * ", n, " + c]);");
+        c->L("__stcg(&ws", j, "[r * ", n, " + c], 0.0f);");
+        c->Close();
+      }
+      c->L("if (tid == 0) cnt[blockIdx.x * gridDim.y + blockIdx.y] = 0u;");
+      c->L("__syncthreads();");
+    }
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (f_[j] || op.type == OpType::kMatmul) continue;
+      const int64_t w = info_.row_width[j];
+      c->L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " (tile)");
+      tile_loop(w);
+      c->L("tl", j, "[x] = ", ElementwiseValue(j, w, "i", "r", "c"), ";");
+      c->Close();
+      c->L("__syncthreads();");
+    }
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      if (f_[j] || dsts_[t].empty()) continue;
+      const int64_t w = info_.row_width[j];
+      c->L("// store ", CommentText(g_.tensor(t).name));
+      if (w == 1) c->Open("if (blockIdx.y == 0) {");
+      tile_loop(w);
+      EmitStores(dsts_[t], absl::StrCat("r * ", w, " + c"), absl::StrCat("tl", j, "[x]"), c);
+      c->Close();
+      if (w == 1) c->Close();
+    }
+  }
+
+  PlanContext& ctx_;
+  const Graph& g_;
+  const KernelPlan& kernel_;
+  const int kernel_index_;
+  const std::vector<int> ops_;
+  const core::RowGroupInfo info_;
+  const Schedule& s_;
+  std::map<int, size_t> group_pos_;
+  std::map<int, std::vector<std::string>> dsts_;
+  std::vector<bool> f_;
+  std::vector<int64_t> off_;
+  bool has_t_ = false;
+  bool arena_global_ = false;
+  int threads_ = 128;
+  int br_ = 1;
+  int tn_ = 1;
+  int tpr_ = 32;
+  int split_ = 1;
+  int64_t f_floats_ = 0;
+  int64_t red_off_ = 0;
+  int64_t smem_bytes_ = 0;
+  int64_t grid_x_ = 1;
+  int64_t grid_y_ = 1;
+  // Tensor-core tile phase.
+  bool tc_ = false;
+  int64_t tc_k_ = -1;  // K of every T matmul
+  yirage::v1::DType tc_b_dtype_ = yirage::v1::DTYPE_UNSPECIFIED;
+  int tc_stages_ = 4;
+  int tc_mp_ = 16;                // block rows rounded up to 16
+  int64_t tc_kc_ = 0;             // K slice per block (multiple of kTcChunkK)
+  std::map<int, int64_t> a_off_;  // A tensor -> its staged 16-bit slice (float offset)
+  std::vector<int64_t> b_off_;    // per T matmul: its B stages (float offset)
+  // Row staging (PlanStaging): tensor -> float offset of its [BR][W] rows.
+  std::map<int, int64_t> stage_off_;
+};
+
+}  // namespace
+
+absl::Status EmitRowKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                           const std::vector<int>& ops, core::RowGroupInfo info,
+                           const std::vector<int>& outputs, bool inject_fault, Code* code) {
+  RowKernelEmitter emitter(ctx, kernel, kernel_index, ops, std::move(info));
+  return emitter.Emit(outputs, inject_fault, code);
+}
+
+}  // namespace yirage::backends::cuda
