@@ -10,6 +10,7 @@
 #include "server/job_store.h"
 #include "server/schema.h"
 #include "server/test_dir.h"
+#include "server/worker_store.h"
 
 namespace yirage::server {
 namespace {
@@ -196,15 +197,15 @@ TEST_F(ChipStoreTest, RegisteredChipSurvivesReopenAndTheJobStoreSharesTheSchema)
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(core::SameChip(*again, MakeChip("acme_x1")));
   EXPECT_DOUBLE_EQ(again->created_unix(), 100);
-  // A JobStore on the same file sees the same schema (workers.chip_id).
-  auto jobs = JobStore::Open((dir_ / "yirage.db").string(), JobStoreOptions());
+  // A WorkerStore on the same file sees the same schema (workers.chip_id).
+  auto jobs = WorkerStore::Open((dir_ / "yirage.db").string(), WorkerStoreOptions());
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   yirage::v1::SynchronizeRequest sync;
   sync.set_worker_id("w1");
   sync.set_backend("cpu");
-  ASSERT_TRUE((*jobs)->UpsertWorker(sync, 200).ok());
-  ASSERT_TRUE((*jobs)->SetWorkerChip("w1", "acme_x1").ok());
-  auto workers = (*jobs)->ListWorkers(200);
+  ASSERT_TRUE((*jobs)->Upsert(sync, 200).ok());
+  ASSERT_TRUE((*jobs)->SetChip("w1", "acme_x1").ok());
+  auto workers = (*jobs)->List(200);
   ASSERT_TRUE(workers.ok());
   ASSERT_EQ(workers->size(), 1u);
   EXPECT_EQ((*workers)[0].chip_id(), "acme_x1");

@@ -32,7 +32,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
                                                  yirage::v1::Job* response) {
   return ServeUnary(context, [&]() -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
-    auto job = scheduler_->store()->GetJob(request->job_id());
+    auto job = jobs_->GetJob(request->job_id());
     if (!job.ok()) return job.status();
     *response = std::move(*job);
     return absl::OkStatus();
@@ -43,7 +43,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
                                                    const yirage::v1::ListJobsRequest* request,
                                                    yirage::v1::ListJobsResponse* response) {
   return ServeUnary(context, [&]() -> absl::Status {
-    auto jobs = scheduler_->store()->ListJobs(request->limit());
+    auto jobs = jobs_->ListJobs(request->limit());
     if (!jobs.ok()) return jobs.status();
     for (auto& job : *jobs) *response->add_jobs() = std::move(job);
     return absl::OkStatus();
@@ -55,7 +55,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
                                                     yirage::v1::Job* response) {
   return ServeUnary(context, [&]() -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
-    auto job = scheduler_->store()->CancelJob(request->job_id(), UnixNow());
+    auto job = jobs_->CancelJob(request->job_id(), UnixNow());
     if (!job.ok()) return job.status();
     *response = std::move(*job);
     return absl::OkStatus();
@@ -67,7 +67,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListCandidates(
     yirage::v1::ListCandidatesResponse* response) {
   return ServeUnary(context, [&]() -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
-    auto candidates = scheduler_->store()->ListCandidates(request->job_id());
+    auto candidates = jobs_->ListCandidates(request->job_id());
     if (!candidates.ok()) return candidates.status();
     for (auto& c : *candidates) *response->add_candidates() = std::move(c);
     return absl::OkStatus();
@@ -79,7 +79,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetKernel(grpc::CallbackServerContext*
                                                     yirage::v1::GetKernelResponse* response) {
   return ServeUnary(context, [&]() -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
-    auto best = scheduler_->store()->GetBestKernel(request->job_id());
+    auto best = jobs_->GetBestKernel(request->job_id());
     if (!best.ok()) return best.status();
     auto files = ExportKernel(request->job_id(), *best);
     if (!files.ok()) return files.status();
@@ -92,7 +92,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListWorkers(grpc::CallbackServerContex
                                                       const yirage::v1::ListWorkersRequest*,
                                                       yirage::v1::ListWorkersResponse* response) {
   return ServeUnary(context, [&]() -> absl::Status {
-    auto workers = scheduler_->store()->ListWorkers(UnixNow());
+    auto workers = workers_->List(UnixNow());
     if (!workers.ok()) return workers.status();
     for (auto& w : *workers) *response->add_workers() = std::move(w);
     return absl::OkStatus();

@@ -11,7 +11,10 @@ namespace yirage::server {
 // DEADLINE_EXCEEDED rather than work nobody waits for.
 class JobServiceImpl final : public yirage::v1::JobService::CallbackService {
  public:
-  explicit JobServiceImpl(Scheduler* scheduler) : scheduler_(scheduler) {}
+  // Submits through the scheduler (the search); reads and cancels jobs in
+  // `jobs`, lists workers from `workers`. REQUIRES: all three outlive it.
+  JobServiceImpl(Scheduler* scheduler, JobStore* jobs, WorkerStore* workers)
+      : scheduler_(scheduler), jobs_(jobs), workers_(workers) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const yirage::v1::SubmitJobRequest* request,
@@ -37,6 +40,8 @@ class JobServiceImpl final : public yirage::v1::JobService::CallbackService {
 
  private:
   Scheduler* const scheduler_;
+  JobStore* const jobs_;
+  WorkerStore* const workers_;
 };
 
 }  // namespace yirage::server

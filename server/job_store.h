@@ -1,8 +1,8 @@
-// Durable state of the scheduler: jobs, candidates, leased batches and
-// workers, in SQLite. Every state change is one transaction, so a crash of the
-// server at any point loses nothing that was acknowledged: a result is
-// acknowledged to a worker only after its transaction committed, and leases
-// survive restarts (they simply expire if their worker is gone).
+// Durable state of the scheduler's jobs: jobs, candidates and leased
+// batches, in SQLite (the workers are server/worker_store.h's). Every state change is one
+// transaction, so a crash of the server at any point loses nothing that was acknowledged: a result
+// is acknowledged to a worker only after its transaction committed, and leases survive restarts
+// (they simply expire if their worker is gone).
 #ifndef YIRAGE_SERVER_JOB_STORE_H_
 #define YIRAGE_SERVER_JOB_STORE_H_
 
@@ -18,16 +18,16 @@
 #include "absl/synchronization/mutex.h"
 #include "core/tensor.h"
 #include "server/database.h"
+#include "server/worker_store.h"
 #include "yirage/v1/job.pb.h"
 #include "yirage/v1/worker.pb.h"
 
 namespace yirage::server {
 
 struct JobStoreOptions {
-  int batch_size = 4;                  // candidates per leased batch
-  double lease_seconds = 30;           // a batch not heard of for this long is taken back
-  int max_attempts = 3;                // a candidate that killed this many workers fails
-  double worker_timeout_seconds = 10;  // not heard of for this long: disconnected
+  int batch_size = 4;         // candidates per leased batch
+  double lease_seconds = 30;  // a batch not heard of for this long is taken back
+  int max_attempts = 3;       // a candidate that killed this many workers fails
 };
 
 // What one maintenance pass did (for logs and metrics).
@@ -48,8 +48,11 @@ struct RecordReport {
 // Thread-safe: every method takes the store's mutex (SQLite has one writer).
 class JobStore {
  public:
+  // `workers` (may be null: no job is then said to be waiting) answers
+  // whether a job's backend has connected workers; it must outlive the store.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(const std::string& path,
-                                                        const JobStoreOptions& options);
+                                                        const JobStoreOptions& options,
+                                                        WorkerStore* workers = nullptr);
 
   // Stores a new QUEUED job and its candidates in one transaction.
   // REQUIRES: plans non-empty, plans[0] is the baseline.
@@ -84,17 +87,6 @@ class JobStore {
   absl::StatusOr<BestKernel> GetBestKernel(const std::string& job_id);
 
   // ---- Worker protocol ----
-  // Records the worker's call (and its BackendKernels when the request
-  // carries them). Returns whether the store holds the worker's kernels.
-  absl::StatusOr<bool> UpsertWorker(const yirage::v1::SynchronizeRequest& request, double now);
-  // The kernels the search plans `backend`'s jobs with: those of the most
-  // recent worker of `backend` that sent them, one of chip `chip_id` first,
-  // then connected ones; nullopt when no worker of it ever did.
-  absl::StatusOr<std::optional<yirage::v1::BackendKernels>> KernelsFor(const std::string& backend,
-                                                                       const std::string& chip_id,
-                                                                       double now);
-  // Records the registry chip a worker's device matched ("" = none).
-  absl::Status SetWorkerChip(const std::string& worker_id, const std::string& chip_id);
   // Stores results of candidates still leased to `batch_id`; results for
   // candidates no longer in that batch are acknowledged but dropped.
   absl::StatusOr<RecordReport> RecordResults(
@@ -116,23 +108,17 @@ class JobStore {
   // budgets and finishes jobs with nothing left to evaluate.
   absl::StatusOr<MaintenanceReport> Maintain(double now);
 
-  absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> ListWorkers(double now);
   absl::StatusOr<std::map<yirage::v1::JobState, int>> CountJobsByState();
-  // Workers heard of within worker_timeout_seconds; of one backend unless
-  // `backend` is empty.
-  absl::StatusOr<int> CountConnectedWorkers(double now, const std::string& backend = "");
 
  private:
-  JobStore(std::unique_ptr<Database> db, const JobStoreOptions& options)
-      : db_(std::move(db)), options_(options) {}
+  JobStore(std::unique_ptr<Database> db, const JobStoreOptions& options, WorkerStore* workers)
+      : db_(std::move(db)), options_(options), workers_(workers) {}
 
   absl::StatusOr<yirage::v1::Job> LoadJobLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets the "waiting: no connected worker ..." message (see GetJob) on an
   // unfinished job with work left and no connected worker of its backend.
   absl::Status AnnotateWaitingLocked(yirage::v1::Job* job, double now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<int> CountConnectedWorkersLocked(double now, const std::string& backend)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Maintain's passes. The first two run in Maintain's transaction and add
   // the jobs they change to *touched_jobs.
@@ -156,6 +142,7 @@ class JobStore {
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
   const JobStoreOptions options_;
+  WorkerStore* const workers_;
 };
 
 }  // namespace yirage::server

@@ -44,11 +44,16 @@ class JobStoreTest : public ::testing::Test {
   }
   void TearDown() override {
     store_.reset();
+    workers_.reset();
     std::filesystem::remove_all(dir_);
   }
   void Reopen() {
     store_.reset();
-    auto store = JobStore::Open((dir_ / "yirage.db").string(), options_);
+    workers_.reset();
+    auto workers = WorkerStore::Open((dir_ / "yirage.db").string(), worker_options_);
+    ASSERT_TRUE(workers.ok()) << workers.status();
+    workers_ = std::move(*workers);
+    auto store = JobStore::Open((dir_ / "yirage.db").string(), options_, workers_.get());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
@@ -70,6 +75,8 @@ class JobStoreTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   JobStoreOptions options_;
+  WorkerStoreOptions worker_options_;
+  std::unique_ptr<WorkerStore> workers_;
   std::unique_ptr<JobStore> store_;
 };
 
@@ -278,7 +285,7 @@ TEST_F(JobStoreTest, UnfinishedJobWithoutAWorkerOfItsBackendSaysItIsWaiting) {
   yirage::v1::SynchronizeRequest cpu;
   cpu.set_worker_id("w-cpu");
   cpu.set_backend("cpu");
-  ASSERT_TRUE(store_->UpsertWorker(cpu, 1000).ok());
+  ASSERT_TRUE(workers_->Upsert(cpu, 1000).ok());
   EXPECT_EQ(store_->GetJob(*id, 1001)->message(), waiting);
 
   // A connected hip worker clears it; once that worker is silent for longer
@@ -286,48 +293,14 @@ TEST_F(JobStoreTest, UnfinishedJobWithoutAWorkerOfItsBackendSaysItIsWaiting) {
   yirage::v1::SynchronizeRequest hip;
   hip.set_worker_id("w-hip");
   hip.set_backend("hip");
-  ASSERT_TRUE(store_->UpsertWorker(hip, 1000).ok());
+  ASSERT_TRUE(workers_->Upsert(hip, 1000).ok());
   EXPECT_EQ(store_->GetJob(*id, 1001)->message(), "");
-  EXPECT_EQ(store_->GetJob(*id, 1000 + options_.worker_timeout_seconds + 1)->message(), waiting);
+  EXPECT_EQ(store_->GetJob(*id, 1000 + worker_options_.worker_timeout_seconds + 1)->message(),
+            waiting);
 
   // A finished job never says it is waiting.
   ASSERT_TRUE(store_->CancelJob(*id, 1002).ok());
   EXPECT_EQ(store_->GetJob(*id, 5000)->message(), "cancelled by a client");
-}
-
-// The kernels a backend's jobs are searched with: the job's chip's worker
-// first, then a connected one, then the most recent; none for a backend no
-// worker described.
-TEST_F(JobStoreTest, KernelsForPrefersTheChipThenConnectedWorkers) {
-  auto sync = [&](const std::string& id, const std::string& chip, int families, double now) {
-    yirage::v1::SynchronizeRequest r;
-    r.set_worker_id(id);
-    r.set_backend("cuda");
-    r.mutable_kernels()->set_backend("cuda");
-    for (int i = 0; i < families; ++i) r.mutable_kernels()->add_families()->set_name(id);
-    auto stored = store_->UpsertWorker(r, now);
-    ASSERT_TRUE(stored.ok()) << stored.status();
-    EXPECT_TRUE(*stored);
-    ASSERT_TRUE(store_->SetWorkerChip(id, chip).ok());
-  };
-  sync("old-h100", "h100_sxm", 1, 1000);
-  sync("new-a100", "a100_sxm4_80gb", 2, 2000);
-  auto k = store_->KernelsFor("cuda", "h100_sxm", 2001);
-  ASSERT_TRUE(k.ok() && k->has_value());
-  EXPECT_EQ((*k)->families(0).name(), "old-h100") << "the job's chip first";
-  k = store_->KernelsFor("cuda", "", 2001);
-  ASSERT_TRUE(k.ok() && k->has_value());
-  EXPECT_EQ((*k)->families(0).name(), "new-a100") << "then the connected worker";
-  k = store_->KernelsFor("hip", "", 2001);
-  ASSERT_TRUE(k.ok());
-  EXPECT_FALSE(k->has_value());
-  // A call without kernels keeps the stored ones.
-  yirage::v1::SynchronizeRequest bare;
-  bare.set_worker_id("new-a100");
-  bare.set_backend("cuda");
-  auto kept = store_->UpsertWorker(bare, 2002);
-  ASSERT_TRUE(kept.ok());
-  EXPECT_TRUE(*kept);
 }
 
 }  // namespace

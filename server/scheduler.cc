@@ -24,9 +24,9 @@ const char* const kKnownBackends[] = {"cpu", "cuda", "hip", "level_zero"};
 
 }  // namespace
 
-Scheduler::Scheduler(const ServerOptions& options, JobStore* store, Metrics* metrics,
-                     ChipStore* chips)
-    : options_(options), store_(store), metrics_(metrics), chips_(chips) {}
+Scheduler::Scheduler(const ServerOptions& options, JobStore* store, WorkerStore* workers,
+                     Metrics* metrics, ChipStore* chips)
+    : options_(options), store_(store), workers_(workers), metrics_(metrics), chips_(chips) {}
 
 Scheduler::~Scheduler() { StopMaintenance(); }
 
@@ -96,7 +96,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   // vendor library), row kernels and kernel families with their schedule
   // points. Until a worker of the backend has reported, generic row kernels.
   YIRAGE_ASSIGN_OR_RETURN(std::optional<yirage::v1::BackendKernels> kernels,
-                          store_->KernelsFor(request.backend(), request.chip_id(), UnixNow()));
+                          workers_->KernelsFor(request.backend(), request.chip_id(), UnixNow()));
   if (kernels.has_value()) search.kernels = *std::move(kernels);
   // A job with a time budget spends at most a quarter of it searching rewrites.
   if (request.budget_seconds() > 0)
@@ -150,7 +150,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
       rewritten, search_seconds * 1e3, stats.graphs_explored, stats.rewrites_verified,
       stats.rewrites_rejected, stats.fingerprint_checks);
   // Accepted either way (a worker may connect later), but say it waits.
-  if (auto workers = store_->CountConnectedWorkers(UnixNow(), request.backend());
+  if (auto workers = workers_->CountConnected(UnixNow(), request.backend());
       workers.ok() && *workers == 0) {
     spdlog::warn("job {} waiting: no connected worker for backend '{}'", job_id, request.backend());
   }
@@ -174,7 +174,7 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
                      "' is not the worker's backend '", request.backend(), "'"));
   }
   double now = UnixNow();
-  YIRAGE_ASSIGN_OR_RETURN(const bool has_kernels, store_->UpsertWorker(request, now));
+  YIRAGE_ASSIGN_OR_RETURN(const bool has_kernels, workers_->Upsert(request, now));
   if (chips_ != nullptr) {
     // A worker whose device cannot be resolved still works; it just has no chip.
     if (auto chip = ResolveWorkerChip(request); !chip.ok()) {
@@ -253,7 +253,7 @@ absl::StatusOr<std::string> Scheduler::ResolveWorkerChip(
   }
   YIRAGE_ASSIGN_OR_RETURN(std::string chip_id,
                           MatchOrRegisterDevice(request.backend(), request.device_description()));
-  YIRAGE_RETURN_IF_ERROR(store_->SetWorkerChip(request.worker_id(), chip_id));
+  YIRAGE_RETURN_IF_ERROR(workers_->SetChip(request.worker_id(), chip_id));
   absl::MutexLock lock(&worker_chips_mu_);
   auto& entry = worker_chips_[request.worker_id()];
   if (entry.chip_id != chip_id || entry.device_description != request.device_description()) {
@@ -287,7 +287,7 @@ absl::StatusOr<std::string> Scheduler::MatchOrRegisterDevice(
 
 absl::StatusOr<std::optional<yirage::v1::Chip>> Scheduler::ConnectedWorkersChip(
     const std::string& backend) {
-  YIRAGE_ASSIGN_OR_RETURN(auto workers, store_->ListWorkers(UnixNow()));
+  YIRAGE_ASSIGN_OR_RETURN(auto workers, workers_->List(UnixNow()));
   std::map<std::string, int> counts;
   for (const auto& w : workers) {
     if (w.connected() && w.backend() == backend && !w.chip_id().empty()) ++counts[w.chip_id()];
@@ -321,7 +321,7 @@ absl::Status Scheduler::MaintainOnce() {
     metrics_->CandidateFinished(yirage::v1::SKIPPED, report.candidates_skipped);
     YIRAGE_ASSIGN_OR_RETURN(auto counts, store_->CountJobsByState());
     metrics_->SetJobsByState(counts);
-    YIRAGE_ASSIGN_OR_RETURN(int workers, store_->CountConnectedWorkers(now));
+    YIRAGE_ASSIGN_OR_RETURN(int workers, workers_->CountConnected(now));
     metrics_->SetConnectedWorkers(workers);
   }
   return absl::OkStatus();

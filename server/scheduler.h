@@ -20,6 +20,7 @@
 #include "server/job_store.h"
 #include "server/metrics.h"
 #include "server/server_options.h"
+#include "server/worker_store.h"
 #include "yirage/v1/job.pb.h"
 #include "yirage/v1/worker.pb.h"
 
@@ -28,9 +29,9 @@ namespace yirage::server {
 // Thread-safe.
 class Scheduler {
  public:
-  // REQUIRES: store, metrics and chips outlive the scheduler. Without a chip
+  // REQUIRES: the stores and metrics outlive the scheduler. Without a chip
   // store, jobs get no chip-derived search space and workers no chip.
-  Scheduler(const ServerOptions& options, JobStore* store, Metrics* metrics,
+  Scheduler(const ServerOptions& options, JobStore* store, WorkerStore* workers, Metrics* metrics,
             ChipStore* chips = nullptr);
   ~Scheduler();
 
@@ -50,8 +51,6 @@ class Scheduler {
   void StopMaintenance();
   // One maintenance pass (also called by tests).
   absl::Status MaintainOnce();
-
-  JobStore* store() { return store_; }
 
   // The registry chip a worker's device description matches; an unknown
   // device is registered from its measured properties (metadata detected =
@@ -74,6 +73,7 @@ class Scheduler {
 
   const ServerOptions options_;
   JobStore* const store_;
+  WorkerStore* const workers_;
   Metrics* const metrics_;
   ChipStore* const chips_;
   absl::Mutex worker_chips_mu_;

@@ -37,7 +37,10 @@ class SchedulerTest : public ::testing::Test {
     options_.store.max_attempts = 2;
   }
   void Start() {
-    auto store = JobStore::Open(options_.db_path, options_.store);
+    auto workers = WorkerStore::Open(options_.db_path, options_.workers);
+    ASSERT_TRUE(workers.ok()) << workers.status();
+    workers_ = std::move(*workers);
+    auto store = JobStore::Open(options_.db_path, options_.store, workers_.get());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     auto chips = ChipStore::Open(options_.db_path);
@@ -46,13 +49,15 @@ class SchedulerTest : public ::testing::Test {
     auto metrics = Metrics::Start("127.0.0.1:0");
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     metrics_ = std::move(*metrics);
-    scheduler_ = std::make_unique<Scheduler>(options_, store_.get(), metrics_.get(), chips_.get());
+    scheduler_ = std::make_unique<Scheduler>(options_, store_.get(), workers_.get(), metrics_.get(),
+                                             chips_.get());
   }
   void TearDown() override {
     scheduler_.reset();
     metrics_.reset();
     chips_.reset();
     store_.reset();
+    workers_.reset();
     std::filesystem::remove_all(dir_);
   }
 
@@ -101,6 +106,7 @@ class SchedulerTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   ServerOptions options_;
+  std::unique_ptr<WorkerStore> workers_;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<ChipStore> chips_;
   std::unique_ptr<Metrics> metrics_;

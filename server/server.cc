@@ -1,6 +1,10 @@
 #include "server/server.h"
 
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
+#include "common/rpc_util.h"
 #include "core/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -41,7 +45,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
-  YIRAGE_ASSIGN_OR_RETURN(s->store_, JobStore::Open(options.db_path, options.store));
+  YIRAGE_ASSIGN_OR_RETURN(s->worker_store_, WorkerStore::Open(options.db_path, options.workers));
+  YIRAGE_ASSIGN_OR_RETURN(s->store_,
+                          JobStore::Open(options.db_path, options.store, s->worker_store_.get()));
   YIRAGE_ASSIGN_OR_RETURN(s->chip_store_, ChipStore::Open(options.db_path));
   const CatalogReport& catalog = s->chip_store_->catalog_report();
   spdlog::info(
@@ -51,9 +57,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->chip_store_->SetListener(
       [b = s->chip_broadcaster_.get()](const yirage::v1::ChipEvent& e) { b->Publish(e); });
   YIRAGE_ASSIGN_OR_RETURN(s->metrics_, Metrics::Start(options.metrics_listen));
-  s->scheduler_ = std::make_unique<Scheduler>(options, s->store_.get(), s->metrics_.get(),
-                                              s->chip_store_.get());
-  s->job_service_ = std::make_unique<JobServiceImpl>(s->scheduler_.get());
+  s->scheduler_ = std::make_unique<Scheduler>(options, s->store_.get(), s->worker_store_.get(),
+                                              s->metrics_.get(), s->chip_store_.get());
+  s->job_service_ = std::make_unique<JobServiceImpl>(s->scheduler_.get(), s->store_.get(),
+                                                     s->worker_store_.get());
   s->registry_service_ = std::make_unique<RegistryServiceImpl>(
       s->chip_store_.get(), s->chip_broadcaster_.get(), options.max_candidates_default);
   s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->scheduler_.get());
@@ -88,6 +95,25 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                                              worker_binary.substr(0, worker_binary.rfind('/'))));
   s->local_workers_ = std::make_unique<LocalWorkers>(worker_binary, worker_target);
   YIRAGE_RETURN_IF_ERROR(s->local_workers_->Start(specs));
+  // The search plans what the backend's workers said they run, so wait
+  // (bounded) for the local CPU worker's first call: jobs submitted right
+  // after start-up get its library and kernels. GPU workers may find no
+  // device and exit, so start-up does not wait for them.
+  for (const LocalWorkers::Spec& spec : specs) {
+    if (spec.backend != "cpu") continue;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    bool described = false;
+    while (!described && std::chrono::steady_clock::now() < deadline) {
+      auto kernels = s->worker_store_->KernelsFor("cpu", "", UnixNow());
+      described = kernels.ok() && kernels->has_value();
+      if (!described) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!described) {
+      spdlog::warn(
+          "the local cpu worker has not said what it runs after 15 s; jobs get "
+          "generic row kernels until it does");
+    }
+  }
   return s;
 }
 

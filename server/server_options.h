@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/job_store.h"
+#include "server/worker_store.h"
 
 namespace yirage::server {
 
@@ -20,6 +21,7 @@ struct ServerOptions {
   double worker_poll_seconds = 1.0;  // how often an idle worker calls again
   int max_candidates_default = 64;   // when a job sets no candidate budget
   JobStoreOptions store;
+  WorkerStoreOptions workers;
 };
 
 }  // namespace yirage::server

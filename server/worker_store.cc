@@ -1,0 +1,111 @@
+#include "server/worker_store.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "server/schema.h"
+
+namespace yirage::server {
+
+absl::StatusOr<std::unique_ptr<WorkerStore>> WorkerStore::Open(const std::string& path,
+                                                               const WorkerStoreOptions& options) {
+  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
+  return std::unique_ptr<WorkerStore>(new WorkerStore(std::move(db), options));
+}
+
+absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& request,
+                                         double now) {
+  absl::MutexLock lock(&mu_);
+  bool executing = request.status().has_executing();
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s,
+      db_->Prepare("INSERT INTO workers (worker_id, backend, hostname, pid, device, state, "
+                   "current_batch, first_seen, last_seen, kernels) VALUES (?,?,?,?,?,?,?,?,?,?) "
+                   "ON CONFLICT(worker_id) DO UPDATE SET backend=excluded.backend, "
+                   "hostname=excluded.hostname, pid=excluded.pid, device=excluded.device, "
+                   "state=excluded.state, current_batch=excluded.current_batch, "
+                   "last_seen=excluded.last_seen, "
+                   "kernels=COALESCE(excluded.kernels, workers.kernels) "
+                   "RETURNING kernels IS NOT NULL"));
+  s.Bind(1, request.worker_id())
+      .Bind(2, request.backend())
+      .Bind(3, request.hostname())
+      .Bind(4, static_cast<int64_t>(request.pid()))
+      .Bind(5, request.device_description())
+      .Bind(6, executing ? "executing" : "idle")
+      .Bind(7, executing ? request.status().executing().batch_id() : "")
+      .Bind(8, now)
+      .Bind(9, now);
+  if (request.has_kernels()) {
+    s.BindBlob(10, request.kernels().SerializeAsString());
+  } else {
+    s.BindNull(10);
+  }
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  const bool has_kernels = row && s.ColumnInt(0) != 0;
+  YIRAGE_RETURN_IF_ERROR(s.Run());  // to the statement's end
+  return has_kernels;
+}
+
+absl::StatusOr<std::optional<yirage::v1::BackendKernels>> WorkerStore::KernelsFor(
+    const std::string& backend, const std::string& chip_id, double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("SELECT kernels FROM workers WHERE backend = ? AND kernels IS NOT "
+                                "NULL ORDER BY (chip_id = ?) DESC, (last_seen >= ?) DESC, "
+                                "last_seen DESC LIMIT 1"));
+  s.Bind(1, backend).Bind(2, chip_id).Bind(3, now - options_.worker_timeout_seconds);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<yirage::v1::BackendKernels>();
+  yirage::v1::BackendKernels kernels;
+  if (!kernels.ParseFromString(s.ColumnBlob(0))) {
+    return absl::DataLossError(
+        absl::StrCat("stored kernels of a '", backend, "' worker are unreadable"));
+  }
+  return std::optional<yirage::v1::BackendKernels>(std::move(kernels));
+}
+
+absl::Status WorkerStore::SetChip(const std::string& worker_id, const std::string& chip_id) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("UPDATE workers SET chip_id = ? WHERE worker_id = ?"));
+  s.Bind(1, chip_id).Bind(2, worker_id);
+  return s.Run();
+}
+
+absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> WorkerStore::List(double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s,
+      db_->Prepare("SELECT worker_id, backend, hostname, pid, device, state, "
+                   "current_batch, last_seen, chip_id FROM workers ORDER BY first_seen"));
+  std::vector<yirage::v1::WorkerInfo> out;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    yirage::v1::WorkerInfo w;
+    w.set_worker_id(s.ColumnText(0));
+    w.set_backend(s.ColumnText(1));
+    w.set_hostname(s.ColumnText(2));
+    w.set_pid(static_cast<int32_t>(s.ColumnInt(3)));
+    w.set_device_description(s.ColumnText(4));
+    w.set_state(s.ColumnText(5));
+    w.set_current_batch(s.ColumnText(6));
+    w.set_last_seen_unix(s.ColumnDouble(7));
+    w.set_connected(now - w.last_seen_unix() <= options_.worker_timeout_seconds);
+    w.set_chip_id(s.ColumnText(8));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+absl::StatusOr<int> WorkerStore::CountConnected(double now, const std::string& backend) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ? AND "
+                                       "(?2 = '' OR backend = ?2)"));
+  s.Bind(1, now - options_.worker_timeout_seconds).Bind(2, backend);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  return row ? static_cast<int>(s.ColumnInt(0)) : 0;
+}
+
+}  // namespace yirage::server

@@ -1,0 +1,63 @@
+// Durable state of the workers the scheduler has heard from: who they are,
+// what they are doing, the registry chip their device matched and what their
+// backend runs there (BackendKernels), in SQLite (the `workers` table of
+// server/schema.cc). One row a worker id, kept after it disconnects.
+#ifndef YIRAGE_SERVER_WORKER_STORE_H_
+#define YIRAGE_SERVER_WORKER_STORE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/database.h"
+#include "yirage/v1/backend.pb.h"
+#include "yirage/v1/job.pb.h"
+#include "yirage/v1/worker.pb.h"
+
+namespace yirage::server {
+
+struct WorkerStoreOptions {
+  double worker_timeout_seconds = 10;  // not heard of for this long: disconnected
+};
+
+// Thread-safe: every method takes the store's mutex.
+class WorkerStore {
+ public:
+  // Opens (creating or migrating) the database at `path` on its own
+  // connection, as the other stores do.
+  static absl::StatusOr<std::unique_ptr<WorkerStore>> Open(const std::string& path,
+                                                           const WorkerStoreOptions& options);
+
+  // Records the worker's call (and its BackendKernels when the request
+  // carries them). Returns whether the store holds the worker's kernels.
+  absl::StatusOr<bool> Upsert(const yirage::v1::SynchronizeRequest& request, double now);
+  // Records the registry chip a worker's device matched ("" = none).
+  absl::Status SetChip(const std::string& worker_id, const std::string& chip_id);
+  // The kernels the search plans `backend`'s jobs with: those of the most
+  // recent worker of `backend` that sent them, one of chip `chip_id` first,
+  // then connected ones; nullopt when no worker of it ever did.
+  absl::StatusOr<std::optional<yirage::v1::BackendKernels>> KernelsFor(const std::string& backend,
+                                                                       const std::string& chip_id,
+                                                                       double now);
+  // Every worker ever heard of, oldest first; `connected` as of `now`.
+  absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> List(double now);
+  // Workers heard of within worker_timeout_seconds of `now`; of one backend
+  // unless `backend` is empty.
+  absl::StatusOr<int> CountConnected(double now, const std::string& backend = "");
+
+ private:
+  WorkerStore(std::unique_ptr<Database> db, const WorkerStoreOptions& options)
+      : db_(std::move(db)), options_(options) {}
+
+  absl::Mutex mu_;
+  std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+  const WorkerStoreOptions options_;
+};
+
+}  // namespace yirage::server
+
+#endif  // YIRAGE_SERVER_WORKER_STORE_H_

@@ -1,0 +1,93 @@
+#include "server/worker_store.h"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "server/test_dir.h"
+
+namespace yirage::server {
+namespace {
+
+class WorkerStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = FreshTestDir("yirage_worker_store_test");
+    auto store = WorkerStore::Open((dir_ / "yirage.db").string(), options_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::filesystem::path dir_;
+  WorkerStoreOptions options_;
+  std::unique_ptr<WorkerStore> store_;
+};
+
+// Workers are listed oldest first, connected while heard of within the
+// timeout, and counted per backend.
+TEST_F(WorkerStoreTest, ListsAndCountsConnectedWorkers) {
+  yirage::v1::SynchronizeRequest cpu;
+  cpu.set_worker_id("w-cpu");
+  cpu.set_backend("cpu");
+  cpu.set_hostname("h1");
+  ASSERT_TRUE(store_->Upsert(cpu, 1000).ok());
+  yirage::v1::SynchronizeRequest cuda = cpu;
+  cuda.set_worker_id("w-cuda");
+  cuda.set_backend("cuda");
+  cuda.mutable_status()->mutable_executing()->set_batch_id("batch-1");
+  ASSERT_TRUE(store_->Upsert(cuda, 1005).ok());
+  auto workers = store_->List(1012);
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  ASSERT_EQ(workers->size(), 2u);
+  EXPECT_EQ((*workers)[0].worker_id(), "w-cpu");
+  EXPECT_FALSE((*workers)[0].connected()) << "12 s silent, timeout 10";
+  EXPECT_TRUE((*workers)[1].connected());
+  EXPECT_EQ((*workers)[1].state(), "executing");
+  EXPECT_EQ((*workers)[1].current_batch(), "batch-1");
+  EXPECT_EQ(*store_->CountConnected(1012), 1);
+  EXPECT_EQ(*store_->CountConnected(1012, "cpu"), 0);
+  EXPECT_EQ(*store_->CountConnected(1006, "cpu"), 1);
+}
+
+// The kernels a backend's jobs are searched with: the job's chip's worker
+// first, then a connected one, then the most recent; none for a backend no
+// worker described.
+TEST_F(WorkerStoreTest, KernelsForPrefersTheChipThenConnectedWorkers) {
+  auto sync = [&](const std::string& id, const std::string& chip, int families, double now) {
+    yirage::v1::SynchronizeRequest r;
+    r.set_worker_id(id);
+    r.set_backend("cuda");
+    r.mutable_kernels()->set_backend("cuda");
+    for (int i = 0; i < families; ++i) r.mutable_kernels()->add_families()->set_name(id);
+    auto stored = store_->Upsert(r, now);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_TRUE(*stored);
+    ASSERT_TRUE(store_->SetChip(id, chip).ok());
+  };
+  sync("old-h100", "h100_sxm", 1, 1000);
+  sync("new-a100", "a100_sxm4_80gb", 2, 2000);
+  auto k = store_->KernelsFor("cuda", "h100_sxm", 2001);
+  ASSERT_TRUE(k.ok() && k->has_value());
+  EXPECT_EQ((*k)->families(0).name(), "old-h100") << "the job's chip first";
+  k = store_->KernelsFor("cuda", "", 2001);
+  ASSERT_TRUE(k.ok() && k->has_value());
+  EXPECT_EQ((*k)->families(0).name(), "new-a100") << "then the connected worker";
+  k = store_->KernelsFor("hip", "", 2001);
+  ASSERT_TRUE(k.ok());
+  EXPECT_FALSE(k->has_value());
+  // A call without kernels keeps the stored ones.
+  yirage::v1::SynchronizeRequest bare;
+  bare.set_worker_id("new-a100");
+  bare.set_backend("cuda");
+  auto kept = store_->Upsert(bare, 2002);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(*kept);
+}
+
+}  // namespace
+}  // namespace yirage::server
