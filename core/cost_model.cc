@@ -5,14 +5,12 @@
 #include <vector>
 
 #include "core/kernel_family.h"
+#include "core/op_table.h"
 
 namespace yirage::core {
 namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Per-element flops of the transcendental unary ops and pow.
-constexpr double kTranscendentalFlops = 8.0;
 
 }  // namespace
 
@@ -30,38 +28,22 @@ int EffectiveSimdWidth(const SearchOptions& options) {
 
 double OpFlops(const Graph& graph, int op_index) {
   const OpInfo& op = graph.op(op_index);
+  const OpSpec& spec = SpecOf(op.type);
   const double out = static_cast<double>(graph.tensor(op.output).num_elements());
-  switch (op.type) {
-    case OpType::kMatmul: {
+  switch (spec.flop_basis) {
+    case FlopBasis::kMatmulMultiply: {
       const std::vector<int64_t>& a = graph.tensor(op.inputs[0]).shape;
       return 2.0 * out * static_cast<double>(a.empty() ? 1 : a.back());
     }
-    case OpType::kExp:
-    case OpType::kLog:
-    case OpType::kSqrt:
-    case OpType::kRsqrt:
-    case OpType::kSigmoid:
-    case OpType::kTanh:
-    case OpType::kSilu:
-    case OpType::kGelu:
-    case OpType::kPow:
-      return kTranscendentalFlops * out;
-    case OpType::kReduceSum:
-    case OpType::kReduceMean:
-    case OpType::kReduceMax:
-      return static_cast<double>(graph.tensor(op.inputs[0]).num_elements());
-    case OpType::kRmsNorm:
-      return 4.0 * out;
-    case OpType::kLayerNorm:
-      return 7.0 * out;
-    case OpType::kSoftmax:
-      return (kTranscendentalFlops + 4.0) * out;
-    case OpType::kConcat:
-    case OpType::kSlice:
+    case FlopBasis::kPerInput:
+      return spec.flops_per_element *
+             static_cast<double>(graph.tensor(op.inputs[0]).num_elements());
+    case FlopBasis::kPerOutput:
+      return spec.flops_per_element * out;
+    case FlopBasis::kNone:
       return 0.0;
-    default:  // cheap elementwise
-      return out;
   }
+  return out;
 }
 
 double TensorBytes(const Graph& graph, int tensor) {

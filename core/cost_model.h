@@ -73,8 +73,9 @@ int EffectiveThreads(const SearchOptions& options);
 int64_t EffectiveCacheBytes(const SearchOptions& options);
 int EffectiveSimdWidth(const SearchOptions& options);
 
-// Floating-point operations of one op (a matmul is 2*M*N*K; transcendental
-// elementwise ops count 8 per element; norms and softmax a few per element).
+// Floating-point operations of one op, by its row of the op table
+// (core/op_table.h): a matmul is 2*M*N*K; transcendental elementwise ops
+// count 8 per element; norms and softmax a few per element.
 double OpFlops(const Graph& graph, int op);
 
 // Bytes a tensor occupies in memory between kernels: its dtype size for graph

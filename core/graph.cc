@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/op_table.h"
 
 namespace yirage::core {
 namespace {
@@ -19,48 +20,12 @@ namespace {
 using yirage::v1::AttrValue;
 using yirage::v1::DType;
 
-struct OpDef {
-  OpType type;
-  std::string_view name;
-};
-
-constexpr OpDef kOpDefs[] = {
-    {OpType::kMatmul, "matmul"},
-    {OpType::kAdd, "add"},
-    {OpType::kSub, "sub"},
-    {OpType::kMul, "mul"},
-    {OpType::kDiv, "div"},
-    {OpType::kMaximum, "maximum"},
-    {OpType::kMinimum, "minimum"},
-    {OpType::kPow, "pow"},
-    {OpType::kNeg, "neg"},
-    {OpType::kExp, "exp"},
-    {OpType::kLog, "log"},
-    {OpType::kSqrt, "sqrt"},
-    {OpType::kRsqrt, "rsqrt"},
-    {OpType::kSquare, "square"},
-    {OpType::kAbs, "abs"},
-    {OpType::kRelu, "relu"},
-    {OpType::kSigmoid, "sigmoid"},
-    {OpType::kTanh, "tanh"},
-    {OpType::kSilu, "silu"},
-    {OpType::kGelu, "gelu"},
-    {OpType::kReduceSum, "reduce_sum"},
-    {OpType::kReduceMean, "reduce_mean"},
-    {OpType::kReduceMax, "reduce_max"},
-    {OpType::kRmsNorm, "rms_norm"},
-    {OpType::kLayerNorm, "layer_norm"},
-    {OpType::kSoftmax, "softmax"},
-    {OpType::kConcat, "concat"},
-    {OpType::kSlice, "slice"},
-};
-
 // This absl build's string_view is not std::string_view; StrCat needs its own.
 absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 std::string KnownOpList() {
   std::vector<absl::string_view> names;
-  for (const OpDef& def : kOpDefs) names.push_back(Sv(def.name));
+  for (const OpSpec& spec : AllOpSpecs()) names.push_back(Sv(spec.name));
   return absl::StrJoin(names, ", ");
 }
 
@@ -98,16 +63,13 @@ std::string DescribeAttr(const AttrValue& value) {
   return "no value";
 }
 
-// The attributes an op type accepts.
+// The attributes an op type accepts (core/op_table.h).
 std::vector<std::string_view> AllowedAttrs(OpType type) {
-  if (type == OpType::kMatmul) return {"transpose_b"};
-  if (IsBinaryElementwise(type)) return {"scalar"};
-  if (type == OpType::kGelu) return {"approximate"};
-  if (IsUnaryElementwise(type)) return {};
-  if (IsReduction(type)) return {"axis", "keepdim"};
-  if (type == OpType::kRmsNorm || type == OpType::kLayerNorm) return {"axis", "eps"};
-  if (type == OpType::kSlice) return {"axis", "start", "end"};
-  return {"axis"};  // softmax, concat
+  std::vector<std::string_view> allowed;
+  for (std::string_view attr : SpecOf(type).attrs) {
+    if (!attr.empty()) allowed.push_back(attr);
+  }
+  return allowed;
 }
 
 // Typed access to one op's attributes; every error starts with `prefix`.
@@ -452,31 +414,21 @@ std::string DescribeCycle(const yirage::v1::Graph& proto, const std::vector<std:
 }  // namespace
 
 bool ParseOpType(std::string_view name, OpType* type) {
-  for (const OpDef& def : kOpDefs) {
-    if (def.name == name) {
-      *type = def.type;
-      return true;
-    }
-  }
-  return false;
+  const OpSpec* spec = FindOpSpec(name);
+  if (spec == nullptr) return false;
+  *type = spec->type;
+  return true;
 }
 
-std::string_view OpTypeName(OpType type) {
-  for (const OpDef& def : kOpDefs) {
-    if (def.type == type) return def.name;
-  }
-  return "unknown";
-}
+std::string_view OpTypeName(OpType type) { return SpecOf(type).name; }
 
-bool IsUnaryElementwise(OpType type) { return type >= OpType::kNeg && type <= OpType::kGelu; }
+bool IsUnaryElementwise(OpType type) { return SpecOf(type).kind == OpKind::kUnary; }
 
-bool IsBinaryElementwise(OpType type) { return type >= OpType::kAdd && type <= OpType::kPow; }
+bool IsBinaryElementwise(OpType type) { return SpecOf(type).kind == OpKind::kBinary; }
 
 bool IsElementwise(OpType type) { return IsUnaryElementwise(type) || IsBinaryElementwise(type); }
 
-bool IsReduction(OpType type) {
-  return type == OpType::kReduceSum || type == OpType::kReduceMean || type == OpType::kReduceMax;
-}
+bool IsReduction(OpType type) { return SpecOf(type).kind == OpKind::kReduction; }
 
 int64_t TensorInfo::num_elements() const {
   int64_t n = 1;
@@ -747,22 +699,31 @@ absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original) {
     if (absl::Status s = attrs.CheckKnown(op.type); !s.ok()) return s;
     std::vector<int64_t> shape;
     absl::Status status;
-    if (op.type == OpType::kMatmul) {
-      status = InferMatmul(ctx, attrs, &op, &shape);
-    } else if (IsBinaryElementwise(op.type)) {
-      status = InferBinary(ctx, attrs, &op, &shape);
-    } else if (IsUnaryElementwise(op.type)) {
-      status = InferUnary(ctx, attrs, &op, &shape);
-    } else if (IsReduction(op.type)) {
-      status = InferReduction(ctx, attrs, &op, &shape);
-    } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm) {
-      status = InferNorm(ctx, attrs, &op, &shape);
-    } else if (op.type == OpType::kSoftmax) {
-      status = InferSoftmax(ctx, attrs, &op, &shape);
-    } else if (op.type == OpType::kSlice) {
-      status = InferSlice(ctx, attrs, &op, &shape);
-    } else {
-      status = InferConcat(ctx, attrs, &op, &shape);
+    switch (SpecOf(op.type).kind) {  // the kind's shape rule
+      case OpKind::kMatmul:
+        status = InferMatmul(ctx, attrs, &op, &shape);
+        break;
+      case OpKind::kBinary:
+        status = InferBinary(ctx, attrs, &op, &shape);
+        break;
+      case OpKind::kUnary:
+        status = InferUnary(ctx, attrs, &op, &shape);
+        break;
+      case OpKind::kReduction:
+        status = InferReduction(ctx, attrs, &op, &shape);
+        break;
+      case OpKind::kNorm:
+        status = InferNorm(ctx, attrs, &op, &shape);
+        break;
+      case OpKind::kSoftmax:
+        status = InferSoftmax(ctx, attrs, &op, &shape);
+        break;
+      case OpKind::kSlice:
+        status = InferSlice(ctx, attrs, &op, &shape);
+        break;
+      case OpKind::kConcat:
+        status = InferConcat(ctx, attrs, &op, &shape);
+        break;
     }
     if (!status.ok()) return status;
 

@@ -19,7 +19,11 @@ status=0
 for t in "${TESTS[@]}"; do
   [ -x "$DIR/bin/$t" ] || continue
   echo "== $t (address, undefined)"
-  if ! "$DIR/bin/$t" --gtest_brief=1; then
+  # The example graphs' rewritten plans are compiled and timed by the main
+  # run; under the sanitizers their time is the system compiler's, not ours.
+  filter=""
+  [ "$t" = cpu_backend_tests ] && filter="--gtest_filter=-Examples/RewriteEndToEnd.*"
+  if ! "$DIR/bin/$t" --gtest_brief=1 $filter; then
     echo "sanitize: $t failed" >&2
     status=1
   fi

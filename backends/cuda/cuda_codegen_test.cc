@@ -506,8 +506,8 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
   const std::string shared = PlanSource(gated, OneRowGroup(gated, WithForm(Cols(128), 1)));
   EXPECT_NE(shared.find("cp.async pipeline"), std::string::npos) << shared;
   EXPECT_NE(shared.find("_combine("), std::string::npos) << "expected a K split";
-  // 64 rows on sm_90: 8 warps, two K splits summed in a cluster; variant
-  // 3 sums them with a combine kernel.
+  // 64 rows on sm_90: 8 warps, two K splits summed in a cluster;
+  // FORM_SHARED_COMBINE sums them with a combine kernel.
   if (TargetOfCompiles().sm >= 90) {
     const yirage::v1::Graph g64 = StreamedGatedGraph(FLOAT16, 64, 4096, 4096);
     const std::string cl = PlanSource(g64, OneRowGroup(g64, WithForm(Cols(128), 1)));
@@ -520,7 +520,7 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
     EXPECT_NE(ws.find("2 K split(s) (combine kernel)"), std::string::npos) << ws;
     EXPECT_NE(ws.find("_combine("), std::string::npos);
     EXPECT_EQ(ws.find("__cluster_dims__"), std::string::npos);
-    // Variant 4: one warpgroup of wgmma (W1 and W2 as one 128-column
+    // FORM_WGMMA: one warpgroup of wgmma (W1 and W2 as one 128-column
     // operand) in the same cluster split.
     if (TargetOfCompiles().sm == 90) {
       const std::string wg =
@@ -612,7 +612,7 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
             std::string::npos)
       << two;
   EXPECT_NE(two.find("__cluster_dims__(1, 1, 2)"), std::string::npos);
-  // The cluster's rows pushed to the merging block unless variant 3 asks to
+  // The cluster's rows pushed to the merging block unless MERGE_CLUSTER_PULL asks to
   // pull them.
   EXPECT_NE(two.find("rows pushed to the merging block"), std::string::npos) << two;
   EXPECT_NE(two.find("yr_st_cluster2("), std::string::npos);
@@ -638,7 +638,7 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
   const std::string d128 =
       PlanSource(b.proto(), OneRowGroup(b.proto(), WithGpu(Rows(64), 1, 16, 2)));
   EXPECT_NE(d128.find("4 row warps x 2 key group(s), 2 stages"), std::string::npos) << d128;
-  // Schedule.variant 2: through the workspace and a merge kernel.
+  // MERGE_WORKSPACE: through the workspace and a merge kernel.
   const std::string workspace = PlanSource(g, OneRowGroup(g, WithForm(WithGpu(Rows(4), 2), 2)));
   EXPECT_NE(workspace.find("_merge("), std::string::npos) << workspace;
   EXPECT_EQ(workspace.find("__cluster_dims__"), std::string::npos);
@@ -685,7 +685,7 @@ TEST(CudaCodegenCompileTest, AttentionSplitsFillTheChip) {
          "group(s), 3 stages",
          false);
   in_kernel(b1_8warps);
-  // Asked for the in-kernel merge (variant 4): 32-row warps, two stages, two
+  // Asked for the in-kernel merge (MERGE_IN_KERNEL): 32-row warps, two stages, two
   // blocks an SM, so 4 splits of the 64 query tiles at b = 8.
   const std::string b8_in_kernel =
       source("gqa_decode_b8", WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 32), 4));
