@@ -29,16 +29,7 @@ namespace yirage::backends::cuda {
 namespace {
 
 using core::Graph;
-using core::OpInfo;
-using core::OpType;
-using core::TensorInfo;
-using ::yirage::backends::BinaryExpr;
-using ::yirage::backends::BroadcastStrides;
-using ::yirage::backends::CeilDiv;
 using ::yirage::backends::CommentText;
-using ::yirage::backends::Numel;
-using ::yirage::backends::OffsetExpr;
-using ::yirage::backends::Slice;
 using yirage::v1::KernelPlan;
 using yirage::v1::Schedule;
 

@@ -25,7 +25,6 @@ namespace {
 using core::Graph;
 using core::OpInfo;
 using core::OpType;
-using core::TensorInfo;
 using ::yirage::backends::BinaryExpr;
 using ::yirage::backends::BroadcastStrides;
 using ::yirage::backends::CeilDiv;
@@ -34,7 +33,6 @@ using ::yirage::backends::Numel;
 using ::yirage::backends::OffsetExpr;
 using ::yirage::backends::Slice;
 using yirage::v1::KernelPlan;
-using yirage::v1::Schedule;
 
 // ---------------------------------------------------------------------------
 // KERNEL_GENERIC

@@ -31,7 +31,6 @@ using ::yirage::backends::BinaryExpr;
 using ::yirage::backends::BroadcastStrides;
 using ::yirage::backends::CeilDiv;
 using ::yirage::backends::CommentText;
-using ::yirage::backends::Numel;
 using ::yirage::backends::OffsetExpr;
 using ::yirage::backends::Slice;
 using yirage::v1::KernelPlan;
