@@ -19,7 +19,7 @@ status=0
 for t in "${TESTS[@]}"; do
   [ -x "$DIR/bin/$t" ] || continue
   echo "== $t (address, undefined)"
-  # The example graphs' rewritten plans are compiled and timed by the main
+  # The example graphs' rewritten plans are compiled and run by the main
   # run; under the sanitizers their time is the system compiler's, not ours.
   filter=""
   [ "$t" = cpu_backend_tests ] && filter="--gtest_filter=-Examples/RewriteEndToEnd.*"

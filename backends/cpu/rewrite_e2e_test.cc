@@ -1,8 +1,7 @@
 // End to end on the CPU backend: plans of fingerprint-verified rewritten
-// graphs compile, run and match the float64 reference of the job's graph; the
-// best rewritten plan is timed against the best plan without rewrites (the
-// medians and the ratio are printed); and rewrites that are exact identities
-// but numerically unstable pass the fingerprint yet fail the numeric check.
+// graphs compile, run and match the float64 reference of the job's graph
+// (which of them runs faster is measured in bench/, not here); and rewrites that are exact
+// identities but numerically unstable pass the fingerprint yet fail the numeric check.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include "backends/cpu/cpu_test_util.h"
 #include "core/candidate_generator.h"
 #include "core/candidate_test_graphs.h"
+#include "core/cost_model.h"
 #include "core/fingerprint.h"
 #include "core/graph_json.h"
 #include "core/rewrite.h"
@@ -54,18 +54,6 @@ bool RunMatches(const core::Graph& g, Compiled& c, int index, std::string* why) 
   return r.ok;
 }
 
-double TimeUs(const core::Graph& g, Compiled& c, int index) {
-  const std::vector<core::HostTensor> inputs = core::MakeRandomInputs(g, 42);
-  Buffers b = MakeBuffers(g, inputs);
-  YirageTimingOptions opts{3, 50, 0.3, 5, 0};
-  YirageTiming t{};
-  char* error = nullptr;
-  EXPECT_EQ(
-      Backend()->time(c.module, index, b.in_ptrs.data(), b.out_ptrs.data(), &opts, &t, &error),
-      YIRAGE_OK);
-  return t.median_us;
-}
-
 class RewriteEndToEnd : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RewriteEndToEnd, RewrittenPlansRunAndAreTimed) {
@@ -95,41 +83,33 @@ TEST_P(RewriteEndToEnd, RewrittenPlansRunAndAreTimed) {
   ASSERT_GT(n_rw, 0) << "no rewritten plan for " << GetParam();
   Compiled c;
   CompileThroughAbi(proto, chosen, &c);
-  double best_orig = 1e300, best_rw = 1e300;
-  int orig_index = -1, rw_index = -1;
-  std::string best_orig_desc, best_rw_desc;
+  int verified_orig = 0, verified_rw = 0;
   for (size_t i = 0; i < chosen.size(); ++i) {
     std::string why;
     const bool ok = RunMatches(*g, c, static_cast<int>(i), &why);
     EXPECT_TRUE(ok) << chosen[i].description() << ": " << why;
-    if (!ok) continue;
-    const double us = TimeUs(*g, c, static_cast<int>(i));
-    if (rewritten[i] && us < best_rw) {
-      best_rw = us;
-      rw_index = static_cast<int>(i);
-      best_rw_desc = chosen[i].description();
-    } else if (!rewritten[i] && us < best_orig) {
-      best_orig = us;
-      orig_index = static_cast<int>(i);
-      best_orig_desc = chosen[i].description();
-    }
+    if (ok) ++(rewritten[i] ? verified_rw : verified_orig);
   }
-  ASSERT_GE(orig_index, 0);
-  ASSERT_GE(rw_index, 0);
-  // The machine is shared: time the two winners alternately and keep each
-  // one's fastest median, so a burst of load hits both alike.
-  for (int round = 0; round < 5; ++round) {
-    best_orig = std::min(best_orig, TimeUs(*g, c, orig_index));
-    best_rw = std::min(best_rw, TimeUs(*g, c, rw_index));
-  }
-  std::printf(
-      "[speedup] %s: best without rewrites %.1f us (%s); best rewritten %.1f us (%s); "
-      "ratio %.2fx\n",
-      GetParam().c_str(), best_orig, best_orig_desc.c_str(), best_rw, best_rw_desc.c_str(),
-      best_orig / best_rw);
+  EXPECT_GT(verified_orig, 0);
+  EXPECT_GT(verified_rw, 0);
   if (GetParam() == "low_rank_projection") {
-    // X @ (U @ P) does 4x fewer flops than (X @ U) @ P; it must win clearly.
-    EXPECT_GT(best_orig / best_rw, 1.5);
+    // X @ (U @ P) does 4x fewer flops than (X @ U) @ P at these shapes; the
+    // rewritten graph the search ranks first must be that one. (How much
+    // faster it runs is a benchmark's question: bench/cpu_bench.sh.)
+    double orig_flops = 0;
+    for (int op = 0; op < static_cast<int>(g->ops().size()); ++op)
+      orig_flops += core::OpFlops(*g, op);
+    double best_rw_flops = 1e300;
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      if (!rewritten[i]) continue;
+      absl::StatusOr<core::Graph> rg = core::Graph::FromProto(chosen[i].graph());
+      ASSERT_TRUE(rg.ok()) << rg.status();
+      double flops = 0;
+      for (int op = 0; op < static_cast<int>(rg->ops().size()); ++op)
+        flops += core::OpFlops(*rg, op);
+      best_rw_flops = std::min(best_rw_flops, flops);
+    }
+    EXPECT_LT(best_rw_flops * 3, orig_flops);
   }
 }
 
