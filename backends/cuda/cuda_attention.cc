@@ -605,6 +605,7 @@ int64_t TileBytes(const AttentionPattern& a) {
 }
 
 int64_t SmemBytes(const AttentionPattern& a, const AttentionConfig& c) {
+  if (c.prefill) return (RowsPerBlock(c) * a.d + int64_t{c.stages} * c.key_tile * (a.d + a.dv)) * 2;
   const int64_t ring = int64_t{c.stages} * c.key_groups * TileBytes(a);
   const int64_t rows = RowsPerBlock(c) * (a.dv + 4) * 4;
   // Pushed: every key group's partial rows of the cluster, past the ring.
@@ -620,6 +621,21 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
                               const yirage::v1::AttentionSchedule& schedule) {
   using Merge = yirage::v1::AttentionSchedule;
   AttentionConfig c;
+  if (schedule.prefill()) {
+    c.key_tile = schedule.key_tile() == 128 ? 128 : 64;
+    const bool applies = target.sm == 90 && a.transpose_k && a.d % 64 == 0 && a.dv % 64 == 0 &&
+                         a.d <= 128 && a.dv <= 128 && a.n % c.key_tile == 0;
+    if (!applies) return c;
+    const int rows = schedule.block_rows();
+    c.prefill = true;
+    c.warp_rows = 16;
+    c.row_warps = (rows == 64 || rows == 192 ? rows : 128) / 16;
+    c.stages = schedule.stages() >= 2 && schedule.stages() <= 8 ? schedule.stages() : 2;
+    while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
+    if (SmemBytes(a, c) > target.max_smem_per_block) c.prefill = false;
+    c.overlap = schedule.overlap();
+    return c;
+  }
   c.warp_rows = schedule.warp_rows() == 32 ? 32 : 16;
   c.wgmma = schedule.warp_rows() == 64 && target.sm == 90 && a.d == 64 && a.dv == 64;
   // 32-row warps hold twice the S and O registers (about 230 a thread):
@@ -745,10 +761,42 @@ int64_t AttentionWorkspaceBytes(const AttentionPattern& a, const AttentionConfig
   return c.splits > 1 && !c.cluster_merge ? int64_t{c.splits} * a.batch * a.m * (a.dv + 2) * 4 : 0;
 }
 
+const char* AttentionPrefillSource() {
+  // backends/cuda/attention_prefill.cuh, embedded at build time.
+  return
+#include "cuda_attention_prefill.inc"
+      ;
+}
+
 void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
                    const std::string& name, int q_arg, int k_arg, int v_arg, int out_arg,
                    const std::string& out_type, int workspace_arg, std::string* source,
                    std::vector<KernelLaunch>* launches) {
+  if (config.prefill) {
+    // The device code is attention_prefill.cuh's template; the kernel
+    // instantiates it for this chain.
+    *source += WgmmaHelpersSource();
+    *source += WgmmaOpsSource();
+    *source += AttentionPrefillSource();
+    const int threads = 32 * config.row_warps;
+    absl::StrAppend(source, "extern \"C\" __global__ void __launch_bounds__(", threads, ", 1) ",
+                    name, "(const ", CTypeOf(a.dtype), "* __restrict__ q, const ", CTypeOf(a.dtype),
+                    "* __restrict__ k, const ", CTypeOf(a.dtype), "* __restrict__ v, ", out_type,
+                    "* __restrict__ o, float* __restrict__ ws) {\n",
+                    "  (void)ws;\n  yr_attention_prefill<", CTypeOf(a.dtype), ", ", out_type, ", ",
+                    a.d, ", ", a.dv, ", ", config.key_tile, ", ", config.row_warps / 4, ", ",
+                    config.stages, ", ", config.overlap ? "true" : "false", ">(q, k, v, o, ", a.m,
+                    ", ", a.n, ", ", CudaFloatLiteral(a.scale), ");\n}\n");
+    KernelLaunch main;
+    main.name = name;
+    main.grid[0] = (a.m + RowsPerBlock(config) - 1) / RowsPerBlock(config);
+    main.grid[1] = a.batch;
+    main.block = threads;
+    main.smem_bytes = static_cast<int>(SmemBytes(a, config));
+    main.args = {q_arg, k_arg, v_arg, out_arg, out_arg};
+    launches->push_back(main);
+    return;
+  }
   const int splits = config.splits;
   const int64_t ns = a.n / splits;
   const bool workspace = splits > 1 && !config.cluster_merge && !config.spin_merge;

@@ -69,6 +69,13 @@ struct AttentionConfig {
   // wgmma (sm_90, D = DV = 64): S = Q K from shared memory, O += P V with P
   // from the S registers; Q, K and V tiles 128-byte swizzled.
   bool wgmma = false;
+  // The prefill form (attention_prefill.cuh): row_warps / 4 warpgroups of
+  // wgmma (sm_90), each 64 query rows, over every key (one split) in tiles
+  // of key_tile keys through a `stages`-deep ring; `overlap` issues each
+  // step's S behind the last step's O += P V.
+  bool prefill = false;
+  int key_tile = 64;
+  bool overlap = false;
 };
 
 // The configuration of `pattern`'s kernel on `target` under `schedule`
@@ -89,6 +96,12 @@ struct AttentionConfig {
 // 1. The pipeline gets shallower where the chip's shared memory per block
 // cannot hold it; the cluster merge pushes rows where the shared memory
 // holds the receiving rows beside the ring.
+// prefill() asks for the prefill form: block_rows() 64, 128 or 192 (else
+// 128), key_tile() 64 or 128 (else 64), stages() 2..8 (else 2, fewer where
+// shared memory runs out), overlap(). Where the form does not apply (not
+// sm_90, K not given as [.., N, D], D or DV not a multiple of 64 up to 128,
+// keys not whole tiles) the result's `prefill` is false and the caller
+// refuses the request.
 AttentionConfig PlanAttention(const AttentionPattern& pattern, const CudaTarget& target,
                               const yirage::v1::AttentionSchedule& schedule);
 

@@ -55,17 +55,25 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
                       name + (config.spin_merge ? " attention split partials and tile counters"
                                                 : " attention split partials")));
   }
-  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
-          "': fused attention (tensor cores: ",
-          config.wgmma ? "wgmma.m64n64k16, one warpgroup" : "mma.m16n8k16", ", online softmax), ",
-          config.splits, " key split(s)",
-          config.cluster_merge ? " merged in a cluster"
-          : config.spin_merge  ? " merged in the kernel (cooperative launch)"
-                               : "",
-          ", ", config.row_warps, " row warps",
-          config.warp_rows == 16 ? "" : absl::StrCat(" of ", config.warp_rows, " rows"), " x ",
-          config.key_groups, " key group(s), ", config.stages, " stages",
-          config.push_merge ? ", rows pushed to the merging block" : "");
+  if (config.prefill) {
+    code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
+            "': fused attention, prefill form (wgmma, ", config.row_warps / 4,
+            " warpgroup(s) of 64 query rows, online softmax), every key in tiles of ",
+            config.key_tile, " through ", config.stages, " stages",
+            config.overlap ? ", S issued behind O += P V" : "");
+  } else {
+    code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
+            "': fused attention (tensor cores: ",
+            config.wgmma ? "wgmma.m64n64k16, one warpgroup" : "mma.m16n8k16", ", online softmax), ",
+            config.splits, " key split(s)",
+            config.cluster_merge ? " merged in a cluster"
+            : config.spin_merge  ? " merged in the kernel (cooperative launch)"
+                                 : "",
+            ", ", config.row_warps, " row warps",
+            config.warp_rows == 16 ? "" : absl::StrCat(" of ", config.warp_rows, " rows"), " x ",
+            config.key_groups, " key group(s), ", config.stages, " stages",
+            config.push_merge ? ", rows pushed to the merging block" : "");
+  }
   std::string source;
   EmitAttention(attention, config, name, attention.q, attention.k, attention.v, out_arg, out_type,
                 workspace_arg, &source, &ctx.code->launches);
@@ -278,6 +286,16 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
                            ": schedule.attention.warp_rows 64 (the wgmma form) needs sm_90 "
                            "and D = DV = 64; this is sm_",
                            target_.sm, " with D ", attention->d, ", DV ", attention->dv));
+        }
+        if (knobs.prefill() && !PlanAttention(*attention, target_, knobs).prefill) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              kernel_label(k),
+              ": schedule.attention.prefill needs sm_90, K given as [.., N, D], D and DV "
+              "multiples of 64 up to 128, keys a multiple of the key tile (",
+              knobs.key_tile() == 128 ? 128 : 64,
+              ") and the block within shared memory; this is sm_", target_.sm, " with D ",
+              attention->d, ", DV ", attention->dv, ", ", attention->n, " keys",
+              attention->transpose_k ? "" : ", K given as [.., D, N]"));
         }
         if (EmitAttentionKernel(ctx, kernel, k, *attention, &code)) continue;
       }

@@ -1,6 +1,7 @@
 // Generated CUDA code for every op and plan kind: compile-only checks (NVRTC,
 // no GPU needed; they run on the CPU-only CI machine) and numerics against the
 // float64 reference (NEEDS A GPU: skipped, saying so, without one).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -110,6 +111,18 @@ yirage::v1::Graph ScaledAttentionGraph(DType dtype) {
   b.Input("Q", {3, 64, 32}, dtype).Input("K", {3, 128, 32}, dtype).Input("V", {3, 128, 48}, dtype);
   b.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
   b.Op("Ss", "mul", {"S"}, {F("scalar", 0.17677669529)});
+  b.Op("P", "softmax", {"Ss"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  return b.proto();
+}
+
+// Self-attention at prefill: K given as [B, N, D] (transpose_b), a scaled
+// S, `m` query rows and `n` keys a head, D = DV = `d`.
+yirage::v1::Graph PrefillAttentionGraph(DType dtype, int64_t m, int64_t n, int64_t d) {
+  GraphBuilder b(absl::StrCat("prefill_attention_m", m, "_d", d));
+  b.Input("Q", {2, m, d}, dtype).Input("K", {2, n, d}, dtype).Input("V", {2, n, d}, dtype);
+  b.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
+  b.Op("Ss", "mul", {"S"}, {F("scalar", 1.0 / std::sqrt(static_cast<double>(d)))});
   b.Op("P", "softmax", {"Ss"}).Op("O", "matmul", {"P", "V"});
   b.Output("O");
   return b.proto();
@@ -304,6 +317,22 @@ std::vector<Case> AllCases() {
             OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 4, 4, 4), 64), 2)),
             OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 4, 4, 2), 64), 3)),
             OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 64), 4))}});
+    }
+    // The prefill form (sm_90; K as [B, N, D]): query rows past the last
+    // block's end (100 and 200 rows), D = DV = 64 and 128, one to three
+    // warpgroups, 64- and 128-key tiles, S issued behind O += P V or not.
+    if (dt != FLOAT32 && TargetOfCompiles().sm == 90) {
+      const yirage::v1::Graph p64 = PrefillAttentionGraph(dt, 100, 256, 64);
+      cases.push_back({p64,
+                       {OneRowGroup(p64, WithPrefill(Rows(4), 64, 64, 2, true)),
+                        OneRowGroup(p64, WithPrefill(Rows(4), 128, 128, 2, false)),
+                        OneRowGroup(p64, WithPrefill(Rows(4), 192, 64, 3, true))}});
+      const yirage::v1::Graph p128 = PrefillAttentionGraph(dt, 200, 384, 128);
+      cases.push_back({p128,
+                       {OneRowGroup(p128, WithPrefill(Rows(4), 128, 128, 2, true)),
+                        OneRowGroup(p128, WithPrefill(Rows(4), 128, 128, 2, false)),
+                        OneRowGroup(p128, WithPrefill(Rows(4), 192, 128, 2, true)),
+                        OneRowGroup(p128, WithPrefill(Rows(4), 64, 64, 3, true))}});
     }
     // Register rows: one row a block, several (the last block's rows past
     // the end: 6 rows in blocks of 4, 5 in blocks of 2), a block's warps

@@ -55,6 +55,20 @@ void AddAttentionPoint(yirage::v1::KernelFamily* family, AttentionSchedule::Merg
   if (limits != nullptr) *point->mutable_limits() = *limits;
 }
 
+void AddPrefillPoint(yirage::v1::KernelFamily* family, int rows, int key_tile, int stages,
+                     bool overlap) {
+  yirage::v1::SchedulePoint* point = family->add_points();
+  AttentionSchedule* s = point->mutable_schedule()->mutable_attention();
+  s->set_prefill(true);
+  s->set_block_rows(rows);
+  s->set_key_tile(key_tile);
+  s->set_stages(stages);
+  s->set_overlap(overlap);
+  point->set_label(absl::StrCat("prefill rows ", rows, " keys ", key_tile, " stages ", stages,
+                                overlap ? " overlap" : ""));
+  *point->mutable_limits() = AttentionPrefillLimits(key_tile);
+}
+
 }  // namespace
 
 yirage::v1::MatchLimits StreamedMatmulLimits() {
@@ -94,6 +108,17 @@ yirage::v1::MatchLimits AttentionLimits() {
   limits.set_keys_multiple(64);  // keys per pipeline tile
   limits.set_inputs_from_graph(true);
   Add16BitTypes(&limits);
+  return limits;
+}
+
+yirage::v1::MatchLimits AttentionPrefillLimits(int key_tile) {
+  yirage::v1::MatchLimits limits;
+  limits.set_head_dim_multiple(64);
+  limits.set_max_head_dim(128);
+  limits.set_keys_multiple(key_tile);
+  // A block takes 64 to 192 query rows; fewer rows a head are decode's.
+  limits.set_min_query_rows(64);
+  limits.set_keys_by_rows(true);
   return limits;
 }
 
@@ -183,6 +208,16 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // llama3 b16 48.9 / qwen b8 31.9 / llama3 b1 20.3 us merged in the kernel
   // from 3 stages, 49.0 / 33.2 / 22.4 from 2, against 56.7 / 34.9 / 21.3
   // for the best 64-row points. First, so that small budgets time them.
+  // Many query rows a head (prefill), on sm_90: warpgroups of wgmma over
+  // every key. First, so that small budgets time them where they apply.
+  if (target.sm == 90) {
+    AddPrefillPoint(attention, 128, 128, 3, true);
+    AddPrefillPoint(attention, 128, 128, 2, true);
+    AddPrefillPoint(attention, 192, 64, 3, true);
+    AddPrefillPoint(attention, 128, 64, 4, true);
+    AddPrefillPoint(attention, 64, 64, 3, true);  // two blocks an SM
+    AddPrefillPoint(attention, 192, 128, 2, false);
+  }
   yirage::v1::MatchLimits few_rows;
   few_rows.set_max_query_rows(32);
   AddAttentionPoint(attention, M::MERGE_IN_KERNEL, 32, 2, 3, 0, &few_rows);

@@ -28,6 +28,10 @@ yirage::v1::MatchLimits StreamedWgmmaLimits();
 // of its warpgroup (wgmma) form.
 yirage::v1::MatchLimits AttentionLimits();
 yirage::v1::MatchLimits AttentionWgmmaLimits();
+// The prefill form's chains (PlanAttention's prefill): D and DV multiples of
+// 64 up to 128, keys whole tiles of `key_tile`, K given as [.., N, D], at
+// least 64 query rows.
+yirage::v1::MatchLimits AttentionPrefillLimits(int key_tile);
 
 }  // namespace yirage::backends::cuda
 

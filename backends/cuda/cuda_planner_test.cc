@@ -164,6 +164,67 @@ TEST(AttentionPlannerTest, KeySplitsFillTheChipAndMergeAsTheTargetAllows) {
   EXPECT_FALSE(PlanAttention(d128, H200(), wg).wgmma);
 }
 
+// Self-attention as prefill sends it: K given as [.., N, D] (transpose_b).
+core::Graph PrefillGraph(int64_t heads, int64_t m, int64_t n, int64_t d) {
+  GraphBuilder b("prefill");
+  b.Input("Q", {heads, m, d}, FLOAT16).Input("K", {heads, n, d}, FLOAT16);
+  b.Input("V", {heads, n, d}, FLOAT16);
+  b.Op("S", "matmul", {"Q", "K"}, {testing::B("transpose_b", true)});
+  b.Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  return MustGraph(b.proto());
+}
+
+yirage::v1::AttentionSchedule Prefill(int rows, int key_tile, int stages) {
+  yirage::v1::AttentionSchedule s;
+  s.set_prefill(true);
+  s.set_block_rows(rows);
+  s.set_key_tile(key_tile);
+  s.set_stages(stages);
+  return s;
+}
+
+TEST(AttentionPlannerTest, PrefillFormTakesWarpgroupsOfRowsAndFitsItsRing) {
+  const AttentionPattern a = Attention(PrefillGraph(32, 1024, 1024, 128));
+  const AttentionConfig c = PlanAttention(a, H200(), Prefill(128, 128, 2));
+  ASSERT_TRUE(c.prefill);
+  EXPECT_EQ(c.row_warps, 8) << "two warpgroups";
+  EXPECT_EQ(c.key_tile, 128);
+  EXPECT_EQ(c.stages, 2);
+  EXPECT_EQ(c.splits, 1);
+  EXPECT_EQ(AttentionWorkspaceBytes(a, c), 0);
+  // 192 rows with 128-key tiles: Q 48 KiB and 64 KiB a stage; 8 stages do
+  // not fit 227 KiB, 2 do (the ring gets shallower, the rows stay).
+  const AttentionConfig deep = PlanAttention(a, H200(), Prefill(192, 128, 8));
+  ASSERT_TRUE(deep.prefill);
+  EXPECT_EQ(deep.row_warps, 12);
+  EXPECT_EQ(deep.stages, 2);
+  // Unknown rows and key tiles take the defaults.
+  const AttentionConfig def = PlanAttention(a, H200(), Prefill(0, 0, 0));
+  ASSERT_TRUE(def.prefill);
+  EXPECT_EQ(def.row_warps, 8);
+  EXPECT_EQ(def.key_tile, 64);
+  EXPECT_EQ(def.stages, 2);
+}
+
+TEST(AttentionPlannerTest, PrefillFormRefusesWhatItCannotRun) {
+  const AttentionPattern a = Attention(PrefillGraph(4, 256, 256, 128));
+  EXPECT_TRUE(PlanAttention(a, H200(), Prefill(128, 128, 2)).prefill);
+  EXPECT_FALSE(PlanAttention(a, A100(), Prefill(128, 128, 2)).prefill) << "wgmma is sm_90's";
+  // K given as [.., D, N].
+  EXPECT_FALSE(
+      PlanAttention(Attention(AttentionGraph(4, 256, 256, 128)), H200(), Prefill(128, 64, 2))
+          .prefill);
+  // Keys not whole 128-key tiles, head dims not multiples of 64.
+  EXPECT_FALSE(
+      PlanAttention(Attention(PrefillGraph(4, 256, 192, 128)), H200(), Prefill(128, 128, 2))
+          .prefill);
+  EXPECT_TRUE(PlanAttention(Attention(PrefillGraph(4, 256, 192, 128)), H200(), Prefill(128, 64, 2))
+                  .prefill);
+  EXPECT_FALSE(
+      PlanAttention(Attention(PrefillGraph(4, 256, 256, 96)), H200(), Prefill(128, 64, 2)).prefill);
+}
+
 TEST(AttentionPlannerTest, KeyGroupsShrinkToWhatSharedMemoryHolds) {
   // D = 128: four key groups' two-stage ring does not fit 227 KiB; two do.
   const AttentionPattern a = Attention(AttentionGraph(1, 64, 256, 128));

@@ -165,6 +165,20 @@ inline yirage::v1::Schedule WithWarpRows(yirage::v1::Schedule s, int warp_rows) 
   return s;
 }
 
+// `s` as fused attention's prefill form: `rows` query rows a block (64, 128
+// or 192), key tiles of `key_tile`, `stages`, S issued behind O += P V
+// (`overlap`).
+inline yirage::v1::Schedule WithPrefill(yirage::v1::Schedule s, int rows, int key_tile, int stages,
+                                        bool overlap) {
+  s.set_block_rows(rows);
+  s.set_stages(stages);
+  yirage::v1::AttentionSchedule* a = s.mutable_attention();
+  a->set_prefill(true);
+  a->set_key_tile(key_tile);
+  a->set_overlap(overlap);
+  return s;
+}
+
 struct Compiled {
   YirageModule* module = nullptr;
   yirage::v1::CompileResponse response;
@@ -203,6 +217,7 @@ inline void TypeFamilyKnobs(const core::Graph& g, yirage::v1::Plan* plan) {
     const int form = s->has_streamed_matmul() ? static_cast<int>(s->streamed_matmul().form())
                                               : static_cast<int>(s->attention().merge());
     const int warp_rows = s->attention().warp_rows();
+    const yirage::v1::AttentionSchedule given = s->attention();
     s->clear_family();
     std::vector<int> ops;
     for (const std::string& name : k.ops()) ops.push_back(g.FindOp(name));
@@ -222,6 +237,9 @@ inline void TypeFamilyKnobs(const core::Graph& g, yirage::v1::Plan* plan) {
       a->set_warps(s->warps());
       a->set_stages(s->stages());
       a->set_split_k(s->split_k());
+      a->set_prefill(given.prefill());
+      a->set_key_tile(given.key_tile());
+      a->set_overlap(given.overlap());
     }
   }
 }

@@ -14,6 +14,13 @@ const char* WgmmaHelpersSource() {
       ;
 }
 
+const char* WgmmaOpsSource() {
+  // backends/cuda/wgmma_ops.cuh, embedded at build time.
+  return
+#include "cuda_wgmma_ops.inc"
+      ;
+}
+
 std::string WgmmaOpName(int n, bool bf16, bool a_in_registers, bool b_n_major) {
   return absl::StrCat("yr_wgmma_m64n", n, bf16 ? "_bf16" : "_f16", a_in_registers ? "_rs" : "_ss",
                       b_n_major ? "_bn" : "_bk");

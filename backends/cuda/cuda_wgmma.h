@@ -19,6 +19,10 @@ namespace yirage::backends::cuda {
 // inlined, so that d stays in registers).
 const char* WgmmaHelpersSource();
 
+// wgmma_ops.cuh: the templates yr_wgmma_ss / yr_wgmma_rs (guarded; after
+// WgmmaHelpersSource()).
+const char* WgmmaOpsSource();
+
 // Name and guarded definition of the device function
 //   void NAME(float* d, unsigned long long a_desc, unsigned long long b_desc)
 // (A from shared memory, K-major), or, `a_in_registers`,

@@ -11,10 +11,12 @@
 #                       padded rows) and attention streams by key splits
 #   l2_flush_writeback - what the benchmark's L2 flush (a 512 MiB write)
 #                       costs the next kernel: its dirty lines' write-back
+#   attention_prefill - backends/cuda/attention_prefill.cuh on its own:
+#                       checked against a GPU reference, timed (sm_90a)
 set -euo pipefail
 ARCH=${1:-sm_90a}
 shift || true
-ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback)
+ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback attention_prefill)
 NAMES=("$@")
 [ ${#NAMES[@]} -eq 0 ] && NAMES=("${ALL[@]}")
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -23,7 +25,7 @@ trap 'rm -rf "$OUT"' EXIT
 dir=$(cd "$(dirname "$0")" && pwd)
 for b in "${NAMES[@]}"; do
   [ -f "$dir/$b.cu" ] || { echo "no benchmark $b (one of: ${ALL[*]})" >&2; exit 2; }
-  "$NVCC" -O3 -std=c++17 -arch="$ARCH" -o "$OUT/$b" "$dir/$b.cu"
+  "$NVCC" -O3 -std=c++17 -gencode "arch=compute_${ARCH#sm_},code=$ARCH" -o "$OUT/$b" "$dir/$b.cu"
   echo "== $b"
   "$OUT/$b"
 done
