@@ -192,7 +192,7 @@ absl::Status CheckInputCount(const OpContext& ctx, int min_count, int max_count)
   std::string expected;
   if (min_count == max_count) {
     expected = absl::StrCat(min_count);
-  } else if (max_count == INT32_MAX) {
+  } else if (max_count == kAnyInputs) {
     expected = absl::StrCat("at least ", min_count);
   } else {
     expected = absl::StrCat(min_count, " to ", max_count);
@@ -203,7 +203,6 @@ absl::Status CheckInputCount(const OpContext& ctx, int min_count, int max_count)
 
 absl::Status InferMatmul(const OpContext& ctx, const AttrReader& attrs, OpInfo* op,
                          std::vector<int64_t>* shape) {
-  if (absl::Status s = CheckInputCount(ctx, 2, 2); !s.ok()) return s;
   if (absl::Status s = attrs.GetBool("transpose_b", &op->transpose_b); !s.ok()) return s;
   for (int k = 0; k < 2; ++k) {
     if (ctx.in[k]->shape.size() < 2) {
@@ -262,7 +261,6 @@ absl::Status InferBinary(const OpContext& ctx, const AttrReader& attrs, OpInfo* 
 
 absl::Status InferUnary(const OpContext& ctx, const AttrReader& attrs, OpInfo* op,
                         std::vector<int64_t>* shape) {
-  if (absl::Status s = CheckInputCount(ctx, 1, 1); !s.ok()) return s;
   if (op->type == OpType::kGelu) {
     std::string approximate = "none";
     if (absl::Status s = attrs.GetString("approximate", &approximate); !s.ok()) return s;
@@ -278,7 +276,6 @@ absl::Status InferUnary(const OpContext& ctx, const AttrReader& attrs, OpInfo* o
 
 absl::Status InferReduction(const OpContext& ctx, const AttrReader& attrs, OpInfo* op,
                             std::vector<int64_t>* shape) {
-  if (absl::Status s = CheckInputCount(ctx, 1, 1); !s.ok()) return s;
   const int rank = static_cast<int>(ctx.in[0]->shape.size());
   if (absl::Status s = ReadAxis(ctx, attrs, rank, false, -1, &op->axis); !s.ok()) return s;
   if (absl::Status s = attrs.GetBool("keepdim", &op->keepdim); !s.ok()) return s;
@@ -299,7 +296,6 @@ absl::Status InferReduction(const OpContext& ctx, const AttrReader& attrs, OpInf
 absl::Status InferNorm(const OpContext& ctx, const AttrReader& attrs, OpInfo* op,
                        std::vector<int64_t>* shape) {
   const bool layer = op->type == OpType::kLayerNorm;
-  if (absl::Status s = CheckInputCount(ctx, 1, layer ? 3 : 2); !s.ok()) return s;
   const int rank = static_cast<int>(ctx.in[0]->shape.size());
   if (absl::Status s = ReadAxis(ctx, attrs, rank, false, -1, &op->axis); !s.ok()) return s;
   op->eps = layer ? 1e-5 : 1e-6;
@@ -325,7 +321,6 @@ absl::Status InferNorm(const OpContext& ctx, const AttrReader& attrs, OpInfo* op
 
 absl::Status InferSoftmax(const OpContext& ctx, const AttrReader& attrs, OpInfo* op,
                           std::vector<int64_t>* shape) {
-  if (absl::Status s = CheckInputCount(ctx, 1, 1); !s.ok()) return s;
   const int rank = static_cast<int>(ctx.in[0]->shape.size());
   if (absl::Status s = ReadAxis(ctx, attrs, rank, false, -1, &op->axis); !s.ok()) return s;
   *shape = ctx.in[0]->shape;
@@ -334,7 +329,6 @@ absl::Status InferSoftmax(const OpContext& ctx, const AttrReader& attrs, OpInfo*
 
 absl::Status InferConcat(const OpContext& ctx, const AttrReader& attrs, OpInfo* op,
                          std::vector<int64_t>* shape) {
-  if (absl::Status s = CheckInputCount(ctx, 2, INT32_MAX); !s.ok()) return s;
   const std::vector<int64_t>& first = ctx.in[0]->shape;
   const int rank = static_cast<int>(first.size());
   if (absl::Status s = ReadAxis(ctx, attrs, rank, true, -1, &op->axis); !s.ok()) return s;
@@ -359,7 +353,6 @@ absl::Status InferConcat(const OpContext& ctx, const AttrReader& attrs, OpInfo* 
 
 absl::Status InferSlice(const OpContext& ctx, const AttrReader& attrs, OpInfo* op,
                         std::vector<int64_t>* shape) {
-  if (absl::Status s = CheckInputCount(ctx, 1, 1); !s.ok()) return s;
   const int rank = static_cast<int>(ctx.in[0]->shape.size());
   if (absl::Status s = ReadAxis(ctx, attrs, rank, true, -1, &op->axis); !s.ok()) return s;
   if (!attrs.Has("end")) return ctx.Error("attrs.end is required (an integer)");
@@ -699,7 +692,14 @@ absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original) {
     if (absl::Status s = attrs.CheckKnown(op.type); !s.ok()) return s;
     std::vector<int64_t> shape;
     absl::Status status;
-    switch (SpecOf(op.type).kind) {  // the kind's shape rule
+    const OpSpec& spec = SpecOf(op.type);
+    // Binary ops count their inputs with attrs.scalar (InferBinary).
+    if (spec.kind != OpKind::kBinary) {
+      if (absl::Status s = CheckInputCount(ctx, spec.min_inputs, spec.max_inputs); !s.ok()) {
+        return s;
+      }
+    }
+    switch (spec.kind) {  // the kind's shape rule
       case OpKind::kMatmul:
         status = InferMatmul(ctx, attrs, &op, &shape);
         break;

@@ -1,5 +1,7 @@
 #include "core/op_table.h"
 
+#include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -62,6 +64,48 @@ TEST(OpTableTest, FlopsFollowTheTable) {
   EXPECT_DOUBLE_EQ(OpFlops(*g, 1), SpecOf(OpType::kExp).flops_per_element * 64);
   EXPECT_DOUBLE_EQ(OpFlops(*g, 2), 64);  // per input element
   EXPECT_DOUBLE_EQ(OpFlops(*g, 3), 0);
+}
+
+// Elementwise ops carry the reference's element function; no other op does.
+TEST(OpTableTest, ElementwiseOpsCarryTheReferenceValue) {
+  for (const OpSpec& spec : AllOpSpecs()) {
+    const bool elementwise = spec.kind == OpKind::kUnary || spec.kind == OpKind::kBinary;
+    EXPECT_EQ(spec.element != nullptr, elementwise) << spec.name;
+    EXPECT_GE(spec.min_inputs, 1) << spec.name;
+    EXPECT_LE(spec.min_inputs, spec.max_inputs) << spec.name;
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_DOUBLE_EQ(SpecOf(OpType::kSub).element(5, 3, false), 2);
+  EXPECT_DOUBLE_EQ(SpecOf(OpType::kRsqrt).element(4, 0, false), 0.5);
+  EXPECT_TRUE(std::isnan(SpecOf(OpType::kMaximum).element(nan, 1, false)));
+  EXPECT_TRUE(std::isnan(SpecOf(OpType::kRelu).element(nan, 0, false)));
+  EXPECT_DOUBLE_EQ(SpecOf(OpType::kRelu).element(-2, 0, false), 0);
+  // gelu: erf form, and the tanh approximation within 1e-3 of it at 1.
+  const double erf_form = SpecOf(OpType::kGelu).element(1, 0, false);
+  EXPECT_NEAR(erf_form, 0.5 * (1 + std::erf(1 / std::sqrt(2.0))), 1e-15);
+  EXPECT_NEAR(SpecOf(OpType::kGelu).element(1, 0, true), erf_form, 1e-3);
+  EXPECT_NE(SpecOf(OpType::kGelu).element(1, 0, true), erf_form);
+}
+
+// The parser counts inputs by the table's row.
+TEST(OpTableTest, InputCountsFollowTheTable) {
+  auto parse = [](const std::string& op, const std::string& inputs) {
+    auto proto = ParseGraphJson(R"({"name": "g",
+        "inputs": [{"name": "X", "shape": [4, 8], "dtype": "float32"},
+                   {"name": "G", "shape": [8], "dtype": "float32"}],
+        "ops": [{"name": "Y", "op": ")" +
+                                op + R"(", "inputs": [)" + inputs + R"(]}], "outputs": ["Y"]})");
+    if (!proto.ok()) return proto.status();
+    return Graph::FromProto(*proto).status();
+  };
+  EXPECT_TRUE(parse("rms_norm", R"("X", "G")").ok());
+  const absl::Status norm = parse("rms_norm", R"("X", "G", "G")");
+  EXPECT_NE(norm.message().find("expects 1 to 2 inputs, got 3"), absl::string_view::npos) << norm;
+  const absl::Status concat = parse("concat", R"("X")");
+  EXPECT_NE(concat.message().find("expects at least 2 inputs, got 1"), absl::string_view::npos)
+      << concat;
+  const absl::Status exp = parse("exp", R"("X", "X")");
+  EXPECT_NE(exp.message().find("expects 1 input, got 2"), absl::string_view::npos) << exp;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/op_table.h"
 #include "core/parallel_for.h"
 
 namespace yirage::core {
@@ -107,66 +108,6 @@ std::vector<double> BroadcastTo(const HostTensor& in, const std::vector<int64_t>
     out[f] = in.data[StridedOffset(f, out_shape, strides)];
   }
   return out;
-}
-
-double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-double ApplyUnary(const OpInfo& op, double x) {
-  switch (op.type) {
-    case OpType::kNeg:
-      return -x;
-    case OpType::kExp:
-      return std::exp(x);
-    case OpType::kLog:
-      return std::log(x);
-    case OpType::kSqrt:
-      return std::sqrt(x);
-    case OpType::kRsqrt:
-      return 1.0 / std::sqrt(x);
-    case OpType::kSquare:
-      return x * x;
-    case OpType::kAbs:
-      return std::fabs(x);
-    case OpType::kRelu:
-      return std::isnan(x) ? x : (x > 0 ? x : 0.0);
-    case OpType::kSigmoid:
-      return Sigmoid(x);
-    case OpType::kTanh:
-      return std::tanh(x);
-    case OpType::kSilu:
-      return x * Sigmoid(x);
-    case OpType::kGelu:
-      if (op.gelu_tanh) {
-        const double k = std::sqrt(2.0 / M_PI);
-        return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-      }
-      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    default:
-      return std::numeric_limits<double>::quiet_NaN();
-  }
-}
-
-double ApplyBinary(OpType type, double a, double b) {
-  switch (type) {
-    case OpType::kAdd:
-      return a + b;
-    case OpType::kSub:
-      return a - b;
-    case OpType::kMul:
-      return a * b;
-    case OpType::kDiv:
-      return a / b;
-    case OpType::kMaximum:
-      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
-      return std::max(a, b);
-    case OpType::kMinimum:
-      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
-      return std::min(a, b);
-    case OpType::kPow:
-      return std::pow(a, b);
-    default:
-      return std::numeric_limits<double>::quiet_NaN();
-  }
 }
 
 // One output block of the reference matmul: rows [i0, i1) by columns
@@ -390,18 +331,18 @@ HostTensor EvalOp(const OpInfo& op, const std::vector<const HostTensor*>& in,
   if (op.type == OpType::kMatmul) return EvalMatmul(op, *in[0], *in[1], out_shape);
   if (IsUnaryElementwise(op.type)) {
     HostTensor out{out_shape, in[0]->data};
-    for (double& v : out.data) v = ApplyUnary(op, v);
+    const ElementFn f = SpecOf(op.type).element;
+    for (double& v : out.data) v = f(v, 0.0, op.gelu_tanh);
     return out;
   }
   if (IsBinaryElementwise(op.type)) {
     HostTensor out{out_shape, BroadcastTo(*in[0], out_shape)};
+    const ElementFn f = SpecOf(op.type).element;
     if (op.has_scalar) {
-      for (double& v : out.data) v = ApplyBinary(op.type, v, op.scalar);
+      for (double& v : out.data) v = f(v, op.scalar, false);
     } else {
       const std::vector<double> b = BroadcastTo(*in[1], out_shape);
-      for (size_t i = 0; i < out.data.size(); ++i) {
-        out.data[i] = ApplyBinary(op.type, out.data[i], b[i]);
-      }
+      for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = f(out.data[i], b[i], false);
     }
     return out;
   }
