@@ -1,8 +1,7 @@
-// Durable state of the scheduler's jobs: jobs, candidates and leased
-// batches, in SQLite (the workers are server/worker_store.h's). Every state change is one
-// transaction, so a crash of the server at any point loses nothing that was acknowledged: a result
-// is acknowledged to a worker only after its transaction committed, and leases survive restarts
-// (they simply expire if their worker is gone).
+// Durable state of the scheduler's jobs: jobs and their candidates, in
+// SQLite (leased batches are server/lease_store.h's, the workers
+// server/worker_store.h's). Every state change is one transaction, so a crash
+// of the server at any point loses nothing that was acknowledged.
 #ifndef YIRAGE_SERVER_JOB_STORE_H_
 #define YIRAGE_SERVER_JOB_STORE_H_
 
@@ -20,28 +19,12 @@
 #include "server/database.h"
 #include "server/worker_store.h"
 #include "yirage/v1/job.pb.h"
-#include "yirage/v1/worker.pb.h"
 
 namespace yirage::server {
 
-struct JobStoreOptions {
-  int batch_size = 4;         // candidates per leased batch
-  double lease_seconds = 30;  // a batch not heard of for this long is taken back
-  int max_attempts = 3;       // a candidate that killed this many workers fails
-};
-
 // What one maintenance pass did (for logs and metrics).
 struct MaintenanceReport {
-  int leases_expired = 0;
-  int candidates_requeued = 0;
-  int candidates_failed = 0;   // killed their worker too often
   int candidates_skipped = 0;  // time budget ran out
-  std::vector<std::string> jobs_finished;
-};
-
-struct RecordReport {
-  std::vector<int64_t> acknowledged;  // stored now or earlier
-  std::map<yirage::v1::CandidateStatus, int> newly_stored;
   std::vector<std::string> jobs_finished;
 };
 
@@ -51,7 +34,6 @@ class JobStore {
   // `workers` (may be null: no job is then said to be waiting) answers
   // whether a job's backend has connected workers; it must outlive the store.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(const std::string& path,
-                                                        const JobStoreOptions& options,
                                                         WorkerStore* workers = nullptr);
 
   // Stores a new QUEUED job and its candidates in one transaction.
@@ -86,33 +68,22 @@ class JobStore {
   };
   absl::StatusOr<BestKernel> GetBestKernel(const std::string& job_id);
 
-  // ---- Worker protocol ----
-  // Stores results of candidates still leased to `batch_id`; results for
-  // candidates no longer in that batch are acknowledged but dropped.
-  absl::StatusOr<RecordReport> RecordResults(
-      const std::string& worker_id, const std::string& batch_id,
-      const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now);
-  // Renews the batch's lease and notes the candidate being evaluated. Returns
-  // false when the batch is not (or no longer) this worker's.
-  absl::StatusOr<bool> RenewLease(const std::string& worker_id, const std::string& batch_id,
-                                  int64_t current_candidate, double now);
-  // Leases the next batch of pending candidates for a worker of `backend`,
-  // oldest job first. nullopt when there is no work.
-  absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseBatch(const std::string& worker_id,
-                                                              const std::string& backend,
-                                                              double now);
-  // Puts the candidates of every batch leased to `worker_id` back in the
-  // queue, without blame (the worker says it holds none). Returns how many.
-  absl::StatusOr<int> ReleaseWorkerBatches(const std::string& worker_id);
-  // Expires leases (blaming the candidate that was running), enforces time
-  // budgets and finishes jobs with nothing left to evaluate.
-  absl::StatusOr<MaintenanceReport> Maintain(double now);
+  // Finishes the job (SUCCEEDED with a verified candidate, else FAILED) if
+  // none of its candidates is PENDING or LEASED. Returns true if it finished
+  // now.
+  absl::StatusOr<bool> FinishIfDone(const std::string& job_id, double now);
+  // Enforces time budgets (pending candidates of jobs out of time are
+  // skipped) and finishes the jobs with nothing left to evaluate: those in
+  // `touched_jobs` (whose candidates another store changed) and any a crash
+  // left unfinished.
+  absl::StatusOr<MaintenanceReport> Maintain(double now,
+                                             const std::vector<std::string>& touched_jobs = {});
 
   absl::StatusOr<std::map<yirage::v1::JobState, int>> CountJobsByState();
 
  private:
-  JobStore(std::unique_ptr<Database> db, const JobStoreOptions& options, WorkerStore* workers)
-      : db_(std::move(db)), options_(options), workers_(workers) {}
+  JobStore(std::unique_ptr<Database> db, WorkerStore* workers)
+      : db_(std::move(db)), workers_(workers) {}
 
   absl::StatusOr<yirage::v1::Job> LoadJobLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -120,13 +91,7 @@ class JobStore {
   // unfinished job with work left and no connected worker of its backend.
   absl::Status AnnotateWaitingLocked(yirage::v1::Job* job, double now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Maintain's passes. The first two run in Maintain's transaction and add
-  // the jobs they change to *touched_jobs.
-  // Expired leases: the candidate that was running is blamed (failed after
-  // max_attempts), the rest of the batch goes back to the queue.
-  absl::Status ExpireLeasesLocked(double now, MaintenanceReport* report,
-                                  std::vector<std::string>* touched_jobs)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Maintain's passes, which add the jobs they change to *touched_jobs.
   // Jobs past their time budget: pending candidates are skipped.
   absl::Status SkipOverBudgetLocked(double now, MaintenanceReport* report,
                                     std::vector<std::string>* touched_jobs)
@@ -134,14 +99,11 @@ class JobStore {
   // Unfinished jobs with nothing pending or leased (also those a crash left).
   absl::Status FindDoneJobsLocked(std::vector<std::string>* touched_jobs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Finishes the job if no candidate is PENDING or LEASED. Returns true if it
-  // finished now.
   absl::StatusOr<bool> FinishIfDoneLocked(const std::string& job_id, double now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
-  const JobStoreOptions options_;
   WorkerStore* const workers_;
 };
 

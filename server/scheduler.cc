@@ -24,9 +24,14 @@ const char* const kKnownBackends[] = {"cpu", "cuda", "hip", "level_zero"};
 
 }  // namespace
 
-Scheduler::Scheduler(const ServerOptions& options, JobStore* store, WorkerStore* workers,
-                     Metrics* metrics, ChipStore* chips)
-    : options_(options), store_(store), workers_(workers), metrics_(metrics), chips_(chips) {}
+Scheduler::Scheduler(const ServerOptions& options, JobStore* store, LeaseStore* leases,
+                     WorkerStore* workers, Metrics* metrics, ChipStore* chips)
+    : options_(options),
+      store_(store),
+      leases_(leases),
+      workers_(workers),
+      metrics_(metrics),
+      chips_(chips) {}
 
 Scheduler::~Scheduler() { StopMaintenance(); }
 
@@ -190,8 +195,8 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
     const auto& executing = request.status().executing();
     // Results first: they are acknowledged only once durable.
     YIRAGE_ASSIGN_OR_RETURN(RecordReport report,
-                            store_->RecordResults(request.worker_id(), executing.batch_id(),
-                                                  executing.completed(), now));
+                            leases_->RecordResults(request.worker_id(), executing.batch_id(),
+                                                   executing.completed(), now));
     for (int64_t id : report.acknowledged) response.add_acknowledged(id);
     if (metrics_) {
       for (const auto& [status, n] : report.newly_stored) metrics_->CandidateFinished(status, n);
@@ -199,10 +204,13 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
         if (r.evaluation_seconds() > 0) metrics_->ObserveEvaluationSeconds(r.evaluation_seconds());
       }
     }
-    for (const auto& job_id : report.jobs_finished) spdlog::info("job {} finished", job_id);
+    if (!report.job_id.empty()) {
+      YIRAGE_ASSIGN_OR_RETURN(bool finished, store_->FinishIfDone(report.job_id, now));
+      if (finished) spdlog::info("job {} finished", report.job_id);
+    }
     YIRAGE_ASSIGN_OR_RETURN(bool still_ours,
-                            store_->RenewLease(request.worker_id(), executing.batch_id(),
-                                               executing.current_candidate_id(), now));
+                            leases_->RenewLease(request.worker_id(), executing.batch_id(),
+                                                executing.current_candidate_id(), now));
     if (still_ours) return response;  // no action: carry on
     // The batch is gone: finished (all results in), expired, or cancelled.
     // Either way the worker should stop it and ask for more.
@@ -215,7 +223,7 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
     }
   }
   if (request.status().has_idle()) {
-    YIRAGE_ASSIGN_OR_RETURN(int released, store_->ReleaseWorkerBatches(request.worker_id()));
+    YIRAGE_ASSIGN_OR_RETURN(int released, leases_->ReleaseWorkerBatches(request.worker_id()));
     if (released > 0) {
       spdlog::info("worker {} is idle: {} candidate(s) of its batch back in the queue",
                    request.worker_id(), released);
@@ -227,12 +235,12 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
     }
   }
   YIRAGE_ASSIGN_OR_RETURN(auto batch,
-                          store_->LeaseBatch(request.worker_id(), request.backend(), now));
+                          leases_->LeaseBatch(request.worker_id(), request.backend(), now));
   if (batch.has_value()) {
     spdlog::info("leased {} ({} candidates of job {}) to worker {}", batch->batch_id(),
                  batch->candidates_size(), batch->job_id(), request.worker_id());
     *response.mutable_execute()->mutable_batch() = std::move(*batch);
-    response.set_next_call_after_seconds(std::min(1.0, options_.store.lease_seconds / 4));
+    response.set_next_call_after_seconds(std::min(1.0, options_.leases.lease_seconds / 4));
   } else {
     response.mutable_idle();
   }
@@ -309,15 +317,16 @@ absl::StatusOr<std::optional<yirage::v1::Chip>> Scheduler::ConnectedWorkersChip(
 
 absl::Status Scheduler::MaintainOnce() {
   double now = UnixNow();
-  YIRAGE_ASSIGN_OR_RETURN(MaintenanceReport report, store_->Maintain(now));
-  if (report.leases_expired > 0) {
+  YIRAGE_ASSIGN_OR_RETURN(ExpiryReport expiry, leases_->ExpireLeases(now));
+  if (expiry.leases_expired > 0) {
     spdlog::warn("{} lease(s) expired: {} candidate(s) requeued, {} failed for killing workers",
-                 report.leases_expired, report.candidates_requeued, report.candidates_failed);
+                 expiry.leases_expired, expiry.candidates_requeued, expiry.candidates_failed);
   }
+  YIRAGE_ASSIGN_OR_RETURN(MaintenanceReport report, store_->Maintain(now, expiry.jobs));
   for (const auto& job_id : report.jobs_finished) spdlog::info("job {} finished", job_id);
   if (metrics_) {
-    metrics_->CandidatesRequeued(report.candidates_requeued);
-    metrics_->CandidateFinished(yirage::v1::ERROR, report.candidates_failed);
+    metrics_->CandidatesRequeued(expiry.candidates_requeued);
+    metrics_->CandidateFinished(yirage::v1::ERROR, expiry.candidates_failed);
     metrics_->CandidateFinished(yirage::v1::SKIPPED, report.candidates_skipped);
     YIRAGE_ASSIGN_OR_RETURN(auto counts, store_->CountJobsByState());
     metrics_->SetJobsByState(counts);

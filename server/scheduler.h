@@ -1,8 +1,9 @@
 // The scheduler: accepts jobs (validating the graph and generating candidate
 // plans), answers workers' Synchronize calls with work, and runs periodic
 // maintenance (lease expiry, budgets, metrics). All durable state lives in the
-// JobStore; the scheduler itself keeps none, so a restarted server resumes
-// exactly where the database says.
+// stores (jobs and candidates, leased batches, workers, chips); the scheduler
+// itself keeps none, so a restarted server resumes exactly where the database
+// says.
 #ifndef YIRAGE_SERVER_SCHEDULER_H_
 #define YIRAGE_SERVER_SCHEDULER_H_
 
@@ -18,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/chip_store.h"
 #include "server/job_store.h"
+#include "server/lease_store.h"
 #include "server/metrics.h"
 #include "server/server_options.h"
 #include "server/worker_store.h"
@@ -31,8 +33,8 @@ class Scheduler {
  public:
   // REQUIRES: the stores and metrics outlive the scheduler. Without a chip
   // store, jobs get no chip-derived search space and workers no chip.
-  Scheduler(const ServerOptions& options, JobStore* store, WorkerStore* workers, Metrics* metrics,
-            ChipStore* chips = nullptr);
+  Scheduler(const ServerOptions& options, JobStore* store, LeaseStore* leases, WorkerStore* workers,
+            Metrics* metrics, ChipStore* chips = nullptr);
   ~Scheduler();
 
   // Validates and queues a job. InvalidArgument (naming the op and field) for
@@ -73,6 +75,7 @@ class Scheduler {
 
   const ServerOptions options_;
   JobStore* const store_;
+  LeaseStore* const leases_;
   WorkerStore* const workers_;
   Metrics* const metrics_;
   ChipStore* const chips_;

@@ -32,30 +32,34 @@ class SchedulerTest : public ::testing::Test {
   void SetUp() override {
     dir_ = FreshTestDir("yirage_scheduler_test");
     options_.db_path = (dir_ / "yirage.db").string();
-    options_.store.batch_size = 2;
-    options_.store.lease_seconds = 30;
-    options_.store.max_attempts = 2;
+    options_.leases.batch_size = 2;
+    options_.leases.lease_seconds = 30;
+    options_.leases.max_attempts = 2;
   }
   void Start() {
     auto workers = WorkerStore::Open(options_.db_path, options_.workers);
     ASSERT_TRUE(workers.ok()) << workers.status();
     workers_ = std::move(*workers);
-    auto store = JobStore::Open(options_.db_path, options_.store, workers_.get());
+    auto store = JobStore::Open(options_.db_path, workers_.get());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
+    auto leases = LeaseStore::Open(options_.db_path, options_.leases);
+    ASSERT_TRUE(leases.ok()) << leases.status();
+    leases_ = std::move(*leases);
     auto chips = ChipStore::Open(options_.db_path);
     ASSERT_TRUE(chips.ok()) << chips.status();
     chips_ = std::move(*chips);
     auto metrics = Metrics::Start("127.0.0.1:0");
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     metrics_ = std::move(*metrics);
-    scheduler_ = std::make_unique<Scheduler>(options_, store_.get(), workers_.get(), metrics_.get(),
-                                             chips_.get());
+    scheduler_ = std::make_unique<Scheduler>(options_, store_.get(), leases_.get(), workers_.get(),
+                                             metrics_.get(), chips_.get());
   }
   void TearDown() override {
     scheduler_.reset();
     metrics_.reset();
     chips_.reset();
+    leases_.reset();
     store_.reset();
     workers_.reset();
     std::filesystem::remove_all(dir_);
@@ -108,6 +112,7 @@ class SchedulerTest : public ::testing::Test {
   ServerOptions options_;
   std::unique_ptr<WorkerStore> workers_;
   std::unique_ptr<JobStore> store_;
+  std::unique_ptr<LeaseStore> leases_;
   std::unique_ptr<ChipStore> chips_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -185,7 +190,7 @@ TEST_F(SchedulerTest, WorkersLeaseBatchesAndTheJobEndsWithTheFastestVerifiedCand
   while (r.has_execute()) {
     const yirage::v1::Batch& batch = r.execute().batch();
     EXPECT_EQ(batch.job_id(), job);
-    EXPECT_LE(batch.candidates_size(), options_.store.batch_size);
+    EXPECT_LE(batch.candidates_size(), options_.leases.batch_size);
     EXPECT_TRUE(batch.baseline().baseline());
     std::vector<CandidateResult> done;
     for (const auto& c : batch.candidates()) {
@@ -215,7 +220,7 @@ TEST_F(SchedulerTest, WorkersLeaseBatchesAndTheJobEndsWithTheFastestVerifiedCand
 }
 
 TEST_F(SchedulerTest, AnExpiredLeaseBlamesTheRunningCandidateAndRequeuesTheRest) {
-  options_.store.lease_seconds = 0.2;
+  options_.leases.lease_seconds = 0.2;
   Start();
   auto submitted = scheduler_->Submit(Request(5));
   ASSERT_TRUE(submitted.ok()) << submitted.status();

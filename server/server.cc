@@ -46,8 +46,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   YIRAGE_ASSIGN_OR_RETURN(s->worker_store_, WorkerStore::Open(options.db_path, options.workers));
-  YIRAGE_ASSIGN_OR_RETURN(s->store_,
-                          JobStore::Open(options.db_path, options.store, s->worker_store_.get()));
+  YIRAGE_ASSIGN_OR_RETURN(s->store_, JobStore::Open(options.db_path, s->worker_store_.get()));
+  YIRAGE_ASSIGN_OR_RETURN(s->lease_store_, LeaseStore::Open(options.db_path, options.leases));
   YIRAGE_ASSIGN_OR_RETURN(s->chip_store_, ChipStore::Open(options.db_path));
   const CatalogReport& catalog = s->chip_store_->catalog_report();
   spdlog::info(
@@ -57,8 +57,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->chip_store_->SetListener(
       [b = s->chip_broadcaster_.get()](const yirage::v1::ChipEvent& e) { b->Publish(e); });
   YIRAGE_ASSIGN_OR_RETURN(s->metrics_, Metrics::Start(options.metrics_listen));
-  s->scheduler_ = std::make_unique<Scheduler>(options, s->store_.get(), s->worker_store_.get(),
-                                              s->metrics_.get(), s->chip_store_.get());
+  s->scheduler_ =
+      std::make_unique<Scheduler>(options, s->store_.get(), s->lease_store_.get(),
+                                  s->worker_store_.get(), s->metrics_.get(), s->chip_store_.get());
   s->job_service_ = std::make_unique<JobServiceImpl>(s->scheduler_.get(), s->store_.get(),
                                                      s->worker_store_.get());
   s->registry_service_ = std::make_unique<RegistryServiceImpl>(

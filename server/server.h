@@ -39,6 +39,7 @@ class Server {
   ServerOptions options_;
   std::unique_ptr<WorkerStore> worker_store_;  // before store_, which asks it
   std::unique_ptr<JobStore> store_;
+  std::unique_ptr<LeaseStore> lease_store_;
   std::unique_ptr<ChipStore> chip_store_;
   // Declared before the gRPC servers: outlives every WatchChips stream.
   std::unique_ptr<ChipBroadcaster> chip_broadcaster_;

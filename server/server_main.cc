@@ -23,13 +23,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--worker-binary", options.worker_binary,
                  "yirage-worker to spawn (default: beside this binary)");
-  app.add_option("--lease-seconds", options.store.lease_seconds,
+  app.add_option("--lease-seconds", options.leases.lease_seconds,
                  "a batch whose worker is silent this long goes to another worker")
       ->capture_default_str();
-  app.add_option("--batch-size", options.store.batch_size, "candidates per leased batch")
+  app.add_option("--batch-size", options.leases.batch_size, "candidates per leased batch")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-attempts", options.store.max_attempts,
+  app.add_option("--max-attempts", options.leases.max_attempts,
                  "a candidate that killed this many workers is marked failed")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "server/job_store.h"
+#include "server/lease_store.h"
 #include "server/worker_store.h"
 
 namespace yirage::server {
@@ -20,7 +20,7 @@ struct ServerOptions {
   double maintenance_interval_seconds = 0.5;
   double worker_poll_seconds = 1.0;  // how often an idle worker calls again
   int max_candidates_default = 64;   // when a job sets no candidate budget
-  JobStoreOptions store;
+  LeaseStoreOptions leases;
   WorkerStoreOptions workers;
 };
 

@@ -1,0 +1,276 @@
+#include "server/lease_store.h"
+
+#include <utility>
+
+#include "common/rpc_util.h"
+#include "core/status_macros.h"
+#include "server/schema.h"
+
+namespace yirage::server {
+
+using yirage::v1::CandidateStatus;
+
+absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::Open(const std::string& path,
+                                                             const LeaseStoreOptions& options) {
+  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
+  return std::unique_ptr<LeaseStore>(new LeaseStore(std::move(db), options));
+}
+
+absl::StatusOr<RecordReport> LeaseStore::RecordResults(
+    const std::string& worker_id, const std::string& batch_id,
+    const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now) {
+  absl::MutexLock lock(&mu_);
+  RecordReport report;
+  if (results.empty()) return report;
+  std::string job_id;
+  {
+    Transaction tx(db_.get());
+    YIRAGE_RETURN_IF_ERROR(tx.status());
+    for (const auto& r : results) {
+      CandidateStatus status = r.status();
+      if (status != yirage::v1::VERIFIED && status != yirage::v1::MISMATCH &&
+          status != yirage::v1::ERROR) {
+        status = yirage::v1::ERROR;  // a worker may only report final outcomes
+      }
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement s,
+          db_->Prepare("UPDATE candidates SET status=?, time_us=?, baseline_time_us=?, "
+                       "max_abs_error=?, max_rel_error=?, error=?, source=?, worker_id=?, "
+                       "finished=?, same_kernel_as=?, launch=?, batch_id=NULL WHERE "
+                       "candidate_id=? AND batch_id=? AND status=?"));
+      s.Bind(1, static_cast<int64_t>(status))
+          .Bind(2, r.time_us())
+          .Bind(3, r.baseline_time_us())
+          .Bind(4, r.max_abs_error())
+          .Bind(5, r.max_rel_error())
+          .Bind(6, r.error())
+          .Bind(7, r.source())
+          .Bind(8, worker_id)
+          .Bind(9, now)
+          .Bind(10, r.same_kernel_as())
+          .Bind(12, r.candidate_id())
+          .Bind(13, batch_id)
+          .Bind(14, static_cast<int64_t>(yirage::v1::LEASED));
+      if (r.has_launch()) {
+        s.BindBlob(11, r.launch().SerializeAsString());
+      } else {
+        s.BindNull(11);
+      }
+      YIRAGE_RETURN_IF_ERROR(s.Run());
+      if (db_->Changes() > 0) report.newly_stored[status]++;
+      report.acknowledged.push_back(r.candidate_id());
+    }
+    YIRAGE_ASSIGN_OR_RETURN(Statement b,
+                            db_->Prepare("SELECT job_id FROM batches WHERE batch_id=?"));
+    b.Bind(1, batch_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool has_batch, b.Step());
+    if (has_batch) {
+      job_id = b.ColumnText(0);
+      // A batch whose candidates all reached a final status is done.
+      YIRAGE_ASSIGN_OR_RETURN(Statement left,
+                              db_->Prepare("SELECT COUNT(*) FROM candidates WHERE batch_id=?"));
+      left.Bind(1, batch_id);
+      YIRAGE_ASSIGN_OR_RETURN(bool row, left.Step());
+      if (row && left.ColumnInt(0) == 0) {
+        YIRAGE_ASSIGN_OR_RETURN(Statement del,
+                                db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
+        del.Bind(1, batch_id);
+        YIRAGE_RETURN_IF_ERROR(del.Run());
+      }
+    }
+    YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  }
+  report.job_id = std::move(job_id);
+  return report;
+}
+
+absl::StatusOr<bool> LeaseStore::RenewLease(const std::string& worker_id,
+                                            const std::string& batch_id, int64_t current_candidate,
+                                            double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("UPDATE batches SET lease_expires=?, current_candidate=? "
+                                       "WHERE batch_id=? AND worker_id=?"));
+  s.Bind(1, now + options_.lease_seconds)
+      .Bind(2, current_candidate)
+      .Bind(3, batch_id)
+      .Bind(4, worker_id);
+  YIRAGE_RETURN_IF_ERROR(s.Run());
+  return db_->Changes() > 0;
+}
+
+absl::StatusOr<int> LeaseStore::ReleaseWorkerBatches(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement requeue,
+      db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL WHERE status=? AND batch_id IN "
+                   "(SELECT batch_id FROM batches WHERE worker_id=?)"));
+  requeue.Bind(1, static_cast<int64_t>(yirage::v1::PENDING))
+      .Bind(2, static_cast<int64_t>(yirage::v1::LEASED))
+      .Bind(3, worker_id);
+  YIRAGE_RETURN_IF_ERROR(requeue.Run());
+  int released = db_->Changes();
+  YIRAGE_ASSIGN_OR_RETURN(Statement del, db_->Prepare("DELETE FROM batches WHERE worker_id=?"));
+  del.Bind(1, worker_id);
+  YIRAGE_RETURN_IF_ERROR(del.Run());
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  return released;
+}
+
+absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
+    const std::string& worker_id, const std::string& backend, double now) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  // Oldest runnable job of this backend that still has pending candidates and
+  // time left in its budget.
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement pick,
+      db_->Prepare(
+          "SELECT j.job_id, j.graph, j.rtol, j.atol, j.seed, j.baseline_candidate_id "
+          "FROM jobs j WHERE j.state IN (?,?) AND j.backend=? "
+          "AND (j.budget_seconds <= 0 OR j.started = 0 OR j.started + j.budget_seconds > ?) "
+          "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?) "
+          "ORDER BY j.created, j.job_id LIMIT 1"));
+  pick.Bind(1, static_cast<int64_t>(yirage::v1::QUEUED))
+      .Bind(2, static_cast<int64_t>(yirage::v1::RUNNING))
+      .Bind(3, backend)
+      .Bind(4, now)
+      .Bind(5, static_cast<int64_t>(yirage::v1::PENDING));
+  YIRAGE_ASSIGN_OR_RETURN(bool found, pick.Step());
+  if (!found) return std::optional<yirage::v1::Batch>();
+
+  yirage::v1::Batch batch;
+  batch.set_batch_id("batch-" + RandomHex(12));
+  batch.set_job_id(pick.ColumnText(0));
+  if (!batch.mutable_graph()->ParseFromString(pick.ColumnBlob(1))) {
+    return absl::InternalError("stored graph unreadable for " + batch.job_id());
+  }
+  batch.mutable_tolerance()->set_rtol(pick.ColumnDouble(2));
+  batch.mutable_tolerance()->set_atol(pick.ColumnDouble(3));
+  batch.set_seed(static_cast<uint64_t>(pick.ColumnInt(4)));
+  int64_t baseline_id = pick.ColumnInt(5);
+  batch.set_baseline_candidate_id(baseline_id);
+  batch.set_lease_expires_unix(now + options_.lease_seconds);
+
+  {
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare("SELECT plan FROM candidates WHERE candidate_id=?"));
+    s.Bind(1, baseline_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row || !batch.mutable_baseline()->ParseFromString(s.ColumnBlob(0))) {
+      return absl::InternalError("baseline plan unreadable for " + batch.job_id());
+    }
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare("SELECT candidate_id, plan FROM candidates WHERE job_id=? AND "
+                                  "status=? ORDER BY ordinal LIMIT ?"));
+    s.Bind(1, batch.job_id())
+        .Bind(2, static_cast<int64_t>(yirage::v1::PENDING))
+        .Bind(3, static_cast<int64_t>(options_.batch_size));
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      auto* c = batch.add_candidates();
+      c->set_candidate_id(s.ColumnInt(0));
+      c->mutable_plan()->ParseFromString(s.ColumnBlob(1));
+    }
+  }
+  for (const auto& c : batch.candidates()) {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("UPDATE candidates SET status=?, batch_id=? WHERE candidate_id=?"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::LEASED))
+        .Bind(2, batch.batch_id())
+        .Bind(3, c.candidate_id());
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare("INSERT INTO batches (batch_id, job_id, worker_id, "
+                                         "lease_expires, created) VALUES (?,?,?,?,?)"));
+    s.Bind(1, batch.batch_id())
+        .Bind(2, batch.job_id())
+        .Bind(3, worker_id)
+        .Bind(4, now + options_.lease_seconds)
+        .Bind(5, now);
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("UPDATE jobs SET state=?, started=CASE WHEN started=0 THEN ? ELSE started "
+                     "END WHERE job_id=?"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::RUNNING)).Bind(2, now).Bind(3, batch.job_id());
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  return std::optional<yirage::v1::Batch>(std::move(batch));
+}
+
+absl::StatusOr<ExpiryReport> LeaseStore::ExpireLeases(double now) {
+  absl::MutexLock lock(&mu_);
+  ExpiryReport report;
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  // Expired leases: the candidate that was running when the worker went
+  // silent is blamed; the others go back to the queue untouched.
+  struct Expired {
+    std::string batch_id, job_id, worker_id;
+    int64_t current;
+  };
+  std::vector<Expired> expired;
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare("SELECT batch_id, job_id, worker_id, current_candidate FROM "
+                                  "batches WHERE lease_expires < ?"));
+    s.Bind(1, now);
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      expired.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnText(2), s.ColumnInt(3)});
+    }
+  }
+  for (const Expired& e : expired) {
+    report.leases_expired++;
+    report.jobs.push_back(e.job_id);
+    if (e.current != 0) {
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement s,
+          db_->Prepare("UPDATE candidates SET attempts=attempts+1 WHERE candidate_id=? AND "
+                       "batch_id=?"));
+      s.Bind(1, e.current).Bind(2, e.batch_id);
+      YIRAGE_RETURN_IF_ERROR(s.Run());
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement f,
+          db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, finished=?, "
+                       "error='killed its worker ' || attempts || ' times (last: ' || ? || "
+                       "'); not handed out again' WHERE candidate_id=? AND batch_id=? AND "
+                       "attempts >= ?"));
+      f.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
+          .Bind(2, now)
+          .Bind(3, e.worker_id)
+          .Bind(4, e.current)
+          .Bind(5, e.batch_id)
+          .Bind(6, static_cast<int64_t>(options_.max_attempts));
+      YIRAGE_RETURN_IF_ERROR(f.Run());
+      report.candidates_failed += db_->Changes();
+    }
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement requeue,
+        db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL WHERE batch_id=?"));
+    requeue.Bind(1, static_cast<int64_t>(yirage::v1::PENDING)).Bind(2, e.batch_id);
+    YIRAGE_RETURN_IF_ERROR(requeue.Run());
+    report.candidates_requeued += db_->Changes();
+    YIRAGE_ASSIGN_OR_RETURN(Statement del, db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
+    del.Bind(1, e.batch_id);
+    YIRAGE_RETURN_IF_ERROR(del.Run());
+  }
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  return report;
+}
+
+}  // namespace yirage::server

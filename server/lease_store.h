@@ -1,0 +1,93 @@
+// Leased batches: the worker protocol's half of the scheduler's durable
+// state (server/job_store.h holds the jobs and their candidates,
+// server/worker_store.h the workers). A batch is a few PENDING candidates of
+// one job handed to one worker until its lease expires; the worker renews
+// the lease as it goes and reports each result, which is stored only while
+// the candidate is still in that batch. Every change is one transaction on
+// the store's own connection (SQLite serializes it with the other stores'
+// writes), so a result is acknowledged only once it is durable and leases
+// survive restarts (they expire if their worker is gone).
+#ifndef YIRAGE_SERVER_LEASE_STORE_H_
+#define YIRAGE_SERVER_LEASE_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/database.h"
+#include "yirage/v1/job.pb.h"
+#include "yirage/v1/worker.pb.h"
+
+namespace yirage::server {
+
+struct LeaseStoreOptions {
+  int batch_size = 4;         // candidates per leased batch
+  double lease_seconds = 30;  // a batch not heard of for this long is taken back
+  int max_attempts = 3;       // a candidate that killed this many workers fails
+};
+
+struct RecordReport {
+  std::vector<int64_t> acknowledged;  // stored now or earlier
+  std::map<yirage::v1::CandidateStatus, int> newly_stored;
+  std::string job_id;  // the batch's job ("" when the batch is gone): may be done now
+};
+
+// What one pass of lease expiry did (for logs and metrics).
+struct ExpiryReport {
+  int leases_expired = 0;
+  int candidates_requeued = 0;
+  int candidates_failed = 0;      // killed their worker too often
+  std::vector<std::string> jobs;  // whose candidates changed: may be done now
+};
+
+// Thread-safe: every method takes the store's mutex.
+class LeaseStore {
+ public:
+  // Opens (creating or migrating) the database at `path` on its own
+  // connection, as the other stores do.
+  static absl::StatusOr<std::unique_ptr<LeaseStore>> Open(const std::string& path,
+                                                          const LeaseStoreOptions& options);
+
+  // Leases the next batch of pending candidates for a worker of `backend`,
+  // oldest job first (the job becomes RUNNING). nullopt when there is no work.
+  absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseBatch(const std::string& worker_id,
+                                                              const std::string& backend,
+                                                              double now);
+  // Renews the batch's lease and notes the candidate being evaluated. Returns
+  // false when the batch is not (or no longer) this worker's.
+  absl::StatusOr<bool> RenewLease(const std::string& worker_id, const std::string& batch_id,
+                                  int64_t current_candidate, double now);
+  // Stores results of candidates still leased to `batch_id`; results for
+  // candidates no longer in that batch are acknowledged but dropped. The
+  // caller asks the JobStore whether the report's job is done.
+  absl::StatusOr<RecordReport> RecordResults(
+      const std::string& worker_id, const std::string& batch_id,
+      const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now);
+  // Puts the candidates of every batch leased to `worker_id` back in the
+  // queue, without blame (the worker says it holds none). Returns how many.
+  absl::StatusOr<int> ReleaseWorkerBatches(const std::string& worker_id);
+  // Expired leases: the candidate that was running when the worker went
+  // silent is blamed (it fails after max_attempts); the rest of the batch
+  // goes back to the queue.
+  absl::StatusOr<ExpiryReport> ExpireLeases(double now);
+
+  const LeaseStoreOptions& options() const { return options_; }
+
+ private:
+  LeaseStore(std::unique_ptr<Database> db, const LeaseStoreOptions& options)
+      : db_(std::move(db)), options_(options) {}
+
+  absl::Mutex mu_;
+  std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+  const LeaseStoreOptions options_;
+};
+
+}  // namespace yirage::server
+
+#endif  // YIRAGE_SERVER_LEASE_STORE_H_

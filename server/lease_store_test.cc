@@ -1,0 +1,136 @@
+#include "server/lease_store.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/store_test_util.h"
+
+namespace yirage::server::testing {
+namespace {
+
+using LeaseStoreTest = StoreTest;
+
+TEST_F(LeaseStoreTest, LeaseRecordAndFinish) {
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(3), {}, 1000);
+  ASSERT_TRUE(id.ok());
+  auto batch = leases_->LeaseBatch("w1", "cpu", 1001);
+  ASSERT_TRUE(batch.ok() && batch->has_value());
+  const auto& b = **batch;
+  EXPECT_EQ(b.candidates_size(), 2);
+  EXPECT_TRUE(b.baseline().baseline());
+  EXPECT_EQ(b.baseline_candidate_id(), b.candidates(0).candidate_id());
+  // Another backend gets nothing.
+  auto none = leases_->LeaseBatch("w2", "cuda", 1001);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(store_->GetJob(*id)->state(), yirage::v1::RUNNING);
+
+  // The second candidate's result was taken from the first's (the same
+  // kernel): stored with it and listed.
+  CandidateResult twin = Verified(b.candidates(1).candidate_id(), 40);
+  twin.set_same_kernel_as(b.candidates(0).candidate_id());
+  twin.mutable_launch()->add_launches()->set_name("yr_p1_k0");  // how its source is run
+  auto report = leases_->RecordResults(
+      "w1", b.batch_id(), Results({Verified(b.candidates(0).candidate_id(), 100), twin}), 1002);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->acknowledged.size(), 2u);
+  EXPECT_EQ(report->newly_stored[yirage::v1::VERIFIED], 2);
+  auto listed = store_->ListCandidates(*id);
+  ASSERT_TRUE(listed.ok());
+  for (const auto& c : *listed) {
+    EXPECT_EQ(c.same_kernel_as(), c.candidate_id() == b.candidates(1).candidate_id()
+                                      ? b.candidates(0).candidate_id()
+                                      : 0);
+  }
+  // Recording again (a retry after a lost reply) is acknowledged, not double counted.
+  auto again = leases_->RecordResults(
+      "w1", b.batch_id(), Results({Verified(b.candidates(1).candidate_id(), 40)}), 1003);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->acknowledged.size(), 1u);
+  EXPECT_EQ(again->newly_stored[yirage::v1::VERIFIED], 0);
+
+  auto batch2 = leases_->LeaseBatch("w1", "cpu", 1004);
+  ASSERT_TRUE(batch2.ok() && batch2->has_value());
+  EXPECT_EQ((*batch2)->candidates_size(), 1);
+  CandidateResult mismatch;
+  mismatch.set_candidate_id((*batch2)->candidates(0).candidate_id());
+  mismatch.set_status(yirage::v1::MISMATCH);
+  mismatch.set_error("Y[3]: got 1, expected 2");
+  auto r2 = leases_->RecordResults("w1", (*batch2)->batch_id(), Results({mismatch}), 1005);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->job_id, *id) << "the batch's job, for the job store to finish";
+  auto finished = store_->FinishIfDone(*id, 1005);
+  ASSERT_TRUE(finished.ok()) << finished.status();
+  EXPECT_TRUE(*finished);
+
+  auto job = store_->GetJob(*id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), yirage::v1::SUCCEEDED);
+  EXPECT_EQ(job->candidates_evaluated(), 3);
+  EXPECT_EQ(job->candidates_failed(), 1);
+  ASSERT_TRUE(job->has_best());
+  EXPECT_DOUBLE_EQ(job->best().time_us(), 40);
+  EXPECT_DOUBLE_EQ(job->best().speedup(), 2.5);
+  auto best = store_->GetBestKernel(*id);
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_NE(best->source.find("yirage_plan_0"), std::string::npos);
+  ASSERT_TRUE(best->launch.has_value()) << "the launch manifest is stored with the result";
+  EXPECT_EQ(best->launch->launches(0).name(), "yr_p1_k0");
+}
+
+TEST_F(LeaseStoreTest, ExpiredLeaseBlamesRunningCandidateAndRequeuesOthers) {
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000);
+  ASSERT_TRUE(id.ok());
+  for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    double now = 1000 + attempt * 100;
+    auto batch = leases_->LeaseBatch("w" + std::to_string(attempt), "cpu", now);
+    ASSERT_TRUE(batch.ok() && batch->has_value()) << "attempt " << attempt;
+    ASSERT_EQ((*batch)->candidates_size(), 2);
+    int64_t killer = (*batch)->candidates(1).candidate_id();
+    auto renewed =
+        leases_->RenewLease("w" + std::to_string(attempt), (*batch)->batch_id(), killer, now + 1);
+    ASSERT_TRUE(renewed.ok() && *renewed);
+    // Someone else's worker id cannot renew it.
+    auto foreign = leases_->RenewLease("intruder", (*batch)->batch_id(), killer, now + 1);
+    ASSERT_TRUE(foreign.ok());
+    EXPECT_FALSE(*foreign);
+    auto report = leases_->ExpireLeases(now + 1 + options_.lease_seconds + 1);
+    ASSERT_TRUE(report.ok());
+    EXPECT_EQ(report->leases_expired, 1);
+    EXPECT_EQ(report->jobs, std::vector<std::string>{*id});
+  }
+  auto candidates = store_->ListCandidates(*id);
+  ASSERT_TRUE(candidates.ok());
+  ASSERT_EQ(candidates->size(), 2u);
+  EXPECT_EQ((*candidates)[0].status(), yirage::v1::PENDING);  // never blamed, back in the queue
+  EXPECT_EQ((*candidates)[0].attempts(), 0);
+  EXPECT_EQ((*candidates)[1].status(), yirage::v1::ERROR);
+  EXPECT_EQ((*candidates)[1].attempts(), options_.max_attempts);
+  EXPECT_NE((*candidates)[1].error().find("killed its worker"), std::string::npos);
+}
+
+TEST_F(LeaseStoreTest, StateSurvivesReopen) {
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000);
+  ASSERT_TRUE(id.ok());
+  auto batch = leases_->LeaseBatch("w1", "cpu", 1001);
+  ASSERT_TRUE(batch.ok() && batch->has_value());
+  ASSERT_TRUE(leases_
+                  ->RecordResults("w1", (*batch)->batch_id(),
+                                  Results({Verified((*batch)->candidates(0).candidate_id(), 77)}),
+                                  1002)
+                  .ok());
+  Reopen();
+  auto candidates = store_->ListCandidates(*id);
+  ASSERT_TRUE(candidates.ok());
+  EXPECT_EQ((*candidates)[0].status(), yirage::v1::VERIFIED);
+  EXPECT_DOUBLE_EQ((*candidates)[0].time_us(), 77);
+  EXPECT_EQ((*candidates)[1].status(), yirage::v1::LEASED);
+  // The lease itself survived: the same worker can still deliver.
+  auto renewed = leases_->RenewLease("w1", (*batch)->batch_id(), 0, 1003);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_TRUE(*renewed);
+}
+
+}  // namespace
+}  // namespace yirage::server::testing
