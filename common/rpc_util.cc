@@ -1,5 +1,6 @@
 #include "common/rpc_util.h"
 
+#include <cstdint>
 #include <random>
 
 namespace yirage {
@@ -37,6 +38,26 @@ std::string RandomHex(int n) {
   std::string out(n, '0');
   for (char& c : out) c = kDigits[rng() & 15];
   return out;
+}
+
+std::string SecureRandomHex(int n) {
+  std::random_device source;
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(n, '0');
+  for (int i = 0; i < n; i += 8) {
+    const uint32_t bits = source();
+    for (int k = 0; k < 8 && i + k < n; ++k) out[i + k] = kDigits[(bits >> (4 * k)) & 15];
+  }
+  return out;
+}
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]);
+  }
+  return diff == 0;
 }
 
 }  // namespace yirage

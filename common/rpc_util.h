@@ -27,6 +27,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 
 // Random lowercase hex string of `n` characters (ids).
 std::string RandomHex(int n);
+// `n` hex digits from the operating system's random source (std::random_device),
+// for secrets such as lease tokens.
+std::string SecureRandomHex(int n);
+// Equal strings, compared in time that depends on their lengths only.
+bool ConstantTimeEquals(const std::string& a, const std::string& b);
 
 }  // namespace yirage
 

@@ -1,15 +1,18 @@
 #include "core/graph.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <queue>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/op_table.h"
@@ -536,12 +539,84 @@ int Graph::FindOp(std::string_view name) const {
   return -1;
 }
 
-absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original) {
+absl::Status CheckName(std::string_view name, int max_length) {
+  if (static_cast<int64_t>(name.size()) > max_length) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("name is ", name.size(), " characters long; the limit is ", max_length));
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    const bool word = std::isalnum(c) != 0 || c == '_';
+    if (word || (i > 0 && (c == '.' || c == ':' || c == '/' || c == '-'))) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "name '", absl::CHexEscape(absl::string_view(name.data(), name.size())), "' has ",
+        std::isprint(c) != 0 ? absl::StrCat("'", std::string(1, static_cast<char>(c)), "'")
+                             : absl::StrCat("byte ", static_cast<int>(c)),
+        " at position ", i,
+        "; names are letters, digits and _ . : / - (starting with a letter, digit or _)"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Elements of `shape`, or nullopt past INT64_MAX.
+std::optional<int64_t> CheckedElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+// Adds the tensor's elements and bytes to *total_bytes, or says which limit
+// it passes (`what` names the tensor).
+absl::Status CountTensor(const std::string& what, const std::vector<int64_t>& shape,
+                         yirage::v1::DType dtype, const GraphLimits& limits, int64_t* total_bytes) {
+  const std::optional<int64_t> elements = CheckedElements(shape);
+  if (!elements.has_value() || *elements > limits.max_tensor_elements) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": shape ", ShapeToString(shape), " has ",
+                     elements.has_value() ? absl::StrCat(*elements) : std::string("more than 2^63"),
+                     " elements; the limit is ", limits.max_tensor_elements, " a tensor"));
+  }
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(*elements, static_cast<int64_t>(DTypeSize(dtype)), &bytes) ||
+      __builtin_add_overflow(*total_bytes, bytes, total_bytes) ||
+      *total_bytes > limits.max_total_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        ": with it the graph's tensors (inputs, intermediates and outputs at their dtypes) "
+        "take more than ",
+        limits.max_total_bytes, " bytes, the limit"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original,
+                                       const GraphLimits& limits) {
+  if (original.ops_size() > limits.max_ops) {
+    return absl::InvalidArgumentError(absl::StrCat("ops: the graph has ", original.ops_size(),
+                                                   " ops; the limit is ", limits.max_ops));
+  }
+  if (!original.name().empty()) {
+    if (absl::Status s = CheckName(original.name(), limits.max_name_length); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("graph name: ", s.message()));
+    }
+  }
   absl::StatusOr<yirage::v1::Graph> expanded = ExpandCompoundOps(original);
   if (!expanded.ok()) return expanded.status();
   const yirage::v1::Graph& proto = *expanded;
   const int num_inputs = proto.inputs_size();
   const int num_ops = proto.ops_size();
+  if (num_ops > limits.max_ops) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ops: the graph has ", num_ops,
+                     " ops once its compound ops expand; the limit is ", limits.max_ops));
+  }
+  int64_t total_bytes = 0;
 
   // 1. Names (inputs and ops share one namespace) and graph input specs.
   // Value: i for inputs[i], num_inputs + j for ops[j].
@@ -556,6 +631,9 @@ absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original) {
       return absl::InvalidArgumentError(absl::StrCat("inputs[", i, "]: name is empty"));
     }
     const std::string prefix = InputPrefix(i, spec.name());
+    if (absl::Status s = CheckName(spec.name(), limits.max_name_length); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs[", i, "]: ", s.message()));
+    }
     if (auto [it, inserted] = slots.emplace(spec.name(), i); !inserted) {
       return absl::InvalidArgumentError(absl::StrCat(
           prefix, ": name '", spec.name(), "' is already used by ", describe_slot(it->second)));
@@ -577,11 +655,19 @@ absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original) {
             ShapeToString({spec.shape().begin(), spec.shape().end()}), "; dims must be >= 1"));
       }
     }
+    if (absl::Status s = CountTensor(prefix, {spec.shape().begin(), spec.shape().end()},
+                                     spec.dtype(), limits, &total_bytes);
+        !s.ok()) {
+      return s;
+    }
   }
   for (int j = 0; j < num_ops; ++j) {
     const yirage::v1::OpNode& node = proto.ops(j);
     if (node.name().empty()) {
       return absl::InvalidArgumentError(absl::StrCat("ops[", j, "]: name is empty"));
+    }
+    if (absl::Status s = CheckName(node.name(), limits.max_name_length); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("ops[", j, "]: ", s.message()));
     }
     if (auto [it, inserted] = slots.emplace(node.name(), num_inputs + j); !inserted) {
       return absl::InvalidArgumentError(absl::StrCat(OpPrefix(j, node.name()), ": name '",
@@ -726,6 +812,10 @@ absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original) {
         break;
     }
     if (!status.ok()) return status;
+    if (absl::Status s = CountTensor(prefix, shape, ctx.in[0]->dtype, limits, &total_bytes);
+        !s.ok()) {
+      return s;
+    }
 
     TensorInfo info;
     info.name = node.name();

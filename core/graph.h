@@ -95,14 +95,31 @@ struct OpInfo {
 bool IsCompoundOp(std::string_view name);
 absl::StatusOr<yirage::v1::Graph> ExpandCompoundOps(const yirage::v1::Graph& proto);
 
+// Bounds on what one graph may ask for (a server sets them from its flags
+// and the target chip); Graph::FromProto refuses a graph beyond one, naming
+// the field, the value and the limit. Element counts and bytes are computed
+// with checked arithmetic.
+struct GraphLimits {
+  int max_ops = 1024;         // ops, before and after compound ops expand
+  int max_name_length = 128;  // the graph's, inputs' and ops' names
+  int64_t max_tensor_elements = int64_t{1} << 32;
+  int64_t max_total_bytes = int64_t{16} << 30;  // every tensor at its dtype
+};
+
+// Names reach generated code and exported files: letters, digits and
+// "_.:/-", starting with a letter, digit or '_'. OK, or why not.
+absl::Status CheckName(std::string_view name, int max_length);
+
 class Graph {
  public:
   // Expands compound ops (ExpandCompoundOps), validates and builds the IR. Errors name the op (or
   // input) and the field, and say what was expected: unknown op, missing input, shape mismatch
   // (with both shapes), bad dtype, bad rank, cycle, unknown or unused output, duplicate name, bad
   // attribute. Outputs must name ops (not graph inputs); every graph input and op result must be
-  // used. The full rules and messages are in docs/graph-format.md.
-  static absl::StatusOr<Graph> FromProto(const yirage::v1::Graph& proto);
+  // used. The full rules and messages are in docs/graph-format.md. `limits`
+  // bound its size (GraphLimits).
+  static absl::StatusOr<Graph> FromProto(const yirage::v1::Graph& proto,
+                                         const GraphLimits& limits = {});
 
   // The validated proto with its ops reordered into topological order, so
   // proto().ops(i) is op(i); everything else is as given.

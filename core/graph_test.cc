@@ -287,6 +287,58 @@ TEST(GraphTest, RankAndDimErrors) {
   EXPECT_TRUE(Build(OneOp("[1, 2, 3, 4]", "exp")).ok());
 }
 
+// Size limits: every element count and byte total in checked arithmetic,
+// each refusal naming the tensor, the value and the limit.
+TEST(GraphTest, SizeLimits) {
+  EXPECT_EQ(ErrorOf(OneOp("[100000, 100000]", "exp")),
+            "input 'X' (inputs[0]): shape [100000, 100000] has 10000000000 elements; the limit "
+            "is 4294967296 a tensor");
+  // 2^32 * 2^32 * 4 * 4 overflows 64 bits: refused, not wrapped.
+  EXPECT_THAT(ErrorOf(OneOp("[4294967296, 4294967296, 4, 4]", "exp")),
+              HasSubstr("has more than 2^63 elements"));
+  // An intermediate past the limit: [65536, 1] @ [1, 65536].
+  EXPECT_THAT(ErrorOf(R"({"name": "t", "inputs": [
+      {"name": "A", "shape": [65536, 1], "dtype": "float32"},
+      {"name": "B", "shape": [1, 65536], "dtype": "float32"}],
+      "ops": [{"name": "C", "op": "matmul", "inputs": ["A", "B"]}], "outputs": ["C"]})"),
+              HasSubstr("op 'C'"));
+  absl::StatusOr<yirage::v1::Graph> proto = ParseGraphJson(OneOp("[1024, 1024]", "exp"));
+  ASSERT_TRUE(proto.ok());
+  GraphLimits limits;
+  limits.max_total_bytes = 8 << 20;  // X and Z: 4 MiB each
+  EXPECT_TRUE(Graph::FromProto(*proto, limits).ok());
+  limits.max_total_bytes = (8 << 20) - 1;
+  absl::StatusOr<Graph> over = Graph::FromProto(*proto, limits);
+  ASSERT_FALSE(over.ok());
+  EXPECT_THAT(over.status().message(), HasSubstr("take more than 8388607 bytes, the limit"));
+  limits = GraphLimits();
+  limits.max_ops = 0;
+  EXPECT_EQ(Graph::FromProto(*proto, limits).status().message(),
+            "ops: the graph has 1 ops; the limit is 0");
+}
+
+// Names reach generated code: a bounded length and an identifier charset.
+TEST(GraphTest, NameLimits) {
+  EXPECT_TRUE(CheckName("O/scores", 128).ok());
+  EXPECT_TRUE(CheckName("layer.0:q-proj", 128).ok());
+  EXPECT_TRUE(CheckName("_x", 128).ok());
+  EXPECT_THAT(CheckName("-x", 128).message(), HasSubstr("'-' at position 0"));
+  EXPECT_THAT(CheckName("a b", 128).message(), HasSubstr("' ' at position 1"));
+  EXPECT_THAT(CheckName("Y\"); system(\"x", 128).message(), HasSubstr("'\"' at position 1"));
+  EXPECT_THAT(CheckName("a\nb", 128).message(), HasSubstr("byte 10 at position 1"));
+  EXPECT_EQ(CheckName(std::string(129, 'a'), 128).message(),
+            "name is 129 characters long; the limit is 128");
+  std::string text = OneOp("[4]", "exp");
+  const std::string op_name = R"("name": "Z")";
+  text.replace(text.find(op_name), op_name.size(), R"("name": "Z;rm")");
+  text.replace(text.find(R"(["Z"])"), 5, R"(["Z;rm"])");
+  EXPECT_THAT(ErrorOf(text), HasSubstr("ops[0]: name 'Z;rm' has ';' at position 1"));
+  std::string long_graph = OneOp("[4]", "exp");
+  long_graph.replace(long_graph.find(R"("name": "t")"), 11,
+                     "\"name\": \"" + std::string(200, 'g') + "\"");
+  EXPECT_EQ(ErrorOf(long_graph), "graph name: name is 200 characters long; the limit is 128");
+}
+
 TEST(GraphTest, AxisOutOfRange) {
   EXPECT_EQ(ErrorOf(OneOp("[4, 8]", "softmax", R"({"axis": 2})")),
             "op 'Z' (ops[0], softmax): attrs.axis is 2 but inputs[0] 'X' has rank 2 (shape [4, "

@@ -269,21 +269,15 @@ absl::StatusOr<std::vector<Candidate>> JobStore::ListCandidates(const std::strin
   return out;
 }
 
-absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now) {
-  absl::MutexLock lock(&mu_);
-  YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
-  if (IsFinal(job.state())) {
-    return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' already ended as ",
-                                                      yirage::v1::JobState_Name(job.state())));
-  }
-  Transaction tx(db_.get());
-  YIRAGE_RETURN_IF_ERROR(tx.status());
+absl::Status JobStore::EndJobLocked(const std::string& job_id, JobState state,
+                                    const std::string& message, const std::string& reason,
+                                    double now) {
   {
     YIRAGE_ASSIGN_OR_RETURN(Statement s,
                             db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, error=? "
                                          "WHERE job_id=? AND status IN (?,?)"));
     s.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
-        .Bind(2, "job cancelled")
+        .Bind(2, reason)
         .Bind(3, job_id)
         .Bind(4, static_cast<int64_t>(yirage::v1::PENDING))
         .Bind(5, static_cast<int64_t>(yirage::v1::LEASED));
@@ -294,15 +288,23 @@ absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now) {
     s.Bind(1, job_id);
     YIRAGE_RETURN_IF_ERROR(s.Run());
   }
-  {
-    YIRAGE_ASSIGN_OR_RETURN(
-        Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=?"));
-    s.Bind(1, static_cast<int64_t>(yirage::v1::CANCELLED))
-        .Bind(2, now)
-        .Bind(3, "cancelled by a client")
-        .Bind(4, job_id);
-    YIRAGE_RETURN_IF_ERROR(s.Run());
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=?"));
+  s.Bind(1, static_cast<int64_t>(state)).Bind(2, now).Bind(3, message).Bind(4, job_id);
+  return s.Run();
+}
+
+absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
+  if (IsFinal(job.state())) {
+    return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' already ended as ",
+                                                      yirage::v1::JobState_Name(job.state())));
   }
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  YIRAGE_RETURN_IF_ERROR(
+      EndJobLocked(job_id, yirage::v1::CANCELLED, "cancelled by a client", "job cancelled", now));
   YIRAGE_RETURN_IF_ERROR(tx.Commit());
   return LoadJobLocked(job_id);
 }
@@ -373,6 +375,7 @@ absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now,
   {
     Transaction tx(db_.get());
     YIRAGE_RETURN_IF_ERROR(tx.status());
+    YIRAGE_RETURN_IF_ERROR(FailOnBaselineErrorLocked(now, &report));
     YIRAGE_RETURN_IF_ERROR(SkipOverBudgetLocked(now, &report, &touched_jobs));
     YIRAGE_RETURN_IF_ERROR(tx.Commit());
   }
@@ -382,6 +385,34 @@ absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now,
     if (finished) report.jobs_finished.push_back(job_id);
   }
   return report;
+}
+
+absl::Status JobStore::FailOnBaselineErrorLocked(double now, MaintenanceReport* report) {
+  // Speedups are against the baseline: a job whose baseline failed (it
+  // killed its workers, or did not compile or run) cannot report one.
+  std::vector<std::pair<std::string, std::string>> failed;  // job, the baseline's error
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("SELECT j.job_id, c.error FROM jobs j JOIN candidates c ON "
+                     "c.candidate_id = j.baseline_candidate_id WHERE j.state IN (?,?) AND "
+                     "c.status = ?"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::QUEUED))
+        .Bind(2, static_cast<int64_t>(yirage::v1::RUNNING))
+        .Bind(3, static_cast<int64_t>(yirage::v1::ERROR));
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      failed.emplace_back(s.ColumnText(0), s.ColumnText(1));
+    }
+  }
+  for (const auto& [job_id, error] : failed) {
+    YIRAGE_RETURN_IF_ERROR(EndJobLocked(job_id, yirage::v1::FAILED,
+                                        absl::StrCat("the baseline failed: ", error),
+                                        "the job's baseline failed", now));
+    report->jobs_finished.push_back(job_id);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status JobStore::SkipOverBudgetLocked(double now, MaintenanceReport* report,

@@ -72,8 +72,9 @@ class JobStore {
   // none of its candidates is PENDING or LEASED. Returns true if it finished
   // now.
   absl::StatusOr<bool> FinishIfDone(const std::string& job_id, double now);
-  // Enforces time budgets (pending candidates of jobs out of time are
-  // skipped) and finishes the jobs with nothing left to evaluate: those in
+  // Fails the jobs whose baseline failed, enforces time budgets (pending
+  // candidates of jobs out of time are skipped) and finishes the jobs with
+  // nothing left to evaluate: those in
   // `touched_jobs` (whose candidates another store changed) and any a crash
   // left unfinished.
   absl::StatusOr<MaintenanceReport> Maintain(double now,
@@ -92,6 +93,15 @@ class JobStore {
   absl::Status AnnotateWaitingLocked(yirage::v1::Job* job, double now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Maintain's passes, which add the jobs they change to *touched_jobs.
+  // Jobs whose baseline candidate failed end FAILED, saying why (their
+  // pending and leased candidates skipped).
+  absl::Status FailOnBaselineErrorLocked(double now, MaintenanceReport* report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends an unfinished job as `state` with `message`: its pending and leased
+  // candidates are SKIPPED with `reason`, its batches withdrawn.
+  absl::Status EndJobLocked(const std::string& job_id, yirage::v1::JobState state,
+                            const std::string& message, const std::string& reason, double now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Jobs past their time budget: pending candidates are skipped.
   absl::Status SkipOverBudgetLocked(double now, MaintenanceReport* report,
                                     std::vector<std::string>* touched_jobs)

@@ -1,5 +1,8 @@
 #include "server/job_store.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "server/store_test_util.h"
 
@@ -35,7 +38,7 @@ TEST_F(JobStoreTest, CancelSkipsRemainingWork) {
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->state(), yirage::v1::CANCELLED);
   EXPECT_EQ(job->candidates_pending(), 0);
-  auto renewed = leases_->RenewLease("w1", (*batch)->batch_id(), 0, 1003);
+  auto renewed = leases_->RenewLease("w1", (*batch)->batch_id(), (*batch)->lease_token(), 0, 1003);
   ASSERT_TRUE(renewed.ok());
   EXPECT_FALSE(*renewed);  // the worker is told to abandon the batch
   EXPECT_EQ(store_->CancelJob(*id, 1004).status().code(), absl::StatusCode::kFailedPrecondition);
@@ -49,7 +52,7 @@ TEST_F(JobStoreTest, TimeBudgetSkipsPendingCandidates) {
   auto batch = leases_->LeaseBatch("w1", "cpu", 1001);  // starts the clock
   ASSERT_TRUE(batch.ok() && batch->has_value());
   ASSERT_TRUE(leases_
-                  ->RecordResults("w1", (*batch)->batch_id(),
+                  ->RecordResults("w1", (*batch)->batch_id(), (*batch)->lease_token(),
                                   Results({Verified((*batch)->candidates(0).candidate_id(), 50),
                                            Verified((*batch)->candidates(1).candidate_id(), 60)}),
                                   1002)
@@ -115,6 +118,34 @@ TEST_F(JobStoreTest, UnfinishedJobWithoutAWorkerOfItsBackendSaysItIsWaiting) {
   // A finished job never says it is waiting.
   ASSERT_TRUE(store_->CancelJob(*id, 1002).ok());
   EXPECT_EQ(store_->GetJob(*id, 5000)->message(), "cancelled by a client");
+}
+
+// A baseline that did not run (here: it failed to compile) fails the job
+// with its reason; the rest of the job's work is skipped.
+TEST_F(JobStoreTest, AFailedBaselineFailsTheJobSayingWhy) {
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(5), {}, 1000);
+  ASSERT_TRUE(id.ok());
+  auto batch = leases_->LeaseBatch("w1", "cpu", 1001);
+  ASSERT_TRUE(batch.ok() && batch->has_value());
+  CandidateResult broken;
+  broken.set_candidate_id((*batch)->baseline_candidate_id());
+  broken.set_status(yirage::v1::ERROR);
+  broken.set_error("compile: no such function");
+  ASSERT_TRUE(leases_
+                  ->RecordResults("w1", (*batch)->batch_id(), (*batch)->lease_token(),
+                                  Results({broken}), 1002)
+                  .ok());
+  auto report = store_->Maintain(1003);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->jobs_finished, std::vector<std::string>{*id});
+  auto job = store_->GetJob(*id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), yirage::v1::FAILED);
+  EXPECT_EQ(job->message(), "the baseline failed: compile: no such function");
+  EXPECT_EQ(job->candidates_pending(), 0);
+  auto renewed = leases_->RenewLease("w1", (*batch)->batch_id(), (*batch)->lease_token(), 0, 1004);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_FALSE(*renewed) << "its batch was withdrawn";
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include "server/lease_store.h"
 
+#include <cmath>
+#include <set>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
 #include "core/status_macros.h"
 #include "server/schema.h"
@@ -10,6 +13,25 @@ namespace yirage::server {
 
 using yirage::v1::CandidateStatus;
 
+namespace {
+
+// How a lease token is drawn: 128 bits from the system's random source.
+constexpr int kLeaseTokenHexDigits = 32;
+
+}  // namespace
+
+absl::StatusOr<LeaseStore::Holder> LeaseStore::BatchHolderLocked(const std::string& batch_id,
+                                                                 const std::string& worker_id,
+                                                                 const std::string& lease_token) {
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("SELECT worker_id, lease_token FROM batches WHERE batch_id=?"));
+  s.Bind(1, batch_id);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return Holder::kGone;
+  const bool token_ok = ConstantTimeEquals(s.ColumnText(1), lease_token);
+  return token_ok && s.ColumnText(0) == worker_id ? Holder::kThisWorker : Holder::kSomeoneElse;
+}
+
 absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::Open(const std::string& path,
                                                              const LeaseStoreOptions& options) {
   YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
@@ -17,15 +39,46 @@ absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::Open(const std::string& 
 }
 
 absl::StatusOr<RecordReport> LeaseStore::RecordResults(
-    const std::string& worker_id, const std::string& batch_id,
+    const std::string& worker_id, const std::string& batch_id, const std::string& lease_token,
     const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now) {
   absl::MutexLock lock(&mu_);
   RecordReport report;
   if (results.empty()) return report;
+  // The results themselves first: each candidate once, verified times
+  // finite and positive.
+  std::set<int64_t> seen;
+  for (int i = 0; i < results.size(); ++i) {
+    const yirage::v1::CandidateResult& r = results[i];
+    const std::string where = absl::StrCat("completed[", i, "] (candidate ", r.candidate_id(), ")");
+    if (!seen.insert(r.candidate_id()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": reported twice in one call"));
+    }
+    if (r.status() != yirage::v1::VERIFIED) continue;
+    for (const auto& [field, value] : {std::pair<const char*, double>{"time_us", r.time_us()},
+                                       {"baseline_time_us", r.baseline_time_us()}}) {
+      if (!(value > 0) || !std::isfinite(value)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": ", field, " is ", value,
+                         "; a verified result's times must be finite and > 0"));
+      }
+    }
+  }
   std::string job_id;
   {
     Transaction tx(db_.get());
     YIRAGE_RETURN_IF_ERROR(tx.status());
+    YIRAGE_ASSIGN_OR_RETURN(Holder holder, BatchHolderLocked(batch_id, worker_id, lease_token));
+    if (holder == Holder::kSomeoneElse) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("executing.batch_id: batch ", batch_id,
+                       " is not leased to this worker under this lease token; nothing stored"));
+    }
+    if (holder == Holder::kGone) {
+      // Expired, finished or cancelled: acknowledged, so that the worker
+      // stops resending them, and dropped.
+      for (const auto& r : results) report.acknowledged.push_back(r.candidate_id());
+      return report;
+    }
     for (const auto& r : results) {
       CandidateStatus status = r.status();
       if (status != yirage::v1::VERIFIED && status != yirage::v1::MISMATCH &&
@@ -85,9 +138,12 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
 }
 
 absl::StatusOr<bool> LeaseStore::RenewLease(const std::string& worker_id,
-                                            const std::string& batch_id, int64_t current_candidate,
-                                            double now) {
+                                            const std::string& batch_id,
+                                            const std::string& lease_token,
+                                            int64_t current_candidate, double now) {
   absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Holder holder, BatchHolderLocked(batch_id, worker_id, lease_token));
+  if (holder != Holder::kThisWorker) return false;
   YIRAGE_ASSIGN_OR_RETURN(Statement s,
                           db_->Prepare("UPDATE batches SET lease_expires=?, current_candidate=? "
                                        "WHERE batch_id=? AND worker_id=?"));
@@ -133,7 +189,7 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
           "FROM jobs j WHERE j.state IN (?,?) AND j.backend=? "
           "AND (j.budget_seconds <= 0 OR j.started = 0 OR j.started + j.budget_seconds > ?) "
           "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?) "
-          "ORDER BY j.created, j.job_id LIMIT 1"));
+          "ORDER BY j.last_leased, j.created, j.job_id LIMIT 1"));
   pick.Bind(1, static_cast<int64_t>(yirage::v1::QUEUED))
       .Bind(2, static_cast<int64_t>(yirage::v1::RUNNING))
       .Bind(3, backend)
@@ -154,6 +210,7 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
   int64_t baseline_id = pick.ColumnInt(5);
   batch.set_baseline_candidate_id(baseline_id);
   batch.set_lease_expires_unix(now + options_.lease_seconds);
+  batch.set_lease_token(SecureRandomHex(kLeaseTokenHexDigits));
 
   {
     YIRAGE_ASSIGN_OR_RETURN(Statement s,
@@ -191,20 +248,25 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
   {
     YIRAGE_ASSIGN_OR_RETURN(Statement s,
                             db_->Prepare("INSERT INTO batches (batch_id, job_id, worker_id, "
-                                         "lease_expires, created) VALUES (?,?,?,?,?)"));
+                                         "lease_expires, created, lease_token) VALUES "
+                                         "(?,?,?,?,?,?)"));
     s.Bind(1, batch.batch_id())
         .Bind(2, batch.job_id())
         .Bind(3, worker_id)
         .Bind(4, now + options_.lease_seconds)
-        .Bind(5, now);
+        .Bind(5, now)
+        .Bind(6, batch.lease_token());
     YIRAGE_RETURN_IF_ERROR(s.Run());
   }
   {
     YIRAGE_ASSIGN_OR_RETURN(
         Statement s,
         db_->Prepare("UPDATE jobs SET state=?, started=CASE WHEN started=0 THEN ? ELSE started "
-                     "END WHERE job_id=?"));
-    s.Bind(1, static_cast<int64_t>(yirage::v1::RUNNING)).Bind(2, now).Bind(3, batch.job_id());
+                     "END, last_leased=? WHERE job_id=?"));
+    s.Bind(1, static_cast<int64_t>(yirage::v1::RUNNING))
+        .Bind(2, now)
+        .Bind(3, now)
+        .Bind(4, batch.job_id());
     YIRAGE_RETURN_IF_ERROR(s.Run());
   }
   YIRAGE_RETURN_IF_ERROR(tx.Commit());
@@ -256,6 +318,28 @@ absl::StatusOr<ExpiryReport> LeaseStore::ExpireLeases(double now) {
           .Bind(4, e.current)
           .Bind(5, e.batch_id)
           .Bind(6, static_cast<int64_t>(options_.max_attempts));
+      YIRAGE_RETURN_IF_ERROR(f.Run());
+      report.candidates_failed += db_->Changes();
+    } else {
+      // The worker died before any candidate of the batch started (inputs,
+      // the reference or the compile): every candidate still in the batch
+      // was delivered and never reported, so each delivery counts for each.
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement s, db_->Prepare("UPDATE candidates SET attempts=attempts+1 WHERE batch_id=?"));
+      s.Bind(1, e.batch_id);
+      YIRAGE_RETURN_IF_ERROR(s.Run());
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement f,
+          db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, finished=?, "
+                       "error='its worker died ' || attempts || ' times before it reported "
+                       "(last: ' || ? || ', before any candidate of the batch started: inputs, "
+                       "reference or compile); not handed out again' WHERE batch_id=? AND "
+                       "attempts >= ?"));
+      f.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
+          .Bind(2, now)
+          .Bind(3, e.worker_id)
+          .Bind(4, e.batch_id)
+          .Bind(5, static_cast<int64_t>(options_.max_attempts));
       YIRAGE_RETURN_IF_ERROR(f.Run());
       report.candidates_failed += db_->Changes();
     }

@@ -54,32 +54,50 @@ class LeaseStore {
   static absl::StatusOr<std::unique_ptr<LeaseStore>> Open(const std::string& path,
                                                           const LeaseStoreOptions& options);
 
-  // Leases the next batch of pending candidates for a worker of `backend`,
-  // oldest job first (the job becomes RUNNING). nullopt when there is no work.
+  // Leases the next batch of pending candidates for a worker of `backend`
+  // from the runnable job leased from least recently (then the oldest), so
+  // that jobs take turns; the job becomes RUNNING. The batch carries a new
+  // secret Batch.lease_token. nullopt when there is no work.
   absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseBatch(const std::string& worker_id,
                                                               const std::string& backend,
                                                               double now);
   // Renews the batch's lease and notes the candidate being evaluated. Returns
-  // false when the batch is not (or no longer) this worker's.
+  // false when the batch is not (or no longer) this worker's under
+  // `lease_token`.
   absl::StatusOr<bool> RenewLease(const std::string& worker_id, const std::string& batch_id,
-                                  int64_t current_candidate, double now);
-  // Stores results of candidates still leased to `batch_id`; results for
-  // candidates no longer in that batch are acknowledged but dropped. The
+                                  const std::string& lease_token, int64_t current_candidate,
+                                  double now);
+  // Stores results of candidates still leased to `batch_id`, each once;
+  // results for candidates no longer in that batch are acknowledged but
+  // dropped (a retry after a lost reply, or a lease that expired). The
   // caller asks the JobStore whether the report's job is done.
+  // InvalidArgument, storing nothing, when the batch exists but is not
+  // `worker_id`'s under `lease_token`, when a candidate is reported twice,
+  // or when a VERIFIED result's times are not finite and positive.
   absl::StatusOr<RecordReport> RecordResults(
-      const std::string& worker_id, const std::string& batch_id,
+      const std::string& worker_id, const std::string& batch_id, const std::string& lease_token,
       const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now);
   // Puts the candidates of every batch leased to `worker_id` back in the
   // queue, without blame (the worker says it holds none). Returns how many.
   absl::StatusOr<int> ReleaseWorkerBatches(const std::string& worker_id);
   // Expired leases: the candidate that was running when the worker went
-  // silent is blamed (it fails after max_attempts); the rest of the batch
-  // goes back to the queue.
+  // silent is blamed; if none had started (the worker died computing inputs,
+  // the reference or compiling), every candidate of the batch is. A
+  // candidate blamed max_attempts times fails; the rest of the batch goes
+  // back to the queue.
   absl::StatusOr<ExpiryReport> ExpireLeases(double now);
 
   const LeaseStoreOptions& options() const { return options_; }
 
  private:
+  enum class Holder { kGone, kThisWorker, kSomeoneElse };
+  // Whether `batch_id` is leased to `worker_id` under `lease_token` (the
+  // token compared in constant time), to someone else, or gone.
+  absl::StatusOr<Holder> BatchHolderLocked(const std::string& batch_id,
+                                           const std::string& worker_id,
+                                           const std::string& lease_token)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   LeaseStore(std::unique_ptr<Database> db, const LeaseStoreOptions& options)
       : db_(std::move(db)), options_(options) {}
 

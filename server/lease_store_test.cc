@@ -31,8 +31,9 @@ TEST_F(LeaseStoreTest, LeaseRecordAndFinish) {
   CandidateResult twin = Verified(b.candidates(1).candidate_id(), 40);
   twin.set_same_kernel_as(b.candidates(0).candidate_id());
   twin.mutable_launch()->add_launches()->set_name("yr_p1_k0");  // how its source is run
-  auto report = leases_->RecordResults(
-      "w1", b.batch_id(), Results({Verified(b.candidates(0).candidate_id(), 100), twin}), 1002);
+  auto report =
+      leases_->RecordResults("w1", b.batch_id(), b.lease_token(),
+                             Results({Verified(b.candidates(0).candidate_id(), 100), twin}), 1002);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->acknowledged.size(), 2u);
   EXPECT_EQ(report->newly_stored[yirage::v1::VERIFIED], 2);
@@ -44,8 +45,9 @@ TEST_F(LeaseStoreTest, LeaseRecordAndFinish) {
                                       : 0);
   }
   // Recording again (a retry after a lost reply) is acknowledged, not double counted.
-  auto again = leases_->RecordResults(
-      "w1", b.batch_id(), Results({Verified(b.candidates(1).candidate_id(), 40)}), 1003);
+  auto again =
+      leases_->RecordResults("w1", b.batch_id(), b.lease_token(),
+                             Results({Verified(b.candidates(1).candidate_id(), 40)}), 1003);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->acknowledged.size(), 1u);
   EXPECT_EQ(again->newly_stored[yirage::v1::VERIFIED], 0);
@@ -57,7 +59,8 @@ TEST_F(LeaseStoreTest, LeaseRecordAndFinish) {
   mismatch.set_candidate_id((*batch2)->candidates(0).candidate_id());
   mismatch.set_status(yirage::v1::MISMATCH);
   mismatch.set_error("Y[3]: got 1, expected 2");
-  auto r2 = leases_->RecordResults("w1", (*batch2)->batch_id(), Results({mismatch}), 1005);
+  auto r2 = leases_->RecordResults("w1", (*batch2)->batch_id(), (*batch2)->lease_token(),
+                                   Results({mismatch}), 1005);
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2->job_id, *id) << "the batch's job, for the job store to finish";
   auto finished = store_->FinishIfDone(*id, 1005);
@@ -88,11 +91,12 @@ TEST_F(LeaseStoreTest, ExpiredLeaseBlamesRunningCandidateAndRequeuesOthers) {
     ASSERT_TRUE(batch.ok() && batch->has_value()) << "attempt " << attempt;
     ASSERT_EQ((*batch)->candidates_size(), 2);
     int64_t killer = (*batch)->candidates(1).candidate_id();
-    auto renewed =
-        leases_->RenewLease("w" + std::to_string(attempt), (*batch)->batch_id(), killer, now + 1);
+    auto renewed = leases_->RenewLease("w" + std::to_string(attempt), (*batch)->batch_id(),
+                                       (*batch)->lease_token(), killer, now + 1);
     ASSERT_TRUE(renewed.ok() && *renewed);
     // Someone else's worker id cannot renew it.
-    auto foreign = leases_->RenewLease("intruder", (*batch)->batch_id(), killer, now + 1);
+    auto foreign = leases_->RenewLease("intruder", (*batch)->batch_id(), (*batch)->lease_token(),
+                                       killer, now + 1);
     ASSERT_TRUE(foreign.ok());
     EXPECT_FALSE(*foreign);
     auto report = leases_->ExpireLeases(now + 1 + options_.lease_seconds + 1);
@@ -116,7 +120,7 @@ TEST_F(LeaseStoreTest, StateSurvivesReopen) {
   auto batch = leases_->LeaseBatch("w1", "cpu", 1001);
   ASSERT_TRUE(batch.ok() && batch->has_value());
   ASSERT_TRUE(leases_
-                  ->RecordResults("w1", (*batch)->batch_id(),
+                  ->RecordResults("w1", (*batch)->batch_id(), (*batch)->lease_token(),
                                   Results({Verified((*batch)->candidates(0).candidate_id(), 77)}),
                                   1002)
                   .ok());
@@ -127,9 +131,58 @@ TEST_F(LeaseStoreTest, StateSurvivesReopen) {
   EXPECT_DOUBLE_EQ((*candidates)[0].time_us(), 77);
   EXPECT_EQ((*candidates)[1].status(), yirage::v1::LEASED);
   // The lease itself survived: the same worker can still deliver.
-  auto renewed = leases_->RenewLease("w1", (*batch)->batch_id(), 0, 1003);
+  auto renewed = leases_->RenewLease("w1", (*batch)->batch_id(), (*batch)->lease_token(), 0, 1003);
   ASSERT_TRUE(renewed.ok());
   EXPECT_TRUE(*renewed);
+}
+
+// A worker that dies before any candidate of its batch starts (computing
+// the inputs, the reference or compiling) names none: every candidate of the
+// batch counts the delivery, and fails after max_attempts.
+TEST_F(LeaseStoreTest, ADeathBeforeAnyCandidateStartsCountsForEveryCandidate) {
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000);
+  ASSERT_TRUE(id.ok());
+  for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    const double now = 1000 + attempt * 100;
+    auto batch = leases_->LeaseBatch("w" + std::to_string(attempt), "cpu", now);
+    ASSERT_TRUE(batch.ok() && batch->has_value()) << "attempt " << attempt;
+    ASSERT_EQ((*batch)->candidates_size(), 2);
+    auto report = leases_->ExpireLeases(now + options_.lease_seconds + 1);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->candidates_failed, attempt == options_.max_attempts ? 2 : 0);
+  }
+  auto candidates = store_->ListCandidates(*id);
+  ASSERT_TRUE(candidates.ok());
+  for (const auto& c : *candidates) {
+    EXPECT_EQ(c.status(), yirage::v1::ERROR);
+    EXPECT_EQ(c.attempts(), options_.max_attempts);
+    EXPECT_NE(c.error().find("before any candidate of the batch started"), std::string::npos)
+        << c.error();
+  }
+  // The baseline was among them: the job fails saying so, not "no
+  // candidate verified".
+  auto maintained = store_->Maintain(2000);
+  ASSERT_TRUE(maintained.ok()) << maintained.status();
+  auto job = store_->GetJob(*id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), yirage::v1::FAILED);
+  EXPECT_NE(job->message().find("the baseline failed: its worker died"), std::string::npos)
+      << job->message();
+}
+
+// Jobs take turns: a worker asking again gets the job leased from least
+// recently, not always the oldest (whose redeliveries would starve the rest).
+TEST_F(LeaseStoreTest, JobsTakeTurns) {
+  auto older = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(6), {}, 1000);
+  auto newer = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(6), {}, 1001);
+  ASSERT_TRUE(older.ok() && newer.ok());
+  std::vector<std::string> order;
+  for (int i = 0; i < 4; ++i) {
+    auto batch = leases_->LeaseBatch("w" + std::to_string(i), "cpu", 1010 + i);
+    ASSERT_TRUE(batch.ok() && batch->has_value());
+    order.push_back((*batch)->job_id());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{*older, *newer, *older, *newer}));
 }
 
 }  // namespace

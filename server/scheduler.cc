@@ -1,8 +1,11 @@
 #include "server/scheduler.h"
 
 #include <chrono>
+#include <cmath>
 #include <map>
+#include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/rpc_util.h"
@@ -40,11 +43,16 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   yirage::v1::SubmitJobRequest request = input;
   auto reject = [&](absl::Status status) {
     if (metrics_) metrics_->JobRejected();
-    spdlog::info("rejected job for graph '{}': {}", request.graph().name(),
+    spdlog::info("rejected job for graph '{}': {}",
+                 absl::CHexEscape(request.graph().name().substr(0, 128)),
                  std::string(status.message()));
     return status;
   };
   std::optional<yirage::v1::Chip> target;
+  if (request.chip_id().size() > 128) {
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat("chip_id: ", request.chip_id().size(), " characters long; the limit is 128")));
+  }
   if (!request.chip_id().empty()) {
     if (chips_ == nullptr) {
       return reject(absl::FailedPreconditionError("chip_id: this server has no chip registry"));
@@ -74,22 +82,39 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
                      "'; expected one of: ", absl::StrJoin(kKnownBackends, ", "))));
   }
   if (request.budget_candidates() < 0) {
-    return reject(absl::InvalidArgumentError("budget_candidates: must be >= 0"));
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat("budget_candidates: ", request.budget_candidates(), "; must be >= 0")));
   }
-  if (request.budget_seconds() < 0) {
-    return reject(absl::InvalidArgumentError("budget_seconds: must be >= 0"));
-  }
-  if (request.tolerance().rtol() < 0 || request.tolerance().atol() < 0) {
-    return reject(absl::InvalidArgumentError("tolerance: rtol and atol must be >= 0"));
-  }
-  auto graph = core::Graph::FromProto(request.graph());
-  if (!graph.ok()) {
-    return reject(absl::InvalidArgumentError(absl::StrCat(
-        "graph '", request.graph().name(), "': ", std::string(graph.status().message()))));
+  // Numbers must be finite and not negative (NaN fails every comparison).
+  const std::pair<const char*, double> numbers[] = {{"budget_seconds", request.budget_seconds()},
+                                                    {"tolerance.rtol", request.tolerance().rtol()},
+                                                    {"tolerance.atol", request.tolerance().atol()}};
+  for (const auto& [field, value] : numbers) {
+    if (!(value >= 0) || !std::isfinite(value)) {
+      return reject(absl::InvalidArgumentError(
+          absl::StrCat(field, ": ", value, "; must be a finite number >= 0")));
+    }
   }
   if (!target.has_value() && chips_ != nullptr) {
     YIRAGE_ASSIGN_OR_RETURN(target, ConnectedWorkersChip(request.backend()));
     if (target.has_value()) request.set_chip_id(target->chip_id());
+  }
+  // The graph's tensors must fit the target's memory as well as the cap.
+  core::GraphLimits limits = options_.graph_limits;
+  if (target.has_value() && target->memory().capacity_gb() > 0) {
+    const double chip_bytes = target->memory().capacity_gb() * 1e9;
+    if (chip_bytes < static_cast<double>(limits.max_total_bytes)) {
+      limits.max_total_bytes = static_cast<int64_t>(chip_bytes);
+    }
+  }
+  auto graph = core::Graph::FromProto(request.graph(), limits);
+  if (!graph.ok()) {
+    const std::string name =
+        request.graph().name().size() <= 128
+            ? absl::StrCat("graph '", absl::CHexEscape(request.graph().name()), "'")
+            : std::string("graph");
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat(name, ": ", std::string(graph.status().message()))));
   }
   core::SearchOptions search;
   search.backend = request.backend();
@@ -194,9 +219,10 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
   if (request.status().has_executing()) {
     const auto& executing = request.status().executing();
     // Results first: they are acknowledged only once durable.
-    YIRAGE_ASSIGN_OR_RETURN(RecordReport report,
-                            leases_->RecordResults(request.worker_id(), executing.batch_id(),
-                                                   executing.completed(), now));
+    YIRAGE_ASSIGN_OR_RETURN(
+        RecordReport report,
+        leases_->RecordResults(request.worker_id(), executing.batch_id(), executing.lease_token(),
+                               executing.completed(), now));
     for (int64_t id : report.acknowledged) response.add_acknowledged(id);
     if (metrics_) {
       for (const auto& [status, n] : report.newly_stored) metrics_->CandidateFinished(status, n);
@@ -208,9 +234,10 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
       YIRAGE_ASSIGN_OR_RETURN(bool finished, store_->FinishIfDone(report.job_id, now));
       if (finished) spdlog::info("job {} finished", report.job_id);
     }
-    YIRAGE_ASSIGN_OR_RETURN(bool still_ours,
-                            leases_->RenewLease(request.worker_id(), executing.batch_id(),
-                                                executing.current_candidate_id(), now));
+    YIRAGE_ASSIGN_OR_RETURN(
+        bool still_ours,
+        leases_->RenewLease(request.worker_id(), executing.batch_id(), executing.lease_token(),
+                            executing.current_candidate_id(), now));
     if (still_ours) return response;  // no action: carry on
     // The batch is gone: finished (all results in), expired, or cancelled.
     // Either way the worker should stop it and ask for more.

@@ -2,8 +2,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/graph_json.h"
 #include "gmock/gmock.h"
@@ -15,6 +19,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using yirage::v1::CandidateResult;
+using yirage::v1::SubmitJobRequest;
 using yirage::v1::SynchronizeRequest;
 using yirage::v1::SynchronizeResponse;
 
@@ -91,10 +96,11 @@ class SchedulerTest : public ::testing::Test {
     s.mutable_idle();
     return s;
   }
-  static yirage::v1::WorkerStatus Executing(const std::string& batch,
+  static yirage::v1::WorkerStatus Executing(const yirage::v1::Batch& batch,
                                             const std::vector<CandidateResult>& done) {
     yirage::v1::WorkerStatus s;
-    s.mutable_executing()->set_batch_id(batch);
+    s.mutable_executing()->set_batch_id(batch.batch_id());
+    s.mutable_executing()->set_lease_token(batch.lease_token());
     for (const CandidateResult& r : done) *s.mutable_executing()->add_completed() = r;
     return s;
   }
@@ -167,6 +173,37 @@ TEST_F(SchedulerTest, ABadGraphIsRefusedNamingTheOpAndNothingIsStored) {
   yirage::v1::SubmitJobRequest no_chip = Request(4);
   no_chip.set_chip_id("no_such_chip");
   EXPECT_FALSE(scheduler_->Submit(no_chip).ok());
+  // Numbers that are not finite, or negative, name their field.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto [field, set] : std::vector<std::pair<std::string, void (*)(SubmitJobRequest*, double)>>{
+           {"budget_seconds", [](SubmitJobRequest*r, double v) { r->set_budget_seconds(v); }},
+           {"tolerance.rtol",
+            [](SubmitJobRequest*r, double v) { r->mutable_tolerance()->set_rtol(v); }},
+           {"tolerance.atol",
+            [](SubmitJobRequest*r, double v) { r->mutable_tolerance()->set_atol(v); }}}) {
+    for (double bad : {nan, std::numeric_limits<double>::infinity(), -1.0}) {
+      SubmitJobRequest r = Request(4);
+      set(&r, bad);
+      auto refused_number = scheduler_->Submit(r);
+      EXPECT_EQ(refused_number.status().code(), absl::StatusCode::kInvalidArgument)
+          << field << " " << bad;
+      EXPECT_THAT(std::string(refused_number.status().message()), HasSubstr(field));
+    }
+  }
+  // A 50 MB graph name is refused without echoing it.
+  SubmitJobRequest long_name = Request(4);
+  long_name.mutable_graph()->set_name(std::string(50 << 20, 'n'));
+  auto refused_name = scheduler_->Submit(long_name);
+  EXPECT_EQ(refused_name.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(refused_name.status().message().size(), 1000u);
+  EXPECT_THAT(std::string(refused_name.status().message()), HasSubstr("the limit is 128"));
+  // The server's graph limits apply.
+  options_.graph_limits.max_ops = 1;
+  scheduler_ = std::make_unique<Scheduler>(options_, store_.get(), leases_.get(), workers_.get(),
+                                           metrics_.get(), chips_.get());
+  auto too_many = scheduler_->Submit(Request(4));
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_many.status().message()), HasSubstr("the limit is 1"));
   auto jobs = store_->ListJobs(10);
   ASSERT_TRUE(jobs.ok());
   EXPECT_TRUE(jobs->empty());
@@ -199,7 +236,7 @@ TEST_F(SchedulerTest, WorkersLeaseBatchesAndTheJobEndsWithTheFastestVerifiedCand
       times[c.candidate_id()] = t;
       done.push_back(Verified(c.candidate_id(), t, 100.0));
     }
-    r = Sync("w1", "cpu", Executing(batch.batch_id(), done));
+    r = Sync("w1", "cpu", Executing(batch, done));
     // Every reported result is acknowledged once stored.
     for (const CandidateResult& d : done) {
       EXPECT_THAT(r.acknowledged(), ::testing::Contains(d.candidate_id()));
@@ -229,7 +266,7 @@ TEST_F(SchedulerTest, AnExpiredLeaseBlamesTheRunningCandidateAndRequeuesTheRest)
   const yirage::v1::Batch batch = first.execute().batch();
   ASSERT_EQ(batch.candidates_size(), 2);
   // w1 says it is running the first candidate, then is never heard of again.
-  yirage::v1::WorkerStatus running = Executing(batch.batch_id(), {});
+  yirage::v1::WorkerStatus running = Executing(batch, {});
   running.mutable_executing()->set_current_candidate_id(batch.candidates(0).candidate_id());
   Sync("w1", "cpu", running);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
@@ -245,7 +282,7 @@ TEST_F(SchedulerTest, AnExpiredLeaseBlamesTheRunningCandidateAndRequeuesTheRest)
       ++leased[c.candidate_id()];
       done.push_back(Verified(c.candidate_id(), 50, 100));
     }
-    Sync("w2", "cpu", Executing(r.execute().batch().batch_id(), done));
+    Sync("w2", "cpu", Executing(r.execute().batch(), done));
   }
   EXPECT_EQ(leased[batch.candidates(0).candidate_id()], 1);
   EXPECT_EQ(leased[batch.candidates(1).candidate_id()], 1);
@@ -267,6 +304,59 @@ TEST_F(SchedulerTest, AStoppingWorkerIsLeasedNothing) {
   stopping.mutable_idle()->set_stopping(true);
   EXPECT_FALSE(Sync("w1", "cpu", stopping).has_execute());
   EXPECT_TRUE(Sync("w2", "cpu", Idle()).has_execute());
+}
+
+// Results only from the lease holder: a caller without the batch's lease
+// token (even under the worker's id) and a holder's impossible times are
+// refused, and nothing is stored; the holder's real results then are.
+TEST_F(SchedulerTest, ResultsComeOnlyFromTheLeaseHolder) {
+  Start();
+  ASSERT_TRUE(scheduler_->Submit(Request(3)).ok());
+  SynchronizeResponse first = Sync("w1", "cpu", Idle());
+  ASSERT_TRUE(first.has_execute());
+  const yirage::v1::Batch batch = first.execute().batch();
+  EXPECT_EQ(batch.lease_token().size(), 32u);
+  const int64_t id = batch.candidates(0).candidate_id();
+  auto send = [&](const std::string& worker, const yirage::v1::WorkerStatus& status) {
+    SynchronizeRequest request;
+    request.set_worker_id(worker);
+    request.set_backend("cpu");
+    *request.mutable_status() = status;
+    return scheduler_->Synchronize(request);
+  };
+  yirage::v1::Batch forged = batch;
+  forged.set_lease_token("");
+  for (const auto& [who, as] : {std::pair<std::string, yirage::v1::Batch>{"w1", forged},
+                                {"intruder", forged},
+                                {"intruder", batch}}) {
+    auto refused = send(who, Executing(as, {Verified(id, 0.001, 1e6)}));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << who;
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr("lease token")) << who;
+  }
+  for (double bad : {0.0, -5.0, std::numeric_limits<double>::quiet_NaN(),
+                     std::numeric_limits<double>::infinity()}) {
+    auto refused = send("w1", Executing(batch, {Verified(id, bad, 100)}));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr("time_us")) << bad;
+  }
+  auto twice = send("w1", Executing(batch, {Verified(id, 5, 100), Verified(id, 4, 100)}));
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  auto candidates = store_->ListCandidates(batch.job_id());
+  ASSERT_TRUE(candidates.ok());
+  for (const auto& c : *candidates) {
+    if (c.candidate_id() == id) {
+      EXPECT_EQ(c.status(), yirage::v1::LEASED) << "nothing stored";
+    }
+  }
+  // The holder's own result is stored.
+  SynchronizeResponse ok = Sync("w1", "cpu", Executing(batch, {Verified(id, 50, 100)}));
+  ASSERT_EQ(ok.acknowledged_size(), 1);
+  candidates = store_->ListCandidates(batch.job_id());
+  for (const auto& c : *candidates) {
+    if (c.candidate_id() == id) {
+      EXPECT_EQ(c.status(), yirage::v1::VERIFIED);
+    }
+  }
 }
 
 }  // namespace

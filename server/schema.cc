@@ -94,6 +94,12 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
       // Version 7: how a candidate's source is run (a serialized
       // LaunchManifest; NULL where the backend needs none).
       {"ALTER TABLE candidates ADD COLUMN launch BLOB"},
+      // Version 8: the secret each lease was issued with (Batch.lease_token;
+      // '' for leases issued before it), and when each job was last leased
+      // from (leasing goes to the job that waited longest, so one job's
+      // redeliveries do not starve the others).
+      {"ALTER TABLE batches ADD COLUMN lease_token TEXT NOT NULL DEFAULT ''",
+       "ALTER TABLE jobs ADD COLUMN last_leased REAL NOT NULL DEFAULT 0"},
   };
 }
 

@@ -19,12 +19,13 @@ std::string HostOf(const std::string& address) {
 }
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(
-    const std::string& listen, const std::vector<grpc::Service*>& services, std::string* bound) {
+    const std::string& listen, const std::vector<grpc::Service*>& services, int max_message_bytes,
+    std::string* bound) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   for (grpc::Service* service : services) builder.RegisterService(service);
-  builder.SetMaxReceiveMessageSize(256 << 20);
+  builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(256 << 20);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) {
@@ -71,10 +72,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   YIRAGE_ASSIGN_OR_RETURN(
       s->client_server_,
       BuildGrpcServer(options.client_listen, {s->job_service_.get(), s->registry_service_.get()},
-                      &s->client_address_));
-  YIRAGE_ASSIGN_OR_RETURN(
-      s->worker_server_,
-      BuildGrpcServer(options.worker_listen, {s->worker_service_.get()}, &s->worker_address_));
+                      options.max_message_bytes, &s->client_address_));
+  YIRAGE_ASSIGN_OR_RETURN(s->worker_server_,
+                          BuildGrpcServer(options.worker_listen, {s->worker_service_.get()},
+                                          options.max_message_bytes, &s->worker_address_));
   // A restart first settles what the crash left: expired leases go back to
   // the queue, finished jobs are closed.
   if (auto st = s->scheduler_->MaintainOnce(); !st.ok()) return st;

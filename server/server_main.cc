@@ -33,6 +33,22 @@ int main(int argc, char** argv) {
                  "a candidate that killed this many workers is marked failed")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-graph-ops", options.graph_limits.max_ops,
+                 "ops a submitted graph may have (after compound ops expand)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-tensor-elements", options.graph_limits.max_tensor_elements,
+                 "elements one tensor of a submitted graph may have")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-graph-bytes", options.graph_limits.max_total_bytes,
+                 "bytes a graph's tensors may take together (the target chip's memory, if less)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-message-bytes", options.max_message_bytes,
+                 "largest gRPC request either port accepts")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-candidates", options.max_candidates_default,
                  "candidates per job when the job sets no budget")
       ->capture_default_str()

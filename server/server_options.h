@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/graph.h"
 #include "server/lease_store.h"
 #include "server/worker_store.h"
 
@@ -21,6 +22,10 @@ struct ServerOptions {
   double worker_poll_seconds = 1.0;  // how often an idle worker calls again
   int max_candidates_default = 64;   // when a job sets no candidate budget
   LeaseStoreOptions leases;
+  // Bounds on a submitted graph; a job whose target chip has less memory
+  // than max_total_bytes is held to the chip's.
+  core::GraphLimits graph_limits;
+  int max_message_bytes = 16 << 20;  // largest gRPC request either port takes
   WorkerStoreOptions workers;
 };
 

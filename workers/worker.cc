@@ -47,6 +47,7 @@ yirage::v1::SynchronizeRequest Worker::BuildRequest() {
   if (batch_id_.has_value()) {
     auto* executing = request.mutable_status()->mutable_executing();
     executing->set_batch_id(*batch_id_);
+    executing->set_lease_token(lease_token_);
     executing->set_current_candidate_id(evaluation_done_ ? 0 : current_candidate_);
     for (const auto& r : unacknowledged_) *executing->add_completed() = r;
   } else {
@@ -108,6 +109,7 @@ void Worker::StartBatch(const yirage::v1::Batch& batch) {
     mu_.Lock();
   }
   batch_id_ = batch.batch_id();
+  lease_token_ = batch.lease_token();
   results_left_ = batch.candidates_size();
   current_candidate_ = 0;
   evaluation_done_ = false;

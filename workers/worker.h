@@ -70,6 +70,7 @@ class Worker {
 
   absl::Mutex mu_;
   std::optional<std::string> batch_id_ ABSL_GUARDED_BY(mu_);
+  std::string lease_token_ ABSL_GUARDED_BY(mu_);  // the batch's
   int64_t current_candidate_ ABSL_GUARDED_BY(mu_) = 0;
   // The current candidate the scheduler last acknowledged hearing about.
   int64_t reported_candidate_ ABSL_GUARDED_BY(mu_) = 0;
