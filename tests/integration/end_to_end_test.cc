@@ -8,8 +8,10 @@
 #include <set>
 #include <thread>
 
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/integration/process_harness.h"
+#include "yirage/v1/worker.grpc.pb.h"
 
 namespace yirage::testing {
 namespace {
@@ -138,6 +140,17 @@ TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {
           "ops":[{"name":"Y","op":"exp","inputs":["A"]}],"outputs":["Z"]})",
        {"'Z'"}},
       {R"({"name":"g", "inputs": [})", {"JSON"}},
+      // Sizes a worker cannot hold, or that overflow 64 bits, and names that
+      // would reach generated code: refused, naming the limit.
+      {R"({"name":"g","inputs":[{"name":"A","shape":[100000,100000],"dtype":"float32"}],
+          "ops":[{"name":"Y","op":"exp","inputs":["A"]}],"outputs":["Y"]})",
+       {"[100000, 100000]", "10000000000 elements", "limit"}},
+      {R"({"name":"g","inputs":[{"name":"A","shape":[4294967296,4294967296,4,4],"dtype":"float32"}],
+          "ops":[{"name":"Y","op":"exp","inputs":["A"]}],"outputs":["Y"]})",
+       {"more than 2^63 elements"}},
+      {R"({"name":"g","inputs":[{"name":"A","shape":[4],"dtype":"float32"}],
+          "ops":[{"name":"Y\");system(\"id","op":"exp","inputs":["A"]}],"outputs":["Y\");system(\"id"]})",
+       {"ops[0]: name", "position 1"}},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].json_text);
@@ -169,6 +182,69 @@ TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {
   CommandResult get = server_.Client({"get", job, "--json"});
   EXPECT_EQ(get.exit_code, 0);
   EXPECT_EQ(get.Json()["state"], "QUEUED");  // no workers in this test
+}
+
+// Over the real worker port: results for a leased batch without its lease
+// token (under the holder's worker id or another) are refused and change
+// nothing; the holder's results finish the job.
+TEST_F(EndToEndTest, ForgedResultsAreRefusedAndTheLeaseHolderFinishesTheJob) {
+  StartServer({"--local-workers", "none"});
+  const std::string job = Submit(Example("softmax"), {"--budget-candidates", "2"});
+  ASSERT_FALSE(job.empty());
+  auto stub = yirage::v1::WorkerService::NewStub(
+      grpc::CreateChannel(server_.worker_address(), grpc::InsecureChannelCredentials()));
+  auto call = [&](const yirage::v1::SynchronizeRequest& request,
+                  yirage::v1::SynchronizeResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + seconds(10));
+    return stub->Synchronize(&context, request, response);
+  };
+  yirage::v1::SynchronizeRequest hello;
+  hello.set_worker_id("w1");
+  hello.set_backend("cpu");
+  hello.mutable_status()->mutable_idle();
+  yirage::v1::SynchronizeResponse leased;
+  ASSERT_TRUE(call(hello, &leased).ok());
+  ASSERT_TRUE(leased.has_execute());
+  const yirage::v1::Batch& batch = leased.execute().batch();
+  ASSERT_EQ(batch.candidates_size(), 2);
+  auto report = [&](const std::string& worker, const std::string& token, double fast_us) {
+    yirage::v1::SynchronizeRequest r;
+    r.set_worker_id(worker);
+    r.set_backend("cpu");
+    auto* executing = r.mutable_status()->mutable_executing();
+    executing->set_batch_id(batch.batch_id());
+    executing->set_lease_token(token);
+    for (const auto& c : batch.candidates()) {
+      auto* result = executing->add_completed();
+      result->set_candidate_id(c.candidate_id());
+      result->set_status(yirage::v1::VERIFIED);
+      const bool baseline = c.candidate_id() == batch.baseline_candidate_id();
+      result->set_time_us(baseline ? 100 : fast_us);
+      result->set_baseline_time_us(100);
+    }
+    return r;
+  };
+  for (const auto& [worker, token] : {std::pair<std::string, std::string>{"w1", ""},
+                                      {"forger", ""},
+                                      {"forger", batch.lease_token()},
+                                      {"w1", "0123456789abcdef0123456789abcdef"}}) {
+    yirage::v1::SynchronizeResponse refused;
+    grpc::Status status = call(report(worker, token, 0.001), &refused);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << worker;
+    EXPECT_NE(status.error_message().find("lease token"), std::string::npos)
+        << status.error_message();
+  }
+  json candidates = Candidates(job);
+  for (const auto& c : candidates) EXPECT_NE(c["status"], "VERIFIED") << c.dump();
+  yirage::v1::SynchronizeResponse stored;
+  ASSERT_TRUE(call(report("w1", batch.lease_token(), 50), &stored).ok());
+  EXPECT_EQ(stored.acknowledged_size(), 2);
+  CommandResult got = server_.Client({"get", job, "--json"});
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  json j = got.Json();
+  EXPECT_EQ(j["state"], "SUCCEEDED") << j.dump();
+  EXPECT_DOUBLE_EQ(j["best"]["time_us"].get<double>(), 50);
 }
 
 TEST_F(EndToEndTest, KilledWorkerIsReplacedAndNoCandidateIsLost) {
