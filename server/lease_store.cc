@@ -54,13 +54,17 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
       return absl::InvalidArgumentError(absl::StrCat(where, ": reported twice in one call"));
     }
     if (r.status() != yirage::v1::VERIFIED) continue;
-    for (const auto& [field, value] : {std::pair<const char*, double>{"time_us", r.time_us()},
-                                       {"baseline_time_us", r.baseline_time_us()}}) {
-      if (!(value > 0) || !std::isfinite(value)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": ", field, " is ", value,
-                         "; a verified result's times must be finite and > 0"));
-      }
+    // baseline_time_us 0 means the batch's baseline did not verify, so
+    // the speedup is unknown.
+    if (!(r.time_us() > 0) || !std::isfinite(r.time_us())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": time_us is ", r.time_us(),
+                       "; a verified result's time must be finite and > 0"));
+    }
+    if (!(r.baseline_time_us() >= 0) || !std::isfinite(r.baseline_time_us())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": baseline_time_us is ", r.baseline_time_us(),
+                       "; it must be finite and >= 0 (0: the baseline did not verify)"));
     }
   }
   std::string job_id;

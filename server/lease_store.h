@@ -73,7 +73,9 @@ class LeaseStore {
   // caller asks the JobStore whether the report's job is done.
   // InvalidArgument, storing nothing, when the batch exists but is not
   // `worker_id`'s under `lease_token`, when a candidate is reported twice,
-  // or when a VERIFIED result's times are not finite and positive.
+  // or when a VERIFIED result's time is not finite and positive (its
+  // baseline time finite and not negative; 0 when the baseline did not
+  // verify).
   absl::StatusOr<RecordReport> RecordResults(
       const std::string& worker_id, const std::string& batch_id, const std::string& lease_token,
       const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now);

@@ -339,6 +339,11 @@ TEST_F(SchedulerTest, ResultsComeOnlyFromTheLeaseHolder) {
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(std::string(refused.status().message()), HasSubstr("time_us")) << bad;
   }
+  for (double bad : {-1.0, std::numeric_limits<double>::quiet_NaN()}) {
+    auto refused = send("w1", Executing(batch, {Verified(id, 5, bad)}));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr("baseline_time_us")) << bad;
+  }
   auto twice = send("w1", Executing(batch, {Verified(id, 5, 100), Verified(id, 4, 100)}));
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
   auto candidates = store_->ListCandidates(batch.job_id());
@@ -348,8 +353,9 @@ TEST_F(SchedulerTest, ResultsComeOnlyFromTheLeaseHolder) {
       EXPECT_EQ(c.status(), yirage::v1::LEASED) << "nothing stored";
     }
   }
-  // The holder's own result is stored.
-  SynchronizeResponse ok = Sync("w1", "cpu", Executing(batch, {Verified(id, 50, 100)}));
+  // The holder's own result is stored, also when the batch's baseline did
+  // not verify (baseline time 0: speedup unknown).
+  SynchronizeResponse ok = Sync("w1", "cpu", Executing(batch, {Verified(id, 50, 0)}));
   ASSERT_EQ(ok.acknowledged_size(), 1);
   candidates = store_->ListCandidates(batch.job_id());
   for (const auto& c : *candidates) {
