@@ -87,13 +87,13 @@ TEST_F(EndToEndTest, EveryExampleGraphSucceedsVerifiedAndExportsAKernel) {
   for (const std::string& name : graphs) {
     SCOPED_TRACE(name);
     CommandResult r = server_.Client(
-        {"submit", Example(name), "--wait", "--json", "--budget-candidates", "6"}, seconds(300));
+        {"submit", Example(name), "--wait", "--json", "--budget-candidates", "3"}, seconds(300));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     json job = r.Json();
     ASSERT_TRUE(job.is_object()) << r.out;
     EXPECT_EQ(job["state"], "SUCCEEDED");
-    EXPECT_EQ(job["candidates_generated"], 6);
-    EXPECT_EQ(job["candidates_evaluated"], 6);
+    EXPECT_EQ(job["candidates_generated"], 3);
+    EXPECT_EQ(job["candidates_evaluated"], 3);
     ASSERT_TRUE(job["best"].is_object());
     EXPECT_TRUE(job["best"]["verified"].get<bool>());
     EXPECT_GT(job["best"]["time_us"].get<double>(), 0);
