@@ -303,50 +303,34 @@ absl::StatusOr<ExpiryReport> LeaseStore::ExpireLeases(double now) {
   for (const Expired& e : expired) {
     report.leases_expired++;
     report.jobs.push_back(e.job_id);
-    if (e.current != 0) {
-      YIRAGE_ASSIGN_OR_RETURN(
-          Statement s,
-          db_->Prepare("UPDATE candidates SET attempts=attempts+1 WHERE candidate_id=? AND "
-                       "batch_id=?"));
-      s.Bind(1, e.current).Bind(2, e.batch_id);
-      YIRAGE_RETURN_IF_ERROR(s.Run());
-      YIRAGE_ASSIGN_OR_RETURN(
-          Statement f,
-          db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, finished=?, "
-                       "error='killed its worker ' || attempts || ' times (last: ' || ? || "
-                       "'); not handed out again' WHERE candidate_id=? AND batch_id=? AND "
-                       "attempts >= ?"));
-      f.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
-          .Bind(2, now)
-          .Bind(3, e.worker_id)
-          .Bind(4, e.current)
-          .Bind(5, e.batch_id)
-          .Bind(6, static_cast<int64_t>(options_.max_attempts));
-      YIRAGE_RETURN_IF_ERROR(f.Run());
-      report.candidates_failed += db_->Changes();
-    } else {
-      // The worker died before any candidate of the batch started (inputs,
-      // the reference or the compile): every candidate still in the batch
-      // was delivered and never reported, so each delivery counts for each.
-      YIRAGE_ASSIGN_OR_RETURN(
-          Statement s, db_->Prepare("UPDATE candidates SET attempts=attempts+1 WHERE batch_id=?"));
-      s.Bind(1, e.batch_id);
-      YIRAGE_RETURN_IF_ERROR(s.Run());
-      YIRAGE_ASSIGN_OR_RETURN(
-          Statement f,
-          db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, finished=?, "
-                       "error='its worker died ' || attempts || ' times before it reported "
-                       "(last: ' || ? || ', before any candidate of the batch started: inputs, "
-                       "reference or compile); not handed out again' WHERE batch_id=? AND "
-                       "attempts >= ?"));
-      f.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
-          .Bind(2, now)
-          .Bind(3, e.worker_id)
-          .Bind(4, e.batch_id)
-          .Bind(5, static_cast<int64_t>(options_.max_attempts));
-      YIRAGE_RETURN_IF_ERROR(f.Run());
-      report.candidates_failed += db_->Changes();
-    }
+    // Blamed: the candidate that was running, or, when the worker died
+    // before any candidate of the batch started (inputs, the reference or
+    // the compile), every candidate still in the batch, since each was
+    // delivered and never reported.
+    const std::string blamed = "batch_id=? AND (?=0 OR candidate_id=?)";
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare("UPDATE candidates SET attempts=attempts+1 WHERE " + blamed));
+    s.Bind(1, e.batch_id).Bind(2, e.current).Bind(3, e.current);
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement f, db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL, finished=?, "
+                                  "error=? || attempts || ? WHERE attempts >= ? AND " +
+                                  blamed));
+    const std::string after_count =
+        e.current != 0 ? absl::StrCat(" times (last: ", e.worker_id, "); not handed out again")
+                       : absl::StrCat(" times before it reported (last: ", e.worker_id,
+                                      ", before any candidate of the batch started: inputs, "
+                                      "reference or compile); not handed out again");
+    f.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
+        .Bind(2, now)
+        .Bind(3, e.current != 0 ? "killed its worker " : "its worker died ")
+        .Bind(4, after_count)
+        .Bind(5, static_cast<int64_t>(options_.max_attempts))
+        .Bind(6, e.batch_id)
+        .Bind(7, e.current)
+        .Bind(8, e.current);
+    YIRAGE_RETURN_IF_ERROR(f.Run());
+    report.candidates_failed += db_->Changes();
     YIRAGE_ASSIGN_OR_RETURN(
         Statement requeue,
         db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL WHERE batch_id=?"));

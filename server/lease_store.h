@@ -89,8 +89,6 @@ class LeaseStore {
   // back to the queue.
   absl::StatusOr<ExpiryReport> ExpireLeases(double now);
 
-  const LeaseStoreOptions& options() const { return options_; }
-
  private:
   enum class Holder { kGone, kThisWorker, kSomeoneElse };
   // Whether `batch_id` is leased to `worker_id` under `lease_token` (the

@@ -8,9 +8,10 @@
 // descriptors read: S = Q K^T with A and B K-major, O += P V with P from
 // the S registers (converted to 16 bits in place) and V MN-major. The
 // softmax is online in base 2 (running row max m and sum l; O rescaled
-// when m grows); S and P never leave the registers. OVERLAP issues S of
-// each step behind the previous step's O += P V, so the tensor cores go
-// from one to the other without waiting for the block's barrier.
+// when m grows); S and P never leave the registers. OVERLAP (three or more
+// stages) issues S of each step behind the previous step's O += P V, so the
+// tensor cores go from one to the other without waiting for the block's
+// barrier, with one barrier a step.
 //
 // Query rows past `rows` read the last row and store nothing; keys must be
 // a whole number of BN tiles (the caller's matcher checks it).
@@ -66,7 +67,8 @@ static __device__ __forceinline__ void yr_attention_prefill(const T* __restrict_
                                                             int keys, float scale) {
   static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 128 && DV <= 128, "D, DV: 64 or 128");
   static_assert(BN == 64 || BN == 128, "BN: 64 or 128");
-  static_assert(STAGES >= 2, "at least two stages");
+  static_assert(STAGES >= 2 && (!OVERLAP || STAGES >= 3),
+                "at least two stages; three with the overlap");
   constexpr int NT = WG * 128;
   constexpr int BM = WG * 64;
   extern __shared__ __align__(1024) unsigned char yr_smem_raw[];
@@ -88,12 +90,10 @@ static __device__ __forceinline__ void yr_attention_prefill(const T* __restrict_
     yr_attn_load_tile<T, D, NT>(sk, kb + static_cast<i64>(t) * BN * D, BN, BN - 1, D);
     yr_attn_load_tile<T, DV, NT>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, BN, BN - 1, DV);
   };
-  // With the overlap and three or more stages, a step's stage is refilled
-  // two steps later (its readers are done by then for every warp, so one
-  // barrier a step does); otherwise the step after (behind a second
-  // barrier, or after O += P V is waited for). AHEAD: steps in flight.
-  constexpr bool ONE_BARRIER = OVERLAP && STAGES >= 3;
-  constexpr int AHEAD = ONE_BARRIER ? STAGES - 2 : STAGES - 1;
+  // Steps in flight: with the overlap a step's stage is refilled two steps
+  // later (by then every warp has waited for its readers), else the step
+  // after (once O += P V has been waited for).
+  constexpr int AHEAD = OVERLAP ? STAGES - 2 : STAGES - 1;
   yr_attn_load_tile<T, D, NT>(sq, qb, BM, q_last, D);
   load_kv(0);
   yr_cp_async_commit();
@@ -118,40 +118,21 @@ static __device__ __forceinline__ void yr_attention_prefill(const T* __restrict_
     float s[BN / 2];
     yr_cp_async_wait<AHEAD - 1>();
     yr_fence_proxy_async();  // this thread's copies, visible to the tensor cores
-    if constexpr (ONE_BARRIER) {
-      // Stage t - 2's last readers (S and O += P V of step t - 2) ended
-      // before each warp's wait in step t - 1.
-      __syncthreads();
-      if (t + AHEAD < steps) load_kv(t + AHEAD);
-      yr_cp_async_commit();
-      yr_attn_qk<T, D, BN, BM>(s, sq_wg, sk);
-      yr_wg_wait<0>();
-      yr_wg_fence_operands(s, BN / 2);
-      yr_wg_fence_operands(oacc, DV / 2);
-    } else if constexpr (OVERLAP) {
-      // S of step t is issued behind O += P V of step t - 1 (still running);
-      // the stage of step t - 1 is refilled once every warpgroup's O += P V
-      // has read it.
-      __syncthreads();
-      yr_attn_qk<T, D, BN, BM>(s, sq_wg, sk);
-      yr_wg_wait<0>();
-      yr_wg_fence_operands(s, BN / 2);
-      yr_wg_fence_operands(oacc, DV / 2);
-      __syncthreads();
-      if (t + AHEAD < steps) load_kv(t + AHEAD);
-      yr_cp_async_commit();
-    } else {
-      // O += P V of step t - 1 ends before the stage is refilled and S of
-      // step t starts.
+    if constexpr (!OVERLAP) {
+      // O += P V of step t - 1 ends before its stage is refilled.
       yr_wg_wait<0>();
       yr_wg_fence_operands(oacc, DV / 2);
-      __syncthreads();
-      if (t + AHEAD < steps) load_kv(t + AHEAD);
-      yr_cp_async_commit();
-      yr_attn_qk<T, D, BN, BM>(s, sq_wg, sk);
-      yr_wg_wait<0>();
-      yr_wg_fence_operands(s, BN / 2);
     }
+    // With the overlap the stage refilled is step t - 2's, whose readers
+    // ended before each warp's wait in step t - 1.
+    __syncthreads();
+    if (t + AHEAD < steps) load_kv(t + AHEAD);
+    yr_cp_async_commit();
+    // With the overlap, S is issued behind O += P V of step t - 1.
+    yr_attn_qk<T, D, BN, BM>(s, sq_wg, sk);
+    yr_wg_wait<0>();
+    yr_wg_fence_operands(s, BN / 2);
+    yr_wg_fence_operands(oacc, DV / 2);
 
     // Online softmax of this warp's two rows per lane quad.
     unsigned p[BN / 4];  // P in 16-bit pairs, the A fragments of O += P V

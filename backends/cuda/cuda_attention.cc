@@ -633,7 +633,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     c.stages = schedule.stages() >= 2 && schedule.stages() <= 8 ? schedule.stages() : 2;
     while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
     if (SmemBytes(a, c) > target.max_smem_per_block) c.prefill = false;
-    c.overlap = schedule.overlap();
+    c.overlap = schedule.overlap() && c.stages >= 3;  // the overlap refills two steps later
     return c;
   }
   c.warp_rows = schedule.warp_rows() == 32 ? 32 : 16;
@@ -808,8 +808,7 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
   const bool bf16 = a.dtype == yirage::v1::BFLOAT16;
   if (config.wgmma) {
     *source += WgmmaHelpersSource();
-    *source += WgmmaOpSource(64, bf16, false, !a.transpose_k);
-    *source += WgmmaOpSource(64, bf16, true, true);
+    *source += WgmmaOpsSource();
   }
   const std::vector<std::pair<std::string, std::string>> subst = {
       {"@WG@", config.wgmma ? "1" : "0"},

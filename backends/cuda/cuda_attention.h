@@ -71,8 +71,8 @@ struct AttentionConfig {
   bool wgmma = false;
   // The prefill form (attention_prefill.cuh): row_warps / 4 warpgroups of
   // wgmma (sm_90), each 64 query rows, over every key (one split) in tiles
-  // of key_tile keys through a `stages`-deep ring; `overlap` issues each
-  // step's S behind the last step's O += P V.
+  // of key_tile keys through a `stages`-deep ring; `overlap` (three or more
+  // stages) issues each step's S behind the last step's O += P V.
   bool prefill = false;
   int key_tile = 64;
   bool overlap = false;

@@ -320,16 +320,17 @@ std::vector<Case> AllCases() {
     }
     // The prefill form (sm_90; K as [B, N, D]): query rows past the last
     // block's end (100 and 200 rows), D = DV = 64 and 128, one to three
-    // warpgroups, 64- and 128-key tiles, S issued behind O += P V or not.
+    // warpgroups, 64- and 128-key tiles, S issued behind O += P V (three
+    // stages) or not.
     if (dt != FLOAT32 && TargetOfCompiles().sm == 90) {
       const yirage::v1::Graph p64 = PrefillAttentionGraph(dt, 100, 256, 64);
       cases.push_back({p64,
-                       {OneRowGroup(p64, WithPrefill(Rows(4), 64, 64, 2, true)),
+                       {OneRowGroup(p64, WithPrefill(Rows(4), 64, 64, 3, true)),
                         OneRowGroup(p64, WithPrefill(Rows(4), 128, 128, 2, false)),
                         OneRowGroup(p64, WithPrefill(Rows(4), 192, 64, 3, true))}});
       const yirage::v1::Graph p128 = PrefillAttentionGraph(dt, 200, 384, 128);
       cases.push_back({p128,
-                       {OneRowGroup(p128, WithPrefill(Rows(4), 128, 128, 2, true)),
+                       {OneRowGroup(p128, WithPrefill(Rows(4), 128, 128, 3, true)),
                         OneRowGroup(p128, WithPrefill(Rows(4), 128, 128, 2, false)),
                         OneRowGroup(p128, WithPrefill(Rows(4), 192, 128, 2, true)),
                         OneRowGroup(p128, WithPrefill(Rows(4), 64, 64, 3, true))}});
@@ -556,7 +557,9 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
           PlanSource(g64, OneRowGroup(g64, WithForm(WithGpu(Cols(128), 0, 0, 5), 4)));
       EXPECT_NE(wg.find("2 K split(s) in a cluster, 5 stages, 128 threads"), std::string::npos)
           << wg;
-      EXPECT_NE(wg.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), std::string::npos);
+      // m64n128k16 on fp16 (wgmma_ops.cuh's template).
+      EXPECT_NE(wg.find("yr_wgmma_ss<128, __half, true>("), std::string::npos) << wg;
+      EXPECT_NE(wg.find("wgmma.mma_async.sync.aligned.m64n"), std::string::npos);
       EXPECT_NE(wg.find("fence.proxy.async.shared::cta"), std::string::npos);
       // Attention's warpgroup form: S from shared memory, O += P V with P
       // from registers.
@@ -564,8 +567,8 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
       const std::string at =
           PlanSource(wa, OneRowGroup(wa, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 64)));
       EXPECT_NE(at.find("wgmma.m64n64k16, one warpgroup"), std::string::npos) << at;
-      EXPECT_NE(at.find("yr_wgmma_m64n64_f16_rs_bn(&oacc"), std::string::npos) << at;
-      EXPECT_NE(at.find("yr_wgmma_m64n64_f16_ss_bn(sf"), std::string::npos) << at;
+      EXPECT_NE(at.find("yr_wgmma_rs<64, __half, true>(&oacc"), std::string::npos) << at;
+      EXPECT_NE(at.find("yr_wgmma_ss<64, __half, true>(sf"), std::string::npos) << at;
     }
     // The registers form with 16-warp blocks (one an SM): its 2 K splits a
     // cluster, no workspace or counters; 4-warp blocks sum through memory.

@@ -212,7 +212,7 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // every key. First, so that small budgets time them where they apply.
   if (target.sm == 90) {
     AddPrefillPoint(attention, 128, 128, 3, true);
-    AddPrefillPoint(attention, 128, 128, 2, true);
+    AddPrefillPoint(attention, 128, 128, 2, false);
     AddPrefillPoint(attention, 192, 64, 3, true);
     AddPrefillPoint(attention, 128, 64, 4, true);
     AddPrefillPoint(attention, 64, 64, 3, true);  // two blocks an SM

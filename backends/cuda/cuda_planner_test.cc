@@ -199,6 +199,12 @@ TEST(AttentionPlannerTest, PrefillFormTakesWarpgroupsOfRowsAndFitsItsRing) {
   ASSERT_TRUE(deep.prefill);
   EXPECT_EQ(deep.row_warps, 12);
   EXPECT_EQ(deep.stages, 2);
+  // The overlap refills a stage two steps later: it needs three stages.
+  yirage::v1::AttentionSchedule overlap = Prefill(128, 128, 3);
+  overlap.set_overlap(true);
+  EXPECT_TRUE(PlanAttention(a, H200(), overlap).overlap);
+  overlap.set_stages(2);
+  EXPECT_FALSE(PlanAttention(a, H200(), overlap).overlap);
   // Unknown rows and key tiles take the defaults.
   const AttentionConfig def = PlanAttention(a, H200(), Prefill(0, 0, 0));
   ASSERT_TRUE(def.prefill);

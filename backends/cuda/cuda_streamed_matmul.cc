@@ -1019,7 +1019,7 @@ void EmitStreamedMatmul(const StreamedMatmulPlan& p, const std::string& name, in
   const bool bf16 = p.dtype == yirage::v1::BFLOAT16;
   if (wgmma) {
     *source += WgmmaHelpersSource();
-    *source += WgmmaOpSource(nw * kTileN, bf16, false, true);
+    *source += WgmmaOpsSource();
   }
   const std::vector<std::pair<std::string, std::string>> subst = {
       {"@WG@", wgmma ? "1" : "0"},

@@ -1,6 +1,6 @@
 // Device code for Hopper's warpgroup MMA (wgmma.mma_async, sm_90a), shared
 // by the kernels that use it (the streamed matmul's kWgmma form, fused
-// attention's warpgroup form). Operands in shared memory are described by
+// attention's warpgroup and prefill forms). Operands in shared memory are described by
 // 64-bit matrix descriptors; every tile they read is stored with the
 // 128-byte swizzle that yr_swz<64> gives rows of 64 16-bit elements, from a
 // 1024-byte boundary.
@@ -23,16 +23,15 @@ const char* WgmmaHelpersSource();
 // WgmmaHelpersSource()).
 const char* WgmmaOpsSource();
 
-// Name and guarded definition of the device function
-//   void NAME(float* d, unsigned long long a_desc, unsigned long long b_desc)
+// The call of wgmma_ops.cuh's template (after WgmmaOpsSource()) for
+//   NAME(float* d, unsigned long long a_desc, unsigned long long b_desc)
 // (A from shared memory, K-major), or, `a_in_registers`,
-//   void NAME(float* d, const unsigned* a, unsigned long long b_desc)
+//   NAME(float* d, const unsigned* a, unsigned long long b_desc)
 // (A as the m16n8k16 A fragments of each warp's 16 rows), computing
 // d[0..n/2) += A (64 x 16) * B (16 x n) with float accumulators in the
 // m64nNk16 layout; B is N-major (rows of N contiguous) when `b_n_major`,
-// else K-major. `bf16` picks the input type (else fp16).
+// else K-major. `bf16` picks the input type (else fp16). n is 64 or 128.
 std::string WgmmaOpName(int n, bool bf16, bool a_in_registers, bool b_n_major);
-std::string WgmmaOpSource(int n, bool bf16, bool a_in_registers, bool b_n_major);
 
 }  // namespace yirage::backends::cuda
 

@@ -57,19 +57,6 @@ __global__ void Reference(const T* q, const T* k, const T* v, float* o, int batc
   for (int c = 0; c < d; ++c) o[i * d + c] = acc[c] / l;
 }
 
-template <typename T>
-T FromFloat(float x);
-template <>
-__half FromFloat<__half>(float x) { return __float2half(x); }
-template <>
-__nv_bfloat16 FromFloat<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
-template <typename T>
-float ToFloat(T x);
-template <>
-float ToFloat<__half>(__half x) { return __half2float(x); }
-template <>
-float ToFloat<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
-
 template <typename T, int D, int BN, int WG, int STAGES, bool OVERLAP>
 void Run(const char* tname, int heads, int rows) {
   const int keys = (rows + BN - 1) / BN * BN;  // whole key tiles
@@ -78,9 +65,9 @@ void Run(const char* tname, int heads, int rows) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (size_t i = 0; i < n; ++i) {
-    hq[i] = FromFloat<T>(dist(rng));
-    hk[i] = FromFloat<T>(dist(rng));
-    hv[i] = FromFloat<T>(dist(rng));
+    hq[i] = T(dist(rng));
+    hk[i] = T(dist(rng));
+    hv[i] = T(dist(rng));
   }
   T *q, *k, *v, *o;
   float* ref;
@@ -111,15 +98,17 @@ void Run(const char* tname, int heads, int rows) {
   double max_err = 0;
   size_t bad = 0;
   for (size_t i = 0; i < nq; ++i) {
-    const double e = std::fabs((double)ToFloat(ho[i]) - hr[i]);
+    const double e = std::fabs((double)static_cast<float>(ho[i]) - hr[i]);
     if (!(e <= 2e-2 + 2e-2 * std::fabs(hr[i]))) ++bad;
     if (!(e <= max_err)) max_err = e;
   }
   const float us = FlushedMedianUs(launch, 30, 3);
   const double flops = 4.0 * heads * (double)rows * keys * D;
-  printf("%-5s h%-3d n%-5d D%-3d BN%-3d WG%d S%d %s smem %6d: %s max_err %.4f bad %zu  %8.2f us %6.1f TFLOP/s\n",
-         tname, heads, rows, D, BN, WG, STAGES, OVERLAP ? "ovl" : "seq", smem, bad == 0 ? "OK  " : "FAIL", max_err, bad, us,
-         flops / us * 1e-6);
+  printf(
+      "%-5s h%-3d n%-5d D%-3d BN%-3d WG%d S%d %s smem %6d: %s max_err %.4f bad %zu  %8.2f us %6.1f "
+      "TFLOP/s\n",
+      tname, heads, rows, D, BN, WG, STAGES, OVERLAP ? "ovl" : "seq", smem,
+      bad == 0 ? "OK  " : "FAIL", max_err, bad, us, flops / us * 1e-6);
   CK(cudaFree(q));
   CK(cudaFree(k));
   CK(cudaFree(v));
@@ -128,25 +117,22 @@ void Run(const char* tname, int heads, int rows) {
 }
 
 int main() {
-  // Odd row counts (rows past the end of the last block), each form:
-  // sequential, overlap with two barriers (2 stages), one barrier (3+).
+  // Odd row counts (rows past the end of the last block), both loops:
+  // sequential, and S issued behind O += P V (three or more stages).
   Run<__half, 128, 128, 2, 2, false>("fp16", 2, 200);
-  Run<__half, 128, 128, 2, 2, true>("fp16", 2, 200);
   Run<__half, 128, 128, 2, 3, true>("fp16", 2, 300);
-  Run<__half, 64, 64, 1, 2, true>("fp16", 3, 333);
+  Run<__half, 64, 64, 1, 2, false>("fp16", 3, 333);
   Run<__nv_bfloat16, 128, 64, 3, 3, true>("bf16", 2, 129);
   Run<__nv_bfloat16, 64, 64, 2, 4, true>("bf16", 2, 77);
   // The suite's prefill shapes (llama3 8b: 32 heads, D 128).
   Run<__half, 128, 128, 2, 2, false>("fp16", 32, 1024);
-  Run<__half, 128, 128, 2, 2, true>("fp16", 32, 1024);
   Run<__half, 128, 128, 2, 3, true>("fp16", 32, 1024);
   Run<__half, 128, 64, 2, 3, true>("fp16", 32, 1024);
   Run<__half, 128, 64, 2, 4, true>("fp16", 32, 1024);
-  Run<__half, 128, 64, 1, 2, true>("fp16", 32, 1024);
   Run<__half, 128, 64, 1, 3, true>("fp16", 32, 1024);
   Run<__half, 128, 64, 3, 3, true>("fp16", 32, 1024);
   Run<__half, 128, 128, 3, 2, false>("fp16", 32, 1024);
-  Run<__nv_bfloat16, 128, 128, 2, 2, true>("bf16", 32, 2048);
+  Run<__nv_bfloat16, 128, 128, 2, 2, false>("bf16", 32, 2048);
   Run<__nv_bfloat16, 128, 128, 2, 3, true>("bf16", 32, 2048);
   Run<__nv_bfloat16, 128, 64, 2, 4, true>("bf16", 32, 2048);
   Run<__nv_bfloat16, 128, 64, 1, 3, true>("bf16", 32, 2048);

@@ -191,13 +191,13 @@ TEST_F(EndToEndTest, ForgedResultsAreRefusedAndTheLeaseHolderFinishesTheJob) {
   StartServer({"--local-workers", "none"});
   const std::string job = Submit(Example("softmax"), {"--budget-candidates", "2"});
   ASSERT_FALSE(job.empty());
-  auto stub = yirage::v1::WorkerService::NewStub(
+  auto worker_api = yirage::v1::WorkerService::NewStub(
       grpc::CreateChannel(server_.worker_address(), grpc::InsecureChannelCredentials()));
   auto call = [&](const yirage::v1::SynchronizeRequest& request,
                   yirage::v1::SynchronizeResponse* response) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + seconds(10));
-    return stub->Synchronize(&context, request, response);
+    return worker_api->Synchronize(&context, request, response);
   };
   yirage::v1::SynchronizeRequest hello;
   hello.set_worker_id("w1");
