@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
 #include "backends/codegen_util.h"
 #include "backends/cuda/cuda_families.h"
 #include "backends/cuda/cuda_wgmma.h"
@@ -23,563 +22,6 @@ constexpr int kTileN = 64;            // keys per tile
 constexpr int kMaxClusterSplits = 8;  // portable cluster size
 constexpr int kMaxSpinSplits = 16;    // in-kernel merge: each thread holds every split's values
 constexpr int kMaxWarps = 16;         // 512 threads: 128 registers a thread
-
-// The kernel template; @NAME@-style placeholders are replaced below.
-constexpr char kAttentionKernel[] = R"(
-// attention: B=@B@ M=@M@ N=@N@ D=@D@ DV=@DV@, @SPLITS@ key split(s) of @NS@ keys; @RW@ row warps of
-// @WR@ rows x @KG@ key group(s), @STAGES@ stages; splits merge: @MERGE@.
-// Warp (rw, kg) owns query rows [WR rw, WR rw + WR) of the block's (MT
-// 16-row tiles, which share every K and V fragment) and every KG-th key
-// tile from kg on; S, P and O live in registers in the m16n8k16 mma layouts
-// (lane: rows lane/4 and lane/4 + 8, columns 2 (lane % 4) + {0, 1} of each
-// 8-column block). Each pipeline step brings KG tiles of 64 keys (one per
-// key group) through a @STAGES@-step cp.async ring in shared memory; the
-// key groups' partial rows merge in shared memory at the end (or, pushed,
-// in the cluster merge).
-extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@RW@ * @KG@ * 32) @NAME@(
-    const @T@* __restrict__ q, const @T@* __restrict__ k, const @T@* __restrict__ v,
-    @OT@* __restrict__ o, float* __restrict__ ws) {
-  typedef @T@ T;
-  constexpr int M = @M@, N = @N@, D = @D@, DV = @DV@, NS = @NS@, BN = 64;
-  constexpr int RW = @RW@, KG = @KG@, MT = @MT@, NT = RW * KG * 32, WR = 16 * MT, BM = WR * RW;
-  constexpr int STAGES = @STAGES@;
-  // merged (@MERGE_KIND@): 0 none, 1 cluster pull, 2 workspace, 3 cluster push, 4 in-kernel
-  constexpr int SPLITS = @SPLITS@;
-  // WG: one warpgroup multiplies with wgmma straight from shared memory;
-  // Q, K and V tiles (rows of 64 16-bit elements) take the 128-byte swizzle
-  // (yr_swz<64>) from 1024-byte boundaries instead of padded rows.
-  constexpr bool WG = @WG@;
-  static_assert(!WG || (D == 64 && DV == 64 && RW == 4 && KG == 1 && MT == 1), "warpgroup form");
-  constexpr int PAD = WG ? 0 : 8;
-  constexpr int LQ = D + PAD, LV = DV + PAD;
-  constexpr int LK = @KT@ ? D + PAD : BN + PAD;
-  constexpr int KSIZE = @KT@ ? BN * (D + PAD) : D * (BN + PAD);
-  constexpr int VSIZE = BN * LV, TILE = KSIZE + VSIZE;
-  // Element (r, c) of a Q, K or V tile whose rows are `ld` elements apart.
-  auto at = [](int r, int c, int ld) -> int {
-    if constexpr (WG) {
-      return yr_swz<64>(r, c);
-    } else {
-      return r * ld + c;
-    }
-  };
-  constexpr int STEPS = NS / BN / KG;
-  constexpr int LP = DV + 4;  // partial rows in shared memory: O, m, l, pad (16-byte rows)
-  extern __shared__ __align__(1024) unsigned char yr_smb[];
-  T* const sq = reinterpret_cast<T*>(yr_smb);
-  T* const skv = sq + BM * LQ;  // STAGES steps of KG [K tile | V tile]
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int rw = warp % RW, kg = warp / RW;
-  const int m0 = blockIdx.x * BM, b = blockIdx.y, split = blockIdx.z;
-  (void)ws; (void)split; (void)o; (void)SPLITS; (void)kg; (void)LP;
-  const T* const qb = q + ((i64)b * M + m0) * D;
-  const T* const kb = k + (i64)b * D * N;
-  const T* const vb = v + (i64)b * N * DV;
-  const int key0 = split * NS;
-  for (int x = tid; x < BM * D / 8; x += NT) {
-    const int r = x / (D / 8), c = (x % (D / 8)) * 8;
-    if (m0 + r < M) {
-      yr_cp_async16(sq + at(r, c, LQ), qb + (i64)r * D + c);
-    } else {
-      *reinterpret_cast<uint4*>(sq + at(r, c, LQ)) = make_uint4(0, 0, 0, 0);
-    }
-  }
-  // Tile copies in 16-byte chunks: each thread's chunks of a tile sit at
-  // fixed offsets (rows kr + i * KRS of K, vr + i * VRS of V), so a step
-  // costs one address add per chunk.
-  constexpr int KROWS = @KT@ ? BN : D, KRC = (@KT@ ? D : BN) / 8;  // K tile rows, chunks a row
-  constexpr int KSTRIDE = @KT@ ? D : N;                           // elements between K rows
-  constexpr int VRC = DV / 8, KRS = NT / KRC, VRS = NT / VRC;
-  const int kr = tid / KRC, kc = (tid % KRC) * 8, vr = tid / VRC, vc = (tid % VRC) * 8;
-  const T* const kthread = kb + (i64)kr * KSTRIDE + kc;
-  const T* const vthread = vb + (i64)vr * DV + vc;
-  // Step st: tiles st * KG + g (g < KG) into slots g of ring stage `stage`.
-  auto load_step = [&](int st, int stage) {
-#pragma unroll
-    for (int g = 0; g < KG; ++g) {
-      T* const sk = skv + (stage * KG + g) * TILE;
-      T* const sv = sk + KSIZE;
-      const int n0 = key0 + (st * KG + g) * BN;
-      const T* const kt = kthread + (@KT@ ? (i64)n0 * D : (i64)n0);
-      const T* const vt = vthread + (i64)n0 * DV;
-#pragma unroll
-      for (int i = 0; i < (KROWS + KRS - 1) / KRS; ++i) {
-        if (KROWS % KRS == 0 || kr + i * KRS < KROWS) {
-          yr_cp_async16(sk + at(kr + i * KRS, kc, LK), kt + (i64)i * KRS * KSTRIDE);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < (BN + VRS - 1) / VRS; ++i) {
-        if (BN % VRS == 0 || vr + i * VRS < BN) {
-          yr_cp_async16(sv + at(vr + i * VRS, vc, LV), vt + (i64)i * VRS * DV);
-        }
-      }
-    }
-  };
-  // Q rides in the first group; STAGES - 1 steps in flight before the loop.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < STEPS) load_step(s, s);
-    yr_cp_async_commit();
-  }
-  const int li = lane & 7, lm = lane >> 3;  // ldmatrix: row within matrix, matrix
-  unsigned qa[MT][D / 16][4];
-  float oacc[MT][DV / 8][4];
-  float m_run[MT][2], l_run[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int j = 0; j < DV / 8; ++j) {
-      oacc[mt][j][0] = oacc[mt][j][1] = oacc[mt][j][2] = oacc[mt][j][3] = 0.0f;
-    }
-    m_run[mt][0] = m_run[mt][1] = -__int_as_float(0x7f800000);
-    l_run[mt][0] = l_run[mt][1] = 0.0f;
-  }
-  auto load_q = [&]() {
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int ks = 0; ks < D / 16; ++ks) {
-        yr_ldsm_x4(qa[mt][ks],
-                   sq + (rw * WR + mt * 16 + li + (lm & 1) * 8) * LQ + ks * 16 + (lm >> 1) * 8);
-      }
-    }
-  };
-  // S of step t (this warp's tile of it) into s.
-#if @WG@
-  // The warpgroup's S (64 x 64) with wgmma: Q K-major, K's tile K-major
-  // ([keys][D]) or N-major ([D][keys]); waits for every earlier group too,
-  // so the last step's O += P V is done before O is rescaled. (Measured on
-  // an H200 and dropped: S of step t + 1 issued before step t's softmax,
-  // two S buffers and copies one step further ahead; it verified, but
-  // gqa_decode b8 took 23.6 us at 4 stages against 22.6, 32.3 at 3.)
-  auto qk = [&](int t, float (&s)[MT][BN / 8][4]) {
-    const T* const sk = skv + ((t % STAGES) * KG + kg) * TILE;
-    float* const sf = &s[0][0][0];
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) sf[i] = 0.0f;
-    yr_wg_fence();
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      const unsigned long long da = yr_wg_desc(sq + ks * 16, 16, 1024);
-      const unsigned long long db = yr_wg_desc(sk + (@KT@ ? ks * 16 : ks * 16 * LK), 16, 1024);
-      @WG_QK@(sf, da, db);
-    }
-    yr_wg_commit();
-    yr_wg_wait<0>();
-    yr_wg_fence_operands(sf, BN / 2);
-    yr_wg_fence_operands(&oacc[0][0][0], DV / 2);
-  };
-#else
-  auto qk = [&](int t, float (&s)[MT][BN / 8][4]) {
-    const T* const sk = skv + ((t % STAGES) * KG + kg) * TILE;
-    // S = Q K: WR x 64 per warp.
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
-    }
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-#pragma unroll
-      for (int nb = 0; nb < BN / 8; nb += 2) {
-        unsigned bf[4];
-#if @KT@
-        yr_ldsm_x4(bf, sk + ((nb + (lm >> 1)) * 8 + li) * LK + ks * 16 + (lm & 1) * 8);
-#else
-        yr_ldsm_x4_t(bf, sk + (ks * 16 + li + (lm & 1) * 8) * LK + (nb + (lm >> 1)) * 8);
-#endif
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          yr_mma16816<T>(s[mt][nb], qa[mt][ks], bf);
-          yr_mma16816<T>(s[mt][nb + 1], qa[mt][ks], bf + 2);
-        }
-      }
-    }
-  };
-#endif
-  // The online softmax of S (in s) of step t, then O += P V.
-  auto softmax_pv = [&](int t, float (&s)[MT][BN / 8][4]) {
-    const T* const sv = skv + ((t % STAGES) * KG + kg) * TILE + KSIZE;
-    // Online softmax in base 2: m is the running row max of S * scale *
-    // log2(e), so P = exp2(S * scale * log2(e) - m) is one FFMA and one
-    // exp2 per element. Rows h = 0 (lane/4) and h = 1 (lane/4 + 8) of each
-    // 16-row tile. (fmaxf drops a NaN of S from the max, but its exp2
-    // carries it into the sums.)
-    const float kLog2Scale = @SCALE@ * 1.4426950408889634f;
-    unsigned pk[MT][BN / 8][2];  // P, 16-bit pairs: the mma A fragments
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float mx = -__int_as_float(0x7f800000);
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // The max of S scaled (a negative scale turns S's max into the min).
-        float mn = __int_as_float(0x7f800000);
-        if (kLog2Scale < 0.0f) {
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) mn = fminf(mn, fminf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
-          mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, 1));
-          mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, 2));
-        }
-        const float m_new = fmaxf(m_run[mt][h], (kLog2Scale < 0.0f ? mn : mx) * kLog2Scale);
-        const float alpha = yr_exp2(m_run[mt][h] - m_new);
-        float sum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const float e0 = yr_exp2(fmaf(s[mt][j][2 * h], kLog2Scale, -m_new));
-          const float e1 = yr_exp2(fmaf(s[mt][j][2 * h + 1], kLog2Scale, -m_new));
-          sum += e0 + e1;
-          pk[mt][j][h] = yr_pack2<T>(e0, e1);
-        }
-        l_run[mt][h] = l_run[mt][h] * alpha + sum;  // this lane's columns; summed at the end
-        m_run[mt][h] = m_new;
-#pragma unroll
-        for (int j = 0; j < DV / 8; ++j) {
-          oacc[mt][j][2 * h] *= alpha;
-          oacc[mt][j][2 * h + 1] *= alpha;
-        }
-      }
-    }
-    // O += P V, P straight from the S registers; each V fragment serves
-    // the warp's MT row tiles.
-#if @WG@
-    // wgmma with P as the A fragments (each warp's 16 rows) and V's tile
-    // N-major; not waited for here (the next S, or the end, waits).
-    yr_wg_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const unsigned pa[4] = {pk[0][2 * kk][0], pk[0][2 * kk][1], pk[0][2 * kk + 1][0],
-                              pk[0][2 * kk + 1][1]};
-      @WG_PV@(&oacc[0][0][0], pa, yr_wg_desc(sv + kk * 16 * LV, 16, 1024));
-    }
-    yr_wg_commit();
-#else
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-#pragma unroll
-      for (int nb = 0; nb < DV / 8; nb += 2) {
-        unsigned bf[4];
-        yr_ldsm_x4_t(bf, sv + (kk * 16 + li + (lm & 1) * 8) * LV + (nb + (lm >> 1)) * 8);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          const unsigned pa[4] = {pk[mt][2 * kk][0], pk[mt][2 * kk][1], pk[mt][2 * kk + 1][0],
-                                  pk[mt][2 * kk + 1][1]};
-          yr_mma16816<T>(oacc[mt][nb], pa, bf);
-          yr_mma16816<T>(oacc[mt][nb + 1], pa, bf + 2);
-        }
-      }
-    }
-#endif
-  };
-  // In step t, after the wait for it: step t has landed for every thread,
-  // and every warp is done with step t - 1, whose stage the load of step
-  // t + STAGES - 1 refills.
-  auto refill = [&](int t) {
-#if @WG@
-    // The tensor cores' reads of step t - 1's stage (O += P V) end before
-    // it is refilled; this thread's copies of step t become visible to them.
-    yr_wg_wait<0>();
-    yr_wg_fence_operands(&oacc[0][0][0], DV / 2);
-    yr_fence_proxy_async();
-#endif
-    __syncthreads();
-    if (t + STAGES - 1 < STEPS) load_step(t + STAGES - 1, (t + STAGES - 1) % STAGES);
-    yr_cp_async_commit();
-  };
-  for (int t = 0; t < STEPS; ++t) {
-    yr_cp_async_wait<STAGES - 2>();
-    refill(t);
-    if (!WG && t == 0) load_q();
-    float s[MT][BN / 8][4];
-    qk(t, s);
-    softmax_pv(t, s);
-  }
-#if @WG@
-  yr_wg_wait<0>();
-  yr_wg_fence_operands(&oacc[0][0][0], DV / 2);
-#endif
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      l_run[mt][h] += __shfl_xor_sync(0xffffffffu, l_run[mt][h], 1);
-      l_run[mt][h] += __shfl_xor_sync(0xffffffffu, l_run[mt][h], 2);
-    }
-  }
-  const int qd = lane & 3;
-#if @MERGE_KIND@ == 3
-  // Push: every warp stores its partial rows (O, then m and l) into the
-  // inbox [SPLITS * KG][RPB][LP] of the cluster block that merges them
-  // (block r merges rows [r * RPB, (r + 1) * RPB)), past the ring, so that
-  // blocks still in their loop are not disturbed; one cluster barrier, then
-  // each block merges its rows from its own shared memory.
-  {
-    constexpr int RPB = BM / SPLITS, SLOTS = SPLITS * KG;
-    float* const inbox = reinterpret_cast<float*>(skv + STAGES * KG * TILE);
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = rw * WR + mt * 16 + (lane >> 2) + 8 * h;
-        const unsigned at = yr_cluster_addr(
-            yr_smem_addr(inbox + ((split * KG + kg) * RPB + row % RPB) * LP), row / RPB);
-#pragma unroll
-        for (int j = 0; j < DV / 8; ++j) {
-          yr_st_cluster2(at + (j * 8 + 2 * qd) * 4, oacc[mt][j][2 * h], oacc[mt][j][2 * h + 1]);
-        }
-        if (qd == 0) yr_st_cluster2(at + DV * 4, m_run[mt][h], l_run[mt][h]);
-      }
-    }
-    yr_cluster_sync();
-    for (int x = tid; x < RPB * (DV / 4); x += NT) {
-      const int r = x / (DV / 4), c = (x % (DV / 4)) * 4;
-      const int gm = m0 + split * RPB + r;
-      if (gm >= M) continue;
-      float mx = -__int_as_float(0x7f800000);
-#pragma unroll
-      for (int s2 = 0; s2 < SLOTS; ++s2) mx = fmaxf(mx, inbox[(s2 * RPB + r) * LP + DV]);
-      float den = 0.0f;
-      float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int s2 = 0; s2 < SLOTS; ++s2) {
-        const float* const w = inbox + (s2 * RPB + r) * LP;
-        const float e = yr_exp2(w[DV] - mx);
-        den += e * w[DV + 1];
-        const float4 ov = *reinterpret_cast<const float4*>(w + c);
-        num.x += e * ov.x;
-        num.y += e * ov.y;
-        num.z += e * ov.z;
-        num.w += e * ov.w;
-      }
-      const float inv = 1.0f / den;
-      const i64 at = ((i64)b * M + gm) * DV + c;
-      yr_st(o, at, num.x * inv);
-      yr_st(o, at + 1, num.y * inv);
-      yr_st(o, at + 2, num.z * inv);
-      yr_st(o, at + 3, num.w * inv);
-    }
-    // No second barrier: every remote store landed before the first one.
-  }
-#else
-  float* const part = reinterpret_cast<float*>(skv);  // over the drained ring
-  (void)part;
-  // This lane's share of one partial row (O, then m and l) at `w`: tile mt,
-  // half h (rows lane / 4 and lane / 4 + 8).
-  auto write_partial_row = [&](float* w, int mt, int h) {
-#pragma unroll
-    for (int j = 0; j < DV / 8; ++j) {
-      *reinterpret_cast<float2*>(w + j * 8 + 2 * qd) =
-          make_float2(oacc[mt][j][2 * h], oacc[mt][j][2 * h + 1]);
-    }
-    if (qd == 0) {
-      w[DV] = m_run[mt][h];
-      w[DV + 1] = l_run[mt][h];
-    }
-  };
-  (void)write_partial_row;
-  // This warp's partial rows at their rows of the BM rows [BM][LP] from row
-  // `row0` of `part` on.
-  auto store_partial = [&](int row0) {
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        write_partial_row(part + (row0 + rw * WR + mt * 16 + (lane >> 2) + 8 * h) * LP, mt, h);
-      }
-    }
-  };
-  (void)store_partial;
-  // Stores o[at .. at + 3]: the merge of the splits' partials of one row
-  // (ml: m in base-2 units and l; os: four columns of O).
-  auto merge_store = [&](const float2(&ml)[SPLITS], const float4(&os)[SPLITS], i64 at) {
-    float mx = ml[0].x;
-#pragma unroll
-    for (int s2 = 1; s2 < SPLITS; ++s2) mx = fmaxf(mx, ml[s2].x);
-    float den = 0.0f;
-    float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int s2 = 0; s2 < SPLITS; ++s2) {
-      const float e = yr_exp2(ml[s2].x - mx);
-      den += e * ml[s2].y;
-      num.x += e * os[s2].x;
-      num.y += e * os[s2].y;
-      num.z += e * os[s2].z;
-      num.w += e * os[s2].w;
-    }
-    const float inv = 1.0f / den;
-    yr_st(o, at, num.x * inv);
-    yr_st(o, at + 1, num.y * inv);
-    yr_st(o, at + 2, num.z * inv);
-    yr_st(o, at + 3, num.w * inv);
-  };
-  (void)merge_store;
-#if @KG@ > 1 || @MERGE_KIND@ == 1
-  yr_cp_async_wait<0>();
-  __syncthreads();
-#endif
-#if @KG@ > 1
-  // Key groups 1.. hand their partial rows [KG - 1][BM][LP] to group 0.
-  if (kg > 0) store_partial((kg - 1) * BM);
-  __syncthreads();
-  if (kg == 0) {
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = rw * WR + mt * 16 + (lane >> 2) + 8 * h;
-        float m_new = m_run[mt][h];
-#pragma unroll
-        for (int g = 1; g < KG; ++g) m_new = fmaxf(m_new, part[((g - 1) * BM + row) * LP + DV]);
-        const float a0 = yr_exp2(m_run[mt][h] - m_new);
-        l_run[mt][h] *= a0;
-#pragma unroll
-        for (int j = 0; j < DV / 8; ++j) {
-          oacc[mt][j][2 * h] *= a0;
-          oacc[mt][j][2 * h + 1] *= a0;
-        }
-#pragma unroll
-        for (int g = 1; g < KG; ++g) {
-          const float* const w = part + ((g - 1) * BM + row) * LP;
-          const float ag = yr_exp2(w[DV] - m_new);
-          l_run[mt][h] += ag * w[DV + 1];
-#pragma unroll
-          for (int j = 0; j < DV / 8; ++j) {
-            const float2 pv = *reinterpret_cast<const float2*>(w + j * 8 + 2 * qd);
-            oacc[mt][j][2 * h] += ag * pv.x;
-            oacc[mt][j][2 * h + 1] += ag * pv.y;
-          }
-        }
-        m_run[mt][h] = m_new;
-      }
-    }
-  }
-#if @MERGE_KIND@ == 1
-  __syncthreads();  // the cluster's partial rows reuse the space
-#endif
-#endif
-#if @MERGE_KIND@ == 1
-  // Partial rows [BM][LP] (O, then m and l); the cluster's blocks are the
-  // splits of this query tile, and block `split` merges rows
-  // [split * RPB, (split + 1) * RPB) from all of them, 4 columns a thread.
-  constexpr int RPB = BM / SPLITS;
-  if (kg == 0) store_partial(0);
-  yr_cluster_sync();
-  for (int x = tid; x < RPB * (DV / 4); x += NT) {
-    const int r = split * RPB + x / (DV / 4), c = (x % (DV / 4)) * 4;
-    if (m0 + r >= M) continue;
-    const unsigned row = yr_smem_addr(part + r * LP);
-    float2 ml[SPLITS];
-    float4 os[SPLITS];
-#pragma unroll
-    for (int s2 = 0; s2 < SPLITS; ++s2) {
-      ml[s2] = yr_ld_cluster2(row + DV * 4, s2);
-      os[s2] = yr_ld_cluster4(row + c * 4, s2);
-    }
-    merge_store(ml, os, ((i64)b * M + m0 + r) * DV + c);
-  }
-  yr_cluster_sync();  // the other blocks' reads of this block's rows are done
-#elif @MERGE_KIND@ == 4
-  // In-kernel merge: the grid is co-resident (a cooperative launch), so
-  // every split leaves its partial rows in the workspace [SPLITS][B][M][LW],
-  // arrives at its query tile's counter (past the partials; it only grows,
-  // SPLITS a launch) and waits for the tile's other splits; then block
-  // `split` merges rows [split * RPB, (split + 1) * RPB). No second kernel,
-  // no cluster size limit. (On an H200, gqa_decode b1 in 16 splits: 11.0
-  // us in a harness, against 12.3 for 8 splits merged in a cluster.)
-  {
-    constexpr int RPB = BM / SPLITS, LW = DV + 4;
-    constexpr i64 SLOT = (i64)@B@ * M * LW;
-    unsigned* const cnt =
-        reinterpret_cast<unsigned*>(ws + SPLITS * SLOT) + b * gridDim.x + blockIdx.x;
-    if (kg == 0) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int gm = m0 + rw * WR + mt * 16 + (lane >> 2) + 8 * h;
-          if (gm < M) write_partial_row(ws + split * SLOT + ((i64)b * M + gm) * LW, mt, h);
-        }
-      }
-    }
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-      const unsigned old = atomicAdd(cnt, 1u);
-      const unsigned target = old - old % SPLITS + SPLITS;
-      unsigned now;
-      do {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(now) : "l"(cnt) : "memory");
-      } while ((int)(now - target) < 0);
-    }
-    __syncthreads();
-    for (int x = tid; x < RPB * (DV / 4); x += NT) {
-      const int r = split * RPB + x / (DV / 4), c = (x % (DV / 4)) * 4;
-      if (m0 + r >= M) continue;
-      const float* const w0 = ws + ((i64)b * M + m0 + r) * LW;
-      float2 ml[SPLITS];
-      float4 os[SPLITS];
-#pragma unroll
-      for (int s2 = 0; s2 < SPLITS; ++s2) {
-        ml[s2] = __ldcg(reinterpret_cast<const float2*>(w0 + s2 * SLOT + DV));
-        os[s2] = __ldcg(reinterpret_cast<const float4*>(w0 + s2 * SLOT + c));
-      }
-      merge_store(ml, os, ((i64)b * M + m0 + r) * DV + c);
-    }
-  }
-#else
-  if (kg != 0) return;
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int gm = m0 + rw * WR + mt * 16 + (lane >> 2) + 8 * h;
-      if (gm >= M) continue;
-#if @MERGE_KIND@ == 0
-      const float inv = 1.0f / l_run[mt][h];
-      @OT@* const out = o + ((i64)b * M + gm) * DV;
-#pragma unroll
-      for (int j = 0; j < DV / 8; ++j) {
-        yr_st(out, j * 8 + 2 * qd, oacc[mt][j][2 * h] * inv);
-        yr_st(out, j * 8 + 2 * qd + 1, oacc[mt][j][2 * h + 1] * inv);
-      }
-#else
-      write_partial_row(ws + (((i64)split * @B@ + b) * M + gm) * (DV + 2), mt, h);
-#endif
-    }
-  }
-#endif
-#endif  // @MERGE_KIND@ == 3
-}
-)";
-
-constexpr char kMergeKernel[] = R"(
-// merges the @SPLITS@ key splits of @NAME@: one thread per output element
-extern "C" __global__ void __launch_bounds__(256) @NAME@_merge(const float* __restrict__ ws,
-    @OT@* __restrict__ o) {
-  constexpr int M = @M@, DV = @DV@, S = @SPLITS@;
-  const i64 x = (i64)blockIdx.x * 256 + threadIdx.x;
-  if (x >= (i64)@B@ * M * DV) return;
-  const i64 rowi = x / DV;
-  const int c = (int)(x % DV);
-  constexpr i64 stride = (i64)@B@ * M * (DV + 2);
-  const float* w = ws + rowi * (DV + 2);
-  float mx = -__int_as_float(0x7f800000);
-#pragma unroll 4
-  for (int s = 0; s < S; ++s) mx = fmaxf(mx, w[s * stride + DV]);
-  float num = 0.0f, den = 0.0f;
-#pragma unroll 4
-  for (int s = 0; s < S; ++s) {
-    const float e = yr_exp2(w[s * stride + DV] - mx);  // m in base-2 units
-    num += e * w[s * stride + c];
-    den += e * w[s * stride + DV + 1];
-  }
-  yr_st(o, x, num / den);
-}
-)";
 
 std::string CTypeOf(yirage::v1::DType t) {
   return t == yirage::v1::BFLOAT16 ? "__nv_bfloat16" : "__half";
@@ -761,12 +203,23 @@ int64_t AttentionWorkspaceBytes(const AttentionPattern& a, const AttentionConfig
   return c.splits > 1 && !c.cluster_merge ? int64_t{c.splits} * a.batch * a.m * (a.dv + 2) * 4 : 0;
 }
 
+namespace {
+
+const char* AttentionDecodeSource() {
+  // backends/cuda/attention_decode.cuh, embedded at build time.
+  return
+#include "cuda_attention_decode.inc"
+      ;
+}
+
 const char* AttentionPrefillSource() {
   // backends/cuda/attention_prefill.cuh, embedded at build time.
   return
 #include "cuda_attention_prefill.inc"
       ;
 }
+
+}  // namespace
 
 void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
                    const std::string& name, int q_arg, int k_arg, int v_arg, int out_arg,
@@ -805,43 +258,35 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
                          : !config.cluster_merge ? 2
                          : config.push_merge     ? 3
                                                  : 1;
-  const bool bf16 = a.dtype == yirage::v1::BFLOAT16;
-  if (config.wgmma) {
-    *source += WgmmaHelpersSource();
-    *source += WgmmaOpsSource();
-  }
-  const std::vector<std::pair<std::string, std::string>> subst = {
-      {"@WG@", config.wgmma ? "1" : "0"},
-      {"@WG_QK@", WgmmaOpName(64, bf16, false, !a.transpose_k)},
-      {"@WG_PV@", WgmmaOpName(64, bf16, true, true)},
-      {"@NAME@", name},
-      {"@T@", CTypeOf(a.dtype)},
-      {"@OT@", workspace ? std::string("float") : out_type},
-      {"@B@", absl::StrCat(a.batch)},
-      {"@M@", absl::StrCat(a.m)},
-      {"@N@", absl::StrCat(a.n)},
-      {"@D@", absl::StrCat(a.d)},
-      {"@DV@", absl::StrCat(a.dv)},
-      {"@NS@", absl::StrCat(ns)},
-      {"@SPLITS@", absl::StrCat(splits)},
-      {"@RW@", absl::StrCat(config.row_warps)},
-      {"@MT@", absl::StrCat(config.warp_rows / 16)},
-      {"@WR@", absl::StrCat(config.warp_rows)},
-      {"@KG@", absl::StrCat(config.key_groups)},
-      {"@STAGES@", absl::StrCat(config.stages)},
-      {"@MERGE_KIND@", absl::StrCat(merge_kind)},
-      {"@MERGE@", merge_kind == 0   ? "none"
-                  : merge_kind == 1 ? "thread-block cluster (distributed shared memory)"
-                  : merge_kind == 3 ? "thread-block cluster (rows pushed to the merging block)"
-                  : merge_kind == 4 ? "in the kernel, through the workspace (cooperative launch)"
-                                    : "workspace + merge kernel"},
-      {"@CLUSTER_ATTR@", merge_kind == 1 || merge_kind == 3
-                             ? absl::StrCat("__cluster_dims__(1, 1, ", splits, ") ")
-                             : ""},
-      {"@KT@", a.transpose_k ? "1" : "0"},
-      {"@SCALE@", CudaFloatLiteral(a.scale)},
-  };
-  *source += absl::StrReplaceAll(kAttentionKernel, subst);
+  // The device code is attention_decode.cuh's template; the kernel (and
+  // the merge kernel of merge 2) instantiates it for this chain.
+  *source += WgmmaHelpersSource();
+  *source += WgmmaOpsSource();
+  *source += AttentionDecodeSource();
+  const std::string t = CTypeOf(a.dtype);
+  const std::string main_out = workspace ? std::string("float") : out_type;
+  const int threads = 32 * config.row_warps * config.key_groups;
+  const char* merge_text =
+      merge_kind == 0   ? "none"
+      : merge_kind == 1 ? "thread-block cluster (distributed shared memory)"
+      : merge_kind == 3 ? "thread-block cluster (rows pushed to the merging block)"
+      : merge_kind == 4 ? "in the kernel, through the workspace (cooperative launch)"
+                        : "workspace + merge kernel";
+  absl::StrAppend(source, "// attention: B=", a.batch, " M=", a.m, " N=", a.n, " D=", a.d,
+                  " DV=", a.dv, ", ", splits, " key split(s) of ", ns, " keys; ", config.row_warps,
+                  " row warps of ", config.warp_rows, " rows x ", config.key_groups,
+                  " key group(s), ", config.stages, " stages; splits merge: ", merge_text, ".\n");
+  absl::StrAppend(
+      source, "extern \"C\" __global__ void ",
+      merge_kind == 1 || merge_kind == 3 ? absl::StrCat("__cluster_dims__(1, 1, ", splits, ") ")
+                                         : std::string(),
+      "__launch_bounds__(", threads, ") ", name, "(const ", t, "* __restrict__ q, const ", t,
+      "* __restrict__ k, const ", t, "* __restrict__ v, ", main_out,
+      "* __restrict__ o, float* __restrict__ ws) {\n  yr_attention_decode<", t, ", ", main_out,
+      ", ", a.batch, ", ", a.m, ", ", a.n, ", ", a.d, ", ", a.dv, ", ", ns, ", ", splits, ", ",
+      config.row_warps, ", ", config.warp_rows / 16, ", ", config.key_groups, ", ", config.stages,
+      ", ", merge_kind, ", ", config.wgmma ? "true" : "false", ", ",
+      a.transpose_k ? "true" : "false", ">(q, k, v, o, ws, ", CudaFloatLiteral(a.scale), ");\n}\n");
   KernelLaunch main;
   main.name = name;
   main.grid[0] = (a.m + RowsPerBlock(config) - 1) / RowsPerBlock(config);
@@ -854,11 +299,11 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
   main.cooperative = config.spin_merge;
   launches->push_back(main);
   if (workspace) {
-    std::vector<std::pair<std::string, std::string>> merge_subst = subst;
-    for (auto& [key, value] : merge_subst) {
-      if (key == "@OT@") value = out_type;
-    }
-    *source += absl::StrReplaceAll(kMergeKernel, merge_subst);
+    absl::StrAppend(source, "// merges the ", splits, " key splits of ", name,
+                    "\nextern \"C\" __global__ void __launch_bounds__(256) ", name,
+                    "_merge(const float* __restrict__ ws, ", out_type,
+                    "* __restrict__ o) {\n  yr_attention_merge_splits<", out_type, ", ", a.batch,
+                    ", ", a.m, ", ", a.dv, ", ", splits, ">(ws, o);\n}\n");
     KernelLaunch merge;
     merge.name = name + "_merge";
     merge.grid[0] = (a.batch * a.m * a.dv + 255) / 256;

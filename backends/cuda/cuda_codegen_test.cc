@@ -544,8 +544,13 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
     EXPECT_NE(cl.find("2 K split(s) in a cluster, 4 stages, 256 threads"), std::string::npos) << cl;
     EXPECT_NE(cl.find("__cluster_dims__(1, 2, 1)"), std::string::npos);
     EXPECT_EQ(cl.find("_combine("), std::string::npos);
-    EXPECT_NE(cl.find("yr_cp_async16_stream(w1s"), std::string::npos)
-        << "weights stream evict-first";
+    // streamed_matmul.cuh's shared form, fp16 in and out: 64 rows (4 row
+    // tiles), two weights, rank 0, 2 splits, 4 stages, 256 threads, no
+    // column scales, no wgmma, no rms, the gated epilogue, in a cluster.
+    EXPECT_NE(cl.find("yr_streamed_matmul<__half, __half, 64, 4, 4096, 4096, 2, 0, 2, 4, 256, 0, "
+                      "false, false, 1, true>(x_in, w1, w2, nullptr, nullptr, "),
+              std::string::npos)
+        << cl;
     const std::string ws = PlanSource(g64, OneRowGroup(g64, WithForm(WithGpu(Cols(128), 2), 3)));
     EXPECT_NE(ws.find("2 K split(s) (combine kernel)"), std::string::npos) << ws;
     EXPECT_NE(ws.find("_combine("), std::string::npos);
@@ -557,18 +562,20 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
           PlanSource(g64, OneRowGroup(g64, WithForm(WithGpu(Cols(128), 0, 0, 5), 4)));
       EXPECT_NE(wg.find("2 K split(s) in a cluster, 5 stages, 128 threads"), std::string::npos)
           << wg;
-      // m64n128k16 on fp16 (wgmma_ops.cuh's template).
-      EXPECT_NE(wg.find("yr_wgmma_ss<128, __half, true>("), std::string::npos) << wg;
-      EXPECT_NE(wg.find("wgmma.mma_async.sync.aligned.m64n"), std::string::npos);
-      EXPECT_NE(wg.find("fence.proxy.async.shared::cta"), std::string::npos);
+      // The template's wgmma form (WG true) with two weights on fp16:
+      // m64n128k16 (wgmma_ops.cuh's yr_wgmma_ss<128, __half, true>).
+      EXPECT_NE(wg.find("yr_streamed_matmul<__half, __half, 64, 4, 4096, 4096, 2, 0, 2, 5, 128, 0, "
+                        "true, false, 1, true>(x_in, w1, w2, nullptr, nullptr, "),
+                std::string::npos)
+          << wg;
       // Attention's warpgroup form: S from shared memory, O += P V with P
       // from registers.
       const yirage::v1::Graph wa = WarpgroupAttentionGraph(FLOAT16, false);
       const std::string at =
           PlanSource(wa, OneRowGroup(wa, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 64)));
       EXPECT_NE(at.find("wgmma.m64n64k16, one warpgroup"), std::string::npos) << at;
-      EXPECT_NE(at.find("yr_wgmma_rs<64, __half, true>(&oacc"), std::string::npos) << at;
-      EXPECT_NE(at.find("yr_wgmma_ss<64, __half, true>(sf"), std::string::npos) << at;
+      // attention_decode.cuh's template with WG true and K N-major (KT false).
+      EXPECT_NE(at.find(", true, false>(q, k, v, o, ws, "), std::string::npos) << at;
     }
     // The registers form with 16-warp blocks (one an SM): its 2 K splits a
     // cluster, no workspace or counters; 4-warp blocks sum through memory.
@@ -647,7 +654,9 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
   // The cluster's rows pushed to the merging block unless MERGE_CLUSTER_PULL asks to
   // pull them.
   EXPECT_NE(two.find("rows pushed to the merging block"), std::string::npos) << two;
-  EXPECT_NE(two.find("yr_st_cluster2("), std::string::npos);
+  // attention_decode.cuh's template: 2 splits, 4 row warps of 1 row tile, 2
+  // key groups, 3 stages, merge kind 3 (push), mma.sync.
+  EXPECT_NE(two.find(", 2, 4, 1, 2, 3, 3, false, "), std::string::npos) << two;
   const std::string pull = PlanSource(g, OneRowGroup(g, WithForm(WithGpu(Rows(64), 2, 8, 3), 3)));
   EXPECT_NE(pull.find("2 key split(s) merged in a cluster, 4 row warps x 2 key group(s), 3 stages"),
             std::string::npos)

@@ -84,8 +84,11 @@ int64_t StreamedMatmulWorkspaceBytes(const StreamedMatmulPlan& plan);
 int64_t StreamedMatmulCounterBytes(const StreamedMatmulPlan& plan);
 
 // Emits the kernels `name` (and `name`_combine for kShared with splits) into
-// `source` and their launches. The inputs are graph inputs (buffer id =
-// tensor id); `out_arg`/`out_type` are the output's buffer id and C type;
+// `source` and their launches: short kernels that instantiate
+// streamed_matmul.cuh's templates, after that header and the wgmma ones
+// (all guarded, so that a second streamed matmul in the same source repeats
+// them harmlessly). The inputs are graph inputs (buffer id = tensor id);
+// `out_arg`/`out_type` are the output's buffer id and C type;
 // `workspace_arg`/`counter_arg` the buffers sized above (-1 when 0 bytes).
 void EmitStreamedMatmul(const StreamedMatmulPlan& plan, const std::string& name, int out_arg,
                         const std::string& out_type, int workspace_arg, int counter_arg,

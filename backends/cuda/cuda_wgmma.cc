@@ -1,7 +1,5 @@
 #include "backends/cuda/cuda_wgmma.h"
 
-#include "absl/strings/str_cat.h"
-
 namespace yirage::backends::cuda {
 
 const char* WgmmaHelpersSource() {
@@ -16,11 +14,6 @@ const char* WgmmaOpsSource() {
   return
 #include "cuda_wgmma_ops.inc"
       ;
-}
-
-std::string WgmmaOpName(int n, bool bf16, bool a_in_registers, bool b_n_major) {
-  return absl::StrCat(a_in_registers ? "yr_wgmma_rs<" : "yr_wgmma_ss<", n, ", ",
-                      bf16 ? "__nv_bfloat16" : "__half", ", ", b_n_major ? "true" : "false", ">");
 }
 
 }  // namespace yirage::backends::cuda

@@ -7,8 +7,6 @@
 #ifndef YIRAGE_BACKENDS_CUDA_CUDA_WGMMA_H_
 #define YIRAGE_BACKENDS_CUDA_CUDA_WGMMA_H_
 
-#include <string>
-
 namespace yirage::backends::cuda {
 
 // Guarded helpers (emit before the first kernel that uses them; repeats
@@ -22,16 +20,6 @@ const char* WgmmaHelpersSource();
 // wgmma_ops.cuh: the templates yr_wgmma_ss / yr_wgmma_rs (guarded; after
 // WgmmaHelpersSource()).
 const char* WgmmaOpsSource();
-
-// The call of wgmma_ops.cuh's template (after WgmmaOpsSource()) for
-//   NAME(float* d, unsigned long long a_desc, unsigned long long b_desc)
-// (A from shared memory, K-major), or, `a_in_registers`,
-//   NAME(float* d, const unsigned* a, unsigned long long b_desc)
-// (A as the m16n8k16 A fragments of each warp's 16 rows), computing
-// d[0..n/2) += A (64 x 16) * B (16 x n) with float accumulators in the
-// m64nNk16 layout; B is N-major (rows of N contiguous) when `b_n_major`,
-// else K-major. `bf16` picks the input type (else fp16). n is 64 or 128.
-std::string WgmmaOpName(int n, bool bf16, bool a_in_registers, bool b_n_major);
 
 }  // namespace yirage::backends::cuda
 
