@@ -31,9 +31,10 @@ std::string Join(const google::protobuf::RepeatedField<int32_t>& values) {
 
 }  // namespace
 
-ChipCommands::ChipCommands(const std::string& server, std::chrono::milliseconds rpc_timeout,
-                           bool json, std::ostream& out, std::ostream& err)
-    : stub_(yirage::v1::RegistryService::NewStub(MakeChannel(server))),
+ChipCommands::ChipCommands(const std::string& server, std::shared_ptr<grpc::Channel> channel,
+                           std::chrono::milliseconds rpc_timeout, bool json, std::ostream& out,
+                           std::ostream& err)
+    : stub_(yirage::v1::RegistryService::NewStub(std::move(channel))),
       server_(server),
       rpc_timeout_(rpc_timeout),
       json_(json),

@@ -20,8 +20,10 @@ struct ChipListOptions {
 
 class ChipCommands {
  public:
-  ChipCommands(const std::string& server, std::chrono::milliseconds rpc_timeout, bool json,
-               std::ostream& out, std::ostream& err);
+  // Calls the server at `server` (for messages) through `channel`.
+  ChipCommands(const std::string& server, std::shared_ptr<grpc::Channel> channel,
+               std::chrono::milliseconds rpc_timeout, bool json, std::ostream& out,
+               std::ostream& err);
 
   int List(const ChipListOptions& options);
   int Get(const std::string& chip_id);

@@ -45,9 +45,10 @@ std::string ProgressLine(const yirage::v1::Job& job) {
 
 }  // namespace
 
-ClientCommands::ClientCommands(const std::string& server, std::chrono::milliseconds rpc_timeout,
-                               bool json, std::ostream& out, std::ostream& err)
-    : stub_(yirage::v1::JobService::NewStub(MakeChannel(server))),
+ClientCommands::ClientCommands(const std::string& server, std::shared_ptr<grpc::Channel> channel,
+                               std::chrono::milliseconds rpc_timeout, bool json, std::ostream& out,
+                               std::ostream& err)
+    : stub_(yirage::v1::JobService::NewStub(channel)),
       server_(server),
       rpc_timeout_(rpc_timeout),
       json_(json),

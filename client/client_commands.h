@@ -25,8 +25,10 @@ struct SubmitOptions {
 
 class ClientCommands {
  public:
-  ClientCommands(const std::string& server, std::chrono::milliseconds rpc_timeout, bool json,
-                 std::ostream& out, std::ostream& err);
+  // Calls the server at `server` (for messages) through `channel`.
+  ClientCommands(const std::string& server, std::shared_ptr<grpc::Channel> channel,
+                 std::chrono::milliseconds rpc_timeout, bool json, std::ostream& out,
+                 std::ostream& err);
 
   int Submit(const SubmitOptions& options);
   int Watch(const std::string& job_id);

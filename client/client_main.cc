@@ -4,6 +4,7 @@
 #include "CLI/CLI.hpp"
 #include "client/chip_commands.h"
 #include "client/client_commands.h"
+#include "common/rpc_util.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"yirage-client: submit graphs to a YiRage server and read the results"};
@@ -15,6 +16,15 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout_seconds, "deadline of each call, seconds")
       ->capture_default_str();
   app.add_flag("--json", json, "print one JSON object");
+  std::string token_file;
+  yirage::ChannelOptions channel_options;
+  app.add_option("--token-file", token_file,
+                 "file whose first line is this client's token (default: $YIRAGE_TOKEN)");
+  app.add_option("--tls-ca", channel_options.tls_ca_path,
+                 "PEM roots that signed the server's certificate: connect with TLS");
+  app.add_option("--tls-cert", channel_options.tls_cert_path,
+                 "PEM certificate to present (servers that require client certificates)");
+  app.add_option("--tls-key", channel_options.tls_key_path, "PEM private key of --tls-cert");
 
   yirage::client::SubmitOptions submit;
   auto* submit_cmd = app.add_subcommand("submit", "submit a graph (JSON file) for optimization");
@@ -107,12 +117,24 @@ int main(int argc, char** argv) {
   chips_search_cmd->add_flag("--json", json, "print one JSON object");
 
   CLI11_PARSE(app, argc, argv);
+  absl::StatusOr<std::string> token = yirage::ResolveToken(token_file);
+  if (!token.ok()) {
+    std::cerr << "yirage-client: " << token.status().message() << "\n";
+    return 2;
+  }
+  channel_options.token = *token;
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      yirage::MakeChannel(server, channel_options);
+  if (!channel.ok()) {
+    std::cerr << "yirage-client: " << channel.status().message() << "\n";
+    return 2;
+  }
   yirage::client::ClientCommands commands(
-      server, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json, std::cout,
-      std::cerr);
+      server, *channel, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json,
+      std::cout, std::cerr);
   if (*chips_cmd) {
     yirage::client::ChipCommands chips(
-        server, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json,
+        server, *channel, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json,
         std::cout, std::cerr);
     if (*chips_list_cmd) return chips.List(chip_filter);
     if (*chips_get_cmd) return chips.Get(chip_id);

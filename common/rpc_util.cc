@@ -1,7 +1,15 @@
 #include "common/rpc_util.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "grpcpp/support/client_interceptor.h"
 
 namespace yirage {
 
@@ -25,11 +33,105 @@ std::unique_ptr<grpc::ClientContext> ContextWithDeadline(std::chrono::millisecon
   return context;
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+namespace {
+
+// Adds the bearer token to every call's metadata. (gRPC's call credentials
+// are not sent over plaintext channels; tokens must work on both.)
+class BearerInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerInterceptor(const std::string* header) : header_(header) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->insert({"authorization", *header_});
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string* const header_;
+};
+
+class BearerInterceptorFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerInterceptorFactory(const std::string& token) : header_("Bearer " + token) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerInterceptor(&header_);
+  }
+
+ private:
+  const std::string header_;
+};
+
+grpc::ChannelArguments DefaultArguments() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
   args.SetMaxSendMessageSize(256 << 20);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return args;
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), DefaultArguments());
+}
+
+absl::StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read '", path, "'"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& address,
+                                                           const ChannelOptions& options) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.tls_cert_path.empty() != options.tls_key_path.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key: give both or neither");
+  }
+  if (options.tls_ca_path.empty()) {
+    if (!options.tls_cert_path.empty()) {
+      return absl::InvalidArgumentError("--tls-cert: needs --tls-ca (the server's roots)");
+    }
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    auto roots = ReadTextFile(options.tls_ca_path, "--tls-ca");
+    if (!roots.ok()) return roots.status();
+    ssl.pem_root_certs = *roots;
+    if (!options.tls_cert_path.empty()) {
+      auto cert = ReadTextFile(options.tls_cert_path, "--tls-cert");
+      if (!cert.ok()) return cert.status();
+      auto key = ReadTextFile(options.tls_key_path, "--tls-key");
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *cert;
+      ssl.pem_private_key = *key;
+    }
+    credentials = grpc::SslCredentials(ssl);
+  }
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  if (!options.token.empty()) {
+    interceptors.push_back(std::make_unique<BearerInterceptorFactory>(options.token));
+  }
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, credentials, DefaultArguments(), std::move(interceptors));
+}
+
+absl::StatusOr<std::string> ResolveToken(const std::string& token_file) {
+  if (!token_file.empty()) {
+    auto text = ReadTextFile(token_file, "--token-file");
+    if (!text.ok()) return text.status();
+    std::string first = text->substr(0, text->find('\n'));
+    std::string token(absl::StripAsciiWhitespace(first));
+    if (token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token-file ", token_file, ": the first line holds no token"));
+    }
+    return token;
+  }
+  const char* env = std::getenv("YIRAGE_TOKEN");
+  return env != nullptr ? std::string(absl::StripAsciiWhitespace(env)) : std::string();
 }
 
 std::string RandomHex(int n) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 
 namespace yirage {
@@ -22,8 +23,32 @@ grpc::Status ToGrpc(const absl::Status& status);
 // carries one.
 std::unique_ptr<grpc::ClientContext> ContextWithDeadline(std::chrono::milliseconds timeout);
 
-// An insecure channel to `address` ("host:port").
+// How a client or worker reaches the server (docs/security.md).
+struct ChannelOptions {
+  // Sent with every call as "authorization: Bearer TOKEN"; empty: none.
+  std::string token;
+  // PEM root certificates: TLS, the server's certificate checked against
+  // them; empty: plaintext.
+  std::string tls_ca_path;
+  // This side's PEM certificate chain and key, for servers that require
+  // client certificates (mTLS); both or neither, and only with tls_ca_path.
+  std::string tls_cert_path;
+  std::string tls_key_path;
+};
+
+// A plaintext channel to `address` ("host:port") without a token.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// A channel as `options` say. InvalidArgument or NotFound naming the flag
+// for a file that cannot be read or an incomplete pair.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& address,
+                                                           const ChannelOptions& options);
+
+// The token for --token-file FILE (its first line, trimmed), else the
+// environment variable YIRAGE_TOKEN, else "".
+absl::StatusOr<std::string> ResolveToken(const std::string& token_file);
+
+// The whole of a text file; NotFound naming `flag` and the path.
+absl::StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& flag);
 
 // Random lowercase hex string of `n` characters (ids).
 std::string RandomHex(int n);

@@ -12,7 +12,7 @@ PKGS=(build-essential cmake pkg-config git
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
       libabsl-dev libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev
       libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libomp-dev curl python3
-      clang-format
+      clang-format openssl
       libopenblas0-pthread
       libamdhip64-dev libze-dev libze1)
 if [ "${1:-}" = "--bench" ]; then PKGS+=(python3-torch); fi

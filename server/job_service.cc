@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
 #include "server/kernel_export.h"
 #include "server/serve_unary.h"
@@ -19,8 +20,8 @@ absl::Status RequireJobId(const std::string& job_id) {
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                     const yirage::v1::SubmitJobRequest* request,
                                                     yirage::v1::SubmitJobResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
-    auto result = scheduler_->Submit(*request);
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller& caller) -> absl::Status {
+    auto result = scheduler_->Submit(*request, auth_->enabled() ? caller.name : "");
     if (!result.ok()) return result.status();
     *response = std::move(*result);
     return absl::OkStatus();
@@ -30,7 +31,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const yirage::v1::GetJobRequest* request,
                                                  yirage::v1::Job* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
     auto job = jobs_->GetJob(request->job_id());
     if (!job.ok()) return job.status();
@@ -42,7 +43,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const yirage::v1::ListJobsRequest* request,
                                                    yirage::v1::ListJobsResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     auto jobs = jobs_->ListJobs(request->limit());
     if (!jobs.ok()) return jobs.status();
     for (auto& job : *jobs) *response->add_jobs() = std::move(job);
@@ -53,8 +54,18 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                     const yirage::v1::CancelJobRequest* request,
                                                     yirage::v1::Job* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller& caller) -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
+    // Clients cancel their own jobs; admins any.
+    if (auth_->enabled() && caller.role != Role::kAdmin) {
+      auto job = jobs_->GetJob(request->job_id());
+      if (!job.ok()) return job.status();
+      if (job->owner() != caller.name) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("job ", request->job_id(), " was submitted by '", job->owner(),
+                         "'; cancelling another token's job needs the admin role"));
+      }
+    }
     auto job = jobs_->CancelJob(request->job_id(), UnixNow());
     if (!job.ok()) return job.status();
     *response = std::move(*job);
@@ -65,7 +76,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::ListCandidates(
     grpc::CallbackServerContext* context, const yirage::v1::ListCandidatesRequest* request,
     yirage::v1::ListCandidatesResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
     auto candidates = jobs_->ListCandidates(request->job_id());
     if (!candidates.ok()) return candidates.status();
@@ -77,7 +88,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListCandidates(
 grpc::ServerUnaryReactor* JobServiceImpl::GetKernel(grpc::CallbackServerContext* context,
                                                     const yirage::v1::GetKernelRequest* request,
                                                     yirage::v1::GetKernelResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
     auto best = jobs_->GetBestKernel(request->job_id());
     if (!best.ok()) return best.status();
@@ -91,7 +102,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetKernel(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
                                                       const yirage::v1::ListWorkersRequest*,
                                                       yirage::v1::ListWorkersResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kAdminAccess, [&](const Caller&) -> absl::Status {
     auto workers = workers_->List(UnixNow());
     if (!workers.ok()) return workers.status();
     for (auto& w : *workers) *response->add_workers() = std::move(w);

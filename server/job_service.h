@@ -2,6 +2,7 @@
 #ifndef YIRAGE_SERVER_JOB_SERVICE_H_
 #define YIRAGE_SERVER_JOB_SERVICE_H_
 
+#include "server/auth.h"
 #include "server/scheduler.h"
 #include "yirage/v1/job.grpc.pb.h"
 
@@ -13,8 +14,9 @@ class JobServiceImpl final : public yirage::v1::JobService::CallbackService {
  public:
   // Submits through the scheduler (the search); reads and cancels jobs in
   // `jobs`, lists workers from `workers`. REQUIRES: all three outlive it.
-  JobServiceImpl(Scheduler* scheduler, JobStore* jobs, WorkerStore* workers)
-      : scheduler_(scheduler), jobs_(jobs), workers_(workers) {}
+  JobServiceImpl(Scheduler* scheduler, JobStore* jobs, WorkerStore* workers,
+                 const Authenticator* auth)
+      : scheduler_(scheduler), jobs_(jobs), workers_(workers), auth_(auth) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const yirage::v1::SubmitJobRequest* request,
@@ -42,6 +44,7 @@ class JobServiceImpl final : public yirage::v1::JobService::CallbackService {
   Scheduler* const scheduler_;
   JobStore* const jobs_;
   WorkerStore* const workers_;
+  const Authenticator* const auth_;
 };
 
 }  // namespace yirage::server

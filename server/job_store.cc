@@ -18,7 +18,7 @@ using yirage::v1::JobState;
 
 constexpr char kJobColumns[] =
     "job_id, graph_name, backend, state, rtol, atol, budget_candidates, budget_seconds, "
-    "created, started, finished, message, search, chip_id";
+    "created, started, finished, message, search, chip_id, owner";
 
 constexpr char kCandidateColumns[] =
     "candidate_id, job_id, plan, status, time_us, baseline_time_us, max_abs_error, "
@@ -59,8 +59,8 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
 absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobRequest& request,
                                                 const core::Tolerance& tolerance,
                                                 const std::vector<yirage::v1::Plan>& plans,
-                                                const yirage::v1::SearchSummary& search,
-                                                double now) {
+                                                const yirage::v1::SearchSummary& search, double now,
+                                                const std::string& owner) {
   if (plans.empty() || !plans[0].baseline()) {
     return absl::InternalError("CreateJob: the first plan must be the baseline");
   }
@@ -76,8 +76,8 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
     YIRAGE_ASSIGN_OR_RETURN(
         Statement insert,
         db_->Prepare("INSERT INTO jobs (job_id, graph_name, graph, backend, chip_id, state, rtol, "
-                     "atol, budget_candidates, budget_seconds, created, seed, search) "
-                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                     "atol, budget_candidates, budget_seconds, created, seed, search, owner) "
+                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
     insert.Bind(1, job_id)
         .Bind(2, request.graph().name())
         .BindBlob(3, graph_bytes)
@@ -90,7 +90,8 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
         .Bind(10, request.budget_seconds())
         .Bind(11, now)
         .Bind(12, seed)
-        .BindBlob(13, search.SerializeAsString());
+        .BindBlob(13, search.SerializeAsString())
+        .Bind(14, owner);
     YIRAGE_RETURN_IF_ERROR(insert.Run());
   }
   YIRAGE_ASSIGN_OR_RETURN(
@@ -144,6 +145,7 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
   job.set_message(s.ColumnText(11));
   job.mutable_search()->ParseFromString(s.ColumnBlob(12));
   job.set_chip_id(s.ColumnText(13));
+  job.set_owner(s.ColumnText(14));
 
   YIRAGE_ASSIGN_OR_RETURN(
       Statement counts,

@@ -36,12 +36,14 @@ class JobStore {
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(const std::string& path,
                                                         WorkerStore* workers = nullptr);
 
-  // Stores a new QUEUED job and its candidates in one transaction.
+  // Stores a new QUEUED job and its candidates in one transaction; `owner`
+  // is the name of the token that submitted it ("" without tokens).
   // REQUIRES: plans non-empty, plans[0] is the baseline.
   absl::StatusOr<std::string> CreateJob(const yirage::v1::SubmitJobRequest& request,
                                         const core::Tolerance& tolerance,
                                         const std::vector<yirage::v1::Plan>& plans,
-                                        const yirage::v1::SearchSummary& search, double now);
+                                        const yirage::v1::SearchSummary& search, double now,
+                                        const std::string& owner = "");
 
   // A job read here that still has candidates to evaluate while no worker of
   // its backend is connected (none heard of within worker_timeout_seconds of

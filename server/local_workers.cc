@@ -29,15 +29,34 @@ absl::StatusOr<std::vector<LocalWorkers::Spec>> LocalWorkers::SpecsForMode(
       absl::StrCat("--local-workers: expected auto, cpu or none, got '", mode, "'"));
 }
 
-LocalWorkers::LocalWorkers(std::string worker_binary, std::string scheduler_address)
-    : worker_binary_(std::move(worker_binary)), scheduler_address_(std::move(scheduler_address)) {}
+LocalWorkers::LocalWorkers(std::string worker_binary, std::string scheduler_address,
+                           std::vector<std::string> connect_args, std::string token)
+    : worker_binary_(std::move(worker_binary)),
+      scheduler_address_(std::move(scheduler_address)),
+      connect_args_(std::move(connect_args)),
+      token_(std::move(token)) {}
 
 LocalWorkers::~LocalWorkers() { Stop(); }
 
 pid_t LocalWorkers::Spawn(const Spec& spec) {
   std::vector<std::string> args = {worker_binary_, "--scheduler", scheduler_address_, "--backend",
                                    spec.backend};
+  args.insert(args.end(), connect_args_.begin(), connect_args_.end());
   args.insert(args.end(), spec.extra_args.begin(), spec.extra_args.end());
+  // argv and the environment are built before fork: the child of a
+  // threaded process only execs.
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!token_.empty() && std::string_view(*e).rfind("YIRAGE_TOKEN=", 0) == 0) continue;
+    env_strings.emplace_back(*e);
+  }
+  if (!token_.empty()) env_strings.push_back("YIRAGE_TOKEN=" + token_);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const pid_t server_pid = getpid();
   pid_t pid = fork();
   if (pid == 0) {
@@ -51,10 +70,7 @@ pid_t LocalWorkers::Spawn(const Spec& spec) {
     sigprocmask(SIG_SETMASK, &none, nullptr);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != server_pid) _exit(0);  // the server died before prctl
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(worker_binary_.c_str(), argv.data());
+    execve(worker_binary_.c_str(), argv.data(), envp.data());
     _exit(127);
   }
   if (pid < 0) {

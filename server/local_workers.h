@@ -31,7 +31,11 @@ class LocalWorkers {
   static absl::StatusOr<std::vector<Spec>> SpecsForMode(const std::string& mode,
                                                         const std::string& backend_dir);
 
-  LocalWorkers(std::string worker_binary, std::string scheduler_address);
+  // Workers call `scheduler_address` with `connect_args` (TLS flags) added
+  // to their command line and, when `token` is set, YIRAGE_TOKEN=token in
+  // their environment (not on the command line, which every user can read).
+  LocalWorkers(std::string worker_binary, std::string scheduler_address,
+               std::vector<std::string> connect_args = {}, std::string token = "");
   ~LocalWorkers();
 
   // Starts one supervised worker per spec. Thread-safe.
@@ -54,6 +58,8 @@ class LocalWorkers {
 
   const std::string worker_binary_;
   const std::string scheduler_address_;
+  const std::vector<std::string> connect_args_;
+  const std::string token_;
   absl::Mutex mu_;
   std::vector<Child> children_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};

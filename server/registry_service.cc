@@ -110,6 +110,17 @@ class ChipWatchReactor : public grpc::ServerWriteReactor<ChipEvent> {
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
 };
 
+namespace {
+
+// A WatchChips call refused before it starts: finishes with `status`.
+class RefusedWatch : public grpc::ServerWriteReactor<ChipEvent> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
 bool ChipBroadcaster::Subscribe(ChipWatchReactor* reactor) {
   absl::MutexLock lock(&mu_);
   if (closed_) return false;
@@ -144,7 +155,7 @@ int ChipBroadcaster::subscribers() {
 grpc::ServerUnaryReactor* RegistryServiceImpl::RegisterChip(
     grpc::CallbackServerContext* context, const yirage::v1::RegisterChipRequest* request,
     yirage::v1::RegisterChipResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kAdminAccess, [&](const Caller&) -> absl::Status {
     Chip chip = request->chip();
     if (!request->json().empty()) {
       if (request->has_chip()) {
@@ -167,7 +178,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::RegisterChip(
 grpc::ServerUnaryReactor* RegistryServiceImpl::GetChip(grpc::CallbackServerContext* context,
                                                        const yirage::v1::GetChipRequest* request,
                                                        Chip* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     auto chip = store_->Get(request->chip_id());
     if (!chip.ok()) return chip.status();
     *response = std::move(*chip);
@@ -178,7 +189,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::GetChip(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* RegistryServiceImpl::ListChips(
     grpc::CallbackServerContext* context, const yirage::v1::ListChipsRequest* request,
     yirage::v1::ListChipsResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     auto chips = store_->List({request->vendor(), request->backend(), request->category()});
     if (!chips.ok()) return chips.status();
     for (auto& c : *chips) *response->add_chips() = std::move(c);
@@ -189,7 +200,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::ListChips(
 grpc::ServerUnaryReactor* RegistryServiceImpl::DeleteChip(
     grpc::CallbackServerContext* context, const yirage::v1::DeleteChipRequest* request,
     yirage::v1::DeleteChipResponse* /*response*/) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kAdminAccess, [&](const Caller&) -> absl::Status {
     absl::Status s = store_->Delete(request->chip_id(), UnixNow());
     if (s.ok()) spdlog::info("chip {} deleted", request->chip_id());
     return s;
@@ -199,7 +210,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::DeleteChip(
 grpc::ServerUnaryReactor* RegistryServiceImpl::ImportChips(
     grpc::CallbackServerContext* context, const yirage::v1::ImportChipsRequest* request,
     yirage::v1::ImportChipsResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kAdminAccess, [&](const Caller&) -> absl::Status {
     auto chips = core::ParseChipListJson(request->json());
     if (!chips.ok()) return chips.status();
     auto report = store_->Import(*chips, request->overwrite(), UnixNow());
@@ -216,7 +227,7 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::ImportChips(
 grpc::ServerUnaryReactor* RegistryServiceImpl::ExportChips(
     grpc::CallbackServerContext* context, const yirage::v1::ExportChipsRequest* request,
     yirage::v1::ExportChipsResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     auto chips = store_->List({request->vendor(), request->backend(), request->category()});
     if (!chips.ok()) return chips.status();
     response->set_json(core::ChipListToJsonText(*chips));
@@ -226,7 +237,10 @@ grpc::ServerUnaryReactor* RegistryServiceImpl::ExportChips(
 }
 
 grpc::ServerWriteReactor<ChipEvent>* RegistryServiceImpl::WatchChips(
-    grpc::CallbackServerContext* /*context*/, const yirage::v1::WatchChipsRequest* /*request*/) {
+    grpc::CallbackServerContext* context, const yirage::v1::WatchChipsRequest* /*request*/) {
+  if (absl::StatusOr<Caller> caller = auth_->Authorize(*context, kClientAccess); !caller.ok()) {
+    return new RefusedWatch(ToGrpc(caller.status()));
+  }
   // A passed deadline or a cancelled call reaches the reactor as OnCancel.
   return new ChipWatchReactor(broadcaster_);
 }
@@ -234,7 +248,7 @@ grpc::ServerWriteReactor<ChipEvent>* RegistryServiceImpl::WatchChips(
 grpc::ServerUnaryReactor* RegistryServiceImpl::GetSearchSpace(
     grpc::CallbackServerContext* context, const yirage::v1::GetChipRequest* request,
     yirage::v1::SearchSpace* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     auto chip = store_->Get(request->chip_id());
     if (!chip.ok()) return chip.status();
     core::SearchOptions base;

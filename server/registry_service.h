@@ -8,6 +8,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "server/auth.h"
 #include "server/chip_store.h"
 #include "yirage/v1/registry.grpc.pb.h"
 
@@ -42,8 +43,12 @@ class ChipBroadcaster {
 class RegistryServiceImpl final : public yirage::v1::RegistryService::CallbackService {
  public:
   // REQUIRES: store and broadcaster outlive the service.
-  RegistryServiceImpl(ChipStore* store, ChipBroadcaster* broadcaster, int max_candidates_default)
-      : store_(store), broadcaster_(broadcaster), max_candidates_default_(max_candidates_default) {}
+  RegistryServiceImpl(ChipStore* store, ChipBroadcaster* broadcaster, int max_candidates_default,
+                      const Authenticator* auth)
+      : store_(store),
+        broadcaster_(broadcaster),
+        max_candidates_default_(max_candidates_default),
+        auth_(auth) {}
 
   grpc::ServerUnaryReactor* RegisterChip(grpc::CallbackServerContext* context,
                                          const yirage::v1::RegisterChipRequest* request,
@@ -73,6 +78,7 @@ class RegistryServiceImpl final : public yirage::v1::RegistryService::CallbackSe
   ChipStore* const store_;
   ChipBroadcaster* const broadcaster_;
   const int max_candidates_default_;
+  const Authenticator* const auth_;
 };
 
 }  // namespace yirage::server

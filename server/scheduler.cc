@@ -39,7 +39,7 @@ Scheduler::Scheduler(const ServerOptions& options, JobStore* store, LeaseStore* 
 Scheduler::~Scheduler() { StopMaintenance(); }
 
 absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
-    const yirage::v1::SubmitJobRequest& input) {
+    const yirage::v1::SubmitJobRequest& input, const std::string& owner) {
   yirage::v1::SubmitJobRequest request = input;
   auto reject = [&](absl::Status status) {
     if (metrics_) metrics_->JobRejected();
@@ -169,7 +169,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     summary.set_note(summary.note().empty() ? note : absl::StrCat(summary.note(), "; ", note));
   }
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
-                          store_->CreateJob(request, tolerance, *plans, summary, UnixNow()));
+                          store_->CreateJob(request, tolerance, *plans, summary, UnixNow(), owner));
   if (metrics_) metrics_->JobSubmitted();
   spdlog::info(
       "job {} queued: graph '{}', backend {}, chip {}, {} candidates ({} on rewritten graphs); "
@@ -191,7 +191,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
 }
 
 absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
-    const yirage::v1::SynchronizeRequest& request) {
+    const yirage::v1::SynchronizeRequest& request, const std::string& identity) {
   if (request.worker_id().empty()) {
     return absl::InvalidArgumentError("worker_id: must be set");
   }
@@ -204,7 +204,7 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
                      "' is not the worker's backend '", request.backend(), "'"));
   }
   double now = UnixNow();
-  YIRAGE_ASSIGN_OR_RETURN(const bool has_kernels, workers_->Upsert(request, now));
+  YIRAGE_ASSIGN_OR_RETURN(const bool has_kernels, workers_->Upsert(request, now, identity));
   if (chips_ != nullptr) {
     // A worker whose device cannot be resolved still works; it just has no chip.
     if (auto chip = ResolveWorkerChip(request); !chip.ok()) {

@@ -41,12 +41,16 @@ class Scheduler {
   // a bad graph or request; nothing is stored then. The search space follows
   // from the target chip: request.chip_id (which must exist; an empty backend
   // then means the chip's), else the chip most connected workers of the
-  // backend matched, if any.
-  absl::StatusOr<yirage::v1::SubmitJobResponse> Submit(const yirage::v1::SubmitJobRequest& request);
+  // backend matched, if any. `owner` names who submitted it (the token's
+  // name; "" without tokens).
+  absl::StatusOr<yirage::v1::SubmitJobResponse> Submit(const yirage::v1::SubmitJobRequest& request,
+                                                       const std::string& owner = "");
 
-  // One round of the worker protocol (see worker.proto).
+  // One round of the worker protocol (see worker.proto). `identity` is the
+  // caller's (token name or certificate; "" when neither), to which the
+  // worker id is bound (WorkerStore::Upsert).
   absl::StatusOr<yirage::v1::SynchronizeResponse> Synchronize(
-      const yirage::v1::SynchronizeRequest& request);
+      const yirage::v1::SynchronizeRequest& request, const std::string& identity = "");
 
   // Starts/stops the maintenance thread.
   void StartMaintenance();

@@ -100,6 +100,11 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
       // redeliveries do not starve the others).
       {"ALTER TABLE batches ADD COLUMN lease_token TEXT NOT NULL DEFAULT ''",
        "ALTER TABLE jobs ADD COLUMN last_leased REAL NOT NULL DEFAULT 0"},
+      // Version 9: who submitted a job (the token's name, --auth-tokens),
+      // and the identity a worker id is bound to (its token's name or
+      // certificate; '' until a call carries one).
+      {"ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+       "ALTER TABLE workers ADD COLUMN identity TEXT NOT NULL DEFAULT ''"},
   };
 }
 

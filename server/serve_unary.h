@@ -7,22 +7,27 @@
 #include "absl/status/status.h"
 #include "common/rpc_util.h"
 #include "grpcpp/grpcpp.h"
+#include "server/auth.h"
 
 namespace yirage::server {
 
-// Runs `body` (returning absl::Status) unless the caller already hung up or
-// its deadline passed — work nobody waits for is not done, and a batch is
-// never leased to a caller that gave up — and finishes the call with the
-// result.
+// Runs `body(caller)` (returning absl::Status) when `auth` lets the caller
+// make a call that `access` allows, unless the caller already hung up or its
+// deadline passed — work nobody waits for is not done, and a batch is never
+// leased to a caller that gave up — and finishes the call with the result.
+// Every RPC states its access here, so none is served unchecked.
 template <typename Body>
-grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context, Body body) {
+grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context,
+                                     const Authenticator& auth, const Access& access, Body body) {
   auto* reactor = context->DefaultReactor();
   if (context->IsCancelled()) {
     reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the caller"));
   } else if (context->deadline() < std::chrono::system_clock::now()) {
     reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed"));
+  } else if (absl::StatusOr<Caller> caller = auth.Authorize(*context, access); !caller.ok()) {
+    reactor->Finish(ToGrpc(caller.status()));
   } else {
-    reactor->Finish(ToGrpc(body()));
+    reactor->Finish(ToGrpc(body(*caller)));
   }
   return reactor;
 }

@@ -18,12 +18,41 @@ std::string HostOf(const std::string& address) {
   return colon == std::string::npos ? address : address.substr(0, colon);
 }
 
+bool IsLoopback(const std::string& address) {
+  const std::string host = HostOf(address);
+  return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+// Plaintext, TLS, or TLS with client certificates, as the options say.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> CredentialsFor(const ServerOptions& o) {
+  if (o.tls_cert_path.empty() && o.tls_key_path.empty()) {
+    if (!o.tls_client_ca_path.empty()) {
+      return absl::InvalidArgumentError("--tls-client-ca: needs --tls-cert and --tls-key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (o.tls_cert_path.empty() || o.tls_key_path.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key: give both or neither");
+  }
+  YIRAGE_ASSIGN_OR_RETURN(std::string cert, ReadTextFile(o.tls_cert_path, "--tls-cert"));
+  YIRAGE_ASSIGN_OR_RETURN(std::string key, ReadTextFile(o.tls_key_path, "--tls-key"));
+  grpc::SslServerCredentialsOptions ssl(
+      o.tls_client_ca_path.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                   : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  if (!o.tls_client_ca_path.empty()) {
+    YIRAGE_ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                            ReadTextFile(o.tls_client_ca_path, "--tls-client-ca"));
+  }
+  ssl.pem_key_cert_pairs.push_back({key, cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
 absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(
     const std::string& listen, const std::vector<grpc::Service*>& services, int max_message_bytes,
-    std::string* bound) {
+    const std::shared_ptr<grpc::ServerCredentials>& credentials, std::string* bound) {
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, credentials, &port);
   for (grpc::Service* service : services) builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(256 << 20);
@@ -44,8 +73,28 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     return absl::InvalidArgumentError(absl::StrCat(
         "--local-workers: expected auto, cpu or none, got '", options.local_workers, "'"));
   }
+  // Without tokens anyone who reaches a port may submit, lease and report:
+  // loopback only, unless the operator says otherwise.
+  if (options.auth_tokens_path.empty() && !options.insecure) {
+    for (const auto& [flag, address] : {std::pair{"--listen", options.client_listen},
+                                        std::pair{"--worker-listen", options.worker_listen}}) {
+      if (!IsLoopback(address)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " ", address,
+            ": not a loopback address; without --auth-tokens the server serves loopback only "
+            "(give --auth-tokens FILE, or --insecure to serve anyone who reaches the port)"));
+      }
+    }
+  }
+  YIRAGE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                          CredentialsFor(options));
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
+  if (options.auth_tokens_path.empty()) {
+    s->auth_ = Authenticator::AllowAll();
+  } else {
+    YIRAGE_ASSIGN_OR_RETURN(s->auth_, Authenticator::FromFile(options.auth_tokens_path));
+  }
   YIRAGE_ASSIGN_OR_RETURN(s->worker_store_, WorkerStore::Open(options.db_path, options.workers));
   YIRAGE_ASSIGN_OR_RETURN(s->store_, JobStore::Open(options.db_path, s->worker_store_.get()));
   YIRAGE_ASSIGN_OR_RETURN(s->lease_store_, LeaseStore::Open(options.db_path, options.leases));
@@ -62,20 +111,22 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       std::make_unique<Scheduler>(options, s->store_.get(), s->lease_store_.get(),
                                   s->worker_store_.get(), s->metrics_.get(), s->chip_store_.get());
   s->job_service_ = std::make_unique<JobServiceImpl>(s->scheduler_.get(), s->store_.get(),
-                                                     s->worker_store_.get());
-  s->registry_service_ = std::make_unique<RegistryServiceImpl>(
-      s->chip_store_.get(), s->chip_broadcaster_.get(), options.max_candidates_default);
-  s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->scheduler_.get());
+                                                     s->worker_store_.get(), s->auth_.get());
+  s->registry_service_ =
+      std::make_unique<RegistryServiceImpl>(s->chip_store_.get(), s->chip_broadcaster_.get(),
+                                            options.max_candidates_default, s->auth_.get());
+  s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->scheduler_.get(), s->auth_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   YIRAGE_ASSIGN_OR_RETURN(
       s->client_server_,
       BuildGrpcServer(options.client_listen, {s->job_service_.get(), s->registry_service_.get()},
-                      options.max_message_bytes, &s->client_address_));
-  YIRAGE_ASSIGN_OR_RETURN(s->worker_server_,
-                          BuildGrpcServer(options.worker_listen, {s->worker_service_.get()},
-                                          options.max_message_bytes, &s->worker_address_));
+                      options.max_message_bytes, credentials, &s->client_address_));
+  YIRAGE_ASSIGN_OR_RETURN(
+      s->worker_server_,
+      BuildGrpcServer(options.worker_listen, {s->worker_service_.get()}, options.max_message_bytes,
+                      credentials, &s->worker_address_));
   // A restart first settles what the crash left: expired leases go back to
   // the queue, finished jobs are closed.
   if (auto st = s->scheduler_->MaintainOnce(); !st.ok()) return st;
@@ -95,7 +146,28 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   YIRAGE_ASSIGN_OR_RETURN(
       auto specs, LocalWorkers::SpecsForMode(options.local_workers,
                                              worker_binary.substr(0, worker_binary.rfind('/'))));
-  s->local_workers_ = std::make_unique<LocalWorkers>(worker_binary, worker_target);
+  // Local workers trust the server's own certificate (a self-signed one, or
+  // a chain file that ends with its CA) and, under mTLS, present it; with
+  // tokens they take the first worker token.
+  std::vector<std::string> connect_args;
+  if (!options.tls_cert_path.empty()) {
+    connect_args = {"--tls-ca", options.tls_cert_path};
+    if (!options.tls_client_ca_path.empty()) {
+      connect_args.insert(connect_args.end(),
+                          {"--tls-cert", options.tls_cert_path, "--tls-key", options.tls_key_path});
+    }
+  }
+  std::string worker_token;
+  if (s->auth_->enabled() && !specs.empty()) {
+    std::optional<std::string> token = s->auth_->TokenOf(Role::kWorker);
+    if (!token.has_value()) {
+      return absl::InvalidArgumentError(
+          "--local-workers: --auth-tokens has no token of role worker for them");
+    }
+    worker_token = *token;
+  }
+  s->local_workers_ = std::make_unique<LocalWorkers>(worker_binary, worker_target,
+                                                     std::move(connect_args), worker_token);
   YIRAGE_RETURN_IF_ERROR(s->local_workers_->Start(specs));
   // The search plans what the backend's workers said they run, so wait
   // (bounded) for the local CPU worker's first call: jobs submitted right
@@ -118,6 +190,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   return s;
 }
+
+absl::Status Server::ReloadTokens() { return auth_->Reload(); }
 
 void Server::Shutdown() {
   if (shut_down_) return;

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
+#include "server/auth.h"
 #include "server/chip_store.h"
 #include "server/job_service.h"
 #include "server/local_workers.h"
@@ -31,12 +32,16 @@ class Server {
   const std::string& worker_address() const { return worker_address_; }
   const std::string& metrics_address() const { return metrics_->address(); }
 
+  // Reads --auth-tokens again (SIGHUP); on an error the old tokens stay.
+  absl::Status ReloadTokens();
+
   // Drains: stops taking calls, stops local workers, finishes maintenance.
   void Shutdown();
 
  private:
   Server() = default;
   ServerOptions options_;
+  std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<WorkerStore> worker_store_;  // before store_, which asks it
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<LeaseStore> lease_store_;

@@ -53,6 +53,16 @@ int main(int argc, char** argv) {
                  "candidates per job when the job sets no budget")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--auth-tokens", options.auth_tokens_path,
+                 "tokens file: one 'TOKEN ROLE [NAME]' a line (roles client, worker, admin); "
+                 "every call then needs 'authorization: Bearer TOKEN'; reloaded on SIGHUP");
+  app.add_flag("--insecure", options.insecure,
+               "without --auth-tokens, serve non-loopback addresses anyway (anyone who reaches "
+               "a port may submit, lease and report)");
+  app.add_option("--tls-cert", options.tls_cert_path, "PEM certificate chain: TLS on both ports");
+  app.add_option("--tls-key", options.tls_key_path, "PEM private key of --tls-cert");
+  app.add_option("--tls-client-ca", options.tls_client_ca_path,
+                 "PEM CA certificates: callers must present a certificate they signed (mTLS)");
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
@@ -68,6 +78,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -82,7 +93,13 @@ int main(int argc, char** argv) {
               (*server)->metrics_address().c_str(), options.db_path.c_str());
   std::fflush(stdout);
   int sig = 0;
-  sigwait(&signals, &sig);
+  // SIGHUP reloads the tokens file; SIGTERM and SIGINT stop.
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+    if (absl::Status st = (*server)->ReloadTokens(); !st.ok()) {
+      spdlog::error("SIGHUP: tokens not reloaded, the old ones stay: {}",
+                    std::string(st.message()));
+    }
+  }
   spdlog::info("received signal {}", sig);
   (*server)->Shutdown();
   std::printf("yirage-server stopped\n");

@@ -26,6 +26,15 @@ struct ServerOptions {
   // than max_total_bytes is held to the chip's.
   core::GraphLimits graph_limits;
   int max_message_bytes = 16 << 20;  // largest gRPC request either port takes
+  // Bearer tokens and roles (server/auth.h); empty: every call allowed, and
+  // then only loopback addresses unless `insecure`.
+  std::string auth_tokens_path;
+  bool insecure = false;
+  // TLS on both gRPC ports (PEM files); with tls_client_ca, callers must
+  // present a certificate it signed (mTLS).
+  std::string tls_cert_path;
+  std::string tls_key_path;
+  std::string tls_client_ca_path;
   WorkerStoreOptions workers;
 };
 

@@ -7,8 +7,11 @@ namespace yirage::server {
 grpc::ServerUnaryReactor* WorkerServiceImpl::Synchronize(
     grpc::CallbackServerContext* context, const yirage::v1::SynchronizeRequest* request,
     yirage::v1::SynchronizeResponse* response) {
-  return ServeUnary(context, [&]() -> absl::Status {
-    auto result = scheduler_->Synchronize(*request);
+  return ServeUnary(context, *auth_, kWorkerAccess, [&](const Caller& caller) -> absl::Status {
+    // The worker id stays with who first used it: the token's name, else a
+    // verified client certificate's.
+    const std::string identity = auth_->enabled() ? "token:" + caller.name : PeerIdentity(*context);
+    auto result = scheduler_->Synchronize(*request, identity);
     if (result.ok()) *response = std::move(*result);
     return result.status();
   });

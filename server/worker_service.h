@@ -2,6 +2,7 @@
 #ifndef YIRAGE_SERVER_WORKER_SERVICE_H_
 #define YIRAGE_SERVER_WORKER_SERVICE_H_
 
+#include "server/auth.h"
 #include "server/scheduler.h"
 #include "yirage/v1/worker.grpc.pb.h"
 
@@ -10,7 +11,9 @@ namespace yirage::server {
 // Thread-safe.
 class WorkerServiceImpl final : public yirage::v1::WorkerService::CallbackService {
  public:
-  explicit WorkerServiceImpl(Scheduler* scheduler) : scheduler_(scheduler) {}
+  // REQUIRES: scheduler and auth outlive the service.
+  WorkerServiceImpl(Scheduler* scheduler, const Authenticator* auth)
+      : scheduler_(scheduler), auth_(auth) {}
 
   grpc::ServerUnaryReactor* Synchronize(grpc::CallbackServerContext* context,
                                         const yirage::v1::SynchronizeRequest* request,
@@ -18,6 +21,7 @@ class WorkerServiceImpl final : public yirage::v1::WorkerService::CallbackServic
 
  private:
   Scheduler* const scheduler_;
+  const Authenticator* const auth_;
 };
 
 }  // namespace yirage::server

@@ -12,19 +12,35 @@ absl::StatusOr<std::unique_ptr<WorkerStore>> WorkerStore::Open(const std::string
   return std::unique_ptr<WorkerStore>(new WorkerStore(std::move(db), options));
 }
 
-absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& request,
-                                         double now) {
+absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& request, double now,
+                                         const std::string& identity) {
   absl::MutexLock lock(&mu_);
+  if (!identity.empty()) {
+    YIRAGE_ASSIGN_OR_RETURN(Statement q,
+                            db_->Prepare("SELECT identity FROM workers WHERE worker_id=?"));
+    q.Bind(1, request.worker_id());
+    YIRAGE_ASSIGN_OR_RETURN(bool found, q.Step());
+    if (found && !q.ColumnText(0).empty() && q.ColumnText(0) != identity) {
+      return absl::PermissionDeniedError(absl::StrCat("worker_id '", request.worker_id(),
+                                                      "' belongs to '", q.ColumnText(0),
+                                                      "'; this call is from '", identity,
+                                                      "' (a worker id stays with the identity that "
+                                                      "first used it)"));
+    }
+  }
   bool executing = request.status().has_executing();
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s,
       db_->Prepare("INSERT INTO workers (worker_id, backend, hostname, pid, device, state, "
-                   "current_batch, first_seen, last_seen, kernels) VALUES (?,?,?,?,?,?,?,?,?,?) "
+                   "current_batch, first_seen, last_seen, kernels, identity) "
+                   "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
                    "ON CONFLICT(worker_id) DO UPDATE SET backend=excluded.backend, "
                    "hostname=excluded.hostname, pid=excluded.pid, device=excluded.device, "
                    "state=excluded.state, current_batch=excluded.current_batch, "
                    "last_seen=excluded.last_seen, "
-                   "kernels=COALESCE(excluded.kernels, workers.kernels) "
+                   "kernels=COALESCE(excluded.kernels, workers.kernels), "
+                   "identity=CASE WHEN workers.identity='' THEN excluded.identity "
+                   "ELSE workers.identity END "
                    "RETURNING kernels IS NOT NULL"));
   s.Bind(1, request.worker_id())
       .Bind(2, request.backend())
@@ -40,6 +56,7 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
   } else {
     s.BindNull(10);
   }
+  s.Bind(11, identity);
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   const bool has_kernels = row && s.ColumnInt(0) != 0;
   YIRAGE_RETURN_IF_ERROR(s.Run());  // to the statement's end

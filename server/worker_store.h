@@ -34,7 +34,11 @@ class WorkerStore {
 
   // Records the worker's call (and its BackendKernels when the request
   // carries them). Returns whether the store holds the worker's kernels.
-  absl::StatusOr<bool> Upsert(const yirage::v1::SynchronizeRequest& request, double now);
+  // A worker id is bound to the first non-empty `identity` that calls with
+  // it (the caller's token name or certificate); a call with another
+  // identity is PermissionDenied and changes nothing.
+  absl::StatusOr<bool> Upsert(const yirage::v1::SynchronizeRequest& request, double now,
+                              const std::string& identity = "");
   // Records the registry chip a worker's device matched ("" = none).
   absl::Status SetChip(const std::string& worker_id, const std::string& chip_id);
   // The kernels the search plans `backend`'s jobs with: those of the most

@@ -28,6 +28,27 @@ class WorkerStoreTest : public ::testing::Test {
   std::unique_ptr<WorkerStore> store_;
 };
 
+// A worker id stays with the first identity that used it; calls without an
+// identity (no tokens, no certificates) are not checked.
+TEST_F(WorkerStoreTest, AWorkerIdStaysWithItsIdentity) {
+  yirage::v1::SynchronizeRequest w;
+  w.set_worker_id("w1");
+  w.set_backend("cpu");
+  ASSERT_TRUE(store_->Upsert(w, 1000).ok());
+  ASSERT_TRUE(store_->Upsert(w, 1001, "token:pool-a").ok());  // bound now
+  ASSERT_TRUE(store_->Upsert(w, 1002, "token:pool-a").ok());
+  absl::StatusOr<bool> other = store_->Upsert(w, 1003, "token:pool-b");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(other.status().message().find("belongs to 'token:pool-a'"), std::string::npos)
+      << other.status();
+  auto workers = store_->List(1003);
+  ASSERT_TRUE(workers.ok());
+  ASSERT_EQ(workers->size(), 1u);
+  EXPECT_EQ((*workers)[0].last_seen_unix(), 1002) << "the refused call changed nothing";
+  EXPECT_TRUE(store_->Upsert(w, 1004).ok());
+}
+
 // Workers are listed oldest first, connected while heard of within the
 // timeout, and counted per backend.
 TEST_F(WorkerStoreTest, ListsAndCountsConnectedWorkers) {

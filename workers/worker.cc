@@ -24,7 +24,8 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<BackendLibrary> bac
   worker_id_ = options.worker_id.empty()
                    ? absl::StrCat(hostname_, "-", options.backend, "-", getpid(), "-", RandomHex(4))
                    : options.worker_id;
-  stub_ = yirage::v1::WorkerService::NewStub(MakeChannel(options.scheduler));
+  stub_ = yirage::v1::WorkerService::NewStub(
+      options.channel != nullptr ? options.channel : MakeChannel(options.scheduler));
 }
 
 Worker::~Worker() {

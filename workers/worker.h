@@ -29,6 +29,8 @@ struct WorkerOptions {
   std::string backend_dir;  // where libyirage_backend_<name>.so lives
   std::string worker_id;    // generated when empty
   double rpc_timeout_seconds = 10;
+  // How to reach the scheduler (TLS, token); null: plaintext, no token.
+  std::shared_ptr<grpc::Channel> channel;
   YirageTimingOptions timing{/*warmup_runs=*/3, /*max_runs=*/100, /*target_seconds=*/0.05,
                              /*min_runs=*/5, /*flush_bytes=*/0};
 };

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "common/rpc_util.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "workers/worker.h"
@@ -42,7 +43,30 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  std::string token_file;
+  yirage::ChannelOptions channel_options;
+  app.add_option("--token-file", token_file,
+                 "file whose first line is this worker's token (default: $YIRAGE_TOKEN)");
+  app.add_option("--tls-ca", channel_options.tls_ca_path,
+                 "PEM roots that signed the scheduler's certificate: connect with TLS");
+  app.add_option("--tls-cert", channel_options.tls_cert_path,
+                 "PEM certificate to present (schedulers that require client certificates)");
+  app.add_option("--tls-key", channel_options.tls_key_path, "PEM private key of --tls-cert");
   CLI11_PARSE(app, argc, argv);
+  {
+    absl::StatusOr<std::string> token = yirage::ResolveToken(token_file);
+    if (!token.ok()) {
+      std::fprintf(stderr, "yirage-worker: %s\n", std::string(token.status().message()).c_str());
+      return 2;
+    }
+    channel_options.token = *token;
+    auto channel = yirage::MakeChannel(options.scheduler, channel_options);
+    if (!channel.ok()) {
+      std::fprintf(stderr, "yirage-worker: %s\n", std::string(channel.status().message()).c_str());
+      return 2;
+    }
+    options.channel = *channel;
+  }
   spdlog::set_level(spdlog::level::from_str(log_level));
   // Logs often go to a file or pipe: flush every line so nothing is lost to
   // a crash and a reader sees events as they happen.
