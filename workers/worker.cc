@@ -194,13 +194,40 @@ absl::Status Worker::Run(const std::atomic<bool>* stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  // Stop: start nothing new, deliver what is finished.
+  // Stop: start nothing new. The evaluation ends after its current step
+  // (a compile or a candidate); until then the calls go on, so the lease
+  // holds and what finishes is delivered, for at most drain_seconds.
   stopping_ = true;
   {
     absl::MutexLock lock(&mu_);
     abandon_ = true;
   }
-  if (evaluation_.joinable()) evaluation_.join();
+  const auto drain_until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.drain_seconds);
+  auto evaluation_running = [this] {
+    absl::MutexLock lock(&mu_);
+    return evaluation_.joinable() && !evaluation_done_;
+  };
+  while (evaluation_running() && std::chrono::steady_clock::now() < drain_until) {
+    double next_call = 1.0;
+    sync_once(&next_call);
+    const auto until =
+        std::min(drain_until, std::chrono::steady_clock::now() +
+                                  std::chrono::duration<double>(std::min(next_call, 1.0)));
+    while (evaluation_running() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  if (evaluation_running()) {
+    // The rest of the batch goes back below; the thread is left to the
+    // process's exit (the caller must exit without destroying this worker).
+    spdlog::warn("still evaluating after {:.0f} s of draining; giving the batch back",
+                 options_.drain_seconds);
+    evaluation_.detach();
+    drained_ = false;
+  } else if (evaluation_.joinable()) {
+    evaluation_.join();
+  }
   double ignored;
   bool pending;
   {

@@ -29,6 +29,9 @@ struct WorkerOptions {
   std::string backend_dir;  // where libyirage_backend_<name>.so lives
   std::string worker_id;    // generated when empty
   double rpc_timeout_seconds = 10;
+  // On SIGTERM the batch's current step (a compile, a candidate) may finish
+  // and report for this long, with heartbeats, before the rest goes back.
+  double drain_seconds = 20;
   // How to reach the scheduler (TLS, token); null: plaintext, no token.
   std::shared_ptr<grpc::Channel> channel;
   YirageTimingOptions timing{/*warmup_runs=*/3, /*max_runs=*/100, /*target_seconds=*/0.05,
@@ -49,6 +52,11 @@ class Worker {
   // then, after a last attempt to deliver finished results and to give back
   // the batch. Aborted means the device was lost: restart the process.
   absl::Status Run(const std::atomic<bool>* stop);
+
+  // False when Run stopped draining with the evaluation still running (past
+  // drain_seconds): end the process (std::_Exit) rather than destroy this
+  // worker under it.
+  bool drained() const { return drained_; }
 
  private:
   yirage::v1::SynchronizeRequest BuildRequest() ABSL_LOCKS_EXCLUDED(mu_);
@@ -84,6 +92,7 @@ class Worker {
   std::atomic<bool> wake_{false};
   std::atomic<bool> device_lost_{false};
   std::atomic<bool> stopping_{false};
+  bool drained_ = true;  // set by Run only
   absl::Status device_lost_status_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -45,6 +46,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string token_file;
   yirage::ChannelOptions channel_options;
+  app.add_option("--drain-seconds", options.drain_seconds,
+                 "on SIGTERM, how long the running compile or candidate may finish and report")
+      ->capture_default_str();
   app.add_option("--token-file", token_file,
                  "file whose first line is this worker's token (default: $YIRAGE_TOKEN)");
   app.add_option("--tls-ca", channel_options.tls_ca_path,
@@ -128,6 +132,12 @@ int main(int argc, char** argv) {
 
   yirage::worker::Worker worker(options, std::move(*backend), *device, *std::move(kernels));
   auto status = worker.Run(&g_stop);
+  if (!worker.drained()) {
+    // Its evaluation thread still runs (a compile past the drain time); the
+    // batch went back to the scheduler. Leave without unwinding under it.
+    std::fflush(nullptr);
+    std::_Exit(status.ok() ? 0 : 1);
+  }
   if (yirage::worker::IsDeviceLost(status)) {
     // The device context is gone for this process; a fresh one works again.
     std::fprintf(stderr, "yirage-worker: %s; exiting so a fresh process takes over\n",

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_codegen.h"
 #include "backends/cpu/cpu_probe.h"
+#include "backends/cpu/temp_dirs.h"
 
 namespace yirage::backends::cpu {
 namespace {
@@ -25,12 +27,17 @@ void PinOpenMpRuntime() {
   }
 }
 
+// Once a process: the folders of CPU workers that died without cleaning up.
+void RemoveStaleModuleDirsOnce() {
+  static const int removed = RemoveStaleModuleDirs(TempRoot());
+  (void)removed;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CpuModule>> CpuModule::Create(int num_plans) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ =
-      absl::StrCat((tmp != nullptr && tmp[0] != '\0') ? tmp : "/tmp", "/yirage_cpu_XXXXXX");
+  RemoveStaleModuleDirsOnce();
+  std::string templ = absl::StrCat(TempRoot(), "/yirage_cpu_", getpid(), "_XXXXXX");
   if (mkdtemp(templ.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp(", templ, "): ", std::strerror(errno)));
   }

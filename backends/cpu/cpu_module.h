@@ -20,7 +20,9 @@ namespace yirage::backends::cpu {
 class CpuModule {
  public:
   // Creates an empty module with `num_plans` plans (none loaded yet) and a
-  // private directory from mkdtemp under $TMPDIR (or /tmp).
+  // private directory from mkdtemp under $TMPDIR (or /tmp), named
+  // yirage_cpu_<pid>_XXXXXX. The first call of a process removes the folders
+  // that processes no longer running left there (RemoveStaleModuleDirs).
   static absl::StatusOr<std::unique_ptr<CpuModule>> Create(int num_plans);
 
   // Runs every loaded plan's _fini, dlcloses the libraries and removes the

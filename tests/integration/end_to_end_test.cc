@@ -374,6 +374,56 @@ TEST_F(EndToEndTest, CandidateThatKeepsKillingWorkersIsMarkedFailed) {
   EXPECT_EQ(job["best"]["plan"].get<std::string>().find("[N+S][Y]"), std::string::npos);
 }
 
+// SIGTERM in the middle of a batch: the worker lets its current step end
+// (heartbeating), delivers what finished, gives the rest back and exits 0;
+// nothing is blamed on it and the next worker finishes the job without
+// waiting for a lease to expire.
+TEST_F(EndToEndTest, SigtermDrainsTheBatchAndGivesTheRestBack) {
+  StartServer({"--local-workers", "none", "--lease-seconds", "60", "--batch-size", "4"});
+  const std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "8"});
+  ASSERT_FALSE(job_id.empty());
+  auto start_worker = [&](const std::string& id) {
+    return SpawnProcess({BinDir() + "/yirage-worker", "--scheduler", server_.worker_address(),
+                         "--backend", "cpu", "--worker-id", id},
+                        dir_ + "/" + id + ".log", dir_ + "/" + id + ".log");
+  };
+  const pid_t first = start_worker("drain-1");
+  ASSERT_GT(first, 0);
+  bool executing = false;
+  for (auto until = std::chrono::steady_clock::now() + seconds(60);
+       !executing && std::chrono::steady_clock::now() < until;) {
+    for (const auto& w : Workers())
+      executing |= w["worker_id"] == "drain-1" && w["state"] == "executing";
+    if (!executing) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(executing) << "the worker never took a batch";
+  ASSERT_EQ(kill(first, SIGTERM), 0);
+  int status = -1;
+  for (auto until = std::chrono::steady_clock::now() + seconds(40);
+       std::chrono::steady_clock::now() < until;) {
+    if (waitpid(first, &status, WNOHANG) == first) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "the worker did not exit within 40 s of SIGTERM";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // Given back at once: nothing stays leased to the stopped worker.
+  for (const auto& c : Candidates(job_id)) {
+    EXPECT_NE(c["status"], "LEASED") << c.dump();
+    EXPECT_EQ(c["attempts"], 0) << c.dump();
+  }
+  const auto second_started = std::chrono::steady_clock::now();
+  const pid_t second = start_worker("drain-2");
+  ASSERT_GT(second, 0);
+  json job = server_.WaitForJob(job_id, seconds(120));
+  kill(second, SIGTERM);
+  waitpid(second, nullptr, 0);
+  ASSERT_TRUE(job.is_object());
+  EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
+  // Well within the 60 s lease: no expiry was waited for.
+  EXPECT_LT(std::chrono::steady_clock::now() - second_started, seconds(55));
+  for (const auto& c : Candidates(job_id)) EXPECT_EQ(c["attempts"], 0) << c.dump();
+}
+
 TEST_F(EndToEndTest, CancelMetricsAndCleanShutdown) {
   StartServer({"--local-workers", "none"});
   std::string job_id = Submit(Example("gated_mlp"));

@@ -25,8 +25,10 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
-            const std::string& err_path) {
+}  // namespace
+
+pid_t SpawnProcess(const std::vector<std::string>& argv, const std::string& out_path,
+                   const std::string& err_path) {
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
@@ -46,8 +48,6 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
   return pid;
 }
 
-}  // namespace
-
 std::string BinDir() { return YIRAGE_BIN_DIR; }
 std::string SourceDir() { return YIRAGE_SOURCE_DIR; }
 
@@ -65,7 +65,7 @@ nlohmann::json CommandResult::Json() const {
 CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
   std::string dir = MakeTempDir("cmd");
   std::string out_path = dir + "/out", err_path = dir + "/err";
-  pid_t pid = Spawn(argv, out_path, err_path);
+  pid_t pid = SpawnProcess(argv, out_path, err_path);
   CommandResult result;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
@@ -104,7 +104,7 @@ bool ServerProcess::Start(const std::string& db_path, const std::vector<std::str
                                    "--db",
                                    db_path};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  pid_ = Spawn(argv, log_path_, log_path_);
+  pid_ = SpawnProcess(argv, log_path_, log_path_);
   static const std::regex kLine(R"(listening client=(\S+) worker=(\S+) metrics=(\S+))");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {

@@ -25,6 +25,11 @@ struct CommandResult {
   nlohmann::json Json() const;  // parses `out`; null on failure
 };
 
+// Starts a program in its own process group with stdout and stderr to the
+// files given (the same path: one file) and stdin from /dev/null.
+pid_t SpawnProcess(const std::vector<std::string>& argv, const std::string& out_path,
+                   const std::string& err_path);
+
 // Runs a program to completion (killed after `timeout`).
 CommandResult RunCommand(const std::vector<std::string>& argv,
                          std::chrono::seconds timeout = std::chrono::seconds(120));
