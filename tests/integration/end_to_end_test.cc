@@ -249,7 +249,7 @@ TEST_F(EndToEndTest, ForgedResultsAreRefusedAndTheLeaseHolderFinishesTheJob) {
 
 TEST_F(EndToEndTest, KilledWorkerIsReplacedAndNoCandidateIsLost) {
   StartServer({"--local-workers", "cpu", "--lease-seconds", "3", "--batch-size", "3"});
-  std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "18"});
+  std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "12"});
   ASSERT_FALSE(job_id.empty());
   // Wait until a worker is in the middle of a batch, then SIGKILL it.
   int killed = 0;
@@ -272,7 +272,7 @@ TEST_F(EndToEndTest, KilledWorkerIsReplacedAndNoCandidateIsLost) {
   ASSERT_TRUE(job.is_object());
   EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
   json candidates = Candidates(job_id);
-  EXPECT_EQ(candidates.size(), 18u);
+  EXPECT_EQ(candidates.size(), 12u);
   int verified = 0;
   for (const auto& c : candidates) {
     EXPECT_TRUE(IsFinal(c["status"])) << c.dump();
@@ -290,7 +290,7 @@ TEST_F(EndToEndTest, KilledWorkerIsReplacedAndNoCandidateIsLost) {
 
 TEST_F(EndToEndTest, KilledServerResumesTheJobKeepingEveryMeasuredResult) {
   StartServer({"--local-workers", "cpu", "--lease-seconds", "3", "--batch-size", "2"});
-  std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "14"});
+  std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "10"});
   ASSERT_FALSE(job_id.empty());
   auto deadline = std::chrono::steady_clock::now() + seconds(120);
   json before;
