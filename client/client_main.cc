@@ -4,7 +4,7 @@
 #include "CLI/CLI.hpp"
 #include "client/chip_commands.h"
 #include "client/client_commands.h"
-#include "common/rpc_util.h"
+#include "common/channel_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"yirage-client: submit graphs to a YiRage server and read the results"};
@@ -16,15 +16,8 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout_seconds, "deadline of each call, seconds")
       ->capture_default_str();
   app.add_flag("--json", json, "print one JSON object");
-  std::string token_file;
   yirage::ChannelOptions channel_options;
-  app.add_option("--token-file", token_file,
-                 "file whose first line is this client's token (default: $YIRAGE_TOKEN)");
-  app.add_option("--tls-ca", channel_options.tls_ca_path,
-                 "PEM roots that signed the server's certificate: connect with TLS");
-  app.add_option("--tls-cert", channel_options.tls_cert_path,
-                 "PEM certificate to present (servers that require client certificates)");
-  app.add_option("--tls-key", channel_options.tls_key_path, "PEM private key of --tls-cert");
+  yirage::AddChannelFlags(app, "server", &channel_options);
 
   yirage::client::SubmitOptions submit;
   auto* submit_cmd = app.add_subcommand("submit", "submit a graph (JSON file) for optimization");
@@ -117,12 +110,6 @@ int main(int argc, char** argv) {
   chips_search_cmd->add_flag("--json", json, "print one JSON object");
 
   CLI11_PARSE(app, argc, argv);
-  absl::StatusOr<std::string> token = yirage::ResolveToken(token_file);
-  if (!token.ok()) {
-    std::cerr << "yirage-client: " << token.status().message() << "\n";
-    return 2;
-  }
-  channel_options.token = *token;
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
       yirage::MakeChannel(server, channel_options);
   if (!channel.ok()) {

@@ -85,8 +85,31 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, const std::str
   return text.str();
 }
 
+namespace {
+
+// The token of --token-file FILE (its first line, trimmed), else of the
+// environment variable YIRAGE_TOKEN, else "".
+absl::StatusOr<std::string> ResolveToken(const std::string& token_file) {
+  if (!token_file.empty()) {
+    auto text = ReadTextFile(token_file, "--token-file");
+    if (!text.ok()) return text.status();
+    std::string token(absl::StripAsciiWhitespace(text->substr(0, text->find('\n'))));
+    if (token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token-file ", token_file, ": the first line holds no token"));
+    }
+    return token;
+  }
+  const char* env = std::getenv("YIRAGE_TOKEN");
+  return env != nullptr ? std::string(absl::StripAsciiWhitespace(env)) : std::string();
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& address,
                                                            const ChannelOptions& options) {
+  absl::StatusOr<std::string> token = ResolveToken(options.token_file);
+  if (!token.ok()) return token.status();
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (options.tls_cert_path.empty() != options.tls_key_path.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key: give both or neither");
@@ -111,27 +134,11 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ad
     credentials = grpc::SslCredentials(ssl);
   }
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
-  if (!options.token.empty()) {
-    interceptors.push_back(std::make_unique<BearerInterceptorFactory>(options.token));
+  if (!token->empty()) {
+    interceptors.push_back(std::make_unique<BearerInterceptorFactory>(*token));
   }
   return grpc::experimental::CreateCustomChannelWithInterceptors(
       address, credentials, DefaultArguments(), std::move(interceptors));
-}
-
-absl::StatusOr<std::string> ResolveToken(const std::string& token_file) {
-  if (!token_file.empty()) {
-    auto text = ReadTextFile(token_file, "--token-file");
-    if (!text.ok()) return text.status();
-    std::string first = text->substr(0, text->find('\n'));
-    std::string token(absl::StripAsciiWhitespace(first));
-    if (token.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--token-file ", token_file, ": the first line holds no token"));
-    }
-    return token;
-  }
-  const char* env = std::getenv("YIRAGE_TOKEN");
-  return env != nullptr ? std::string(absl::StripAsciiWhitespace(env)) : std::string();
 }
 
 std::string RandomHex(int n) {

@@ -25,8 +25,10 @@ std::unique_ptr<grpc::ClientContext> ContextWithDeadline(std::chrono::millisecon
 
 // How a client or worker reaches the server (docs/security.md).
 struct ChannelOptions {
-  // Sent with every call as "authorization: Bearer TOKEN"; empty: none.
-  std::string token;
+  // The first line of this file, else the environment variable
+  // YIRAGE_TOKEN, is sent with every call as "authorization: Bearer TOKEN";
+  // neither: no token.
+  std::string token_file;
   // PEM root certificates: TLS, the server's certificate checked against
   // them; empty: plaintext.
   std::string tls_ca_path;
@@ -39,13 +41,9 @@ struct ChannelOptions {
 // A plaintext channel to `address` ("host:port") without a token.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 // A channel as `options` say. InvalidArgument or NotFound naming the flag
-// for a file that cannot be read or an incomplete pair.
+// for a file that cannot be read, an empty token file or an incomplete pair.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& address,
                                                            const ChannelOptions& options);
-
-// The token for --token-file FILE (its first line, trimmed), else the
-// environment variable YIRAGE_TOKEN, else "".
-absl::StatusOr<std::string> ResolveToken(const std::string& token_file);
 
 // The whole of a text file; NotFound naming `flag` and the path.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& flag);

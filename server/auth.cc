@@ -1,6 +1,5 @@
 #include "server/auth.h"
 
-#include <fstream>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -59,12 +58,8 @@ std::string PeerIdentity(const grpc::ServerContextBase& context) {
   return "";
 }
 
-std::unique_ptr<Authenticator> Authenticator::AllowAll() {
-  return std::unique_ptr<Authenticator>(new Authenticator(""));
-}
-
-absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::FromFile(const std::string& path) {
-  if (path.empty()) return absl::InvalidArgumentError("--auth-tokens: empty path");
+absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Open(const std::string& path) {
+  if (path.empty()) return std::unique_ptr<Authenticator>(new Authenticator(""));
   auto entries = Parse(path);
   if (!entries.ok()) return entries.status();
   std::unique_ptr<Authenticator> auth(new Authenticator(path));
@@ -74,13 +69,12 @@ absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::FromFile(const std
 }
 
 absl::StatusOr<std::vector<Authenticator::Entry>> Authenticator::Parse(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("--auth-tokens: cannot read '", path, "'"));
+  absl::StatusOr<std::string> file = ReadTextFile(path, "--auth-tokens");
+  if (!file.ok()) return file.status();
   std::vector<Entry> entries;
   std::set<std::string> names;
-  std::string line;
   int number = 0;
-  while (std::getline(in, line)) {
+  for (absl::string_view line : absl::StrSplit(*file, '\n')) {
     ++number;
     const std::string where = absl::StrCat("--auth-tokens ", path, " line ", number, ": ");
     absl::string_view text = absl::StripAsciiWhitespace(line);
@@ -128,7 +122,7 @@ absl::StatusOr<std::vector<Authenticator::Entry>> Authenticator::Parse(const std
 }
 
 absl::Status Authenticator::Reload() {
-  if (path_.empty()) return absl::OkStatus();
+  if (!enabled()) return absl::OkStatus();
   auto entries = Parse(path_);
   if (!entries.ok()) return entries.status();
   absl::MutexLock lock(&mu_);
@@ -139,7 +133,7 @@ absl::Status Authenticator::Reload() {
 
 absl::StatusOr<Caller> Authenticator::Authorize(const grpc::ServerContextBase& context,
                                                 const Access& access) const {
-  if (path_.empty()) return Caller{"anonymous", Role::kAdmin};
+  if (!enabled()) return Caller{"", Role::kAdmin};
   const std::string token = BearerToken(context);
   if (token.empty()) {
     return absl::UnauthenticatedError(

@@ -39,7 +39,7 @@ inline constexpr Access kWorkerAccess{false, true, false};
 
 // The caller of an authorized RPC: the token's name (its line number in
 // the tokens file where it has none) and role. Without tokens every caller
-// is "anonymous" with every role.
+// has no name ("") and every role.
 struct Caller {
   std::string name;
   Role role = Role::kAdmin;
@@ -54,13 +54,12 @@ struct Caller {
 // Thread-safe (Reload may run beside Authorize).
 class Authenticator {
  public:
-  // Every call allowed.
-  static std::unique_ptr<Authenticator> AllowAll();
   // Tokens from `path`: one a line, `TOKEN ROLE [NAME]`; blank lines and
   // lines starting with '#' skipped. A token is at least 16 characters of
   // [A-Za-z0-9._~+/=-]; names are unique. A bad line is an error naming
-  // the file, the line and what was expected.
-  static absl::StatusOr<std::unique_ptr<Authenticator>> FromFile(const std::string& path);
+  // the file, the line and what was expected. An empty path: every call
+  // allowed.
+  static absl::StatusOr<std::unique_ptr<Authenticator>> Open(const std::string& path);
 
   // Reads the tokens file again (SIGHUP). On an error the old tokens stay.
   absl::Status Reload() ABSL_LOCKS_EXCLUDED(mu_);

@@ -296,9 +296,15 @@ absl::Status JobStore::EndJobLocked(const std::string& job_id, JobState state,
   return s.Run();
 }
 
-absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now) {
+absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now,
+                                        const std::string* owner) {
   absl::MutexLock lock(&mu_);
   YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
+  if (owner != nullptr && job.owner() != *owner) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("job ", job_id, " was submitted by '", job.owner(),
+                     "'; cancelling another token's job needs the admin role"));
+  }
   if (IsFinal(job.state())) {
     return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' already ended as ",
                                                       yirage::v1::JobState_Name(job.state())));

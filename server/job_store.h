@@ -56,8 +56,11 @@ class JobStore {
   absl::StatusOr<std::vector<yirage::v1::Job>> ListJobs(int limit, double now);
   absl::StatusOr<std::vector<yirage::v1::Candidate>> ListCandidates(const std::string& job_id);
   // Cancels a QUEUED or RUNNING job: its pending and leased candidates are
-  // SKIPPED and its batches withdrawn. FailedPrecondition for a finished job.
-  absl::StatusOr<yirage::v1::Job> CancelJob(const std::string& job_id, double now);
+  // SKIPPED and its batches withdrawn. FailedPrecondition for a finished job;
+  // with `owner`, PermissionDenied (changing nothing) for a job another
+  // token submitted.
+  absl::StatusOr<yirage::v1::Job> CancelJob(const std::string& job_id, double now,
+                                            const std::string* owner = nullptr);
 
   // The fastest VERIFIED candidate of a job, with its generated source, and
   // the job's graph. NotFound if there is none.

@@ -44,6 +44,25 @@ TEST_F(JobStoreTest, CancelSkipsRemainingWork) {
   EXPECT_EQ(store_->CancelJob(*id, 1004).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// A job records its owner; a cancel on behalf of another owner is refused
+// and changes nothing.
+TEST_F(JobStoreTest, CancelForAnotherOwnerIsRefused) {
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000, "alice");
+  ASSERT_TRUE(id.ok());
+  const std::string bob = "bob", alice = "alice";
+  auto refused = store_->CancelJob(*id, 1001, &bob);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.status().message().find("'alice'"), std::string::npos) << refused.status();
+  auto job = store_->GetJob(*id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), yirage::v1::QUEUED);
+  EXPECT_EQ(job->owner(), "alice");
+  auto cancelled = store_->CancelJob(*id, 1002, &alice);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), yirage::v1::CANCELLED);
+}
+
 TEST_F(JobStoreTest, TimeBudgetSkipsPendingCandidates) {
   auto request = MakeRequest();
   request.set_budget_seconds(5);

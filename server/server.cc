@@ -90,11 +90,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                           CredentialsFor(options));
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
-  if (options.auth_tokens_path.empty()) {
-    s->auth_ = Authenticator::AllowAll();
-  } else {
-    YIRAGE_ASSIGN_OR_RETURN(s->auth_, Authenticator::FromFile(options.auth_tokens_path));
-  }
+  YIRAGE_ASSIGN_OR_RETURN(s->auth_, Authenticator::Open(options.auth_tokens_path));
   YIRAGE_ASSIGN_OR_RETURN(s->worker_store_, WorkerStore::Open(options.db_path, options.workers));
   YIRAGE_ASSIGN_OR_RETURN(s->store_, JobStore::Open(options.db_path, s->worker_store_.get()));
   YIRAGE_ASSIGN_OR_RETURN(s->lease_store_, LeaseStore::Open(options.db_path, options.leases));

@@ -10,7 +10,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Synchronize(
   return ServeUnary(context, *auth_, kWorkerAccess, [&](const Caller& caller) -> absl::Status {
     // The worker id stays with who first used it: the token's name, else a
     // verified client certificate's.
-    const std::string identity = auth_->enabled() ? "token:" + caller.name : PeerIdentity(*context);
+    const std::string identity =
+        caller.name.empty() ? PeerIdentity(*context) : "token:" + caller.name;
     auto result = scheduler_->Synchronize(*request, identity);
     if (result.ok()) *response = std::move(*result);
     return result.status();

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "common/rpc_util.h"
+#include "common/channel_flags.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "workers/worker.h"
@@ -44,26 +44,13 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
-  std::string token_file;
   yirage::ChannelOptions channel_options;
+  yirage::AddChannelFlags(app, "scheduler", &channel_options);
   app.add_option("--drain-seconds", options.drain_seconds,
                  "on SIGTERM, how long the running compile or candidate may finish and report")
       ->capture_default_str();
-  app.add_option("--token-file", token_file,
-                 "file whose first line is this worker's token (default: $YIRAGE_TOKEN)");
-  app.add_option("--tls-ca", channel_options.tls_ca_path,
-                 "PEM roots that signed the scheduler's certificate: connect with TLS");
-  app.add_option("--tls-cert", channel_options.tls_cert_path,
-                 "PEM certificate to present (schedulers that require client certificates)");
-  app.add_option("--tls-key", channel_options.tls_key_path, "PEM private key of --tls-cert");
   CLI11_PARSE(app, argc, argv);
   {
-    absl::StatusOr<std::string> token = yirage::ResolveToken(token_file);
-    if (!token.ok()) {
-      std::fprintf(stderr, "yirage-worker: %s\n", std::string(token.status().message()).c_str());
-      return 2;
-    }
-    channel_options.token = *token;
     auto channel = yirage::MakeChannel(options.scheduler, channel_options);
     if (!channel.ok()) {
       std::fprintf(stderr, "yirage-worker: %s\n", std::string(channel.status().message()).c_str());

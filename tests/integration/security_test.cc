@@ -149,18 +149,22 @@ TEST_F(SecurityTest, EveryRpcChecksTokenAndRole) {
   using JS = yirage::v1::JobService::Stub;
   using RS = yirage::v1::RegistryService::Stub;
   using WS = yirage::v1::WorkerService::Stub;
-  yirage::v1::GetJobRequest get_job;
-  get_job.set_job_id("job-none");
-  yirage::v1::CancelJobRequest cancel;
-  cancel.set_job_id("job-none");
-  yirage::v1::ListCandidatesRequest list_candidates;
-  list_candidates.set_job_id("job-none");
-  yirage::v1::GetKernelRequest get_kernel;
-  get_kernel.set_job_id("job-none");
-  yirage::v1::GetChipRequest get_chip;
-  get_chip.set_chip_id("no-such-chip");
-  yirage::v1::DeleteChipRequest delete_chip;
-  delete_chip.set_chip_id("no-such-chip");
+  // Requests naming a job or chip that does not exist: an allowed caller
+  // gets NOT_FOUND, which is neither refusal.
+  auto no_job = [](auto request) {
+    request.set_job_id("job-none");
+    return request;
+  };
+  auto no_chip = [](auto request) {
+    request.set_chip_id("no-such-chip");
+    return request;
+  };
+  const auto get_job = no_job(yirage::v1::GetJobRequest());
+  const auto cancel = no_job(yirage::v1::CancelJobRequest());
+  const auto list_candidates = no_job(yirage::v1::ListCandidatesRequest());
+  const auto get_kernel = no_job(yirage::v1::GetKernelRequest());
+  const auto get_chip = no_chip(yirage::v1::GetChipRequest());
+  const auto delete_chip = no_chip(yirage::v1::DeleteChipRequest());
   yirage::v1::SynchronizeRequest sync;  // no worker id: refused after auth
   const std::vector<Rpc> rpcs = {
       {"SubmitJob", true, false, true, Unary(jobs.get(), &JS::SubmitJob, {})},
