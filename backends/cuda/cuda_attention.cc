@@ -219,6 +219,12 @@ const char* AttentionPrefillSource() {
       ;
 }
 
+// The parameter list every attention kernel of the family takes.
+std::string KernelParams(const std::string& t, const std::string& out_type) {
+  return absl::StrCat("(const ", t, "* __restrict__ q, const ", t, "* __restrict__ k, const ", t,
+                      "* __restrict__ v, ", out_type, "* __restrict__ o, float* __restrict__ ws)");
+}
+
 }  // namespace
 
 void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
@@ -233,9 +239,7 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
     *source += AttentionPrefillSource();
     const int threads = 32 * config.row_warps;
     absl::StrAppend(source, "extern \"C\" __global__ void __launch_bounds__(", threads, ", 1) ",
-                    name, "(const ", CTypeOf(a.dtype), "* __restrict__ q, const ", CTypeOf(a.dtype),
-                    "* __restrict__ k, const ", CTypeOf(a.dtype), "* __restrict__ v, ", out_type,
-                    "* __restrict__ o, float* __restrict__ ws) {\n",
+                    name, KernelParams(CTypeOf(a.dtype), out_type), " {\n",
                     "  (void)ws;\n  yr_attention_prefill<", CTypeOf(a.dtype), ", ", out_type, ", ",
                     a.d, ", ", a.dv, ", ", config.key_tile, ", ", config.row_warps / 4, ", ",
                     config.stages, ", ", config.overlap ? "true" : "false", ">(q, k, v, o, ", a.m,
@@ -280,13 +284,12 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
       source, "extern \"C\" __global__ void ",
       merge_kind == 1 || merge_kind == 3 ? absl::StrCat("__cluster_dims__(1, 1, ", splits, ") ")
                                          : std::string(),
-      "__launch_bounds__(", threads, ") ", name, "(const ", t, "* __restrict__ q, const ", t,
-      "* __restrict__ k, const ", t, "* __restrict__ v, ", main_out,
-      "* __restrict__ o, float* __restrict__ ws) {\n  yr_attention_decode<", t, ", ", main_out,
-      ", ", a.batch, ", ", a.m, ", ", a.n, ", ", a.d, ", ", a.dv, ", ", ns, ", ", splits, ", ",
-      config.row_warps, ", ", config.warp_rows / 16, ", ", config.key_groups, ", ", config.stages,
-      ", ", merge_kind, ", ", config.wgmma ? "true" : "false", ", ",
-      a.transpose_k ? "true" : "false", ">(q, k, v, o, ws, ", CudaFloatLiteral(a.scale), ");\n}\n");
+      "__launch_bounds__(", threads, ") ", name, KernelParams(t, main_out),
+      " {\n  yr_attention_decode<", t, ", ", main_out, ", ", a.batch, ", ", a.m, ", ", a.n, ", ",
+      a.d, ", ", a.dv, ", ", ns, ", ", splits, ", ", config.row_warps, ", ", config.warp_rows / 16,
+      ", ", config.key_groups, ", ", config.stages, ", ", merge_kind, ", ",
+      config.wgmma ? "true" : "false", ", ", a.transpose_k ? "true" : "false", ">(q, k, v, o, ws, ",
+      CudaFloatLiteral(a.scale), ");\n}\n");
   KernelLaunch main;
   main.name = name;
   main.grid[0] = (a.m + RowsPerBlock(config) - 1) / RowsPerBlock(config);
