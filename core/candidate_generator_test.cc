@@ -15,6 +15,7 @@
 #include "core/candidate_test_graphs.h"
 #include "core/graph.h"
 #include "core/graph_json.h"
+#include "core/graph_test_util.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -28,12 +29,6 @@ namespace {
 using ::testing::HasSubstr;
 using yirage::v1::KernelPlan;
 using yirage::v1::Plan;
-
-Graph MustBuild(const yirage::v1::Graph& proto) {
-  absl::StatusOr<Graph> graph = Graph::FromProto(proto);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  return *std::move(graph);
-}
 
 std::vector<Plan> MustGenerate(const Graph& graph, const SearchOptions& options = {}) {
   absl::StatusOr<std::vector<Plan>> plans = GenerateCandidates(graph, options);

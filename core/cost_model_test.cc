@@ -4,6 +4,7 @@
 
 #include "core/candidate_test_graphs.h"
 #include "core/graph.h"
+#include "core/graph_test_util.h"
 #include "core/row_group.h"
 #include "gtest/gtest.h"
 #include "yirage/v1/plan.pb.h"
@@ -12,12 +13,6 @@ namespace yirage::core {
 namespace {
 
 using yirage::v1::KernelPlan;
-
-Graph MustBuild(const yirage::v1::Graph& proto) {
-  absl::StatusOr<Graph> graph = Graph::FromProto(proto);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  return *std::move(graph);
-}
 
 // The matmul Y = S @ W of rms_norm_linear as its own kernel.
 KernelPlan MatmulKernel(yirage::v1::ParallelAxis axis, int block_rows, int tile_n) {

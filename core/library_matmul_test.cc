@@ -14,7 +14,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Graph Build(const std::string& json) {
+Graph FromJson(const std::string& json) {
   absl::StatusOr<yirage::v1::Graph> proto = ParseGraphJson(json);
   EXPECT_TRUE(proto.ok()) << proto.status();
   absl::StatusOr<Graph> g = Graph::FromProto(*proto);
@@ -39,7 +39,7 @@ constexpr char kGemmBiasRelu[] = R"({"name": "g",
   "outputs": ["R"]})";
 
 TEST(LibraryMatmulTest, MatmulBiasRelu) {
-  const Graph g = Build(kGemmBiasRelu);
+  const Graph g = FromJson(kGemmBiasRelu);
   absl::StatusOr<LibraryMatmul> lm = MatchLibraryMatmul(g, AllOps(g));
   ASSERT_TRUE(lm.ok()) << lm.status();
   EXPECT_EQ(lm->m, 1024);
@@ -60,7 +60,7 @@ TEST(LibraryMatmulTest, MatmulBiasRelu) {
 }
 
 TEST(LibraryMatmulTest, ScaleResidualAndBatches) {
-  const Graph g = Build(R"({"name": "g",
+  const Graph g = FromJson(R"({"name": "g",
     "inputs": [{"name": "A", "shape": [4, 64, 128], "dtype": "bfloat16"},
                {"name": "B", "shape": [4, 128, 96], "dtype": "bfloat16"},
                {"name": "C", "shape": [4, 64, 96], "dtype": "bfloat16"}],
@@ -77,7 +77,7 @@ TEST(LibraryMatmulTest, ScaleResidualAndBatches) {
   EXPECT_DOUBLE_EQ(lm->alpha, 0.25);
   EXPECT_EQ(lm->residual, g.FindTensor("C"));
 
-  const Graph folded = Build(R"({"name": "g",
+  const Graph folded = FromJson(R"({"name": "g",
     "inputs": [{"name": "A", "shape": [2, 3, 8, 16], "dtype": "float16"},
                {"name": "B", "shape": [16, 24], "dtype": "float16"}],
     "ops": [{"name": "Y", "op": "matmul", "inputs": ["A", "B"]}], "outputs": ["Y"]})");
@@ -86,7 +86,7 @@ TEST(LibraryMatmulTest, ScaleResidualAndBatches) {
   EXPECT_EQ(lm->batch, 1);
   EXPECT_EQ(lm->m, 2 * 3 * 8);
 
-  const Graph broadcast = Build(R"({"name": "g",
+  const Graph broadcast = FromJson(R"({"name": "g",
     "inputs": [{"name": "A", "shape": [2, 1, 8, 16], "dtype": "float16"},
                {"name": "B", "shape": [5, 16, 24], "dtype": "float16"}],
     "ops": [{"name": "Y", "op": "matmul", "inputs": ["A", "B"]}], "outputs": ["Y"]})");
@@ -96,7 +96,7 @@ TEST(LibraryMatmulTest, ScaleResidualAndBatches) {
 
 TEST(LibraryMatmulTest, RefusesWhatTheLibraryCannotDo) {
   // Activation before the bias, erf gelu, an intermediate read twice.
-  const Graph g = Build(R"({"name": "g",
+  const Graph g = FromJson(R"({"name": "g",
     "inputs": [{"name": "X", "shape": [8, 16], "dtype": "float16"},
                {"name": "W", "shape": [16, 32], "dtype": "float16"},
                {"name": "b", "shape": [32], "dtype": "float16"}],
@@ -108,13 +108,13 @@ TEST(LibraryMatmulTest, RefusesWhatTheLibraryCannotDo) {
     "outputs": ["T"]})");
   EXPECT_TRUE(MatchLibraryMatmul(g, {0, 1}).ok());
   EXPECT_THAT(MatchLibraryMatmul(g, {0, 1, 2}).status().message(), HasSubstr("out of order"));
-  const Graph erf = Build(R"({"name": "g",
+  const Graph erf = FromJson(R"({"name": "g",
     "inputs": [{"name": "X", "shape": [8, 16], "dtype": "float16"},
                {"name": "W", "shape": [16, 32], "dtype": "float16"}],
     "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]},
             {"name": "G", "op": "gelu", "inputs": ["Y"]}], "outputs": ["G"]})");
   EXPECT_FALSE(MatchLibraryMatmul(erf, {0, 1}).ok());
-  const Graph twice = Build(R"({"name": "g",
+  const Graph twice = FromJson(R"({"name": "g",
     "inputs": [{"name": "X", "shape": [8, 16], "dtype": "float16"},
                {"name": "W", "shape": [16, 32], "dtype": "float16"}],
     "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]},
@@ -128,7 +128,7 @@ TEST(LibraryMatmulTest, RefusesWhatTheLibraryCannotDo) {
 // the library plans come right after it, and the generated one-kernel-per-op
 // plan is still a candidate.
 TEST(LibraryMatmulTest, BaselineAndFirstCandidatesUseTheLibrary) {
-  const Graph g = Build(kGemmBiasRelu);
+  const Graph g = FromJson(kGemmBiasRelu);
   SearchOptions options;
   options.backend = "cuda";
   options.warp_size = 32;
@@ -177,7 +177,7 @@ TEST(LibraryMatmulTest, BaselineAndFirstCandidatesUseTheLibrary) {
 // silu(X W1) * (X W2) at prefill size: two library calls and the two
 // elementwise ops gathered into one kernel between and after them.
 TEST(LibraryMatmulTest, GathersTheOpsBetweenLibraryCalls) {
-  const Graph g = Build(R"({"name": "g",
+  const Graph g = FromJson(R"({"name": "g",
     "inputs": [{"name": "X", "shape": [512, 1024], "dtype": "float16"},
                {"name": "W1", "shape": [1024, 2048], "dtype": "float16"},
                {"name": "W2", "shape": [1024, 2048], "dtype": "float16"}],
@@ -213,7 +213,7 @@ TEST(LibraryMatmulTest, GathersTheOpsBetweenLibraryCalls) {
 }
 
 TEST(LibraryMatmulTest, ValidationNamesTheKernel) {
-  const Graph g = Build(kGemmBiasRelu);
+  const Graph g = FromJson(kGemmBiasRelu);
   yirage::v1::Plan plan;
   auto* k = plan.add_kernels();
   k->set_name("k0");

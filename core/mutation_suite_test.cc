@@ -67,7 +67,7 @@ yirage::v1::Graph Parse(const std::string& text) {
   return g;
 }
 
-Graph Build(const std::string& text) {
+Graph FromText(const std::string& text) {
   absl::StatusOr<Graph> g = Graph::FromProto(Parse(text));
   EXPECT_TRUE(g.ok()) << g.status() << "\n" << text;
   return *g;
@@ -299,8 +299,8 @@ TEST(MutationSuite, EveryWrongRewriteIsRejected) {
   int numeric_also = 0;
   for (const Mutation& m : mutations) {
     SCOPED_TRACE(m.name);
-    const Graph original = Build(m.original);
-    const Graph mutated = Build(m.mutated);
+    const Graph original = FromText(m.original);
+    const Graph mutated = FromText(m.mutated);
     const FingerprintResult fp = CheckFingerprintEquivalent(original, mutated);
     EXPECT_FALSE(fp.equivalent) << "the fingerprint accepted a wrong rewrite";
     const bool numeric_match = NumericMatch(original, mutated);
@@ -347,7 +347,7 @@ TEST(MutationSuite, CorrectRewritesAreAccepted) {
                                            "Yr = mul U r\nY = add Yr BW")},
   };
   for (const auto& [a, b] : correct) {
-    const FingerprintResult fp = CheckFingerprintEquivalent(Build(a), Build(b));
+    const FingerprintResult fp = CheckFingerprintEquivalent(FromText(a), FromText(b));
     EXPECT_TRUE(fp.equivalent) << fp.message << "\n" << b;
     EXPECT_LT(fp.false_pass_bound, 1e-20);
   }

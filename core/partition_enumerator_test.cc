@@ -6,17 +6,12 @@
 
 #include "core/candidate_test_graphs.h"
 #include "core/graph.h"
+#include "core/graph_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace yirage::core {
 namespace {
-
-Graph MustBuild(const yirage::v1::Graph& proto) {
-  absl::StatusOr<Graph> graph = Graph::FromProto(proto);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  return *std::move(graph);
-}
 
 // Every op exactly once, in order, groups non-empty.
 void ExpectCoversOps(const Partition& partition, int num_ops) {
