@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +16,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-
-extern char** environ;
 
 namespace yirage::backends::cpu {
 namespace {
@@ -68,6 +66,54 @@ absl::StatusOr<std::string> CpuCompiler::Version(const std::string& log) const {
   return run->diagnostics.substr(0, run->diagnostics.find('\n'));
 }
 
+namespace {
+
+// In the supervisor (below): the whole process group, itself included.
+void KillOwnGroup(int) { kill(0, SIGKILL); }
+
+// Runs in the forked child, so only async-signal-safe calls. The child leads
+// a new process group and supervises the compiler, which it forks and
+// waits for: a timeout kills the group; so does the worker's death (a
+// SIGKILL, or an exit without waiting, as a drain that gives up does),
+// through the parent-death signal, which reaches only a direct child; the
+// supervisor passes it to the compiler's driver and whatever it started.
+[[noreturn]] void SuperviseCompiler(char* const* argv, const char* log, pid_t parent) {
+  setpgid(0, 0);
+  struct sigaction kill_group {};
+  kill_group.sa_handler = KillOwnGroup;
+  sigaction(SIGTERM, &kill_group, nullptr);
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) kill(0, SIGKILL);  // the worker died before prctl
+  const int in = open("/dev/null", O_RDONLY);
+  const int out = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (in < 0 || out < 0) _exit(126);
+  dup2(in, STDIN_FILENO);
+  dup2(out, STDOUT_FILENO);
+  dup2(out, STDERR_FILENO);
+  const pid_t compiler = fork();
+  if (compiler < 0) _exit(126);
+  if (compiler == 0) {
+    // Default dispositions whatever the worker set (it ignores SIGPIPE).
+    for (int sig : {SIGTERM, SIGPIPE, SIGINT}) signal(sig, SIG_DFL);
+    execvp(argv[0], argv);
+    _exit(127);  // the shell's status for a command not found
+  }
+  int status = 0;
+  while (waitpid(compiler, &status, 0) < 0) {
+    if (errno != EINTR) _exit(126);
+  }
+  if (WIFSIGNALED(status)) {
+    signal(WTERMSIG(status), SIG_DFL);
+    kill(getpid(), WTERMSIG(status));
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 126);
+}
+
+}  // namespace
+
 absl::StatusOr<CompilerRun> CpuCompiler::Run(const std::vector<std::string>& args,
                                              const std::string& log, double timeout_seconds) const {
   if (timeout_seconds <= 0) timeout_seconds = kDefaultTimeoutSeconds;
@@ -75,37 +121,16 @@ absl::StatusOr<CompilerRun> CpuCompiler::Run(const std::vector<std::string>& arg
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Own process group, so a timeout kills the driver and cc1plus/as/ld alike;
-  // default signal dispositions and an empty mask whatever the caller uses.
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGINT);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
   const auto start = std::chrono::steady_clock::now();
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot start compiler '", path_, "': ", std::strerror(rc)));
+        absl::StrCat("cannot start compiler '", path_, "': fork: ", std::strerror(errno)));
   }
+  if (pid == 0) SuperviseCompiler(argv.data(), log.c_str(), parent);
+  // Also here, so that a kill(-pid) right after fork finds the group.
+  setpgid(pid, pid);
 
   CompilerRun result;
   int status = 0;
@@ -140,7 +165,7 @@ absl::StatusOr<CompilerRun> CpuCompiler::Run(const std::vector<std::string>& arg
     absl::StrAppend(&result.diagnostics, "\ncompiler killed after ", timeout_seconds,
                     " s (timeout)");
   }
-  // posix_spawnp reports a missing executable through exit status 127.
+  // The supervisor reports a compiler it could not execute as status 127.
   if (!result.ok && !result.timed_out && result.exit_status == 127 && result.diagnostics.empty()) {
     return absl::FailedPreconditionError(absl::StrCat("cannot run compiler '", path_, "'"));
   }

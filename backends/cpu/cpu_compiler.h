@@ -37,8 +37,12 @@ class CpuCompiler {
 
   // Compiles the C++ file `source` into the shared library `output`. The
   // compiler and its children are killed after `timeout_seconds` (<= 0 means
-  // kDefaultTimeoutSeconds). `log` is a writable scratch path for diagnostics.
-  // Returns an error only when the compiler could not be started.
+  // kDefaultTimeoutSeconds), and when the calling thread or its process dies
+  // first (a SIGKILLed worker leaves no compiler running). `log` is a
+  // writable scratch path for diagnostics. Returns an error only when the
+  // compiler could not be started.
+  // REQUIRES: the calling thread stays alive until it returns (Linux sends
+  // the parent-death signal when the forking thread ends).
   absl::StatusOr<CompilerRun> CompileShared(const std::string& source, const std::string& output,
                                             const std::string& log, double timeout_seconds) const;
 

@@ -1,0 +1,141 @@
+#include "backends/cpu/cpu_compiler.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace yirage::backends::cpu {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+// A folder of its own for each test, removed at the end.
+class CpuCompilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("yirage_compiler_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // An executable shell script standing in for the compiler.
+  std::string Script(const std::string& body) {
+    const std::string path = (dir_ / "fake-cc").string();
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    chmod(path.c_str(), 0755);
+    return path;
+  }
+  absl::StatusOr<CompilerRun> Compile(const std::string& compiler, double timeout) {
+    return CpuCompiler(compiler).CompileShared((dir_ / "k.cc").string(), (dir_ / "k.so").string(),
+                                               (dir_ / "log").string(), timeout);
+  }
+  // The pid the fake compiler wrote to `name`, waiting up to 10 s for it.
+  pid_t PidFrom(const std::string& name) {
+    for (auto until = std::chrono::steady_clock::now() + seconds(10);
+         std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+      std::ifstream in(dir_ / name);
+      pid_t pid = 0;
+      if (in >> pid && pid > 0) return pid;
+    }
+    return 0;
+  }
+
+  fs::path dir_;
+};
+
+// Running: the process exists and is not a zombie waiting for its reaper.
+bool Running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+bool GoneWithin(pid_t pid, seconds limit) {
+  for (auto until = std::chrono::steady_clock::now() + limit;
+       std::chrono::steady_clock::now() < until;) {
+    if (!Running(pid)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return !Running(pid);
+}
+
+TEST_F(CpuCompilerTest, ExitStatusAndDiagnosticsComeBack) {
+  absl::StatusOr<CompilerRun> run = Compile(Script("echo 'k.cc:1: error: nope' >&2; exit 3"), 30);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_FALSE(run->ok);
+  EXPECT_FALSE(run->timed_out);
+  EXPECT_EQ(run->exit_status, 3);
+  EXPECT_THAT(run->diagnostics, ::testing::HasSubstr("k.cc:1: error: nope"));
+
+  run = Compile(Script("touch \"$(dirname \"$0\")/k.so\""), 30);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->ok);
+  EXPECT_EQ(run->exit_status, 0);
+  EXPECT_TRUE(fs::exists(dir_ / "k.so"));
+}
+
+TEST_F(CpuCompilerTest, AMissingCompilerIsAnError) {
+  absl::StatusOr<CompilerRun> run = Compile((dir_ / "no-such-cc").string(), 30);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(run.status().message(), ::testing::HasSubstr("no-such-cc"));
+}
+
+// The fake compiler starts a child (as the driver starts cc1plus) and waits.
+constexpr char kSlowCompiler[] =
+    "d=$(dirname \"$0\"); sleep 60 & echo $! > \"$d/child.pid\"; echo $$ > \"$d/driver.pid\"; "
+    "wait";
+
+TEST_F(CpuCompilerTest, ATimeoutKillsTheCompilerAndWhatItStarted) {
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<CompilerRun> run = Compile(Script(kSlowCompiler), 1.0);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->timed_out);
+  EXPECT_FALSE(run->ok);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(20));
+  EXPECT_THAT(run->diagnostics, ::testing::HasSubstr("timeout"));
+  const pid_t driver = PidFrom("driver.pid"), child = PidFrom("child.pid");
+  ASSERT_GT(driver, 0);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(GoneWithin(driver, seconds(5)));
+  EXPECT_TRUE(GoneWithin(child, seconds(5)));
+}
+
+// A worker SIGKILLed mid-compile (or exiting without waiting, as a drain
+// that gives up does) leaves no compiler behind.
+TEST_F(CpuCompilerTest, TheCompilerDiesWithItsCaller) {
+  const std::string compiler = Script(kSlowCompiler);
+  const pid_t caller = fork();
+  ASSERT_GE(caller, 0);
+  if (caller == 0) {
+    (void)Compile(compiler, 60);
+    _exit(0);
+  }
+  const pid_t driver = PidFrom("driver.pid"), child = PidFrom("child.pid");
+  ASSERT_EQ(kill(caller, SIGKILL), 0);
+  ASSERT_EQ(waitpid(caller, nullptr, 0), caller);
+  ASSERT_GT(driver, 0);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(GoneWithin(driver, seconds(5)));
+  EXPECT_TRUE(GoneWithin(child, seconds(5)));
+}
+
+}  // namespace
+}  // namespace yirage::backends::cpu
