@@ -102,6 +102,7 @@ bool AttentionWithin(const yirage::v1::MatchLimits& limits, const Graph& graph,
   if (limits.max_query_rows() > 0 && a.m > limits.max_query_rows()) return false;
   if (a.m < limits.min_query_rows()) return false;
   if (limits.keys_by_rows() && !a.transpose_k) return false;
+  if (limits.equal_head_dims() && a.d != a.dv) return false;
   return InputsWithin(limits, graph, {a.q, a.k, a.v});
 }
 

@@ -47,7 +47,12 @@ int64_t TileBytes(const AttentionPattern& a) {
 }
 
 int64_t SmemBytes(const AttentionPattern& a, const AttentionConfig& c) {
-  if (c.prefill) return (RowsPerBlock(c) * a.d + int64_t{c.stages} * c.key_tile * (a.d + a.dv)) * 2;
+  if (c.prefill) {
+    const int64_t bytes =
+        (RowsPerBlock(c) * a.d + int64_t{c.stages} * c.key_tile * (a.d + a.dv)) * 2;
+    // The warp-specialized form's mbarriers: four a stage and two for Q.
+    return c.warp_specialized ? bytes + (int64_t{c.stages} * 4 + 2) * 8 : bytes;
+  }
   const int64_t ring = int64_t{c.stages} * c.key_groups * TileBytes(a);
   const int64_t rows = RowsPerBlock(c) * (a.dv + 4) * 4;
   // Pushed: every key group's partial rows of the cluster, past the ring.
@@ -68,14 +73,24 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     const bool applies = target.sm == 90 && a.transpose_k && a.d % 64 == 0 && a.dv % 64 == 0 &&
                          a.d <= 128 && a.dv <= 128 && a.n % c.key_tile == 0;
     if (!applies) return c;
+    // The warp-specialized form is checked on the device with D = DV only.
+    if (schedule.warp_specialized() && a.d != a.dv) return c;
     const int rows = schedule.block_rows();
     c.prefill = true;
+    c.warp_specialized = schedule.warp_specialized();
     c.warp_rows = 16;
-    c.row_warps = (rows == 64 || rows == 192 ? rows : 128) / 16;
+    c.row_warps = c.warp_specialized ? 8 : (rows == 64 || rows == 192 ? rows : 128) / 16;
     c.stages = schedule.stages() >= 2 && schedule.stages() <= 8 ? schedule.stages() : 2;
     while (c.stages > 2 && SmemBytes(a, c) > target.max_smem_per_block) --c.stages;
-    if (SmemBytes(a, c) > target.max_smem_per_block) c.prefill = false;
-    c.overlap = schedule.overlap() && c.stages >= 3;  // the overlap refills two steps later
+    if (SmemBytes(a, c) > target.max_smem_per_block) {
+      c.prefill = false;
+      c.warp_specialized = false;
+    }
+    // The overlap refills two steps later.
+    c.overlap = !c.warp_specialized && schedule.overlap() && c.stages >= 3;
+    if (c.warp_specialized) {
+      c.blocks = std::min<int64_t>(a.batch * ((a.m + 127) / 128), std::max(1, target.sm_count));
+    }
     return c;
   }
   c.warp_rows = schedule.warp_rows() == 32 ? 32 : 16;
@@ -219,6 +234,13 @@ const char* AttentionPrefillSource() {
       ;
 }
 
+const char* AttentionPrefillWsSource() {
+  // backends/cuda/attention_prefill_ws.cuh, embedded at build time.
+  return
+#include "cuda_attention_prefill_ws.inc"
+      ;
+}
+
 // The parameter list every attention kernel of the family takes.
 std::string KernelParams(const std::string& t, const std::string& out_type) {
   return absl::StrCat("(const ", t, "* __restrict__ q, const ", t, "* __restrict__ k, const ", t,
@@ -231,6 +253,27 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
                    const std::string& name, int q_arg, int k_arg, int v_arg, int out_arg,
                    const std::string& out_type, int workspace_arg, std::string* source,
                    std::vector<KernelLaunch>* launches) {
+  if (config.prefill && config.warp_specialized) {
+    // attention_prefill_ws.cuh's persistent template: one block a
+    // multiprocessor (at most), each over every gridDim.x-th 128-row tile.
+    *source += WgmmaHelpersSource();
+    *source += WgmmaOpsSource();
+    *source += AttentionPrefillWsSource();
+    absl::StrAppend(source, "extern \"C\" __global__ void __launch_bounds__(384, 1) ", name,
+                    KernelParams(CTypeOf(a.dtype), out_type), " {\n",
+                    "  (void)ws;\n  yr_attention_prefill_ws_persistent<", CTypeOf(a.dtype), ", ",
+                    out_type, ", ", a.d, ", ", a.dv, ", ", config.key_tile, ", ", config.stages,
+                    ">(q, k, v, o, ", a.batch, ", ", a.m, ", ", a.n, ", ",
+                    CudaFloatLiteral(a.scale), ");\n}\n");
+    KernelLaunch main;
+    main.name = name;
+    main.grid[0] = config.blocks;
+    main.block = 384;
+    main.smem_bytes = static_cast<int>(SmemBytes(a, config));
+    main.args = {q_arg, k_arg, v_arg, out_arg, out_arg};
+    launches->push_back(main);
+    return;
+  }
   if (config.prefill) {
     // The device code is attention_prefill.cuh's template; the kernel
     // instantiates it for this chain.

@@ -76,6 +76,12 @@ struct AttentionConfig {
   bool prefill = false;
   int key_tile = 64;
   bool overlap = false;
+  // The warp-specialized prefill form (attention_prefill_ws.cuh): a producer
+  // warpgroup and two consumer warpgroups (row_warps 8: 128 query rows a
+  // tile), persistent: `blocks` = min(sm_count, tiles) blocks, each over
+  // tiles blockIdx.x, + gridDim.x, ...
+  bool warp_specialized = false;
+  int64_t blocks = 0;
 };
 
 // The configuration of `pattern`'s kernel on `target` under `schedule`
@@ -98,7 +104,10 @@ struct AttentionConfig {
 // holds the receiving rows beside the ring.
 // prefill() asks for the prefill form: block_rows() 64, 128 or 192 (else
 // 128), key_tile() 64 or 128 (else 64), stages() 2..8 (else 2, fewer where
-// shared memory runs out), overlap(). Where the form does not apply (not
+// shared memory runs out), overlap(). warp_specialized() asks for the
+// warp-specialized prefill form (128 rows a tile; block_rows() and overlap()
+// do not apply; stages() 2..8, else 2, fewer where shared memory runs out).
+// Where the form does not apply (not
 // sm_90, K not given as [.., N, D], D or DV not a multiple of 64 up to 128,
 // keys not whole tiles) the result's `prefill` is false and the caller
 // refuses the request.

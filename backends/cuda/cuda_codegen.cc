@@ -55,7 +55,13 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
                       name + (config.spin_merge ? " attention split partials and tile counters"
                                                 : " attention split partials")));
   }
-  if (config.prefill) {
+  if (config.prefill && config.warp_specialized) {
+    code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
+            "': fused attention, warp-specialized prefill form (a producer warpgroup, two "
+            "consumer warpgroups of 64 query rows on wgmma taking turns, online softmax), ",
+            config.blocks, " persistent blocks, every key in tiles of ", config.key_tile,
+            " through ", config.stages, " stages");
+  } else if (config.prefill) {
     code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
             "': fused attention, prefill form (wgmma, ", config.row_warps / 4,
             " warpgroup(s) of 64 query rows, online softmax), every key in tiles of ",
@@ -291,7 +297,8 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
           return absl::InvalidArgumentError(absl::StrCat(
               kernel_label(k),
               ": schedule.attention.prefill needs sm_90, K given as [.., N, D], D and DV "
-              "multiples of 64 up to 128, keys a multiple of the key tile (",
+              "multiples of 64 up to 128 (equal, warp-specialized), keys a multiple of the key "
+              "tile (",
               knobs.key_tile() == 128 ? 128 : 64,
               ") and the block within shared memory; this is sm_", target_.sm, " with D ",
               attention->d, ", DV ", attention->dv, ", ", attention->n, " keys",

@@ -117,10 +117,12 @@ yirage::v1::Graph ScaledAttentionGraph(DType dtype) {
 }
 
 // Self-attention at prefill: K given as [B, N, D] (transpose_b), a scaled
-// S, `m` query rows and `n` keys a head, D = DV = `d`.
-yirage::v1::Graph PrefillAttentionGraph(DType dtype, int64_t m, int64_t n, int64_t d) {
-  GraphBuilder b(absl::StrCat("prefill_attention_m", m, "_d", d));
-  b.Input("Q", {2, m, d}, dtype).Input("K", {2, n, d}, dtype).Input("V", {2, n, d}, dtype);
+// S, `heads` heads of `m` query rows and `n` keys, D = DV = `d`.
+yirage::v1::Graph PrefillAttentionGraph(DType dtype, int64_t m, int64_t n, int64_t d,
+                                        int64_t heads = 2) {
+  GraphBuilder b(absl::StrCat("prefill_attention_h", heads, "_m", m, "_d", d));
+  b.Input("Q", {heads, m, d}, dtype).Input("K", {heads, n, d}, dtype);
+  b.Input("V", {heads, n, d}, dtype);
   b.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
   b.Op("Ss", "mul", {"S"}, {F("scalar", 1.0 / std::sqrt(static_cast<double>(d)))});
   b.Op("P", "softmax", {"Ss"}).Op("O", "matmul", {"P", "V"});
@@ -318,22 +320,29 @@ std::vector<Case> AllCases() {
             OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 4, 4, 2), 64), 3)),
             OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 64), 4))}});
     }
-    // The prefill form (sm_90; K as [B, N, D]): query rows past the last
+    // The prefill forms (sm_90; K as [B, N, D]): query rows past the last
     // block's end (100 and 200 rows), D = DV = 64 and 128, one to three
     // warpgroups, 64- and 128-key tiles, S issued behind O += P V (three
-    // stages) or not.
+    // stages) or not; the warp-specialized form with a tile a block, and
+    // with more tiles than the H200's 132 multiprocessors (140 heads).
     if (dt != FLOAT32 && TargetOfCompiles().sm == 90) {
       const yirage::v1::Graph p64 = PrefillAttentionGraph(dt, 100, 256, 64);
       cases.push_back({p64,
                        {OneRowGroup(p64, WithPrefill(Rows(4), 64, 64, 3, true)),
                         OneRowGroup(p64, WithPrefill(Rows(4), 128, 128, 2, false)),
-                        OneRowGroup(p64, WithPrefill(Rows(4), 192, 64, 3, true))}});
+                        OneRowGroup(p64, WithPrefill(Rows(4), 192, 64, 3, true)),
+                        OneRowGroup(p64, WithPrefillWs(Rows(4), 64, 2)),
+                        OneRowGroup(p64, WithPrefillWs(Rows(4), 128, 3))}});
       const yirage::v1::Graph p128 = PrefillAttentionGraph(dt, 200, 384, 128);
       cases.push_back({p128,
                        {OneRowGroup(p128, WithPrefill(Rows(4), 128, 128, 3, true)),
                         OneRowGroup(p128, WithPrefill(Rows(4), 128, 128, 2, false)),
                         OneRowGroup(p128, WithPrefill(Rows(4), 192, 128, 2, true)),
-                        OneRowGroup(p128, WithPrefill(Rows(4), 64, 64, 3, true))}});
+                        OneRowGroup(p128, WithPrefill(Rows(4), 64, 64, 3, true)),
+                        OneRowGroup(p128, WithPrefillWs(Rows(4), 128, 3)),
+                        OneRowGroup(p128, WithPrefillWs(Rows(4), 64, 4))}});
+      const yirage::v1::Graph many = PrefillAttentionGraph(dt, 100, 128, 64, 140);
+      cases.push_back({many, {OneRowGroup(many, WithPrefillWs(Rows(4), 128, 2))}});
     }
     // Register rows: one row a block, several (the last block's rows past
     // the end: 6 rows in blocks of 4, 5 in blocks of 2), a block's warps

@@ -69,6 +69,19 @@ void AddPrefillPoint(yirage::v1::KernelFamily* family, int rows, int key_tile, i
   *point->mutable_limits() = AttentionPrefillLimits(key_tile);
 }
 
+// The warp-specialized prefill form (128 query rows a tile, persistent).
+void AddPrefillWsPoint(yirage::v1::KernelFamily* family, int key_tile, int stages) {
+  yirage::v1::SchedulePoint* point = family->add_points();
+  AttentionSchedule* s = point->mutable_schedule()->mutable_attention();
+  s->set_prefill(true);
+  s->set_warp_specialized(true);
+  s->set_key_tile(key_tile);
+  s->set_stages(stages);
+  point->set_label(absl::StrCat("prefill warp-specialized keys ", key_tile, " stages ", stages));
+  *point->mutable_limits() = AttentionPrefillLimits(key_tile);
+  point->mutable_limits()->set_equal_head_dims(true);
+}
+
 }  // namespace
 
 yirage::v1::MatchLimits StreamedMatmulLimits() {
@@ -208,9 +221,12 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // llama3 b16 48.9 / qwen b8 31.9 / llama3 b1 20.3 us merged in the kernel
   // from 3 stages, 49.0 / 33.2 / 22.4 from 2, against 56.7 / 34.9 / 21.3
   // for the best 64-row points. First, so that small budgets time them.
-  // Many query rows a head (prefill), on sm_90: warpgroups of wgmma over
-  // every key. First, so that small budgets time them where they apply.
+  // Many query rows a head (prefill), on sm_90: the warp-specialized form
+  // (D = DV), then warpgroups of wgmma over every key. First, so that small
+  // budgets time them where they apply.
   if (target.sm == 90) {
+    AddPrefillWsPoint(attention, 128, 3);
+    AddPrefillWsPoint(attention, 128, 2);
     AddPrefillPoint(attention, 128, 128, 3, true);
     AddPrefillPoint(attention, 128, 128, 2, false);
     AddPrefillPoint(attention, 192, 64, 3, true);

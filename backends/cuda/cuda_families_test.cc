@@ -75,17 +75,22 @@ TEST(CudaFamiliesTest, DescribeSaysWhatTheTargetRuns) {
     EXPECT_FALSE(p.schedule().attention().prefill()) << p.label();
   }
   // sm_90: the prefill points, each limited to the chains the form runs.
-  int prefill = 0;
+  int prefill = 0, warp_specialized = 0;
   const BackendKernels sm90 = DescribeKernels(Target(90, 132, 232448));
   for (const auto& p : Family(sm90, "attention")->points()) {
     if (!p.schedule().attention().prefill()) continue;
     ++prefill;
+    if (p.schedule().attention().warp_specialized()) {
+      ++warp_specialized;
+      EXPECT_TRUE(p.limits().equal_head_dims()) << p.label();
+    }
     EXPECT_TRUE(p.limits().keys_by_rows()) << p.label();
     EXPECT_EQ(p.limits().head_dim_multiple(), 64) << p.label();
     EXPECT_EQ(p.limits().keys_multiple(), p.schedule().attention().key_tile()) << p.label();
     EXPECT_GE(p.limits().min_query_rows(), 64) << p.label();
   }
   EXPECT_GT(prefill, 0);
+  EXPECT_GT(warp_specialized, 0);
   const auto small = StreamedPoints(DescribeKernels(Target(86, 84, 65536)));
   EXPECT_TRUE(small.count({1, 3, 0}));
   EXPECT_FALSE(small.count({1, 6, 0}));

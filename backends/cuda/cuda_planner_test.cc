@@ -231,6 +231,53 @@ TEST(AttentionPlannerTest, PrefillFormRefusesWhatItCannotRun) {
       PlanAttention(Attention(PrefillGraph(4, 256, 256, 96)), H200(), Prefill(128, 64, 2)).prefill);
 }
 
+yirage::v1::AttentionSchedule PrefillWs(int key_tile, int stages) {
+  yirage::v1::AttentionSchedule s = Prefill(0, key_tile, stages);
+  s.set_warp_specialized(true);
+  s.set_overlap(true);  // does not apply to the form
+  return s;
+}
+
+TEST(AttentionPlannerTest, WarpSpecializedPrefillIsPersistentOverTilesOf128Rows) {
+  // 32 heads x 1024 rows: 256 tiles of 128 rows over the 132 SMs.
+  const AttentionPattern a = Attention(PrefillGraph(32, 1024, 1024, 128));
+  const AttentionConfig c = PlanAttention(a, H200(), PrefillWs(128, 3));
+  ASSERT_TRUE(c.prefill);
+  ASSERT_TRUE(c.warp_specialized);
+  EXPECT_EQ(c.row_warps, 8) << "two consumer warpgroups";
+  EXPECT_EQ(c.key_tile, 128);
+  EXPECT_EQ(c.stages, 3) << "Q 32 KiB + 3 x 64 KiB + barriers fit 227 KiB";
+  EXPECT_FALSE(c.overlap);
+  EXPECT_EQ(c.blocks, 132);
+  // Fewer tiles than SMs: a block a tile. 4 stages of 128 keys do not fit.
+  const AttentionConfig few =
+      PlanAttention(Attention(PrefillGraph(2, 200, 1024, 128)), H200(), PrefillWs(128, 4));
+  ASSERT_TRUE(few.warp_specialized);
+  EXPECT_EQ(few.blocks, 4);
+  EXPECT_EQ(few.stages, 3);
+  // The plain prefill form does not set it.
+  EXPECT_FALSE(PlanAttention(a, H200(), Prefill(128, 128, 2)).warp_specialized);
+}
+
+TEST(AttentionPlannerTest, WarpSpecializedPrefillRefusesWhatItCannotRun) {
+  const AttentionPattern a = Attention(PrefillGraph(4, 256, 256, 128));
+  EXPECT_TRUE(PlanAttention(a, H200(), PrefillWs(128, 2)).warp_specialized);
+  EXPECT_FALSE(PlanAttention(a, A100(), PrefillWs(128, 2)).prefill) << "wgmma is sm_90's";
+  EXPECT_FALSE(
+      PlanAttention(Attention(PrefillGraph(4, 256, 192, 128)), H200(), PrefillWs(128, 2)).prefill)
+      << "keys not whole tiles";
+  // D != DV.
+  GraphBuilder b("prefill_dv");
+  b.Input("Q", {4, 256, 128}, FLOAT16).Input("K", {4, 256, 128}, FLOAT16);
+  b.Input("V", {4, 256, 64}, FLOAT16);
+  b.Op("S", "matmul", {"Q", "K"}, {testing::B("transpose_b", true)});
+  b.Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  const AttentionPattern dv = Attention(MustGraph(b.proto()));
+  EXPECT_FALSE(PlanAttention(dv, H200(), PrefillWs(128, 2)).prefill);
+  EXPECT_TRUE(PlanAttention(dv, H200(), Prefill(128, 128, 2)).prefill);
+}
+
 TEST(AttentionPlannerTest, KeyGroupsShrinkToWhatSharedMemoryHolds) {
   // D = 128: four key groups' two-stage ring does not fit 227 KiB; two do.
   const AttentionPattern a = Attention(AttentionGraph(1, 64, 256, 128));

@@ -179,6 +179,17 @@ inline yirage::v1::Schedule WithPrefill(yirage::v1::Schedule s, int rows, int ke
   return s;
 }
 
+// `s` as fused attention's warp-specialized prefill form: key tiles of
+// `key_tile`, `stages`.
+inline yirage::v1::Schedule WithPrefillWs(yirage::v1::Schedule s, int key_tile, int stages) {
+  s.set_stages(stages);
+  yirage::v1::AttentionSchedule* a = s.mutable_attention();
+  a->set_prefill(true);
+  a->set_warp_specialized(true);
+  a->set_key_tile(key_tile);
+  return s;
+}
+
 struct Compiled {
   YirageModule* module = nullptr;
   yirage::v1::CompileResponse response;

@@ -1,9 +1,13 @@
-// The prefill attention kernel of backends/cuda/attention_prefill.cuh on its
-// own (bench/micro/run.sh sm_90a attention_prefill): checks each variant
-// against a float reference computed on the GPU from the same 16-bit
-// inputs, and times it by the benchmark's method (timing.cuh). Cases:
-// [heads, rows, D] with keys = rows rounded up to whole key tiles,
-// non-causal, scale 1/sqrt(D).
+// The prefill attention kernels on their own (bench/micro/run.sh sm_90a
+// attention_prefill): backends/cuda/attention_prefill.cuh (the block-
+// synchronous kernel) and attention_prefill_ws.cuh (warp-specialized, one
+// tile a block or persistent). Checks each variant against a float
+// reference computed on the GPU from the same 16-bit inputs (output
+// poisoned with NaN first; optionally a negative scale, or keys scaled up
+// along the sequence so that the softmax's running max keeps moving), and
+// times it by the benchmark's method (timing.cuh). Cases: [heads, rows, D]
+// with keys = rows rounded up to whole key tiles, non-causal, scale
+// +-1/sqrt(D).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -21,12 +25,36 @@
 #include "../../backends/cuda/wgmma_helpers.cuh"
 #include "../../backends/cuda/wgmma_ops.cuh"
 #include "../../backends/cuda/attention_prefill.cuh"
+#include "../../backends/cuda/attention_prefill_ws.cuh"
 // clang-format on
 
 template <typename T, int D, int BN, int WG, int STAGES, bool OVERLAP>
 __global__ void __launch_bounds__(WG * 128, 1)
     Prefill(const T* q, const T* k, const T* v, T* o, int rows, int keys, float scale) {
   yr_attention_prefill<T, T, D, D, BN, WG, STAGES, OVERLAP>(q, k, v, o, rows, keys, scale);
+}
+
+// The warp-specialized kernel (attention_prefill_ws.cuh): one tile of 128
+// rows a block, or persistent (a block a multiprocessor, looping over
+// tiles); the public entry points, and the tile loop with its options
+// (Q buffers, Q in registers, lazy rescale) for comparisons.
+template <typename T, int D, int BN, int STAGES>
+__global__ void __launch_bounds__(yr_attn_prefill_ws_threads(), 1)
+    PrefillWs(const T* q, const T* k, const T* v, T* o, int rows, int keys, float scale) {
+  yr_attention_prefill_ws<T, T, D, D, BN, STAGES>(q, k, v, o, rows, keys, scale);
+}
+template <typename T, int D, int BN, int STAGES>
+__global__ void __launch_bounds__(yr_attn_prefill_ws_threads(), 1)
+    PrefillWsPersistent(const T* q, const T* k, const T* v, T* o, int batch, int rows, int keys,
+                        float scale) {
+  yr_attention_prefill_ws_persistent<T, T, D, D, BN, STAGES>(q, k, v, o, batch, rows, keys, scale);
+}
+template <typename T, int D, int BN, int STAGES, bool PINGPONG, bool LAZY>
+__global__ void __launch_bounds__(yr_attn_prefill_ws_threads(), 1)
+    PrefillWsOpt(const T* q, const T* k, const T* v, T* o, int batch, int rows, int keys,
+                 float scale) {
+  yr_attention_prefill_ws_tiles<T, T, D, D, BN, STAGES, PINGPONG, LAZY>(
+      q, k, v, o, rows, keys, scale, blockIdx.x, gridDim.x, batch * ((rows + 127) / 128));
 }
 
 // One thread per (batch, row): scores in float, softmax, O.
@@ -57,16 +85,23 @@ __global__ void Reference(const T* q, const T* k, const T* v, float* o, int batc
   for (int c = 0; c < d; ++c) o[i * d + c] = acc[c] / l;
 }
 
-template <typename T, int D, int BN, int WG, int STAGES, bool OVERLAP>
-void Run(const char* tname, int heads, int rows) {
-  const int keys = (rows + BN - 1) / BN * BN;  // whole key tiles
+// Checks one variant (`launch(q, k, v, o, rows, keys, scale)`) against the
+// reference on fresh random inputs (scale sign `sign` / sqrt(D)), with the
+// output poisoned (NaN) before the checked launch, then times it. `ramp`
+// scales key j by 1 + 4 j / keys, so that the scores' running max keeps
+// growing (the softmax's rescales run).
+template <typename T, int D, typename Launch>
+void Check(const char* tname, int heads, int rows, int bn, const char* label, int smem, float sign,
+           bool ramp, Launch&& launch_fn) {
+  const int keys = (rows + bn - 1) / bn * bn;  // whole key tiles
   const size_t n = (size_t)heads * std::max(rows, keys) * D;
   std::vector<T> hq(n), hk(n), hv(n);
-  std::mt19937 rng(7);
+  static std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (size_t i = 0; i < n; ++i) {
     hq[i] = T(dist(rng));
-    hk[i] = T(dist(rng));
+    const float f = ramp ? 1.0f + 4.0f * (float)(i / D % std::max(rows, keys)) / keys : 1.0f;
+    hk[i] = T(dist(rng) * f);
     hv[i] = T(dist(rng));
   }
   T *q, *k, *v, *o;
@@ -79,16 +114,13 @@ void Run(const char* tname, int heads, int rows) {
   CK(cudaMemcpy(q, hq.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(k, hk.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(v, hv.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  CK(cudaMemset(o, 0, n * sizeof(T)));
-  const float scale = 1.0f / std::sqrt((float)D);
+  CK(cudaMemset(o, 0xff, n * sizeof(T)));  // NaN where nothing is written
+  const float scale = sign / std::sqrt((float)D);
   Reference<T><<<(heads * rows + 127) / 128, 128>>>(q, k, v, ref, heads, rows, keys, D, scale);
   CK(cudaGetLastError());
-  constexpr int smem = yr_attn_prefill_smem_bytes<T, D, D, BN, WG, STAGES>();
-  auto kern = Prefill<T, D, BN, WG, STAGES, OVERLAP>;
-  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const dim3 grid((rows + WG * 64 - 1) / (WG * 64), heads);
-  auto launch = [&] { kern<<<grid, WG * 128, smem>>>(q, k, v, o, rows, keys, scale); };
+  auto launch = [&] { launch_fn(q, k, v, o, rows, keys, scale); };
   launch();
+  CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   const size_t nq = (size_t)heads * rows * D;  // outputs
   std::vector<T> ho(nq);
@@ -105,9 +137,9 @@ void Run(const char* tname, int heads, int rows) {
   const float us = FlushedMedianUs(launch, 30, 3);
   const double flops = 4.0 * heads * (double)rows * keys * D;
   printf(
-      "%-5s h%-3d n%-5d D%-3d BN%-3d WG%d S%d %s smem %6d: %s max_err %.4f bad %zu  %8.2f us %6.1f "
+      "%-5s h%-3d n%-5d D%-3d %-30s%4s%5s smem %6d: %s max_err %.4f bad %zu %8.2f us %6.1f "
       "TFLOP/s\n",
-      tname, heads, rows, D, BN, WG, STAGES, OVERLAP ? "ovl" : "seq", smem,
+      tname, heads, rows, D, label, sign < 0 ? "neg" : "", ramp ? "ramp" : "", smem,
       bad == 0 ? "OK  " : "FAIL", max_err, bad, us, flops / us * 1e-6);
   CK(cudaFree(q));
   CK(cudaFree(k));
@@ -116,27 +148,104 @@ void Run(const char* tname, int heads, int rows) {
   CK(cudaFree(ref));
 }
 
+template <typename T, int D, int BN, int WG, int STAGES, bool OVERLAP>
+void Run(const char* tname, int heads, int rows) {
+  constexpr int smem = yr_attn_prefill_smem_bytes<T, D, D, BN, WG, STAGES>();
+  auto kern = Prefill<T, D, BN, WG, STAGES, OVERLAP>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const dim3 grid((rows + WG * 64 - 1) / (WG * 64), heads);
+  char label[64];
+  snprintf(label, sizeof label, "old BN%d WG%d S%d %s", BN, WG, STAGES, OVERLAP ? "ovl" : "seq");
+  Check<T, D>(tname, heads, rows, BN, label, smem, 1.0f, false,
+              [&](const T* q, const T* k, const T* v, T* o, int r, int keys, float scale) {
+                kern<<<grid, WG * 128, smem>>>(q, k, v, o, r, keys, scale);
+              });
+}
+
+// PERSISTENT: the persistent entry point, else one tile a block.
+template <typename T, int D, int BN, int STAGES, bool PERSISTENT = false>
+void RunWs(const char* tname, int heads, int rows, float sign = 1.0f, bool ramp = false) {
+  constexpr int smem = yr_attn_prefill_ws_smem_bytes<T, D, D, BN, STAGES>();
+  char label[64];
+  snprintf(label, sizeof label, "ws  BN%d S%d%s", BN, STAGES, PERSISTENT ? " persistent" : "");
+  if constexpr (PERSISTENT) {
+    auto kern = PrefillWsPersistent<T, D, BN, STAGES>;
+    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const int grid = std::min(sms, heads * ((rows + 127) / 128));
+    Check<T, D>(tname, heads, rows, BN, label, smem, sign, ramp,
+                [&](const T* q, const T* k, const T* v, T* o, int r, int keys, float scale) {
+                  kern<<<grid, yr_attn_prefill_ws_threads(), smem>>>(q, k, v, o, heads, r, keys,
+                                                                     scale);
+                });
+  } else {
+    auto kern = PrefillWs<T, D, BN, STAGES>;
+    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const dim3 grid((rows + 127) / 128, heads);
+    Check<T, D>(tname, heads, rows, BN, label, smem, sign, ramp,
+                [&](const T* q, const T* k, const T* v, T* o, int r, int keys, float scale) {
+                  kern<<<grid, yr_attn_prefill_ws_threads(), smem>>>(q, k, v, o, r, keys, scale);
+                });
+  }
+}
+
+// The tile loop with explicit options, persistent.
+template <typename T, int D, int BN, int STAGES, bool PINGPONG, bool LAZY>
+void RunWsOpt(const char* tname, int heads, int rows, float sign = 1.0f, bool ramp = false) {
+  constexpr int smem = yr_attn_prefill_ws_smem_bytes<T, D, D, BN, STAGES>();
+  char label[64];
+  snprintf(label, sizeof label, "ws  BN%d S%d persistent%s%s", BN, STAGES, PINGPONG ? "" : " nopp",
+           LAZY ? "" : " eager");
+  auto kern = PrefillWsOpt<T, D, BN, STAGES, PINGPONG, LAZY>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int grid = std::min(sms, heads * ((rows + 127) / 128));
+  Check<T, D>(tname, heads, rows, BN, label, smem, sign, ramp,
+              [&](const T* q, const T* k, const T* v, T* o, int r, int keys, float scale) {
+                kern<<<grid, yr_attn_prefill_ws_threads(), smem>>>(q, k, v, o, heads, r, keys,
+                                                                   scale);
+              });
+}
+
 int main() {
-  // Odd row counts (rows past the end of the last block), both loops:
-  // sequential, and S issued behind O += P V (three or more stages).
-  Run<__half, 128, 128, 2, 2, false>("fp16", 2, 200);
-  Run<__half, 128, 128, 2, 3, true>("fp16", 2, 300);
-  Run<__half, 64, 64, 1, 2, false>("fp16", 3, 333);
-  Run<__nv_bfloat16, 128, 64, 3, 3, true>("bf16", 2, 129);
-  Run<__nv_bfloat16, 64, 64, 2, 4, true>("bf16", 2, 77);
-  // The suite's prefill shapes (llama3 8b: 32 heads, D 128).
-  Run<__half, 128, 128, 2, 2, false>("fp16", 32, 1024);
+  // The warp-specialized kernel at odd row counts (rows past the end of the
+  // last block; a block whose second consumer has no rows), a negative
+  // scale; persistent over more tiles than multiprocessors (blocks with
+  // different tile counts).
+  RunWs<__half, 128, 128, 2>("fp16", 2, 200);
+  RunWs<__nv_bfloat16, 128, 64, 3>("bf16", 2, 129);
+  RunWs<__half, 64, 64, 4>("fp16", 3, 333);
+  RunWs<__half, 64, 128, 2>("fp16", 3, 333, -1.0f);
+  RunWs<__nv_bfloat16, 64, 64, 2>("bf16", 2, 77);
+  RunWs<__nv_bfloat16, 128, 128, 3>("bf16", 2, 129, -1.0f);
+  RunWs<__half, 128, 128, 2, true>("fp16", 2, 200);
+  RunWs<__nv_bfloat16, 64, 64, 3, true>("bf16", 2, 77, -1.0f);
+  RunWs<__nv_bfloat16, 128, 64, 3, true>("bf16", 45, 777);
+  RunWs<__half, 128, 128, 3, true>("fp16", 45, 777, -1.0f);
+  RunWs<__half, 64, 128, 2, true>("fp16", 45, 333);
+  RunWsOpt<__nv_bfloat16, 128, 128, 2, false, false>("bf16", 45, 777, -1.0f);
+  // Growing scores: the lazy rescale's moves.
+  RunWs<__half, 128, 128, 2>("fp16", 2, 200, 1.0f, true);
+  RunWs<__nv_bfloat16, 64, 64, 3, true>("bf16", 3, 333, -1.0f, true);
+  RunWs<__half, 128, 64, 3, true>("fp16", 4, 1024, 1.0f, true);
+  RunWs<__nv_bfloat16, 128, 128, 2, true>("bf16", 40, 2048, 1.0f, true);
+  // The suite's prefill shapes (llama3 8b: 32 heads, D 128): the old
+  // kernel's best variants, then the new one.
   Run<__half, 128, 128, 2, 3, true>("fp16", 32, 1024);
-  Run<__half, 128, 64, 2, 3, true>("fp16", 32, 1024);
-  Run<__half, 128, 64, 2, 4, true>("fp16", 32, 1024);
-  Run<__half, 128, 64, 1, 3, true>("fp16", 32, 1024);
-  Run<__half, 128, 64, 3, 3, true>("fp16", 32, 1024);
-  Run<__half, 128, 128, 3, 2, false>("fp16", 32, 1024);
-  Run<__nv_bfloat16, 128, 128, 2, 2, false>("bf16", 32, 2048);
-  Run<__nv_bfloat16, 128, 128, 2, 3, true>("bf16", 32, 2048);
-  Run<__nv_bfloat16, 128, 64, 2, 4, true>("bf16", 32, 2048);
-  Run<__nv_bfloat16, 128, 64, 1, 3, true>("bf16", 32, 2048);
-  Run<__nv_bfloat16, 128, 64, 3, 3, true>("bf16", 32, 2048);
+  RunWs<__half, 128, 128, 2>("fp16", 32, 1024);
+  RunWs<__half, 128, 128, 3>("fp16", 32, 1024);
+  RunWs<__half, 128, 128, 2, true>("fp16", 32, 1024);
+  RunWs<__half, 128, 128, 3, true>("fp16", 32, 1024);
+  RunWs<__half, 128, 64, 4, true>("fp16", 32, 1024);
+  RunWsOpt<__half, 128, 128, 2, true, false>("fp16", 32, 1024);
   Run<__nv_bfloat16, 128, 128, 3, 2, false>("bf16", 32, 2048);
+  RunWs<__nv_bfloat16, 128, 128, 2>("bf16", 32, 2048);
+  RunWs<__nv_bfloat16, 128, 128, 3>("bf16", 32, 2048);
+  RunWs<__nv_bfloat16, 128, 128, 2, true>("bf16", 32, 2048);
+  RunWs<__nv_bfloat16, 128, 128, 3, true>("bf16", 32, 2048);
+  RunWs<__nv_bfloat16, 128, 64, 4, true>("bf16", 32, 2048);
+  RunWsOpt<__nv_bfloat16, 128, 128, 2, true, false>("bf16", 32, 2048);
   return 0;
 }

@@ -11,8 +11,9 @@
 #                       padded rows) and attention streams by key splits
 #   l2_flush_writeback - what the benchmark's L2 flush (a 512 MiB write)
 #                       costs the next kernel: its dirty lines' write-back
-#   attention_prefill - backends/cuda/attention_prefill.cuh on its own:
-#                       checked against a GPU reference, timed (sm_90a)
+#   attention_prefill - backends/cuda/attention_prefill.cuh and
+#                       attention_prefill_ws.cuh on their own: checked
+#                       against a GPU reference, timed (sm_90a)
 set -euo pipefail
 ARCH=${1:-sm_90a}
 shift || true

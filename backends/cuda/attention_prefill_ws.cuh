@@ -1,0 +1,528 @@
+// Flash attention prefill on Hopper (sm_90a), warp-specialized:
+//   O = softmax(scale * Q K^T) V   over [batch..., rows, D] tensors
+// with the tensor layouts and semantics of yr_attention_prefill
+// (attention_prefill.cuh), organized after FlashAttention-3's ideas:
+// - Three warpgroups a block (384 threads): a producer warpgroup that only
+//   copies (cp.async, 128-byte swizzled 64-column panels, as
+//   yr_attention_prefill) each tile's 128 Q rows and the K and V tiles into
+//   a STAGES-deep ring, and two consumer warpgroups of 64 query rows each.
+//   The buffers run on mbarriers instead of block barriers: each has a
+//   "full" barrier, which the producer's copies arrive on as they land
+//   (cp.async.mbarrier.arrive.noinc), and an "empty" barrier, which each
+//   consumer warp arrives on once it is done with the buffer. setmaxnreg
+//   moves registers from the producer (24) to the consumers (240).
+// - Each consumer holds its Q rows in registers (wgmma's A fragments), so
+//   S = Q K^T reads only K from shared memory, and overlaps its softmax with
+//   its own tensor-core work: step t issues S_t = Q K_t^T and
+//   O += P_{t-1} V_{t-1} back to back, waits only for S_t, and computes P_t
+//   (online softmax in base 2) while O's product runs. O is rescaled only
+//   when a row's max grows by more than 2^8 (see yr_attn_ws_softmax).
+// - The two consumers take turns issuing their products (two named
+//   barriers, ping-pong), so that one's softmax runs under the other's
+//   products and the tensor cores stay busy.
+// - yr_attention_prefill_ws_persistent runs one block a multiprocessor over
+//   many tiles: the producer loads the next tile while the consumers finish
+//   this one, and a consumer issues the next tile's first S with this
+//   tile's last O += P V and stores O under the other consumer's products.
+// Query rows past `rows` read the last row and store nothing; keys must be a
+// whole number of BN tiles (none: rows of NaN, like yr_attention_prefill).
+// REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh and wgmma_ops.cuh before
+// this file; D and DV 64 or 128; BN 64 or 128; a launch of
+// yr_attn_prefill_ws_threads() threads with __launch_bounds__(384, 1)
+// (setmaxnreg needs the register cap) and
+// yr_attn_prefill_ws_smem_bytes<...>() bytes of dynamic shared memory
+// (at most 227 KB: BN 128 and D 128 allow 3 stages); grid (ceil(rows / 128),
+// batch) for yr_attention_prefill_ws, (min(multiprocessors, batch *
+// ceil(rows / 128))) for yr_attention_prefill_ws_persistent.
+#ifndef YR_ATTENTION_PREFILL_WS
+#define YR_ATTENTION_PREFILL_WS
+
+// mbarriers (shared memory, 8 bytes each), named barriers and setmaxnreg.
+static __device__ __forceinline__ void yr_mbar_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(yr_smem_addr(bar)), "r"(count)
+               : "memory");
+}
+static __device__ __forceinline__ void yr_mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(yr_smem_addr(bar))
+               : "memory");
+}
+// Spins until the phase of parity `parity` has completed.
+static __device__ __forceinline__ void yr_mbar_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nYR_MBAR_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra YR_MBAR_WAIT;\n}\n" ::"r"(yr_smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+// An arrival on `bar` once all of this thread's earlier cp.async copies have
+// landed (the barrier's expected count includes it: noinc).
+static __device__ __forceinline__ void yr_cp_async_mbar_arrive(unsigned long long* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(yr_smem_addr(bar))
+               : "memory");
+}
+static __device__ __forceinline__ void yr_named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+static __device__ __forceinline__ void yr_named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+template <int N>
+static __device__ __forceinline__ void yr_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+static __device__ __forceinline__ void yr_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+template <typename T, int D, int DV, int BN, int STAGES>
+__host__ __device__ constexpr int yr_attn_prefill_ws_smem_bytes() {
+  // Q (128 rows), the ring, then the mbarriers: 4 a stage and 2 for Q.
+  return (128 * D + STAGES * BN * (D + DV)) * 2 + (STAGES * 4 + 2) * 8;
+}
+__host__ __device__ constexpr int yr_attn_prefill_ws_threads() { return 384; }
+
+// The producer warpgroup's copy of a BN x COLS tile (rows COLS apart in
+// global memory) into 64-column swizzled panels: thread `tid` takes one
+// 16-byte column chunk of every (128 / (COLS / 8))-th row, so its swizzle
+// is fixed and both addresses step by constants, written as immediate
+// offsets from one base each (else the compiler keeps an address register a
+// copy, past the producer's few registers).
+template <int I, int DST_STEP, int SRC_STEP>
+static __device__ __forceinline__ void yr_attn_ws_cp(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0+%2], [%1+%3], 16;\n" ::"r"(dst), "l"(src),
+               "n"(I * DST_STEP), "n"(I * SRC_STEP)
+               : "memory");
+}
+template <int... I>
+struct yr_attn_ws_seq {};
+template <int N, int... I>
+struct yr_attn_ws_make_seq : yr_attn_ws_make_seq<N - 1, N - 1, I...> {};
+template <int... I>
+struct yr_attn_ws_make_seq<0, I...> {
+  using type = yr_attn_ws_seq<I...>;
+};
+template <int DST_STEP, int SRC_STEP, int... I>
+static __device__ __forceinline__ void yr_attn_ws_cps(unsigned dst, const void* src,
+                                                      yr_attn_ws_seq<I...>) {
+  (yr_attn_ws_cp<I, DST_STEP, SRC_STEP>(dst, src), ...);
+}
+template <typename T, int COLS, int BN>
+static __device__ __forceinline__ void yr_attn_ws_load(T* dst, const T* src, int tid) {
+  constexpr int CPR = COLS / 8;  // chunks a row
+  constexpr int STEP = 128 / CPR;
+  const int cc = tid % CPR;
+  const int r0 = tid / CPR;
+  const unsigned d =
+      yr_smem_addr(dst + (cc / 8) * BN * 64 + r0 * 64 + (((cc % 8) ^ (r0 % 8)) << 3));
+  yr_attn_ws_cps<STEP * 64 * 2, STEP * COLS * 2>(d, src + r0 * COLS + cc * 8,
+                                                 typename yr_attn_ws_make_seq<BN / STEP>::type{});
+}
+
+// Online softmax of one step's S (64 x BN, the wgmma accumulator layout) in
+// base 2, in place: S becomes exp2(S * log2_scale - m), with the running
+// max m and (this lane's part of the) sum l of each thread's two rows, and
+// the factor alpha by which O must be scaled before this step's P V is
+// added. LAZY: m moves only when the max grows by more than 8 (P then stays
+// under 2^8, exact in 16 bits relative to its size, and l and O share the
+// stale m), so that alpha is mostly 1 and O's rescale can be skipped.
+template <int BN, bool LAZY>
+static __device__ __forceinline__ void yr_attn_ws_softmax(float* s, float* m_run, float* l_run,
+                                                          float* alpha, float log2_scale) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    float mn = __int_as_float(0x7f800000);
+    if (log2_scale < 0.0f) {  // a negative scale makes S's min the max
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j)
+        mn = fminf(mn, fminf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, 1));
+      mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, 2));
+    }
+    const float m_max = fmaxf(m_run[h], (log2_scale < 0.0f ? mn : mx) * log2_scale);
+    float m_new = m_max;
+    if constexpr (LAZY) {
+      // -inf + 8 is -inf: the first step always moves m.
+      m_new = m_max > m_run[h] + 8.0f ? m_max : m_run[h];
+      alpha[h] = m_new == m_run[h] ? 1.0f : yr_exp2(m_run[h] - m_new);
+    } else {
+      alpha[h] = yr_exp2(m_run[h] - m_new);
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const float e0 = yr_exp2(fmaf(s[4 * j + 2 * h], log2_scale, -m_new));
+      const float e1 = yr_exp2(fmaf(s[4 * j + 2 * h + 1], log2_scale, -m_new));
+      sum += e0 + e1;
+      s[4 * j + 2 * h] = e0;
+      s[4 * j + 2 * h + 1] = e1;
+    }
+    l_run[h] = l_run[h] * alpha[h] + sum;
+    m_run[h] = m_new;
+  }
+}
+
+// P (16-bit pairs, the A fragments of O += P V) from the softmax's S.
+template <typename T, int BN>
+static __device__ __forceinline__ void yr_attn_ws_pack(unsigned* p, const float* s) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    p[2 * j] = yr_pack2<T>(s[4 * j], s[4 * j + 1]);
+    p[2 * j + 1] = yr_pack2<T>(s[4 * j + 2], s[4 * j + 3]);
+  }
+}
+
+// Descriptor arithmetic: the start address sits in the low 14 bits (in
+// 16-byte units) and shared addresses stay under 256 KB, so a descriptor of
+// p + off is the descriptor of p plus off / 16.
+template <typename T>
+static __device__ __forceinline__ unsigned long long yr_attn_ws_desc_add(unsigned long long d,
+                                                                         int elems) {
+  return d + static_cast<unsigned long long>(elems * static_cast<int>(sizeof(T)) / 16);
+}
+
+// S (64 x BN) = Q K^T, issued and committed: Q from registers (qa, the
+// D / 16 A fragments), K's tile K-major (dk: the descriptor of its first
+// panel).
+template <typename T, int D, int BN>
+static __device__ __forceinline__ void yr_attn_ws_qk(float* s, const unsigned (*qa)[4],
+                                                     unsigned long long dk) {
+  yr_wg_fence();
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    yr_wgmma_rs<BN, T, false>(
+        s, qa[ks], yr_attn_ws_desc_add<T>(dk, (ks / 4) * BN * 64 + (ks % 4) * 16), ks > 0);
+  }
+  yr_wg_commit();
+}
+
+// O += P V: k-step kk covers keys 16 kk .. 16 kk + 15; V MN-major (dv: its
+// descriptor, 64-column panels BN rows apart). Issued and committed.
+template <typename T, int DV, int BN>
+static __device__ __forceinline__ void yr_attn_ws_pv(float* o, const unsigned* p,
+                                                     unsigned long long dv) {
+  yr_wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    const unsigned pa[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+    yr_wgmma_rs<DV, T, true>(o, pa, yr_attn_ws_desc_add<T>(dv, kk * 16 * 64), true);
+  }
+  yr_wg_commit();
+}
+
+template <int DV, bool LAZY>
+static __device__ __forceinline__ void yr_attn_ws_scale(float* o, const float* alpha) {
+  if (LAZY && !__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) return;
+#pragma unroll
+  for (int j = 0; j < DV / 8; ++j) {
+    o[4 * j] *= alpha[0];
+    o[4 * j + 1] *= alpha[0];
+    o[4 * j + 2] *= alpha[1];
+    o[4 * j + 3] *= alpha[1];
+  }
+}
+
+static __device__ __forceinline__ void yr_attn_ws_st2(float* p, float a, float b) {
+  *reinterpret_cast<float2*>(p) = make_float2(a, b);
+}
+template <typename T>
+static __device__ __forceinline__ void yr_attn_ws_st2(T* p, float a, float b) {
+  *reinterpret_cast<unsigned*>(p) = yr_pack2<T>(a, b);
+}
+
+// The kernel body over tiles of 128 query rows of one batch entry: tile
+// `first`, first + stride, ... below batch * ceil(rows / 128), entry-major.
+// Each consumer keeps its 64 Q rows in registers (A fragments, loaded
+// once a tile, after which Q's buffer is free for the producer to load the
+// next tile's), so that S = Q K^T reads only K from shared memory. The
+// consumers' loop runs over all steps of all their tiles: the first S of a
+// tile is issued with the last O += P V of the tile before, and that
+// tile's O is stored while the other consumer's products run.
+// PINGPONG: the consumers take turns issuing their products. LAZY: see
+// yr_attn_ws_softmax. All counters (ring stage, its round's parity) run on
+// across tiles.
+template <typename T, typename OutT, int D, int DV, int BN, int STAGES, bool PINGPONG, bool LAZY>
+static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
+    const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, OutT* __restrict__ o,
+    int rows, int keys, float scale, int first, int stride, int tiles) {
+  static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 128 && DV <= 128, "D, DV: 64 or 128");
+  static_assert(BN == 64 || BN == 128, "BN: 64 or 128");
+  static_assert(STAGES >= 2, "at least two stages");
+  static_assert(yr_attn_prefill_ws_smem_bytes<T, D, DV, BN, STAGES>() <= 227 * 1024,
+                "shared memory: at most 227 KB");
+  constexpr int BM = 128;
+  extern __shared__ __align__(1024) unsigned char yr_smem_raw[];
+  T* const sq = reinterpret_cast<T*>(yr_smem_raw);
+  T* const skv = sq + BM * D;  // stage s: K at s * BN * (D + DV), then V
+  unsigned long long* const full_k =
+      reinterpret_cast<unsigned long long*>(skv + STAGES * BN * (D + DV));
+  unsigned long long* const full_v = full_k + STAGES;
+  unsigned long long* const empty_k = full_v + STAGES;
+  unsigned long long* const empty_v = empty_k + STAGES;
+  unsigned long long* const full_q = empty_v + STAGES;
+  unsigned long long* const empty_q = full_q + 1;
+  const int wg = threadIdx.x / 128;
+  const int tid = threadIdx.x % 128;
+  const int steps = keys / BN;
+  const int row_blocks = (rows + BM - 1) / BM;
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      yr_mbar_init(&full_k[s], 128);  // each producer thread's copies
+      yr_mbar_init(&full_v[s], 128);
+      yr_mbar_init(&empty_k[s], 8);  // each consumer warp
+      yr_mbar_init(&empty_v[s], 8);
+    }
+    yr_mbar_init(full_q, 128);
+    yr_mbar_init(empty_q, 8);
+  }
+  __syncthreads();
+
+  if (steps == 0) {  // no keys: 0 / 0, as yr_attention_prefill gives
+    if (wg == 0) return;
+    const int c = wg - 1;
+    const float nan = __int_as_float(0x7fc00000);
+    for (int tile = first; tile < tiles; tile += stride) {
+      const i64 batch = tile / row_blocks;
+      const int row0 = (tile % row_blocks) * BM;
+      for (int i = tid; i < 64 * DV; i += 128) {
+        const int r = row0 + 64 * c + i / DV;
+        if (r < rows) yr_st(o + (batch * rows + r) * DV, i % DV, nan);
+      }
+    }
+    return;
+  }
+  if (wg == 0) {
+    // Producer: each tile's Q, then K and V of each step; a buffer is
+    // refilled once both consumers are done with what it holds. A fresh
+    // mbarrier counts as having completed the phase before its first, so
+    // the first round's waits on "empty" pass at once.
+    yr_setmaxnreg_dec<24>();
+    int st = 0;
+    unsigned round = 0;  // parity of the ring's round
+    unsigned qround = 0;
+    for (int tile = first; tile < tiles; tile += stride) {
+      const i64 batch = tile / row_blocks;
+      const int row0 = (tile % row_blocks) * BM;
+      yr_mbar_wait(empty_q, qround ^ 1);
+      {
+        constexpr int CPR = D / 8;
+        const int cc = tid % CPR;
+        T* const dq = sq + (cc / 8) * BM * 64;
+        const T* const gq = q + batch * rows * D + cc * 8;
+#pragma unroll 1
+        for (int r = tid / CPR; r < BM; r += 128 / CPR) {
+          const int rr = min(row0 + r, rows - 1);
+          yr_cp_async16(dq + yr_swz<64>(r, (cc % 8) * 8), gq + static_cast<i64>(rr) * D);
+        }
+        yr_cp_async_mbar_arrive(full_q);
+      }
+      qround ^= 1;
+      const T* const kb = k + batch * keys * D;
+      const T* const vb = v + batch * keys * DV;
+      for (int t = 0; t < steps; ++t) {
+        T* const sk = skv + st * BN * (D + DV);
+        yr_mbar_wait(&empty_k[st], round ^ 1);
+        yr_attn_ws_load<T, D, BN>(sk, kb + static_cast<i64>(t) * BN * D, tid);
+        yr_cp_async_mbar_arrive(&full_k[st]);
+        yr_mbar_wait(&empty_v[st], round ^ 1);
+        yr_attn_ws_load<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, tid);
+        yr_cp_async_mbar_arrive(&full_v[st]);
+        if (++st == STAGES) {
+          st = 0;
+          round ^= 1;
+        }
+      }
+    }
+    yr_cp_async_wait<0>();
+  } else {
+    // Consumers: c takes rows row0 + 64 c .. + 63 of each tile.
+    yr_setmaxnreg_inc<240>();
+    const int c = wg - 1;
+    const int warp = tid / 32;
+    const int lane = tid % 32;
+    const float log2_scale = scale * 1.4426950408889634f;
+    // Ping-pong: consumer c issues its products after barrier 1 + c, then
+    // lets the other go (barrier 2 - c). Consumer 1 lets consumer 0 go
+    // first and skips its very last pass: each barrier sees as many
+    // arrivals as waits.
+    auto turn_wait = [&] {
+      if constexpr (PINGPONG) yr_named_sync(1 + c, 256);
+    };
+    auto turn_pass = [&] {
+      if constexpr (PINGPONG) yr_named_arrive(2 - c, 256);
+    };
+    if (c == 1) turn_pass();
+    auto release = [&](unsigned long long* bar) {
+      if (lane == 0) yr_mbar_arrive(bar);
+    };
+    // Descriptors of stage 0's K and V.
+    const unsigned long long dk0 = yr_wg_desc(skv, 16, 1024);
+    const unsigned long long dv0 = yr_wg_desc(skv + BN * D, BN * 128, 1024);
+    auto desc_k = [&](int stage) { return yr_attn_ws_desc_add<T>(dk0, stage * BN * (D + DV)); };
+    auto desc_v = [&](int stage) { return yr_attn_ws_desc_add<T>(dv0, stage * BN * (D + DV)); };
+    float oacc[DV / 2];
+    // Normalizes O by the row sums l and stores this thread's two rows.
+    auto store = [&](const float* l_sum, i64 batch, int row0) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float l = l_sum[h];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const float inv = 1.0f / l;
+        const int r = row0 + 64 * c + warp * 16 + lane / 4 + 8 * h;
+        if (r >= rows) continue;
+        OutT* const orow = o + (batch * rows + r) * DV;
+#pragma unroll
+        for (int j = 0; j < DV / 8; ++j) {
+          yr_attn_ws_st2(orow + 8 * j + 2 * (lane % 4), oacc[4 * j + 2 * h] * inv,
+                         oacc[4 * j + 2 * h + 1] * inv);
+        }
+      }
+    };
+    unsigned qa[D / 16][4];
+    float m_run[2], l_run[2], alpha[2];
+    unsigned p[BN / 4];
+    int st = 0;
+    unsigned round = 0;
+    unsigned qround = 0;
+    // Q fragments of warp w's rows 16 w .. 16 w + 15: lanes 0-7 address
+    // rows 0-7 of the k-step's columns 0-7, lanes 8-15 rows 8-15, lanes
+    // 16-31 the same for columns 8-15 (the m16n8k16 A fragment order).
+    auto load_q = [&] {
+      yr_mbar_wait(full_q, qround);
+      qround ^= 1;
+      const int r = 64 * c + 16 * warp + (lane % 8) + 8 * ((lane / 8) % 2);
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {
+        yr_ldsm_x4(qa[ks],
+                   sq + (ks / 4) * BM * 64 + yr_swz<64>(r, (ks % 4) * 16 + 8 * (lane / 16)));
+      }
+      release(empty_q);
+    };
+    if (first >= tiles) return;
+    // The first step: S alone.
+    i64 batch_o = first / row_blocks;  // the tile that O accumulates
+    int row0_o = (first % row_blocks) * BM;
+    load_q();
+    {
+      float s[BN / 2];
+      yr_mbar_wait(&full_k[st], round);
+      yr_fence_proxy_async();
+      turn_wait();
+      yr_attn_ws_qk<T, D, BN>(s, qa, desc_k(st));
+      turn_pass();
+      yr_wg_wait<0>();
+      yr_wg_fence_operands(s, BN / 2);
+      release(&empty_k[st]);
+      m_run[0] = m_run[1] = -__int_as_float(0x7f800000);
+      l_run[0] = l_run[1] = 0.0f;
+      yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale);
+#pragma unroll
+      for (int i = 0; i < DV / 2; ++i) oacc[i] = 0.0f;
+      yr_attn_ws_pack<T, BN>(p, s);
+    }
+    // Every later step, over all tiles: S of step t of `tile`, with the
+    // step before's O += P V (the last one of the tile before when t is 0).
+    int st_prev = st;
+    unsigned round_prev = round;
+    if (++st == STAGES) {
+      st = 0;
+      round ^= 1;
+    }
+    int tile = first;
+    int t = 1;
+    if (t == steps) {
+      t = 0;
+      tile += stride;
+    }
+    while (tile < tiles) {
+      if (t == 0) load_q();  // every product that read the last tile's Q is done
+      float s[BN / 2];
+      yr_mbar_wait(&full_k[st], round);
+      yr_mbar_wait(&full_v[st_prev], round_prev);
+      yr_fence_proxy_async();
+      turn_wait();
+      yr_attn_ws_qk<T, D, BN>(s, qa, desc_k(st));
+      yr_attn_ws_scale<DV, LAZY>(oacc, alpha);
+      yr_attn_ws_pv<T, DV, BN>(oacc, p, desc_v(st_prev));
+      turn_pass();
+      yr_wg_wait<1>();
+      yr_wg_fence_operands(s, BN / 2);
+      release(&empty_k[st]);
+      float l_done[2];  // at a tile's first step: the tile before's sums
+      if (t == 0) {
+        l_done[0] = l_run[0];
+        l_done[1] = l_run[1];
+        m_run[0] = m_run[1] = -__int_as_float(0x7f800000);
+        l_run[0] = l_run[1] = 0.0f;
+      }
+      yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale);
+      yr_wg_wait<0>();
+      yr_wg_fence_operands(oacc, DV / 2);
+      release(&empty_v[st_prev]);
+      if (t == 0) {  // the tile before is done: store it, start this one's O
+        store(l_done, batch_o, row0_o);
+#pragma unroll
+        for (int i = 0; i < DV / 2; ++i) oacc[i] = 0.0f;
+        batch_o = tile / row_blocks;
+        row0_o = (tile % row_blocks) * BM;
+      }
+      yr_attn_ws_pack<T, BN>(p, s);
+      st_prev = st;
+      round_prev = round;
+      if (++st == STAGES) {
+        st = 0;
+        round ^= 1;
+      }
+      if (++t == steps) {
+        t = 0;
+        tile += stride;
+      }
+    }
+    {  // the last step's P V, and the last tile's store
+      yr_mbar_wait(&full_v[st_prev], round_prev);
+      yr_fence_proxy_async();
+      turn_wait();
+      yr_attn_ws_scale<DV, LAZY>(oacc, alpha);
+      yr_attn_ws_pv<T, DV, BN>(oacc, p, desc_v(st_prev));
+      if (c == 0) turn_pass();
+      yr_wg_wait<0>();
+      yr_wg_fence_operands(oacc, DV / 2);
+      store(l_run, batch_o, row0_o);
+    }
+  }
+}
+
+// One tile a block: grid (ceil(rows / 128), batch).
+template <typename T, typename OutT, int D, int DV, int BN, int STAGES>
+static __device__ __forceinline__ void yr_attention_prefill_ws(const T* __restrict__ q,
+                                                               const T* __restrict__ k,
+                                                               const T* __restrict__ v,
+                                                               OutT* __restrict__ o, int rows,
+                                                               int keys, float scale) {
+  const int tiles = gridDim.x * gridDim.y;
+  yr_attention_prefill_ws_tiles<T, OutT, D, DV, BN, STAGES, true, true>(
+      q, k, v, o, rows, keys, scale, blockIdx.y * gridDim.x + blockIdx.x, tiles, tiles);
+}
+
+// Persistent: grid (min(tiles, multiprocessors)), tiles = batch *
+// ceil(rows / 128), each block taking every gridDim.x-th tile; the
+// producer loads the next tile's Q and first K and V tiles while the
+// consumers finish this one. yr_attn_prefill_ws_smem_bytes<...>() bytes.
+template <typename T, typename OutT, int D, int DV, int BN, int STAGES>
+static __device__ __forceinline__ void yr_attention_prefill_ws_persistent(
+    const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, OutT* __restrict__ o,
+    int batch, int rows, int keys, float scale) {
+  yr_attention_prefill_ws_tiles<T, OutT, D, DV, BN, STAGES, true, true>(
+      q, k, v, o, rows, keys, scale, blockIdx.x, gridDim.x, batch * ((rows + 127) / 128));
+}
+
+#endif
