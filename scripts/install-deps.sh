@@ -3,7 +3,8 @@
 # packages already present are skipped, so a warm machine pays nothing.
 # libamdhip64-dev (HIP 5.2 headers, ~83 MB with its runtime) and libze-dev/libze1
 # (Level Zero headers and loader) let the HIP and Level Zero backends build;
-# without them CMake skips those backends.
+# without them CMake skips those backends. clang and libclang-rt-14-dev build
+# the libFuzzer targets (scripts/fuzz.sh).
 #   scripts/install-deps.sh [--bench]
 # --bench also installs python3-torch (PyTorch 1.13, CPU), which
 # bench/cpu_bench.sh times against; it is large, so tests and CI go without.
@@ -12,7 +13,7 @@ PKGS=(build-essential cmake pkg-config git
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
       libabsl-dev libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev
       libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libomp-dev curl python3
-      clang-format openssl
+      clang-format openssl clang libclang-rt-14-dev
       libopenblas0-pthread
       libamdhip64-dev libze-dev libze1)
 if [ "${1:-}" = "--bench" ]; then PKGS+=(python3-torch); fi

@@ -3,7 +3,8 @@
 # format check, then the process-level integration tests that start real
 # servers and workers), then the unit tests again under AddressSanitizer and
 # UndefinedBehaviorSanitizer (scripts/sanitize.sh; YIRAGE_SANITIZE_TESTS=0
-# skips that part).
+# skips that part), and a short run of the libFuzzer targets (scripts/fuzz.sh;
+# YIRAGE_FUZZ_TESTS=0 skips it).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -13,4 +14,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 (cd "$BUILD_DIR" && ctest --output-on-failure -j"$(nproc)" --timeout 900)
 if [ "${YIRAGE_SANITIZE_TESTS:-1}" != 0 ]; then
   bash scripts/sanitize.sh
+fi
+if [ "${YIRAGE_FUZZ_TESTS:-1}" != 0 ]; then
+  bash scripts/fuzz.sh
 fi

@@ -1,6 +1,7 @@
 // Process-level tests: the real yirage-server, yirage-worker and yirage-client
 // talking over loopback ports, each test with its own database and ports.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -422,6 +423,79 @@ TEST_F(EndToEndTest, SigtermDrainsTheBatchAndGivesTheRestBack) {
   // Well within the 60 s lease: no expiry was waited for.
   EXPECT_LT(std::chrono::steady_clock::now() - second_started, seconds(55));
   for (const auto& c : Candidates(job_id)) EXPECT_EQ(c["attempts"], 0) << c.dump();
+}
+
+// SIGTERM while a compile outlasts --drain-seconds: the worker gives up,
+// gives the batch back and exits at once, and its compiler (a stand-in that
+// hangs, with a child of its own as the driver has cc1plus) dies with it.
+TEST_F(EndToEndTest, DrainThatRunsOutGivesTheBatchBackAndLeavesNoCompiler) {
+  const std::string compiler = dir_ + "/hanging-cc";
+  {
+    std::ofstream script(compiler);
+    script << "#!/bin/sh\n"
+           << "[ \"$1\" = --version ] && { echo 'hanging-cc 1.0'; exit 0; }\n"
+           << "d=$(dirname \"$0\"); sleep 300 & echo $! > \"$d/child.pid\"\n"
+           << "echo $$ > \"$d/driver.pid\"; wait\n";
+  }
+  ASSERT_EQ(chmod(compiler.c_str(), 0755), 0);
+  StartServer({"--local-workers", "none", "--lease-seconds", "60", "--batch-size", "4"});
+  const std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "4"});
+  ASSERT_FALSE(job_id.empty());
+  setenv("YIRAGE_CPU_COMPILER", compiler.c_str(), 1);
+  const pid_t worker =
+      SpawnProcess({BinDir() + "/yirage-worker", "--scheduler", server_.worker_address(),
+                    "--backend", "cpu", "--worker-id", "hung", "--drain-seconds", "2"},
+                   dir_ + "/hung.log", dir_ + "/hung.log");
+  unsetenv("YIRAGE_CPU_COMPILER");
+  ASSERT_GT(worker, 0);
+  auto pid_in = [&](const std::string& name, std::chrono::seconds limit) {
+    pid_t pid = 0;
+    for (auto until = std::chrono::steady_clock::now() + limit;
+         pid <= 0 && std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+      std::ifstream in(dir_ + "/" + name);
+      in >> pid;
+    }
+    return pid;
+  };
+  const pid_t driver = pid_in("driver.pid", seconds(60)), child = pid_in("child.pid", seconds(5));
+  ASSERT_GT(driver, 0) << "the worker never started its compiler";
+  ASSERT_GT(child, 0);
+  const auto sigterm = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(worker, SIGTERM), 0);
+  int status = -1;
+  for (auto until = sigterm + seconds(30); std::chrono::steady_clock::now() < until;) {
+    if (waitpid(worker, &status, WNOHANG) == worker) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "the worker did not exit within 30 s of SIGTERM";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The 2 s drain, then a few calls: far from the compiler's 60 s timeout.
+  EXPECT_LT(std::chrono::steady_clock::now() - sigterm, seconds(15));
+  std::ifstream log_file(dir_ + "/hung.log");
+  const std::string log((std::istreambuf_iterator<char>(log_file)),
+                        std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("giving the batch back"), std::string::npos) << log;
+  // No compiler left running (zombies waiting for init count as gone).
+  auto running = [](pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    const size_t paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+  };
+  for (auto until = std::chrono::steady_clock::now() + seconds(5);
+       (running(driver) || running(child)) && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(running(driver)) << "the compiler outlived its worker";
+  EXPECT_FALSE(running(child)) << "the compiler's child outlived its worker";
+  // The batch came back: nothing leased, nothing blamed.
+  for (const auto& c : Candidates(job_id)) {
+    EXPECT_NE(c["status"], "LEASED") << c.dump();
+    EXPECT_EQ(c["attempts"], 0) << c.dump();
+  }
+  server_.Client({"cancel", job_id});
 }
 
 TEST_F(EndToEndTest, CancelMetricsAndCleanShutdown) {
