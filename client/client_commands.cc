@@ -145,8 +145,12 @@ int ClientCommands::Submit(const SubmitOptions& options) {
     return 0;
   }
   if (!json_) {
-    err_ << "submitted " << response.job_id() << " (" << response.candidates_generated()
-         << " candidates)\n";
+    if (response.candidates_generated() > 0) {
+      err_ << "submitted " << response.job_id() << " (" << response.candidates_generated()
+           << " candidates)\n";
+    } else {
+      err_ << "submitted " << response.job_id() << " (searching)\n";
+    }
   }
   return WaitForJob(response.job_id(), !json_);
 }

@@ -56,43 +56,43 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
   return std::unique_ptr<JobStore>(new JobStore(std::move(db), workers));
 }
 
-absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobRequest& request,
-                                                const core::Tolerance& tolerance,
-                                                const std::vector<yirage::v1::Plan>& plans,
-                                                const yirage::v1::SearchSummary& search, double now,
-                                                const std::string& owner) {
-  if (plans.empty() || !plans[0].baseline()) {
-    return absl::InternalError("CreateJob: the first plan must be the baseline");
-  }
-  absl::MutexLock lock(&mu_);
-  Transaction tx(db_.get());
-  YIRAGE_RETURN_IF_ERROR(tx.status());
+absl::StatusOr<std::string> JobStore::InsertJobLocked(const yirage::v1::SubmitJobRequest& request,
+                                                      const core::Tolerance& tolerance,
+                                                      JobState state,
+                                                      const yirage::v1::SearchSummary& search,
+                                                      double now, const std::string& owner) {
   std::string job_id = "job-" + RandomHex(10);
   std::string graph_bytes;
   request.graph().SerializeToString(&graph_bytes);
   std::mt19937_64 rng{std::random_device{}()};
   int64_t seed = static_cast<int64_t>(rng() >> 1);
-  {
-    YIRAGE_ASSIGN_OR_RETURN(
-        Statement insert,
-        db_->Prepare("INSERT INTO jobs (job_id, graph_name, graph, backend, chip_id, state, rtol, "
-                     "atol, budget_candidates, budget_seconds, created, seed, search, owner) "
-                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-    insert.Bind(1, job_id)
-        .Bind(2, request.graph().name())
-        .BindBlob(3, graph_bytes)
-        .Bind(4, request.backend())
-        .Bind(5, request.chip_id())
-        .Bind(6, static_cast<int64_t>(yirage::v1::QUEUED))
-        .Bind(7, tolerance.rtol)
-        .Bind(8, tolerance.atol)
-        .Bind(9, static_cast<int64_t>(request.budget_candidates()))
-        .Bind(10, request.budget_seconds())
-        .Bind(11, now)
-        .Bind(12, seed)
-        .BindBlob(13, search.SerializeAsString())
-        .Bind(14, owner);
-    YIRAGE_RETURN_IF_ERROR(insert.Run());
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement insert,
+      db_->Prepare("INSERT INTO jobs (job_id, graph_name, graph, backend, chip_id, state, rtol, "
+                   "atol, budget_candidates, budget_seconds, created, seed, search, owner) "
+                   "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  insert.Bind(1, job_id)
+      .Bind(2, request.graph().name())
+      .BindBlob(3, graph_bytes)
+      .Bind(4, request.backend())
+      .Bind(5, request.chip_id())
+      .Bind(6, static_cast<int64_t>(state))
+      .Bind(7, tolerance.rtol)
+      .Bind(8, tolerance.atol)
+      .Bind(9, static_cast<int64_t>(request.budget_candidates()))
+      .Bind(10, request.budget_seconds())
+      .Bind(11, now)
+      .Bind(12, seed)
+      .BindBlob(13, search.SerializeAsString())
+      .Bind(14, owner);
+  YIRAGE_RETURN_IF_ERROR(insert.Run());
+  return job_id;
+}
+
+absl::Status JobStore::InsertCandidatesLocked(const std::string& job_id,
+                                              const std::vector<yirage::v1::Plan>& plans) {
+  if (plans.empty() || !plans[0].baseline()) {
+    return absl::InternalError("the first plan of a job must be the baseline");
   }
   YIRAGE_ASSIGN_OR_RETURN(
       Statement insert_candidate,
@@ -113,15 +113,112 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
     if (i == 0) baseline_id = db_->LastInsertRowId();
     s.Reset();
   }
-  {
-    YIRAGE_ASSIGN_OR_RETURN(
-        Statement update,
-        db_->Prepare("UPDATE jobs SET baseline_candidate_id = ? WHERE job_id = ?"));
-    update.Bind(1, baseline_id).Bind(2, job_id);
-    YIRAGE_RETURN_IF_ERROR(update.Run());
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement update, db_->Prepare("UPDATE jobs SET baseline_candidate_id = ? WHERE job_id = ?"));
+  update.Bind(1, baseline_id).Bind(2, job_id);
+  return update.Run();
+}
+
+absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobRequest& request,
+                                                const core::Tolerance& tolerance,
+                                                const std::vector<yirage::v1::Plan>& plans,
+                                                const yirage::v1::SearchSummary& search, double now,
+                                                const std::string& owner) {
+  if (plans.empty() || !plans[0].baseline()) {
+    return absl::InternalError("CreateJob: the first plan must be the baseline");
   }
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  YIRAGE_ASSIGN_OR_RETURN(
+      std::string job_id,
+      InsertJobLocked(request, tolerance, yirage::v1::QUEUED, search, now, owner));
+  YIRAGE_RETURN_IF_ERROR(InsertCandidatesLocked(job_id, plans));
   YIRAGE_RETURN_IF_ERROR(tx.Commit());
   return job_id;
+}
+
+absl::StatusOr<std::string> JobStore::CreateSearchingJob(
+    const yirage::v1::SubmitJobRequest& request, const core::Tolerance& tolerance, double now,
+    const std::string& owner) {
+  absl::MutexLock lock(&mu_);
+  return InsertJobLocked(request, tolerance, yirage::v1::SEARCHING, yirage::v1::SearchSummary(),
+                         now, owner);
+}
+
+absl::Status JobStore::AddCandidates(const std::string& job_id,
+                                     const std::vector<yirage::v1::Plan>& plans,
+                                     const yirage::v1::SearchSummary& search, double now) {
+  (void)now;
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
+  if (job.state() != yirage::v1::SEARCHING) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", job_id, "' is ", yirage::v1::JobState_Name(job.state()), ", no longer searching"));
+  }
+  YIRAGE_RETURN_IF_ERROR(InsertCandidatesLocked(job_id, plans));
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("UPDATE jobs SET state=?, search=? WHERE job_id=?"));
+  s.Bind(1, static_cast<int64_t>(yirage::v1::QUEUED))
+      .BindBlob(2, search.SerializeAsString())
+      .Bind(3, job_id);
+  YIRAGE_RETURN_IF_ERROR(s.Run());
+  return tx.Commit();
+}
+
+absl::Status JobStore::FailSearch(const std::string& job_id, const std::string& message,
+                                  double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=? AND "
+                                "state=?"));
+  s.Bind(1, static_cast<int64_t>(yirage::v1::FAILED))
+      .Bind(2, now)
+      .Bind(3, message)
+      .Bind(4, job_id)
+      .Bind(5, static_cast<int64_t>(yirage::v1::SEARCHING));
+  return s.Run();
+}
+
+absl::StatusOr<std::vector<std::string>> JobStore::SearchingJobs() {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("SELECT job_id FROM jobs WHERE state=? ORDER BY created, job_id"));
+  s.Bind(1, static_cast<int64_t>(yirage::v1::SEARCHING));
+  std::vector<std::string> ids;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    ids.push_back(s.ColumnText(0));
+  }
+  return ids;
+}
+
+absl::StatusOr<yirage::v1::SubmitJobRequest> JobStore::SearchRequest(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s,
+      db_->Prepare("SELECT state, graph, backend, chip_id, rtol, atol, budget_candidates, "
+                   "budget_seconds FROM jobs WHERE job_id=?"));
+  s.Bind(1, job_id);
+  YIRAGE_ASSIGN_OR_RETURN(bool found, s.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  if (s.ColumnInt(0) != yirage::v1::SEARCHING) {
+    return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' is not searching"));
+  }
+  yirage::v1::SubmitJobRequest request;
+  if (!request.mutable_graph()->ParseFromString(s.ColumnBlob(1))) {
+    return absl::DataLossError(absl::StrCat("job '", job_id, "': stored graph unreadable"));
+  }
+  request.set_backend(s.ColumnText(2));
+  request.set_chip_id(s.ColumnText(3));
+  request.mutable_tolerance()->set_rtol(s.ColumnDouble(4));
+  request.mutable_tolerance()->set_atol(s.ColumnDouble(5));
+  request.set_budget_candidates(static_cast<int32_t>(s.ColumnInt(6)));
+  request.set_budget_seconds(s.ColumnDouble(7));
+  return request;
 }
 
 absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
@@ -353,7 +450,11 @@ absl::StatusOr<JobStore::BestKernel> JobStore::GetBestKernel(const std::string& 
 
 absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, double now) {
   YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
-  if (IsFinal(job.state()) || job.candidates_pending() > 0) return false;
+  // A SEARCHING job has no candidates yet, none pending among them.
+  if (IsFinal(job.state()) || job.state() == yirage::v1::SEARCHING ||
+      job.candidates_pending() > 0) {
+    return false;
+  }
   JobState state = job.has_best() ? yirage::v1::SUCCEEDED : yirage::v1::FAILED;
   std::string message = job.message();
   if (!job.has_best()) {

@@ -45,6 +45,26 @@ class JobStore {
                                         const yirage::v1::SearchSummary& search, double now,
                                         const std::string& owner = "");
 
+  // Stores a new SEARCHING job without candidates (the search runs later,
+  // off the RPC thread); AddCandidates or FailSearch ends that state.
+  absl::StatusOr<std::string> CreateSearchingJob(const yirage::v1::SubmitJobRequest& request,
+                                                 const core::Tolerance& tolerance, double now,
+                                                 const std::string& owner = "");
+  // Stores a SEARCHING job's candidates and search summary and queues it, in
+  // one transaction. FailedPrecondition (changing nothing) when the job is
+  // no longer SEARCHING (cancelled meanwhile).
+  // REQUIRES: plans non-empty, plans[0] is the baseline.
+  absl::Status AddCandidates(const std::string& job_id, const std::vector<yirage::v1::Plan>& plans,
+                             const yirage::v1::SearchSummary& search, double now);
+  // Fails a SEARCHING job with `message`; nothing for a job in another state.
+  absl::Status FailSearch(const std::string& job_id, const std::string& message, double now);
+  // The SEARCHING jobs, oldest first (a restarted server searches them).
+  absl::StatusOr<std::vector<std::string>> SearchingJobs();
+  // What a SEARCHING job's search needs: its graph, backend, chip, budgets
+  // and (resolved) tolerance, as a request. FailedPrecondition for a job in
+  // another state.
+  absl::StatusOr<yirage::v1::SubmitJobRequest> SearchRequest(const std::string& job_id);
+
   // A job read here that still has candidates to evaluate while no worker of
   // its backend is connected (none heard of within worker_timeout_seconds of
   // `now`) carries the message "waiting: no connected worker for backend
@@ -91,6 +111,17 @@ class JobStore {
   JobStore(std::unique_ptr<Database> db, WorkerStore* workers)
       : db_(std::move(db)), workers_(workers) {}
 
+  // The job row (state `state`, no candidates); its id.
+  absl::StatusOr<std::string> InsertJobLocked(const yirage::v1::SubmitJobRequest& request,
+                                              const core::Tolerance& tolerance,
+                                              yirage::v1::JobState state,
+                                              const yirage::v1::SearchSummary& search, double now,
+                                              const std::string& owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The candidates of `plans` (PENDING) and the job's baseline_candidate_id.
+  absl::Status InsertCandidatesLocked(const std::string& job_id,
+                                      const std::vector<yirage::v1::Plan>& plans)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<yirage::v1::Job> LoadJobLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets the "waiting: no connected worker ..." message (see GetJob) on an

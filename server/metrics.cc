@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
                    .Name("yirage_jobs")
                    .Help("Jobs in the database, by state.")
                    .Register(*m->registry_);
-  for (auto state : {yirage::v1::QUEUED, yirage::v1::RUNNING, yirage::v1::SUCCEEDED,
-                     yirage::v1::FAILED, yirage::v1::CANCELLED}) {
+  for (auto state : {yirage::v1::SEARCHING, yirage::v1::QUEUED, yirage::v1::RUNNING,
+                     yirage::v1::SUCCEEDED, yirage::v1::FAILED, yirage::v1::CANCELLED}) {
     m->jobs_[state] =
         &jobs.Add({{"state", absl::AsciiStrToLower(yirage::v1::JobState_Name(state))}});
   }

@@ -116,6 +116,45 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     return reject(absl::InvalidArgumentError(
         absl::StrCat(name, ": ", std::string(graph.status().message()))));
   }
+  if (options_.search_threads > 0) {
+    // Stored now, searched by a search thread: the call returns at once.
+    const core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
+    YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
+                            store_->CreateSearchingJob(request, tolerance, UnixNow(), owner));
+    if (metrics_) metrics_->JobSubmitted();
+    spdlog::info("job {} searching: graph '{}', backend {}, chip {}", job_id,
+                 request.graph().name(), request.backend(),
+                 request.chip_id().empty() ? std::string("(none)") : request.chip_id());
+    {
+      absl::MutexLock lock(&search_mu_);
+      search_queue_.push_back(job_id);
+    }
+    yirage::v1::SubmitJobResponse response;
+    response.set_job_id(job_id);
+    return response;
+  }
+  yirage::v1::SearchSummary summary;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = Search(request, *graph, &summary);
+  if (!plans.ok()) return reject(plans.status());
+  core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
+  YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
+                          store_->CreateJob(request, tolerance, *plans, summary, UnixNow(), owner));
+  if (metrics_) metrics_->JobSubmitted();
+  LogQueued(job_id, request, *plans, summary);
+  yirage::v1::SubmitJobResponse response;
+  response.set_job_id(job_id);
+  response.set_candidates_generated(static_cast<int32_t>(plans->size()));
+  return response;
+}
+
+absl::StatusOr<std::vector<yirage::v1::Plan>> Scheduler::Search(
+    const yirage::v1::SubmitJobRequest& request, const core::Graph& graph,
+    yirage::v1::SearchSummary* summary) {
+  std::optional<yirage::v1::Chip> target;
+  if (!request.chip_id().empty() && chips_ != nullptr) {
+    auto chip = chips_->Get(request.chip_id());
+    if (chip.ok()) target = *std::move(chip);
+  }
   core::SearchOptions search;
   search.backend = request.backend();
   search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates() : 0;
@@ -128,66 +167,103 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   YIRAGE_ASSIGN_OR_RETURN(std::optional<yirage::v1::BackendKernels> kernels,
                           workers_->KernelsFor(request.backend(), request.chip_id(), UnixNow()));
   if (kernels.has_value()) search.kernels = *std::move(kernels);
-  // A job with a time budget spends at most a quarter of it searching rewrites.
-  if (request.budget_seconds() > 0)
-    search.rewrite_time_budget_seconds = request.budget_seconds() / 4;
+  // The rewrite search (the part whose work grows with the graph) stops at
+  // --search-seconds, and at a quarter of a job's own time budget.
+  search.rewrite_time_budget_seconds = options_.search_seconds;
+  if (request.budget_seconds() > 0) {
+    const double quarter = request.budget_seconds() / 4;
+    if (search.rewrite_time_budget_seconds <= 0 || quarter < search.rewrite_time_budget_seconds) {
+      search.rewrite_time_budget_seconds = quarter;
+    }
+  }
   auto start = std::chrono::steady_clock::now();
   core::SearchStats stats;
-  auto plans = core::GenerateCandidatesWithStats(*graph, search, &stats);
+  auto plans = core::GenerateCandidatesWithStats(graph, search, &stats);
   if (!plans.ok()) {
-    return reject(absl::InvalidArgumentError(absl::StrCat(
-        "graph '", request.graph().name(), "': ", std::string(plans.status().message()))));
+    return absl::InvalidArgumentError(absl::StrCat("graph '", request.graph().name(),
+                                                   "': ", std::string(plans.status().message())));
   }
   double search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
-  yirage::v1::SearchSummary summary;
-  summary.set_graphs_explored(stats.graphs_explored);
-  summary.set_rewrites_verified(stats.rewrites_verified);
-  summary.set_rewrites_rejected(stats.rewrites_rejected);
-  summary.set_fingerprint_checks(stats.fingerprint_checks);
-  summary.set_plans_generated(static_cast<int32_t>(plans->size()));
+  summary->set_graphs_explored(stats.graphs_explored);
+  summary->set_rewrites_verified(stats.rewrites_verified);
+  summary->set_rewrites_rejected(stats.rewrites_rejected);
+  summary->set_fingerprint_checks(stats.fingerprint_checks);
+  summary->set_plans_generated(static_cast<int32_t>(plans->size()));
   int rewritten = 0;
   for (const auto& plan : *plans) rewritten += plan.has_graph() ? 1 : 0;
-  summary.set_rewritten_plans(rewritten);
-  summary.set_search_seconds(search_seconds);
+  summary->set_rewritten_plans(rewritten);
+  summary->set_search_seconds(search_seconds);
   const yirage::v1::Plan& baseline = plans->front();
   bool library = false;
   for (const auto& kernel : baseline.kernels()) {
     library = library || kernel.kind() == yirage::v1::KERNEL_LIBRARY;
   }
-  summary.set_baseline_kind(library ? "library" : "generated");
-  summary.set_baseline_description(baseline.description());
-  summary.set_rewrite_seconds(stats.rewrite_seconds);
-  summary.set_note(!stats.rewrites_skipped.empty() ? stats.rewrites_skipped
-                   : stats.budget_exhausted        ? "rewrite search stopped at its budget"
-                                                   : "");
+  summary->set_baseline_kind(library ? "library" : "generated");
+  summary->set_baseline_description(baseline.description());
+  summary->set_rewrite_seconds(stats.rewrite_seconds);
+  summary->set_note(!stats.rewrites_skipped.empty() ? stats.rewrites_skipped
+                    : stats.budget_exhausted        ? "rewrite search stopped at its budget"
+                                                    : "");
   if (!kernels.has_value()) {
     const std::string note =
         absl::StrCat("no worker of backend '", request.backend(),
                      "' has said what it runs yet, so the search planned generic row kernels only");
-    summary.set_note(summary.note().empty() ? note : absl::StrCat(summary.note(), "; ", note));
+    summary->set_note(summary->note().empty() ? note : absl::StrCat(summary->note(), "; ", note));
   }
-  YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
-                          store_->CreateJob(request, tolerance, *plans, summary, UnixNow(), owner));
-  if (metrics_) metrics_->JobSubmitted();
+  return plans;
+}
+
+void Scheduler::LogQueued(const std::string& job_id, const yirage::v1::SubmitJobRequest& request,
+                          const std::vector<yirage::v1::Plan>& plans,
+                          const yirage::v1::SearchSummary& summary) {
   spdlog::info(
       "job {} queued: graph '{}', backend {}, chip {}, {} candidates ({} on rewritten graphs); "
       "search {:.1f} ms: {} graphs explored, {} rewrites verified, {} rejected, {} fingerprint "
       "checks",
       job_id, request.graph().name(), request.backend(),
-      request.chip_id().empty() ? std::string("(none)") : request.chip_id(), plans->size(),
-      rewritten, search_seconds * 1e3, stats.graphs_explored, stats.rewrites_verified,
-      stats.rewrites_rejected, stats.fingerprint_checks);
+      request.chip_id().empty() ? std::string("(none)") : request.chip_id(), plans.size(),
+      summary.rewritten_plans(), summary.search_seconds() * 1e3, summary.graphs_explored(),
+      summary.rewrites_verified(), summary.rewrites_rejected(), summary.fingerprint_checks());
   // Accepted either way (a worker may connect later), but say it waits.
   if (auto workers = workers_->CountConnected(UnixNow(), request.backend());
       workers.ok() && *workers == 0) {
     spdlog::warn("job {} waiting: no connected worker for backend '{}'", job_id, request.backend());
   }
-  yirage::v1::SubmitJobResponse response;
-  response.set_job_id(job_id);
-  response.set_candidates_generated(static_cast<int32_t>(plans->size()));
-  return response;
+}
+
+void Scheduler::RunSearch(const std::string& job_id) {
+  absl::StatusOr<yirage::v1::SubmitJobRequest> request = store_->SearchRequest(job_id);
+  if (!request.ok()) {
+    // Cancelled before its turn, or gone: nothing to search.
+    if (!absl::IsFailedPrecondition(request.status())) {
+      spdlog::error("search of job {}: {}", job_id, std::string(request.status().message()));
+    }
+    return;
+  }
+  auto fail = [&](const absl::Status& why) {
+    spdlog::info("job {} failed in its search: {}", job_id, std::string(why.message()));
+    if (absl::Status s =
+            store_->FailSearch(job_id, absl::StrCat("search: ", why.message()), UnixNow());
+        !s.ok()) {
+      spdlog::error("job {}: {}", job_id, std::string(s.message()));
+    }
+  };
+  absl::StatusOr<core::Graph> graph =
+      core::Graph::FromProto(request->graph(), options_.graph_limits);
+  if (!graph.ok()) return fail(graph.status());
+  yirage::v1::SearchSummary summary;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = Search(*request, *graph, &summary);
+  if (!plans.ok()) return fail(plans.status());
+  if (absl::Status s = store_->AddCandidates(job_id, *plans, summary, UnixNow()); !s.ok()) {
+    if (absl::IsFailedPrecondition(s)) {
+      spdlog::info("job {}: {}; its candidates are dropped", job_id, std::string(s.message()));
+    } else {
+      spdlog::error("job {}: storing its candidates: {}", job_id, std::string(s.message()));
+    }
+    return;
+  }
+  LogQueued(job_id, *request, *plans, summary);
 }
 
 absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
@@ -365,6 +441,35 @@ absl::Status Scheduler::MaintainOnce() {
 
 void Scheduler::StartMaintenance() {
   stop_ = false;
+  if (options_.search_threads > 0) {
+    // The jobs a previous run of the server left SEARCHING come first.
+    absl::StatusOr<std::vector<std::string>> left = store_->SearchingJobs();
+    if (!left.ok()) {
+      spdlog::error("searching jobs: {}", std::string(left.status().message()));
+    } else if (!left->empty()) {
+      spdlog::info("{} job(s) left searching by the last run: searching them again", left->size());
+      absl::MutexLock lock(&search_mu_);
+      search_queue_.insert(search_queue_.begin(), left->begin(), left->end());
+    }
+    for (int i = 0; i < options_.search_threads; ++i) {
+      searchers_.emplace_back([this] {
+        for (;;) {
+          std::string job_id;
+          {
+            absl::MutexLock lock(&search_mu_);
+            auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(search_mu_) {
+              return stop_.load() || !search_queue_.empty();
+            };
+            search_mu_.Await(absl::Condition(&ready));
+            if (stop_) return;
+            job_id = std::move(search_queue_.front());
+            search_queue_.pop_front();
+          }
+          RunSearch(job_id);
+        }
+      });
+    }
+  }
   maintenance_ = std::thread([this] {
     while (!stop_) {
       if (auto s = MaintainOnce(); !s.ok())
@@ -378,8 +483,15 @@ void Scheduler::StartMaintenance() {
 }
 
 void Scheduler::StopMaintenance() {
-  stop_ = true;
+  {
+    absl::MutexLock lock(&search_mu_);  // wakes the idle search threads
+    stop_ = true;
+  }
   if (maintenance_.joinable()) maintenance_.join();
+  // A search under way ends first (its job stays SEARCHING if it does not:
+  // the next start searches it again).
+  for (std::thread& t : searchers_) t.join();
+  searchers_.clear();
 }
 
 }  // namespace yirage::server

@@ -8,6 +8,7 @@
 #define YIRAGE_SERVER_SCHEDULER_H_
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,8 +38,11 @@ class Scheduler {
             Metrics* metrics, ChipStore* chips = nullptr);
   ~Scheduler();
 
-  // Validates and queues a job. InvalidArgument (naming the op and field) for
-  // a bad graph or request; nothing is stored then. The search space follows
+  // Validates and stores a job. InvalidArgument (naming the op and field)
+  // for a bad graph or request; nothing is stored then. With
+  // options.search_threads > 0 the job is stored SEARCHING and a search
+  // thread (StartMaintenance) generates its candidates (the response has
+  // none); with 0, the search runs here and the job is stored QUEUED. The search space follows
   // from the target chip: request.chip_id (which must exist; an empty backend
   // then means the chip's), else the chip most connected workers of the
   // backend matched, if any. `owner` names who submitted it (the token's
@@ -65,6 +69,17 @@ class Scheduler {
   absl::StatusOr<std::string> ResolveWorkerChip(const yirage::v1::SynchronizeRequest& request);
 
  private:
+  // The candidates of `request` (validated; `graph` built from it) and what
+  // the search did. InvalidArgument when the generator refuses the graph.
+  absl::StatusOr<std::vector<yirage::v1::Plan>> Search(const yirage::v1::SubmitJobRequest& request,
+                                                       const core::Graph& graph,
+                                                       yirage::v1::SearchSummary* summary);
+  void LogQueued(const std::string& job_id, const yirage::v1::SubmitJobRequest& request,
+                 const std::vector<yirage::v1::Plan>& plans,
+                 const yirage::v1::SearchSummary& summary);
+  // Searches a SEARCHING job and stores its candidates (or fails it).
+  void RunSearch(const std::string& job_id);
+
   absl::StatusOr<std::string> MatchOrRegisterDevice(const std::string& backend,
                                                     const std::string& device_description);
   // The chip for a job without chip_id: that of the connected workers of
@@ -87,6 +102,9 @@ class Scheduler {
   absl::flat_hash_map<std::string, WorkerChip> worker_chips_ ABSL_GUARDED_BY(worker_chips_mu_);
   std::atomic<bool> stop_{false};
   std::thread maintenance_;
+  absl::Mutex search_mu_;
+  std::deque<std::string> search_queue_ ABSL_GUARDED_BY(search_mu_);  // SEARCHING job ids
+  std::vector<std::thread> searchers_;
 };
 
 }  // namespace yirage::server

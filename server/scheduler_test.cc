@@ -365,5 +365,74 @@ TEST_F(SchedulerTest, ResultsComeOnlyFromTheLeaseHolder) {
   }
 }
 
+// With search threads, SubmitJob stores the job SEARCHING and returns; a
+// search thread stores its candidates and queues it, and workers lease it.
+TEST_F(SchedulerTest, SearchThreadsQueueTheJobAfterSubmitReturns) {
+  options_.search_threads = 1;
+  Start();
+  scheduler_->StartMaintenance();
+  auto submitted = scheduler_->Submit(Request(3));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->candidates_generated(), 0) << "the search comes later";
+  auto job = store_->GetJob(submitted->job_id());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->state() == yirage::v1::SEARCHING || job->state() == yirage::v1::QUEUED);
+  for (int i = 0; i < 200 && job->state() == yirage::v1::SEARCHING; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    job = store_->GetJob(submitted->job_id());
+    ASSERT_TRUE(job.ok()) << job.status();
+  }
+  ASSERT_EQ(job->state(), yirage::v1::QUEUED);
+  EXPECT_EQ(job->candidates_generated(), 3);
+  EXPECT_EQ(job->search().plans_generated(), 3);
+  EXPECT_TRUE(Sync("w1", "cpu", Idle()).has_execute());
+  scheduler_->StopMaintenance();
+}
+
+// A job a stopped server left SEARCHING is searched when the next one
+// starts; one cancelled while searching stays cancelled, without candidates.
+TEST_F(SchedulerTest, SearchingJobsAreSearchedAfterARestartUnlessCancelled) {
+  options_.search_threads = 1;
+  Start();
+  const core::Tolerance tolerance{1e-3, 1e-3};
+  auto left = store_->CreateSearchingJob(Request(2), tolerance, 100.0);
+  ASSERT_TRUE(left.ok()) << left.status();
+  auto cancelled = store_->CreateSearchingJob(Request(2), tolerance, 101.0);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  ASSERT_TRUE(store_->CancelJob(*cancelled, 102.0).ok());
+  // The maintenance pass does not end a job that has no candidates yet.
+  ASSERT_TRUE(scheduler_->MaintainOnce().ok());
+  EXPECT_EQ(store_->GetJob(*left)->state(), yirage::v1::SEARCHING);
+  scheduler_->StartMaintenance();
+  auto job = store_->GetJob(*left);
+  for (int i = 0; i < 200 && job.ok() && job->state() == yirage::v1::SEARCHING; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    job = store_->GetJob(*left);
+  }
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), yirage::v1::QUEUED);
+  EXPECT_EQ(job->candidates_generated(), 2);
+  scheduler_->StopMaintenance();
+  auto gone = store_->GetJob(*cancelled);
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  EXPECT_EQ(gone->state(), yirage::v1::CANCELLED);
+  EXPECT_EQ(gone->candidates_generated(), 0);
+  // Candidates for a job that left SEARCHING are refused, changing nothing.
+  std::vector<yirage::v1::Plan> plans(1);
+  plans[0].set_baseline(true);
+  const absl::Status late =
+      store_->AddCandidates(*cancelled, plans, yirage::v1::SearchSummary(), 103.0);
+  EXPECT_TRUE(absl::IsFailedPrecondition(late)) << late;
+  EXPECT_EQ(store_->GetJob(*cancelled)->candidates_generated(), 0);
+  // FailSearch ends only a SEARCHING job.
+  ASSERT_TRUE(store_->FailSearch(*left, "search: late", 104.0).ok());
+  EXPECT_EQ(store_->GetJob(*left)->state(), yirage::v1::QUEUED);
+  auto failing = store_->CreateSearchingJob(Request(2), tolerance, 105.0);
+  ASSERT_TRUE(failing.ok()) << failing.status();
+  ASSERT_TRUE(store_->FailSearch(*failing, "search: refused", 106.0).ok());
+  EXPECT_EQ(store_->GetJob(*failing)->state(), yirage::v1::FAILED);
+  EXPECT_EQ(store_->GetJob(*failing)->message(), "search: refused");
+}
+
 }  // namespace
 }  // namespace yirage::server

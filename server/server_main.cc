@@ -49,6 +49,16 @@ int main(int argc, char** argv) {
                  "largest gRPC request either port accepts")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  options.search_threads = 2;
+  app.add_option("--search-threads", options.search_threads,
+                 "threads that search submitted jobs (SubmitJob returns the job SEARCHING at "
+                 "once); 0 searches inside SubmitJob")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  app.add_option("--search-seconds", options.search_seconds,
+                 "a job's rewrite search stops after this long (0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--max-candidates", options.max_candidates_default,
                  "candidates per job when the job sets no budget")
       ->capture_default_str()

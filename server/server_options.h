@@ -21,6 +21,12 @@ struct ServerOptions {
   double maintenance_interval_seconds = 0.5;
   double worker_poll_seconds = 1.0;  // how often an idle worker calls again
   int max_candidates_default = 64;   // when a job sets no candidate budget
+  // Threads that search submitted jobs (SubmitJob stores the job SEARCHING
+  // and returns); 0 searches inside SubmitJob.
+  int search_threads = 0;
+  // The rewrite search of one job stops after this long (its memory is
+  // bounded by SearchOptions.max_rewrite_graphs); 0 = no limit.
+  double search_seconds = 30;
   LeaseStoreOptions leases;
   // Bounds on a submitted graph; a job whose target chip has less memory
   // than max_total_bytes is held to the chip's.

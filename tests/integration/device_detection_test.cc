@@ -128,9 +128,7 @@ TEST_P(DeviceDetectionTest, AutoModeGivesUpOnTheWorkerAndAJobSaysItIsWaiting) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string job_id = r.Json()["job_id"];
   const std::string waiting = "waiting: no connected worker for backend '" + backend + "'";
-  r = server_.Client({"get", job_id, "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  json job = r.Json();
+  json job = server_.WaitForSearch(job_id);
   EXPECT_EQ(job["state"], "QUEUED");
   EXPECT_EQ(job["message"], waiting);
   r = server_.Client({"get", job_id});

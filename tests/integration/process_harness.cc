@@ -178,6 +178,21 @@ nlohmann::json ServerProcess::WaitForJob(const std::string& job_id,
   return job;
 }
 
+nlohmann::json ServerProcess::WaitForSearch(const std::string& job_id, std::chrono::seconds timeout,
+                                            const std::vector<std::string>& client_args) const {
+  std::vector<std::string> args = client_args;
+  args.insert(args.end(), {"get", job_id, "--json"});
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  nlohmann::json job;
+  while (std::chrono::steady_clock::now() < deadline) {
+    CommandResult r = Client(args);
+    job = r.Json();
+    if (r.exit_code == 0 && job.is_object() && job["state"] != "SEARCHING") return job;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return job;
+}
+
 std::string HttpGet(const std::string& address, const std::string& path) {
   auto colon = address.rfind(':');
   std::string host = address.substr(0, colon);

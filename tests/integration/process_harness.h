@@ -61,6 +61,12 @@ class ServerProcess {
                        std::chrono::seconds timeout = std::chrono::seconds(120)) const;
   // `get --json JOB`, polled until the job ends or `timeout` passes.
   nlohmann::json WaitForJob(const std::string& job_id, std::chrono::seconds timeout) const;
+  // `get --json JOB` (after `client_args`, e.g. a token file), polled until
+  // the job has left SEARCHING (its candidates are stored, or it ended) or
+  // `timeout` passes.
+  nlohmann::json WaitForSearch(const std::string& job_id,
+                               std::chrono::seconds timeout = std::chrono::seconds(60),
+                               const std::vector<std::string>& client_args = {}) const;
 
  private:
   pid_t pid_ = -1;

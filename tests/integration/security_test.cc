@@ -289,7 +289,8 @@ TEST_F(SecurityTest, ClientsCancelTheirOwnJobsAndAdminsAny) {
   CommandResult refused = server_.Client({"--token-file", bob, "cancel", job1});
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("alice"), std::string::npos) << refused.err;
-  EXPECT_EQ(server_.Client({"--token-file", bob, "get", job1, "--json"}).Json()["state"], "QUEUED");
+  EXPECT_EQ(server_.WaitForSearch(job1, std::chrono::seconds(60), {"--token-file", bob})["state"],
+            "QUEUED");
   EXPECT_EQ(server_.Client({"--token-file", alice, "cancel", job1}).exit_code, 0);
   EXPECT_EQ(server_.Client({"--token-file", ops, "cancel", job2}).exit_code, 0);
   // The token from the environment when no file is given: none here, so refused.
