@@ -942,7 +942,12 @@ std::set<std::pair<Hash128, Hash128>>& VerifiedPairs() {
   return *pairs;
 }
 void RecordVerified(const Hash128& job, const Hash128& rewritten) {
+  // A long-running server records the pairs of every job it searches:
+  // bounded, the memory stays bounded too (a pair forgotten is only
+  // fingerprinted again).
+  constexpr size_t kMaxVerifiedPairs = 1 << 16;
   std::lock_guard<std::mutex> lock(verified_mu);
+  if (VerifiedPairs().size() >= kMaxVerifiedPairs) VerifiedPairs().clear();
   VerifiedPairs().insert({job, rewritten});
 }
 bool WasVerified(const Hash128& job, const Hash128& rewritten) {
@@ -972,7 +977,10 @@ absl::Status ValidatePlan(const Graph& graph, const Plan& plan) {
   const Hash128 own_hash = CanonicalGraphHash(*own);
   if (job_hash != own_hash && !WasVerified(job_hash, own_hash)) {
     FingerprintOptions fo;
-    fo.trials = std::max(1, plan.fingerprint_trials());
+    // The plan names its trials; a plan from elsewhere (a worker decodes
+    // what the server sends) gets at most kMaxPlanFingerprintTrials, so that
+    // its check stays as cheap as the search's own (plan_fuzz found 8,654).
+    fo.trials = std::clamp(plan.fingerprint_trials(), 1, kMaxPlanFingerprintTrials);
     const FingerprintResult r = CheckFingerprintEquivalent(graph, *own, fo);
     if (!r.equivalent) {
       return absl::InvalidArgumentError(

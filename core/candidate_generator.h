@@ -101,6 +101,9 @@ absl::StatusOr<std::vector<yirage::v1::Plan>> GenerateCandidatesWithStats(
 // fingerprint-equivalent to `graph`: pairs verified in this process are
 // remembered, others are fingerprinted here.
 absl::Status ValidatePlan(const Graph& graph, const yirage::v1::Plan& plan);
+// The most fingerprint trials ValidatePlan runs for a rewritten plan, whatever
+// its fingerprint_trials says.
+inline constexpr int kMaxPlanFingerprintTrials = 16;
 
 // Relative cost estimate of a plan (bytes moved plus flops, weighted); used to
 // rank candidates and shown to users. Lower is better. A plan with its own

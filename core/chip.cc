@@ -102,7 +102,9 @@ absl::Status FillMessage(const json& j, Message* m, const std::string& label,
     if (value.is_null()) continue;  // absent
     const FieldDescriptor* f = desc->FindFieldByName(key);
     if (f == nullptr && desc->name() == "ChipFeatures" && key != "other") {
-      // An extra feature flag of a partner's catalog: kept in features.other.
+      // An extra feature flag of a partner's catalog: kept in features.other
+      // (under a name: features.other refuses an empty key too).
+      if (key.empty()) return FieldError(label, where, "a feature with an empty name");
       if (!value.is_boolean()) {
         return FieldError(label, field_path,
                           absl::StrCat("a feature must be true or false, got ", value.dump()));

@@ -4,7 +4,9 @@
 // ChipToJson as the same chip.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "core/chip.h"
@@ -12,9 +14,18 @@
 namespace {
 
 void RoundTrip(const yirage::v1::Chip& chip) {
-  absl::StatusOr<yirage::v1::Chip> again =
-      yirage::core::ParseChipJson(yirage::core::ChipToJson(chip).dump());
-  if (!again.ok() || !yirage::core::SameChip(chip, *again)) std::abort();
+  const std::string text = yirage::core::ChipToJson(chip).dump();
+  absl::StatusOr<yirage::v1::Chip> again = yirage::core::ParseChipJson(text);
+  if (!again.ok()) {
+    std::fprintf(stderr, "an accepted chip, written back, is refused: %s\n%s\n",
+                 std::string(again.status().message()).c_str(), text.c_str());
+    std::abort();
+  }
+  if (!yirage::core::SameChip(chip, *again)) {
+    std::fprintf(stderr, "an accepted chip comes back different:\n%s\n%s\n", text.c_str(),
+                 yirage::core::ChipToJson(*again).dump().c_str());
+    std::abort();
+  }
 }
 
 }  // namespace
