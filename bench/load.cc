@@ -50,7 +50,7 @@ double Percentile(std::vector<double> v, double p) {
 
 // One simulated worker: lease, report every candidate VERIFIED, repeat,
 // until `stop`. Counts the results the scheduler acknowledged.
-void SimulatedWorker(std::shared_ptr<grpc::Channel> channel, int index,
+void SimulatedWorker(std::shared_ptr<grpc::Channel> channel, int index, int work_ms,
                      const std::atomic<bool>* stop, std::atomic<int64_t>* stored,
                      std::atomic<int64_t>* rpc_errors) {
   auto stub = yirage::v1::WorkerService::NewStub(channel);
@@ -76,6 +76,8 @@ void SimulatedWorker(std::shared_ptr<grpc::Channel> channel, int index,
     *stored += response.acknowledged_size();
     if (response.has_execute()) {
       const yirage::v1::Batch& batch = response.execute().batch();
+      // The batch's "evaluation" (bench/chaos.sh gives it time to be hit).
+      if (work_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(work_ms));
       yirage::v1::WorkerStatus::Executing* executing =
           request.mutable_status()->mutable_executing();
       executing->Clear();
@@ -120,6 +122,7 @@ int main(int argc, char** argv) {
   std::string graph_file = "examples/graphs/rms_norm_linear.json";
   int jobs = 1000, workers = 64, candidates = 8, submitters = 8;
   double timeout = 600;
+  int work_ms = 0;
   app.add_option("--client", client_address, "the server's client API address");
   app.add_option("--worker", worker_address, "the server's worker API address");
   app.add_option("--graph", graph_file, "graph JSON every job submits");
@@ -130,6 +133,8 @@ int main(int argc, char** argv) {
   app.add_option("--submitters", submitters, "threads submitting at once")
       ->check(CLI::Range(1, 256));
   app.add_option("--timeout", timeout, "seconds to wait for every job to finish");
+  app.add_option("--work-ms", work_ms, "a simulated worker's time on a batch before it reports")
+      ->check(CLI::Range(0, 600000));
   CLI11_PARSE(app, argc, argv);
 
   std::ifstream in(graph_file);
@@ -213,7 +218,8 @@ int main(int argc, char** argv) {
   std::vector<std::thread> worker_threads;
   const auto work_start = Clock::now();
   for (int w = 0; w < workers; ++w) {
-    worker_threads.emplace_back(SimulatedWorker, worker_channel, w, &stop, &stored, &rpc_errors);
+    worker_threads.emplace_back(SimulatedWorker, worker_channel, w, work_ms, &stop, &stored,
+                                &rpc_errors);
   }
   int finished = 0;
   double last_done = 0;
