@@ -148,8 +148,7 @@ absl::StatusOr<std::string> JobStore::CreateSearchingJob(
 
 absl::Status JobStore::AddCandidates(const std::string& job_id,
                                      const std::vector<yirage::v1::Plan>& plans,
-                                     const yirage::v1::SearchSummary& search, double now) {
-  (void)now;
+                                     const yirage::v1::SearchSummary& search) {
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
   YIRAGE_RETURN_IF_ERROR(tx.status());

@@ -55,7 +55,7 @@ class JobStore {
   // no longer SEARCHING (cancelled meanwhile).
   // REQUIRES: plans non-empty, plans[0] is the baseline.
   absl::Status AddCandidates(const std::string& job_id, const std::vector<yirage::v1::Plan>& plans,
-                             const yirage::v1::SearchSummary& search, double now);
+                             const yirage::v1::SearchSummary& search);
   // Fails a SEARCHING job with `message`; nothing for a job in another state.
   absl::Status FailSearch(const std::string& job_id, const std::string& message, double now);
   // The SEARCHING jobs, oldest first (a restarted server searches them).

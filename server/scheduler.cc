@@ -134,7 +134,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     return response;
   }
   yirage::v1::SearchSummary summary;
-  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = Search(request, *graph, &summary);
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = Search(request, *graph, target, &summary);
   if (!plans.ok()) return reject(plans.status());
   core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
@@ -149,12 +149,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
 
 absl::StatusOr<std::vector<yirage::v1::Plan>> Scheduler::Search(
     const yirage::v1::SubmitJobRequest& request, const core::Graph& graph,
-    yirage::v1::SearchSummary* summary) {
-  std::optional<yirage::v1::Chip> target;
-  if (!request.chip_id().empty() && chips_ != nullptr) {
-    auto chip = chips_->Get(request.chip_id());
-    if (chip.ok()) target = *std::move(chip);
-  }
+    const std::optional<yirage::v1::Chip>& target, yirage::v1::SearchSummary* summary) {
   core::SearchOptions search;
   search.backend = request.backend();
   search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates() : 0;
@@ -252,10 +247,15 @@ void Scheduler::RunSearch(const std::string& job_id) {
   absl::StatusOr<core::Graph> graph =
       core::Graph::FromProto(request->graph(), options_.graph_limits);
   if (!graph.ok()) return fail(graph.status());
+  // The chip Submit resolved (a chip deleted since: the generator's defaults).
+  std::optional<yirage::v1::Chip> target;
+  if (!request->chip_id().empty() && chips_ != nullptr) {
+    if (auto chip = chips_->Get(request->chip_id()); chip.ok()) target = *std::move(chip);
+  }
   yirage::v1::SearchSummary summary;
-  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = Search(*request, *graph, &summary);
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = Search(*request, *graph, target, &summary);
   if (!plans.ok()) return fail(plans.status());
-  if (absl::Status s = store_->AddCandidates(job_id, *plans, summary, UnixNow()); !s.ok()) {
+  if (absl::Status s = store_->AddCandidates(job_id, *plans, summary); !s.ok()) {
     if (absl::IsFailedPrecondition(s)) {
       spdlog::info("job {}: {}; its candidates are dropped", job_id, std::string(s.message()));
     } else {
@@ -488,8 +488,8 @@ void Scheduler::StopMaintenance() {
     stop_ = true;
   }
   if (maintenance_.joinable()) maintenance_.join();
-  // A search under way ends first (its job stays SEARCHING if it does not:
-  // the next start searches it again).
+  // Waits for the searches under way (a server killed meanwhile leaves
+  // their jobs SEARCHING, and its next start searches them again).
   for (std::thread& t : searchers_) t.join();
   searchers_.clear();
 }

@@ -69,11 +69,12 @@ class Scheduler {
   absl::StatusOr<std::string> ResolveWorkerChip(const yirage::v1::SynchronizeRequest& request);
 
  private:
-  // The candidates of `request` (validated; `graph` built from it) and what
-  // the search did. InvalidArgument when the generator refuses the graph.
-  absl::StatusOr<std::vector<yirage::v1::Plan>> Search(const yirage::v1::SubmitJobRequest& request,
-                                                       const core::Graph& graph,
-                                                       yirage::v1::SearchSummary* summary);
+  // The candidates of `request` (validated; `graph` built from it) for the
+  // chip `target` (none: the generator's defaults) and what the search did.
+  // InvalidArgument when the generator refuses the graph.
+  absl::StatusOr<std::vector<yirage::v1::Plan>> Search(
+      const yirage::v1::SubmitJobRequest& request, const core::Graph& graph,
+      const std::optional<yirage::v1::Chip>& target, yirage::v1::SearchSummary* summary);
   void LogQueued(const std::string& job_id, const yirage::v1::SubmitJobRequest& request,
                  const std::vector<yirage::v1::Plan>& plans,
                  const yirage::v1::SearchSummary& summary);

@@ -420,8 +420,7 @@ TEST_F(SchedulerTest, SearchingJobsAreSearchedAfterARestartUnlessCancelled) {
   // Candidates for a job that left SEARCHING are refused, changing nothing.
   std::vector<yirage::v1::Plan> plans(1);
   plans[0].set_baseline(true);
-  const absl::Status late =
-      store_->AddCandidates(*cancelled, plans, yirage::v1::SearchSummary(), 103.0);
+  const absl::Status late = store_->AddCandidates(*cancelled, plans, yirage::v1::SearchSummary());
   EXPECT_TRUE(absl::IsFailedPrecondition(late)) << late;
   EXPECT_EQ(store_->GetJob(*cancelled)->candidates_generated(), 0);
   // FailSearch ends only a SEARCHING job.
