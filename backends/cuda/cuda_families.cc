@@ -55,8 +55,8 @@ void AddAttentionPoint(yirage::v1::KernelFamily* family, AttentionSchedule::Merg
   if (limits != nullptr) *point->mutable_limits() = *limits;
 }
 
-void AddPrefillPoint(yirage::v1::KernelFamily* family, int rows, int key_tile, int stages,
-                     bool overlap) {
+yirage::v1::SchedulePoint* AddPrefillPoint(yirage::v1::KernelFamily* family, int rows, int key_tile,
+                                           int stages, bool overlap) {
   yirage::v1::SchedulePoint* point = family->add_points();
   AttentionSchedule* s = point->mutable_schedule()->mutable_attention();
   s->set_prefill(true);
@@ -67,18 +67,15 @@ void AddPrefillPoint(yirage::v1::KernelFamily* family, int rows, int key_tile, i
   point->set_label(absl::StrCat("prefill rows ", rows, " keys ", key_tile, " stages ", stages,
                                 overlap ? " overlap" : ""));
   *point->mutable_limits() = AttentionPrefillLimits(key_tile);
+  return point;
 }
 
-// The warp-specialized prefill form (128 query rows a tile, persistent).
+// The warp-specialized prefill form (128 query rows a tile, persistent; the
+// planner ignores block_rows and overlap for it).
 void AddPrefillWsPoint(yirage::v1::KernelFamily* family, int key_tile, int stages) {
-  yirage::v1::SchedulePoint* point = family->add_points();
-  AttentionSchedule* s = point->mutable_schedule()->mutable_attention();
-  s->set_prefill(true);
-  s->set_warp_specialized(true);
-  s->set_key_tile(key_tile);
-  s->set_stages(stages);
+  yirage::v1::SchedulePoint* point = AddPrefillPoint(family, 0, key_tile, stages, false);
+  point->mutable_schedule()->mutable_attention()->set_warp_specialized(true);
   point->set_label(absl::StrCat("prefill warp-specialized keys ", key_tile, " stages ", stages));
-  *point->mutable_limits() = AttentionPrefillLimits(key_tile);
   point->mutable_limits()->set_equal_head_dims(true);
 }
 

@@ -182,11 +182,8 @@ inline yirage::v1::Schedule WithPrefill(yirage::v1::Schedule s, int rows, int ke
 // `s` as fused attention's warp-specialized prefill form: key tiles of
 // `key_tile`, `stages`.
 inline yirage::v1::Schedule WithPrefillWs(yirage::v1::Schedule s, int key_tile, int stages) {
-  s.set_stages(stages);
-  yirage::v1::AttentionSchedule* a = s.mutable_attention();
-  a->set_prefill(true);
-  a->set_warp_specialized(true);
-  a->set_key_tile(key_tile);
+  s = WithPrefill(std::move(s), 0, key_tile, stages, false);
+  s.mutable_attention()->set_warp_specialized(true);
   return s;
 }
 
