@@ -21,7 +21,7 @@ absl::StatusOr<Graph> Build(std::string_view text) {
 }
 
 // The error message of building `text`, which must fail with InvalidArgument.
-std::string TextError(std::string_view text) {
+std::string BuildError(std::string_view text) {
   absl::StatusOr<Graph> graph = Build(text);
   EXPECT_FALSE(graph.ok()) << text;
   if (graph.ok()) return "";
@@ -137,7 +137,7 @@ TEST(GraphTest, MatmulContractedDimMismatchMessage) {
             {"name": "S", "op": "mul", "inputs": ["N", "G"]},
             {"name": "Y", "op": "matmul", "inputs": ["S", "W"]}],
     "outputs": ["Y"]})";
-  EXPECT_EQ(TextError(kText),
+  EXPECT_EQ(BuildError(kText),
             "op 'Y' (ops[2], matmul): inputs[1] 'W' has shape [4096, 6144] but inputs[0] 'S' has "
             "shape [16, 4095]: the contracted dims differ (4095 vs 4096)");
 }
@@ -157,21 +157,21 @@ TEST(GraphTest, MatmulShapes) {
   EXPECT_TRUE(graph->op(1).transpose_b);
   EXPECT_FALSE(graph->op(0).transpose_b);
 
-  const std::string rank1 = TextError(R"({"name": "m", "inputs": [
+  const std::string rank1 = BuildError(R"({"name": "m", "inputs": [
       {"name": "A", "shape": [4], "dtype": "float32"},
       {"name": "B", "shape": [4, 6], "dtype": "float32"}],
     "ops": [{"name": "P", "op": "matmul", "inputs": ["A", "B"]}], "outputs": ["P"]})");
   EXPECT_THAT(rank1, HasSubstr("op 'P' (ops[0], matmul): inputs[0] 'A' has shape [4] of rank 1"));
   EXPECT_THAT(rank1, HasSubstr("rank >= 2"));
 
-  const std::string batch = TextError(R"({"name": "m", "inputs": [
+  const std::string batch = BuildError(R"({"name": "m", "inputs": [
       {"name": "A", "shape": [2, 3, 4], "dtype": "float32"},
       {"name": "B", "shape": [3, 4, 6], "dtype": "float32"}],
     "ops": [{"name": "P", "op": "matmul", "inputs": ["A", "B"]}], "outputs": ["P"]})");
   EXPECT_THAT(batch, HasSubstr("inputs[1] 'B' has shape [3, 4, 6] but inputs[0] 'A' has shape "
                                "[2, 3, 4]: the batch dims do not broadcast"));
 
-  const std::string transposed = TextError(R"({"name": "m", "inputs": [
+  const std::string transposed = BuildError(R"({"name": "m", "inputs": [
       {"name": "A", "shape": [3, 4], "dtype": "float32"},
       {"name": "B", "shape": [4, 6], "dtype": "float32"}],
     "ops": [{"name": "P", "op": "matmul", "inputs": ["A", "B"], "attrs": {"transpose_b": true}}],
@@ -193,7 +193,7 @@ TEST(GraphTest, BinaryBroadcastingAndScalar) {
   EXPECT_DOUBLE_EQ(graph->op(1).scalar, 2.0);  // an integer is accepted for a float attr
   EXPECT_FALSE(graph->op(0).has_scalar);
 
-  const std::string mismatch = TextError(R"({"name": "b", "inputs": [
+  const std::string mismatch = BuildError(R"({"name": "b", "inputs": [
       {"name": "A", "shape": [4, 8], "dtype": "float32"},
       {"name": "B", "shape": [7], "dtype": "float32"}],
     "ops": [{"name": "S", "op": "add", "inputs": ["A", "B"]}], "outputs": ["S"]})");
@@ -204,7 +204,7 @@ TEST(GraphTest, BinaryBroadcastingAndScalar) {
 }
 
 TEST(GraphTest, UnknownOpListsKnownOps) {
-  const std::string error = TextError(OneOp("[4]", "matmull"));
+  const std::string error = BuildError(OneOp("[4]", "matmull"));
   EXPECT_THAT(error, HasSubstr("op 'Z' (ops[0]): unknown op 'matmull'; known ops: matmul, add, "
                                "sub, mul, div, maximum, minimum, pow, neg, exp, log, sqrt, "
                                "rsqrt, square, abs, relu, sigmoid, tanh, silu, gelu, reduce_sum, "
@@ -212,45 +212,45 @@ TEST(GraphTest, UnknownOpListsKnownOps) {
 }
 
 TEST(GraphTest, MissingInputName) {
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Q"]})", R"("A")")),
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Q"]})", R"("A")")),
             "op 'A' (ops[0], add): inputs[1] 'Q' is not a graph input or op name");
-  EXPECT_THAT(TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", ""]})", R"("A")")),
+  EXPECT_THAT(BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", ""]})", R"("A")")),
               HasSubstr("inputs[1] is an empty name"));
-  EXPECT_THAT(TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": []})", R"("A")")),
+  EXPECT_THAT(BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": []})", R"("A")")),
               HasSubstr("op 'A' (ops[0], add): inputs is empty"));
 }
 
 TEST(GraphTest, WrongNumberOfInputs) {
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "exp", "inputs": ["X", "Y"]})", R"("A")")),
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "exp", "inputs": ["X", "Y"]})", R"("A")")),
             "op 'A' (ops[0], exp): expects 1 input, got 2");
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "matmul", "inputs": ["X"]},
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "matmul", "inputs": ["X"]},
                                  {"name": "B", "op": "add", "inputs": ["A", "Y"]})",
-                                R"("B")")),
+                                 R"("B")")),
             "op 'A' (ops[0], matmul): expects 2 inputs, got 1");
   EXPECT_EQ(
-      TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y", "X"]})", R"("A")")),
+      BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y", "X"]})", R"("A")")),
       "op 'A' (ops[0], add): expects 2 inputs (or 1 input and attrs.scalar), got 3");
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "mul", "inputs": ["X"]},
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "mul", "inputs": ["X"]},
                                  {"name": "B", "op": "add", "inputs": ["A", "Y"]})",
-                                R"("B")")),
+                                 R"("B")")),
             "op 'A' (ops[0], mul): expects 2 inputs (or 1 input and attrs.scalar), got 1");
-  EXPECT_EQ(TextError(TwoInputs(
+  EXPECT_EQ(BuildError(TwoInputs(
                 R"({"name": "A", "op": "mul", "inputs": ["X", "Y"], "attrs": {"scalar": 2.5}})",
                 R"("A")")),
             "op 'A' (ops[0], mul): attrs.scalar is only allowed with exactly 1 input, got 2 "
             "inputs");
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "concat", "inputs": ["X"],
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "concat", "inputs": ["X"],
                                   "attrs": {"axis": 0}},
                                  {"name": "B", "op": "add", "inputs": ["A", "Y"]})",
-                                R"("B")")),
+                                 R"("B")")),
             "op 'A' (ops[0], concat): expects at least 2 inputs, got 1");
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "rms_norm", "inputs": ["X", "Y", "Y"]})",
-                                R"("A")")),
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "rms_norm", "inputs": ["X", "Y", "Y"]})",
+                                 R"("A")")),
             "op 'A' (ops[0], rms_norm): expects 1 to 2 inputs, got 3");
 }
 
 TEST(GraphTest, DTypeErrors) {
-  EXPECT_EQ(TextError(R"({"name": "d", "inputs": [
+  EXPECT_EQ(BuildError(R"({"name": "d", "inputs": [
       {"name": "A", "shape": [4], "dtype": "float16"},
       {"name": "B", "shape": [4], "dtype": "float32"}],
     "ops": [{"name": "S", "op": "add", "inputs": ["A", "B"]}], "outputs": ["S"]})"),
@@ -277,27 +277,27 @@ TEST(GraphTest, DTypeErrors) {
 }
 
 TEST(GraphTest, RankAndDimErrors) {
-  EXPECT_EQ(TextError(OneOp("[]", "exp")),
+  EXPECT_EQ(BuildError(OneOp("[]", "exp")),
             "input 'X' (inputs[0]): shape [] has rank 0; rank must be 1 to 4");
-  EXPECT_EQ(TextError(OneOp("[1, 2, 3, 4, 5]", "exp")),
+  EXPECT_EQ(BuildError(OneOp("[1, 2, 3, 4, 5]", "exp")),
             "input 'X' (inputs[0]): shape [1, 2, 3, 4, 5] has rank 5; rank must be 1 to 4");
-  EXPECT_EQ(TextError(OneOp("[4, 0]", "exp")),
+  EXPECT_EQ(BuildError(OneOp("[4, 0]", "exp")),
             "input 'X' (inputs[0]): shape[1] is 0 in shape [4, 0]; dims must be >= 1");
-  EXPECT_THAT(TextError(OneOp("[-3]", "exp")), HasSubstr("shape[0] is -3"));
+  EXPECT_THAT(BuildError(OneOp("[-3]", "exp")), HasSubstr("shape[0] is -3"));
   EXPECT_TRUE(Build(OneOp("[1, 2, 3, 4]", "exp")).ok());
 }
 
 // Size limits: every element count and byte total in checked arithmetic,
 // each refusal naming the tensor, the value and the limit.
 TEST(GraphTest, SizeLimits) {
-  EXPECT_EQ(TextError(OneOp("[100000, 100000]", "exp")),
+  EXPECT_EQ(BuildError(OneOp("[100000, 100000]", "exp")),
             "input 'X' (inputs[0]): shape [100000, 100000] has 10000000000 elements; the limit "
             "is 4294967296 a tensor");
   // 2^32 * 2^32 * 4 * 4 overflows 64 bits: refused, not wrapped.
-  EXPECT_THAT(TextError(OneOp("[4294967296, 4294967296, 4, 4]", "exp")),
+  EXPECT_THAT(BuildError(OneOp("[4294967296, 4294967296, 4, 4]", "exp")),
               HasSubstr("has more than 2^63 elements"));
   // An intermediate past the limit: [65536, 1] @ [1, 65536].
-  EXPECT_THAT(TextError(R"({"name": "t", "inputs": [
+  EXPECT_THAT(BuildError(R"({"name": "t", "inputs": [
       {"name": "A", "shape": [65536, 1], "dtype": "float32"},
       {"name": "B", "shape": [1, 65536], "dtype": "float32"}],
       "ops": [{"name": "C", "op": "matmul", "inputs": ["A", "B"]}], "outputs": ["C"]})"),
@@ -332,18 +332,18 @@ TEST(GraphTest, NameLimits) {
   const std::string op_name = R"("name": "Z")";
   text.replace(text.find(op_name), op_name.size(), R"("name": "Z;rm")");
   text.replace(text.find(R"(["Z"])"), 5, R"(["Z;rm"])");
-  EXPECT_THAT(TextError(text), HasSubstr("ops[0]: name 'Z;rm' has ';' at position 1"));
+  EXPECT_THAT(BuildError(text), HasSubstr("ops[0]: name 'Z;rm' has ';' at position 1"));
   std::string long_graph = OneOp("[4]", "exp");
   long_graph.replace(long_graph.find(R"("name": "t")"), 11,
                      "\"name\": \"" + std::string(200, 'g') + "\"");
-  EXPECT_EQ(TextError(long_graph), "graph name: name is 200 characters long; the limit is 128");
+  EXPECT_EQ(BuildError(long_graph), "graph name: name is 200 characters long; the limit is 128");
 }
 
 TEST(GraphTest, AxisOutOfRange) {
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "softmax", R"({"axis": 2})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "softmax", R"({"axis": 2})")),
             "op 'Z' (ops[0], softmax): attrs.axis is 2 but inputs[0] 'X' has rank 2 (shape [4, "
             "8]); axis must be in [-2, 1]");
-  EXPECT_THAT(TextError(OneOp("[4, 8]", "reduce_sum", R"({"axis": -3})")),
+  EXPECT_THAT(BuildError(OneOp("[4, 8]", "reduce_sum", R"({"axis": -3})")),
               HasSubstr("attrs.axis is -3"));
   absl::StatusOr<Graph> graph = Build(OneOp("[4, 8]", "softmax", R"({"axis": -2})"));
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -351,79 +351,79 @@ TEST(GraphTest, AxisOutOfRange) {
 }
 
 TEST(GraphTest, Cycles) {
-  const std::string error = TextError(TwoInputs(R"(
+  const std::string error = BuildError(TwoInputs(R"(
       {"name": "A", "op": "add", "inputs": ["X", "C"]},
       {"name": "B", "op": "exp", "inputs": ["A"]},
       {"name": "C", "op": "neg", "inputs": ["B"]},
       {"name": "D", "op": "add", "inputs": ["C", "Y"]})",
-                                                R"("D")"));
+                                                 R"("D")"));
   EXPECT_EQ(error,
             "the ops form a cycle: 'A' (ops[0]) -> 'B' (ops[1]) -> 'C' (ops[2]) -> 'A' (ops[0])");
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["A", "Y"]},
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["A", "Y"]},
                                  {"name": "B", "op": "add", "inputs": ["X", "A"]})",
-                                R"("B")")),
+                                 R"("B")")),
             "the ops form a cycle: 'A' (ops[0]) -> 'A' (ops[0])");
 }
 
 TEST(GraphTest, DuplicateNames) {
-  EXPECT_EQ(TextError(R"({"name": "d", "inputs": [
+  EXPECT_EQ(BuildError(R"({"name": "d", "inputs": [
       {"name": "A", "shape": [4], "dtype": "float32"},
       {"name": "A", "shape": [4], "dtype": "float32"}],
     "ops": [{"name": "S", "op": "add", "inputs": ["A", "A"]}], "outputs": ["S"]})"),
             "input 'A' (inputs[1]): name 'A' is already used by inputs[0]");
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "Y", "op": "exp", "inputs": ["X"]})", R"("Y")")),
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "Y", "op": "exp", "inputs": ["X"]})", R"("Y")")),
             "op 'Y' (ops[0]): name 'Y' is already used by inputs[1]");
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "exp", "inputs": ["X"]},
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "exp", "inputs": ["X"]},
                                  {"name": "A", "op": "exp", "inputs": ["Y"]})",
-                                R"("A")")),
+                                 R"("A")")),
             "op 'A' (ops[1]): name 'A' is already used by ops[0]");
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "", "op": "exp", "inputs": ["X"]})", R"("A")")),
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "", "op": "exp", "inputs": ["X"]})", R"("A")")),
             "ops[0]: name is empty");
 }
 
 TEST(GraphTest, OutputErrors) {
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]})", "")),
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]})", "")),
             "outputs: the graph has no outputs; list at least one op");
   EXPECT_EQ(
-      TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]})", R"("A", "Q")")),
+      BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]})", R"("A", "Q")")),
       "outputs[1] 'Q' is not an op name (no op produces it)");
   EXPECT_EQ(
-      TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]})", R"("A", "X")")),
+      BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]})", R"("A", "X")")),
       "outputs[1] 'X' is a graph input; outputs must be op results");
   EXPECT_EQ(
-      TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]})", R"("A", "A")")),
+      BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]})", R"("A", "A")")),
       "outputs[1] 'A' is listed twice (also outputs[0])");
 }
 
 TEST(GraphTest, UnusedTensors) {
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]},
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "add", "inputs": ["X", "Y"]},
                                  {"name": "B", "op": "exp", "inputs": ["A"]},
                                  {"name": "C", "op": "neg", "inputs": ["A"]})",
-                                R"("C")")),
+                                 R"("C")")),
             "op 'B' (ops[1], exp): its result is never used (it is neither a graph output nor "
             "an input of another op)");
-  EXPECT_EQ(TextError(TwoInputs(R"({"name": "A", "op": "exp", "inputs": ["X"]})", R"("A")")),
+  EXPECT_EQ(BuildError(TwoInputs(R"({"name": "A", "op": "exp", "inputs": ["X"]})", R"("A")")),
             "input 'Y' (inputs[1]): never used (no op reads it)");
 }
 
 TEST(GraphTest, AttrErrors) {
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "softmax", R"({"axis": 1.5})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "softmax", R"({"axis": 1.5})")),
             "op 'Z' (ops[0], softmax): attrs.axis must be an integer (got float 1.5)");
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "reduce_max", R"({"keepdim": 0})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "reduce_max", R"({"keepdim": 0})")),
             "op 'Z' (ops[0], reduce_max): attrs.keepdim must be a bool (got integer 0)");
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "gelu", R"({"approximate": true})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "gelu", R"({"approximate": true})")),
             "op 'Z' (ops[0], gelu): attrs.approximate must be a string (got bool true)");
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "gelu", R"({"approximate": "fast"})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "gelu", R"({"approximate": "fast"})")),
             "op 'Z' (ops[0], gelu): attrs.approximate must be \"none\" or \"tanh\" (got \"fast\")");
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "rms_norm", R"({"eps": "small"})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "rms_norm", R"({"eps": "small"})")),
             "op 'Z' (ops[0], rms_norm): attrs.eps must be a number (got string \"small\")");
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "rms_norm", R"({"eps": -1e-6})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "rms_norm", R"({"eps": -1e-6})")),
             "op 'Z' (ops[0], rms_norm): attrs.eps must be >= 0 (got -1e-06)");
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "softmax", R"({"axis": 0, "dim": 1})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "softmax", R"({"axis": 0, "dim": 1})")),
             "op 'Z' (ops[0], softmax): unknown attr 'dim' (softmax accepts: axis)");
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "exp", R"({"axis": 0})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "exp", R"({"axis": 0})")),
             "op 'Z' (ops[0], exp): unknown attr 'axis' (exp accepts no attrs)");
-  EXPECT_EQ(TextError(OneOp("[4, 8]", "layer_norm", R"({"keepdim": true})")),
+  EXPECT_EQ(BuildError(OneOp("[4, 8]", "layer_norm", R"({"keepdim": true})")),
             "op 'Z' (ops[0], layer_norm): unknown attr 'keepdim' (layer_norm accepts: axis, eps)");
 
   // A scalar that is not finite can only come from a proto.
@@ -453,7 +453,7 @@ TEST(GraphTest, ReductionShapes) {
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_EQ(last->op(0).axis, 1);
   EXPECT_THAT(last->tensor(1).shape, ElementsAre(4, 1));
-  EXPECT_THAT(TextError(OneOp("[8]", "reduce_sum", R"({"keepdim": false})")),
+  EXPECT_THAT(BuildError(OneOp("[8]", "reduce_sum", R"({"keepdim": false})")),
               HasSubstr("op 'Z' (ops[0], reduce_sum): attrs.keepdim is false but inputs[0] 'X' "
                         "has shape [8]: the result would be a scalar"));
 }
@@ -473,14 +473,14 @@ TEST(GraphTest, NormShapesAndDefaults) {
   EXPECT_THAT(graph->tensor(4).shape, ElementsAre(2, 4, 8));
 
   // The weight may not grow X's shape.
-  EXPECT_EQ(TextError(R"({"name": "n", "inputs": [
+  EXPECT_EQ(BuildError(R"({"name": "n", "inputs": [
       {"name": "X", "shape": [8], "dtype": "float32"},
       {"name": "W", "shape": [2, 8], "dtype": "float32"}],
     "ops": [{"name": "R", "op": "rms_norm", "inputs": ["X", "W"]}], "outputs": ["R"]})"),
             "op 'R' (ops[0], rms_norm): inputs[1] 'W' has shape [2, 8] (weight) but inputs[0] "
             "'X' has shape [8]: the weight must broadcast to [8] exactly (broadcasting gives [2, "
             "8])");
-  EXPECT_THAT(TextError(R"({"name": "n", "inputs": [
+  EXPECT_THAT(BuildError(R"({"name": "n", "inputs": [
       {"name": "X", "shape": [4, 8], "dtype": "float32"},
       {"name": "B", "shape": [3], "dtype": "float32"}],
     "ops": [{"name": "L", "op": "layer_norm", "inputs": ["X", "X", "B"]}], "outputs": ["L"]})"),
@@ -498,20 +498,20 @@ TEST(GraphTest, ConcatShapes) {
   EXPECT_THAT(graph->tensor(2).shape, ElementsAre(2, 11));
   EXPECT_EQ(graph->op(0).axis, 1);
 
-  EXPECT_EQ(TextError(R"({"name": "c", "inputs": [
+  EXPECT_EQ(BuildError(R"({"name": "c", "inputs": [
       {"name": "A", "shape": [2, 3], "dtype": "float32"},
       {"name": "B", "shape": [2, 5], "dtype": "float32"}],
     "ops": [{"name": "C", "op": "concat", "inputs": ["A", "B"], "attrs": {"axis": 0}}],
     "outputs": ["C"]})"),
             "op 'C' (ops[0], concat): inputs[1] 'B' has shape [2, 5] but inputs[0] 'A' has shape "
             "[2, 3]: all dims except the concat axis 0 must match (dim 1: 5 vs 3)");
-  EXPECT_THAT(TextError(R"({"name": "c", "inputs": [
+  EXPECT_THAT(BuildError(R"({"name": "c", "inputs": [
       {"name": "A", "shape": [2, 3], "dtype": "float32"},
       {"name": "B", "shape": [3], "dtype": "float32"}],
     "ops": [{"name": "C", "op": "concat", "inputs": ["A", "B"], "attrs": {"axis": 0}}],
     "outputs": ["C"]})"),
               HasSubstr("concat inputs must have the same rank (1 vs 2)"));
-  EXPECT_EQ(TextError(R"({"name": "c", "inputs": [
+  EXPECT_EQ(BuildError(R"({"name": "c", "inputs": [
       {"name": "A", "shape": [2, 3], "dtype": "float32"}],
     "ops": [{"name": "C", "op": "concat", "inputs": ["A", "A"]}], "outputs": ["C"]})"),
             "op 'C' (ops[0], concat): attrs.axis is required (an integer)");

@@ -8,12 +8,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
-#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/process_util.h"
 
 namespace yirage::backends::cpu {
 namespace {
@@ -46,35 +45,13 @@ class CpuCompilerTest : public ::testing::Test {
   }
   // The pid the fake compiler wrote to `name`, waiting up to 10 s for it.
   pid_t PidFrom(const std::string& name) {
-    for (auto until = std::chrono::steady_clock::now() + seconds(10);
-         std::chrono::steady_clock::now() < until;
-         std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
-      std::ifstream in(dir_ / name);
-      pid_t pid = 0;
-      if (in >> pid && pid > 0) return pid;
-    }
-    return 0;
+    return yirage::testing::PidFromFile((dir_ / name).string(), seconds(10));
   }
 
   fs::path dir_;
 };
 
-// Running: the process exists and is not a zombie waiting for its reaper.
-bool Running(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
-}
-bool GoneWithin(pid_t pid, seconds limit) {
-  for (auto until = std::chrono::steady_clock::now() + limit;
-       std::chrono::steady_clock::now() < until;) {
-    if (!Running(pid)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return !Running(pid);
-}
+using yirage::testing::ProcessGoneWithin;
 
 TEST_F(CpuCompilerTest, ExitStatusAndDiagnosticsComeBack) {
   absl::StatusOr<CompilerRun> run = Compile(Script("echo 'k.cc:1: error: nope' >&2; exit 3"), 30);
@@ -114,8 +91,8 @@ TEST_F(CpuCompilerTest, ATimeoutKillsTheCompilerAndWhatItStarted) {
   const pid_t driver = PidFrom("driver.pid"), child = PidFrom("child.pid");
   ASSERT_GT(driver, 0);
   ASSERT_GT(child, 0);
-  EXPECT_TRUE(GoneWithin(driver, seconds(5)));
-  EXPECT_TRUE(GoneWithin(child, seconds(5)));
+  EXPECT_TRUE(ProcessGoneWithin(driver, seconds(5)));
+  EXPECT_TRUE(ProcessGoneWithin(child, seconds(5)));
 }
 
 // A worker SIGKILLed mid-compile (or exiting without waiting, as a drain
@@ -133,8 +110,8 @@ TEST_F(CpuCompilerTest, TheCompilerDiesWithItsCaller) {
   ASSERT_EQ(waitpid(caller, nullptr, 0), caller);
   ASSERT_GT(driver, 0);
   ASSERT_GT(child, 0);
-  EXPECT_TRUE(GoneWithin(driver, seconds(5)));
-  EXPECT_TRUE(GoneWithin(child, seconds(5)));
+  EXPECT_TRUE(ProcessGoneWithin(driver, seconds(5)));
+  EXPECT_TRUE(ProcessGoneWithin(child, seconds(5)));
 }
 
 }  // namespace

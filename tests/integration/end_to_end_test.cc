@@ -12,6 +12,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/integration/process_harness.h"
+#include "tests/process_util.h"
 #include "yirage/v1/worker.grpc.pb.h"
 
 namespace yirage::testing {
@@ -447,17 +448,8 @@ TEST_F(EndToEndTest, DrainThatRunsOutGivesTheBatchBackAndLeavesNoCompiler) {
                    dir_ + "/hung.log", dir_ + "/hung.log");
   unsetenv("YIRAGE_CPU_COMPILER");
   ASSERT_GT(worker, 0);
-  auto pid_in = [&](const std::string& name, std::chrono::seconds limit) {
-    pid_t pid = 0;
-    for (auto until = std::chrono::steady_clock::now() + limit;
-         pid <= 0 && std::chrono::steady_clock::now() < until;
-         std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
-      std::ifstream in(dir_ + "/" + name);
-      in >> pid;
-    }
-    return pid;
-  };
-  const pid_t driver = pid_in("driver.pid", seconds(60)), child = pid_in("child.pid", seconds(5));
+  const pid_t driver = PidFromFile(dir_ + "/driver.pid", seconds(60));
+  const pid_t child = PidFromFile(dir_ + "/child.pid", seconds(5));
   ASSERT_GT(driver, 0) << "the worker never started its compiler";
   ASSERT_GT(child, 0);
   const auto sigterm = std::chrono::steady_clock::now();
@@ -471,24 +463,11 @@ TEST_F(EndToEndTest, DrainThatRunsOutGivesTheBatchBackAndLeavesNoCompiler) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   // The 2 s drain, then a few calls: far from the compiler's 60 s timeout.
   EXPECT_LT(std::chrono::steady_clock::now() - sigterm, seconds(15));
-  std::ifstream log_file(dir_ + "/hung.log");
-  const std::string log((std::istreambuf_iterator<char>(log_file)),
-                        std::istreambuf_iterator<char>());
+  const std::string log = ReadFile(dir_ + "/hung.log");
   EXPECT_NE(log.find("giving the batch back"), std::string::npos) << log;
   // No compiler left running (zombies waiting for init count as gone).
-  auto running = [](pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) return false;
-    const size_t paren = line.rfind(')');
-    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
-  };
-  for (auto until = std::chrono::steady_clock::now() + seconds(5);
-       (running(driver) || running(child)) && std::chrono::steady_clock::now() < until;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_FALSE(running(driver)) << "the compiler outlived its worker";
-  EXPECT_FALSE(running(child)) << "the compiler's child outlived its worker";
+  EXPECT_TRUE(ProcessGoneWithin(driver, seconds(5))) << "the compiler outlived its worker";
+  EXPECT_TRUE(ProcessGoneWithin(child, seconds(5))) << "the compiler's child outlived its worker";
   // The batch came back: nothing leased, nothing blamed.
   for (const auto& c : Candidates(job_id)) {
     EXPECT_NE(c["status"], "LEASED") << c.dump();

@@ -16,7 +16,6 @@
 #include <thread>
 
 namespace yirage::testing {
-namespace {
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -24,8 +23,6 @@ std::string ReadFile(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
-
-}  // namespace
 
 pid_t SpawnProcess(const std::vector<std::string>& argv, const std::string& out_path,
                    const std::string& err_path) {
@@ -162,35 +159,41 @@ CommandResult ServerProcess::Client(const std::vector<std::string>& args,
   return RunCommand(argv, timeout);
 }
 
-nlohmann::json ServerProcess::WaitForJob(const std::string& job_id,
-                                         std::chrono::seconds timeout) const {
+nlohmann::json ServerProcess::PollJob(const std::vector<std::string>& get_args,
+                                      const std::function<bool(const std::string&)>& done,
+                                      std::chrono::seconds timeout,
+                                      std::chrono::milliseconds interval) const {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   nlohmann::json job;
   while (std::chrono::steady_clock::now() < deadline) {
-    CommandResult r = Client({"get", job_id, "--json"});
+    CommandResult r = Client(get_args);
     job = r.Json();
-    if (r.exit_code == 0 && job.is_object()) {
-      std::string state = job["state"];
-      if (state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED") return job;
+    if (r.exit_code == 0 && job.is_object() && job["state"].is_string() &&
+        done(job["state"].get<std::string>())) {
+      return job;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    std::this_thread::sleep_for(interval);
   }
   return job;
+}
+
+nlohmann::json ServerProcess::WaitForJob(const std::string& job_id,
+                                         std::chrono::seconds timeout) const {
+  return PollJob(
+      {"get", job_id, "--json"},
+      [](const std::string& state) {
+        return state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED";
+      },
+      timeout, std::chrono::milliseconds(250));
 }
 
 nlohmann::json ServerProcess::WaitForSearch(const std::string& job_id, std::chrono::seconds timeout,
                                             const std::vector<std::string>& client_args) const {
   std::vector<std::string> args = client_args;
   args.insert(args.end(), {"get", job_id, "--json"});
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  nlohmann::json job;
-  while (std::chrono::steady_clock::now() < deadline) {
-    CommandResult r = Client(args);
-    job = r.Json();
-    if (r.exit_code == 0 && job.is_object() && job["state"] != "SEARCHING") return job;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return job;
+  return PollJob(
+      args, [](const std::string& state) { return state != "SEARCHING"; }, timeout,
+      std::chrono::milliseconds(50));
 }
 
 std::string HttpGet(const std::string& address, const std::string& path) {

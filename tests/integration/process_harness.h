@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ namespace yirage::testing {
 std::string BinDir();     // where the built binaries are
 std::string SourceDir();  // the repository root
 std::string MakeTempDir(const std::string& tag);
+std::string ReadFile(const std::string& path);  // whole file; "" if unreadable
 
 struct CommandResult {
   int exit_code = -1;
@@ -69,6 +71,12 @@ class ServerProcess {
                                const std::vector<std::string>& client_args = {}) const;
 
  private:
+  // `get_args` (a `get --json`) polled every `interval` until the job's state
+  // satisfies `done` or `timeout` passes; the last answer.
+  nlohmann::json PollJob(const std::vector<std::string>& get_args,
+                         const std::function<bool(const std::string&)>& done,
+                         std::chrono::seconds timeout, std::chrono::milliseconds interval) const;
+
   pid_t pid_ = -1;
   std::string log_path_;
   std::string client_, worker_, metrics_;
