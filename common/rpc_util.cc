@@ -1,5 +1,8 @@
 #include "common/rpc_util.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -150,12 +153,25 @@ std::string RandomHex(int n) {
 }
 
 std::string SecureRandomHex(int n) {
-  std::random_device source;
+  // getrandom(2) once for all the digits (std::random_device opens its
+  // source for every object, a cost on every leased batch).
+  std::string bytes((n + 1) / 2, '\0');
+  size_t filled = 0;
+  while (filled < bytes.size()) {
+    const ssize_t got = getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      std::random_device fallback;
+      for (size_t i = filled; i < bytes.size(); ++i) bytes[i] = static_cast<char>(fallback());
+      break;
+    }
+    filled += static_cast<size_t>(got);
+  }
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out(n, '0');
-  for (int i = 0; i < n; i += 8) {
-    const uint32_t bits = source();
-    for (int k = 0; k < 8 && i + k < n; ++k) out[i + k] = kDigits[(bits >> (4 * k)) & 15];
+  for (int i = 0; i < n; ++i) {
+    const auto byte = static_cast<unsigned char>(bytes[i / 2]);
+    out[i] = kDigits[i % 2 == 0 ? byte & 15 : byte >> 4];
   }
   return out;
 }

@@ -50,7 +50,7 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, const std::str
 
 // Random lowercase hex string of `n` characters (ids).
 std::string RandomHex(int n);
-// `n` hex digits from the operating system's random source (std::random_device),
+// `n` hex digits from the operating system's random source (getrandom(2)),
 // for secrets such as lease tokens.
 std::string SecureRandomHex(int n);
 // Equal strings, compared in time that depends on their lengths only.

@@ -1,5 +1,9 @@
 #include "server/database.h"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 
 namespace yirage::server {
@@ -7,6 +11,23 @@ namespace {
 
 absl::Status SqliteError(sqlite3* db, std::string_view what) {
   return absl::InternalError(absl::StrCat("sqlite: ", std::string(what), ": ", sqlite3_errmsg(db)));
+}
+
+// Waits for another connection's write lock. SQLite's default handler
+// sleeps in steps of milliseconds, far longer than our transactions hold
+// the lock; this one yields, then sleeps briefly, and gives up after the
+// same 5 s.
+int BusyWait(void*, int count) {
+  using Clock = std::chrono::steady_clock;
+  thread_local Clock::time_point start;
+  if (count == 0) start = Clock::now();
+  if (Clock::now() - start > std::chrono::seconds(5)) return 0;
+  if (count < 32) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(std::min(500, 10 * (count - 31))));
+  }
+  return 1;
 }
 
 }  // namespace
@@ -23,7 +44,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
     return absl::UnavailableError(absl::StrCat("cannot open database '", path, "': ", message));
   }
   std::unique_ptr<Database> db(new Database(raw));
-  sqlite3_busy_timeout(raw, 5000);
+  sqlite3_busy_handler(raw, BusyWait, nullptr);
   // WAL: readers never block the writer; synchronous=NORMAL is durable
   // against process crashes, which is what we promise.
   for (const char* pragma :
@@ -51,7 +72,10 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
   return db;
 }
 
-Database::~Database() { sqlite3_close(db_); }
+Database::~Database() {
+  for (auto& [sql, entry] : cache_) sqlite3_finalize(entry.stmt);
+  sqlite3_close(db_);
+}
 
 absl::Status Database::Exec(std::string_view sql) {
   std::string text(sql);
@@ -65,12 +89,28 @@ absl::Status Database::Exec(std::string_view sql) {
 }
 
 absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
+  auto it = cache_.find(std::string(sql));
+  if (it != cache_.end() && !it->second.in_use) {
+    it->second.in_use = true;
+    return Statement(this, it->second.stmt, &it->second);
+  }
+  const bool cache = it == cache_.end() && cache_.size() < kMaxCachedStatements;
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                         cache ? SQLITE_PREPARE_PERSISTENT : 0, &stmt, nullptr) != SQLITE_OK) {
     return SqliteError(db_, absl::StrCat("prepare ", std::string(sql.substr(0, 120))));
   }
-  return Statement(db_, stmt);
+  if (!cache) return Statement(db_, stmt);
+  Cached& entry = cache_[std::string(sql)];
+  entry.stmt = stmt;
+  entry.in_use = true;
+  return Statement(this, stmt, &entry);
+}
+
+void Database::Return(sqlite3_stmt* stmt, Cached* entry) {
+  sqlite3_reset(stmt);
+  sqlite3_clear_bindings(stmt);
+  entry->in_use = false;
 }
 
 int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
@@ -83,12 +123,18 @@ int Database::UserVersion() {
   return (row.ok() && *row) ? static_cast<int>(stmt->ColumnInt(0)) : 0;
 }
 
-Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+Statement::Statement(Statement&& other) noexcept
+    : db_(other.db_), stmt_(other.stmt_), owner_(other.owner_), entry_(other.entry_) {
   other.stmt_ = nullptr;
 }
 
 Statement::~Statement() {
-  if (stmt_) sqlite3_finalize(stmt_);
+  if (stmt_ == nullptr) return;
+  if (owner_ != nullptr) {
+    owner_->Return(stmt_, static_cast<Database::Cached*>(entry_));
+  } else {
+    sqlite3_finalize(stmt_);
+  }
 }
 
 Statement& Statement::Bind(int index, int64_t value) {

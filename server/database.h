@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -29,20 +30,37 @@ class Database {
   ~Database();
 
   absl::Status Exec(std::string_view sql);
+  // Prepared statements are cached by their SQL text (up to
+  // kMaxCachedStatements texts) and reset when the Statement is destroyed,
+  // so a hot path parses its SQL once. A text already in use (a nested
+  // use of the same SQL) gets a fresh, uncached statement.
   absl::StatusOr<Statement> Prepare(std::string_view sql);
   int64_t LastInsertRowId() const;
   int Changes() const;
   int UserVersion();
 
  private:
+  friend class Statement;
+  static constexpr size_t kMaxCachedStatements = 256;
+  struct Cached {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
   explicit Database(sqlite3* db) : db_(db) {}
+  // Called by a cached Statement's destructor.
+  void Return(sqlite3_stmt* stmt, Cached* entry);
+
   sqlite3* db_;
+  std::unordered_map<std::string, Cached> cache_;
 };
 
 // A prepared statement. Bind indices are 1-based as in SQLite.
 class Statement {
  public:
   Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  // A statement of `owner`'s cache: given back (reset) instead of finalized.
+  Statement(Database* owner, sqlite3_stmt* stmt, void* entry)
+      : db_(owner->db_), stmt_(stmt), owner_(owner), entry_(entry) {}
   Statement(Statement&& other) noexcept;
   Statement(const Statement&) = delete;
   ~Statement();
@@ -69,6 +87,8 @@ class Statement {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  Database* owner_ = nullptr;  // set for cached statements
+  void* entry_ = nullptr;      // the owner's cache entry
 };
 
 // Scoped transaction: BEGIN IMMEDIATE on construction, ROLLBACK unless

@@ -64,7 +64,7 @@ absl::StatusOr<std::string> JobStore::InsertJobLocked(const yirage::v1::SubmitJo
   std::string job_id = "job-" + RandomHex(10);
   std::string graph_bytes;
   request.graph().SerializeToString(&graph_bytes);
-  std::mt19937_64 rng{std::random_device{}()};
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
   int64_t seed = static_cast<int64_t>(rng() >> 1);
   YIRAGE_ASSIGN_OR_RETURN(
       Statement insert,
@@ -448,6 +448,18 @@ absl::StatusOr<JobStore::BestKernel> JobStore::GetBestKernel(const std::string& 
 }
 
 absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, double now) {
+  {
+    // Most reports leave candidates of the job to run: one index probe
+    // answers that without loading the job.
+    YIRAGE_ASSIGN_OR_RETURN(Statement left,
+                            db_->Prepare("SELECT 1 FROM candidates WHERE job_id=? AND status IN "
+                                         "(?,?) LIMIT 1"));
+    left.Bind(1, job_id)
+        .Bind(2, static_cast<int64_t>(yirage::v1::PENDING))
+        .Bind(3, static_cast<int64_t>(yirage::v1::LEASED));
+    YIRAGE_ASSIGN_OR_RETURN(bool pending, left.Step());
+    if (pending) return false;
+  }
   YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
   // A SEARCHING job has no candidates yet, none pending among them.
   if (IsFinal(job.state()) || job.state() == yirage::v1::SEARCHING ||

@@ -71,7 +71,7 @@ TEST_F(JobStoreTest, TimeBudgetSkipsPendingCandidates) {
   auto batch = leases_->LeaseBatch("w1", "cpu", 1001);  // starts the clock
   ASSERT_TRUE(batch.ok() && batch->has_value());
   ASSERT_TRUE(leases_
-                  ->RecordResults("w1", (*batch)->batch_id(), (*batch)->lease_token(),
+                  ->RecordResults("w1", (*batch)->batch_id(), (*batch)->lease_token(), 0,
                                   Results({Verified((*batch)->candidates(0).candidate_id(), 50),
                                            Verified((*batch)->candidates(1).candidate_id(), 60)}),
                                   1002)
@@ -151,7 +151,7 @@ TEST_F(JobStoreTest, AFailedBaselineFailsTheJobSayingWhy) {
   broken.set_status(yirage::v1::ERROR);
   broken.set_error("compile: no such function");
   ASSERT_TRUE(leases_
-                  ->RecordResults("w1", (*batch)->batch_id(), (*batch)->lease_token(),
+                  ->RecordResults("w1", (*batch)->batch_id(), (*batch)->lease_token(), 0,
                                   Results({broken}), 1002)
                   .ok());
   auto report = store_->Maintain(1003);

@@ -40,6 +40,7 @@ absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::Open(const std::string& 
 
 absl::StatusOr<RecordReport> LeaseStore::RecordResults(
     const std::string& worker_id, const std::string& batch_id, const std::string& lease_token,
+    int64_t current_candidate,
     const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now) {
   absl::MutexLock lock(&mu_);
   RecordReport report;
@@ -133,6 +134,16 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
                                 db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
         del.Bind(1, batch_id);
         YIRAGE_RETURN_IF_ERROR(del.Run());
+      } else {
+        YIRAGE_ASSIGN_OR_RETURN(
+            Statement renew, db_->Prepare("UPDATE batches SET lease_expires=?, "
+                                          "current_candidate=? WHERE batch_id=? AND worker_id=?"));
+        renew.Bind(1, now + options_.lease_seconds)
+            .Bind(2, current_candidate)
+            .Bind(3, batch_id)
+            .Bind(4, worker_id);
+        YIRAGE_RETURN_IF_ERROR(renew.Run());
+        report.still_leased = db_->Changes() > 0;
       }
     }
     YIRAGE_RETURN_IF_ERROR(tx.Commit());
@@ -186,19 +197,18 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
   YIRAGE_RETURN_IF_ERROR(tx.status());
   // Oldest runnable job of this backend that still has pending candidates and
   // time left in its budget.
+  // The states are literals so that SQLite walks the jobs_runnable index
+  // (its WHERE clause must match) in leasing order.
+  static_assert(yirage::v1::QUEUED == 1 && yirage::v1::RUNNING == 2);
   YIRAGE_ASSIGN_OR_RETURN(
       Statement pick,
       db_->Prepare(
           "SELECT j.job_id, j.graph, j.rtol, j.atol, j.seed, j.baseline_candidate_id "
-          "FROM jobs j WHERE j.state IN (?,?) AND j.backend=? "
+          "FROM jobs j INDEXED BY jobs_runnable WHERE j.state IN (1, 2) AND j.backend=? "
           "AND (j.budget_seconds <= 0 OR j.started = 0 OR j.started + j.budget_seconds > ?) "
           "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?) "
           "ORDER BY j.last_leased, j.created, j.job_id LIMIT 1"));
-  pick.Bind(1, static_cast<int64_t>(yirage::v1::QUEUED))
-      .Bind(2, static_cast<int64_t>(yirage::v1::RUNNING))
-      .Bind(3, backend)
-      .Bind(4, now)
-      .Bind(5, static_cast<int64_t>(yirage::v1::PENDING));
+  pick.Bind(1, backend).Bind(2, now).Bind(3, static_cast<int64_t>(yirage::v1::PENDING));
   YIRAGE_ASSIGN_OR_RETURN(bool found, pick.Step());
   if (!found) return std::optional<yirage::v1::Batch>();
 

@@ -36,6 +36,9 @@ struct RecordReport {
   std::vector<int64_t> acknowledged;  // stored now or earlier
   std::map<yirage::v1::CandidateStatus, int> newly_stored;
   std::string job_id;  // the batch's job ("" when the batch is gone): may be done now
+  // The batch is still this worker's, its lease renewed (false: it is
+  // finished, expired or cancelled, or there were no results).
+  bool still_leased = false;
 };
 
 // What one pass of lease expiry did (for logs and metrics).
@@ -69,8 +72,11 @@ class LeaseStore {
                                   double now);
   // Stores results of candidates still leased to `batch_id`, each once;
   // results for candidates no longer in that batch are acknowledged but
-  // dropped (a retry after a lost reply, or a lease that expired). The
-  // caller asks the JobStore whether the report's job is done.
+  // dropped (a retry after a lost reply, or a lease that expired). A batch
+  // left with candidates to run has its lease renewed, with
+  // `current_candidate` noted, in the same transaction (as RenewLease; the
+  // report says so in still_leased). The caller asks the JobStore whether
+  // the report's job is done.
   // InvalidArgument, storing nothing, when the batch exists but is not
   // `worker_id`'s under `lease_token`, when a candidate is reported twice,
   // or when a VERIFIED result's time is not finite and positive (its
@@ -78,6 +84,7 @@ class LeaseStore {
   // verify).
   absl::StatusOr<RecordReport> RecordResults(
       const std::string& worker_id, const std::string& batch_id, const std::string& lease_token,
+      int64_t current_candidate,
       const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now);
   // Puts the candidates of every batch leased to `worker_id` back in the
   // queue, without blame (the worker says it holds none). Returns how many.

@@ -32,7 +32,7 @@ TEST_F(LeaseStoreTest, LeaseRecordAndFinish) {
   twin.set_same_kernel_as(b.candidates(0).candidate_id());
   twin.mutable_launch()->add_launches()->set_name("yr_p1_k0");  // how its source is run
   auto report =
-      leases_->RecordResults("w1", b.batch_id(), b.lease_token(),
+      leases_->RecordResults("w1", b.batch_id(), b.lease_token(), 0,
                              Results({Verified(b.candidates(0).candidate_id(), 100), twin}), 1002);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->acknowledged.size(), 2u);
@@ -46,7 +46,7 @@ TEST_F(LeaseStoreTest, LeaseRecordAndFinish) {
   }
   // Recording again (a retry after a lost reply) is acknowledged, not double counted.
   auto again =
-      leases_->RecordResults("w1", b.batch_id(), b.lease_token(),
+      leases_->RecordResults("w1", b.batch_id(), b.lease_token(), 0,
                              Results({Verified(b.candidates(1).candidate_id(), 40)}), 1003);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->acknowledged.size(), 1u);
@@ -59,7 +59,7 @@ TEST_F(LeaseStoreTest, LeaseRecordAndFinish) {
   mismatch.set_candidate_id((*batch2)->candidates(0).candidate_id());
   mismatch.set_status(yirage::v1::MISMATCH);
   mismatch.set_error("Y[3]: got 1, expected 2");
-  auto r2 = leases_->RecordResults("w1", (*batch2)->batch_id(), (*batch2)->lease_token(),
+  auto r2 = leases_->RecordResults("w1", (*batch2)->batch_id(), (*batch2)->lease_token(), 0,
                                    Results({mismatch}), 1005);
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2->job_id, *id) << "the batch's job, for the job store to finish";
@@ -114,13 +114,43 @@ TEST_F(LeaseStoreTest, ExpiredLeaseBlamesRunningCandidateAndRequeuesOthers) {
   EXPECT_NE((*candidates)[1].error().find("killed its worker"), std::string::npos);
 }
 
+// Storing results renews the lease of a batch that has candidates left,
+// and says so; the last result ends the batch.
+TEST_F(LeaseStoreTest, ResultsRenewTheLeaseOfABatchWithCandidatesLeft) {
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000);
+  ASSERT_TRUE(id.ok());
+  auto batch = leases_->LeaseBatch("w1", "cpu", 1000);
+  ASSERT_TRUE(batch.ok() && batch->has_value());
+  const auto& b = **batch;
+  ASSERT_EQ(b.candidates_size(), 2);
+  const double late = 1000 + options_.lease_seconds - 1;
+  auto first =
+      leases_->RecordResults("w1", b.batch_id(), b.lease_token(), b.candidates(1).candidate_id(),
+                             Results({Verified(b.candidates(0).candidate_id(), 5)}), late);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->still_leased);
+  // Past the first lease's end, not past the renewed one's.
+  auto expiry = leases_->ExpireLeases(1000 + options_.lease_seconds + 1);
+  ASSERT_TRUE(expiry.ok());
+  EXPECT_EQ(expiry->leases_expired, 0);
+  auto last =
+      leases_->RecordResults("w1", b.batch_id(), b.lease_token(), 0,
+                             Results({Verified(b.candidates(1).candidate_id(), 6)}), late + 2);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_FALSE(last->still_leased) << "every candidate reported: the batch is done";
+  EXPECT_EQ(last->job_id, *id);
+  auto renewed = leases_->RenewLease("w1", b.batch_id(), b.lease_token(), 0, late + 3);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_FALSE(*renewed);
+}
+
 TEST_F(LeaseStoreTest, StateSurvivesReopen) {
   auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000);
   ASSERT_TRUE(id.ok());
   auto batch = leases_->LeaseBatch("w1", "cpu", 1001);
   ASSERT_TRUE(batch.ok() && batch->has_value());
   ASSERT_TRUE(leases_
-                  ->RecordResults("w1", (*batch)->batch_id(), (*batch)->lease_token(),
+                  ->RecordResults("w1", (*batch)->batch_id(), (*batch)->lease_token(), 0,
                                   Results({Verified((*batch)->candidates(0).candidate_id(), 77)}),
                                   1002)
                   .ok());

@@ -294,11 +294,12 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
 
   if (request.status().has_executing()) {
     const auto& executing = request.status().executing();
-    // Results first: they are acknowledged only once durable.
+    // Results first: they are acknowledged only once durable. Storing them
+    // renews the lease of a batch with candidates left (one transaction).
     YIRAGE_ASSIGN_OR_RETURN(
         RecordReport report,
         leases_->RecordResults(request.worker_id(), executing.batch_id(), executing.lease_token(),
-                               executing.completed(), now));
+                               executing.current_candidate_id(), executing.completed(), now));
     for (int64_t id : report.acknowledged) response.add_acknowledged(id);
     if (metrics_) {
       for (const auto& [status, n] : report.newly_stored) metrics_->CandidateFinished(status, n);
@@ -306,14 +307,18 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
         if (r.evaluation_seconds() > 0) metrics_->ObserveEvaluationSeconds(r.evaluation_seconds());
       }
     }
-    if (!report.job_id.empty()) {
+    // A batch still leased holds candidates of its job, which is not done.
+    if (!report.job_id.empty() && !report.still_leased) {
       YIRAGE_ASSIGN_OR_RETURN(bool finished, store_->FinishIfDone(report.job_id, now));
       if (finished) spdlog::info("job {} finished", report.job_id);
     }
-    YIRAGE_ASSIGN_OR_RETURN(
-        bool still_ours,
-        leases_->RenewLease(request.worker_id(), executing.batch_id(), executing.lease_token(),
-                            executing.current_candidate_id(), now));
+    bool still_ours = report.still_leased;
+    if (executing.completed().empty()) {
+      YIRAGE_ASSIGN_OR_RETURN(
+          still_ours,
+          leases_->RenewLease(request.worker_id(), executing.batch_id(), executing.lease_token(),
+                              executing.current_candidate_id(), now));
+    }
     if (still_ours) return response;  // no action: carry on
     // The batch is gone: finished (all results in), expired, or cancelled.
     // Either way the worker should stop it and ask for more.
