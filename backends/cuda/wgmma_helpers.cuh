@@ -4,7 +4,7 @@
 // Shared-memory matrix descriptor: start address, leading and stride byte
 // offsets (in 16-byte units), 128-byte swizzle.
 static __device__ __forceinline__ unsigned long long yr_wg_desc(const void* p, unsigned lbo,
-                                                                 unsigned sbo) {
+                                                                unsigned sbo) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
   return (unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
          ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
@@ -25,5 +25,60 @@ static __device__ __forceinline__ void yr_fence_proxy_async() {
 static __device__ __forceinline__ void yr_wg_fence_operands(float* d, int n) {
 #pragma unroll
   for (int i = 0; i < n; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// TMA (cp.async.bulk.tensor) and the mbarrier operations around it.
+// Shared addresses are CTA-relative; in a cluster, a multicast copy lands
+// at the same offset in each block of `mask` and completes the mbarrier at
+// the same offset in each. `tmap`: the generic address of a CUtensorMap
+// (a __grid_constant__ kernel parameter, or global memory).
+static __device__ __forceinline__ void yr_mbar_arrive_expect_tx(unsigned long long* bar,
+                                                                unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                   static_cast<unsigned>(__cvta_generic_to_shared(bar))),
+               "r"(bytes)
+               : "memory");
+}
+// An arrival on the mbarrier at `bar`'s offset in cluster block `rank`,
+// with the default release.cta semantics (what a consumer releasing a
+// buffer to the copy engine needs; .release.cluster costs a MEMBAR.GPU).
+static __device__ __forceinline__ void yr_mbar_arrive_cluster(unsigned long long* bar,
+                                                              unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(
+          static_cast<unsigned>(__cvta_generic_to_shared(bar))),
+      "r"(rank)
+      : "memory");
+}
+// Makes mbarrier.init visible to the copy engine and the cluster's other
+// blocks (before the block or cluster barrier that publishes them).
+static __device__ __forceinline__ void yr_fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+static __device__ __forceinline__ void yr_prefetch_tmap(const void* tmap) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(tmap))
+               : "memory");
+}
+// The box at (c0, c1) (innermost coordinate first; past the tensor's edges
+// it reads zeros) to `dst`, its bytes counted on `bar`.
+static __device__ __forceinline__ void yr_tma_load_2d(void* dst, const void* tmap, int c0, int c1,
+                                                      unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+      "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(c1),
+      "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar)))
+      : "memory");
+}
+static __device__ __forceinline__ void yr_tma_load_2d_multicast(void* dst, const void* tmap, int c0,
+                                                                int c1, unsigned long long* bar,
+                                                                unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(
+          static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+      "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(c1),
+      "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar))), "h"(mask)
+      : "memory");
 }
 #endif

@@ -14,10 +14,16 @@
 #   attention_prefill - backends/cuda/attention_prefill.cuh and
 #                       attention_prefill_ws.cuh on their own: checked
 #                       against a GPU reference, timed (sm_90a)
+#   gemm              - backends/cuda/gemm_sm90.cuh's variants checked
+#                       against a GPU reference on odd shapes, timed next
+#                       to cuBLAS (sm_90a; links the driver and cuBLAS)
 set -euo pipefail
 ARCH=${1:-sm_90a}
 shift || true
-ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback attention_prefill)
+ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback attention_prefill
+  gemm)
+# Extra link flags of the benchmarks that need libraries.
+declare -A LIBS=([gemm]="-lcuda -lcublas")
 NAMES=("$@")
 [ ${#NAMES[@]} -eq 0 ] && NAMES=("${ALL[@]}")
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -26,7 +32,9 @@ trap 'rm -rf "$OUT"' EXIT
 dir=$(cd "$(dirname "$0")" && pwd)
 for b in "${NAMES[@]}"; do
   [ -f "$dir/$b.cu" ] || { echo "no benchmark $b (one of: ${ALL[*]})" >&2; exit 2; }
-  "$NVCC" -O3 -std=c++17 -gencode "arch=compute_${ARCH#sm_},code=$ARCH" -o "$OUT/$b" "$dir/$b.cu"
+  # shellcheck disable=SC2086  # LIBS holds several flags
+  "$NVCC" -O3 -std=c++17 -gencode "arch=compute_${ARCH#sm_},code=$ARCH" -o "$OUT/$b" "$dir/$b.cu" \
+    ${LIBS[$b]:-}
   echo "== $b"
   "$OUT/$b"
 done

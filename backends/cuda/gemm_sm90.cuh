@@ -1,0 +1,367 @@
+// Hopper (sm_90a) GEMM, warp-specialized and persistent:
+//   C[r, c] = epi(sum_k A[r, k] B[k, c], r, c), rounded to T on the store,
+// A M x K row-major, B K x N row-major or (B_NK) N x K row-major (an
+// nn.Linear weight), C M x N with row stride ldc; T __half or
+// __nv_bfloat16, float accumulation. After the design of CUTLASS's sm90
+// warp-specialized kernels:
+// - 384 threads: a producer warpgroup whose one thread issues the TMA copies
+//   (setmaxnreg down to 40) and two consumer warpgroups issuing wgmma from
+//   shared memory (setmaxnreg up to 232).
+// - K steps of 64: A's and B's tiles arrive by TMA with 128-byte swizzle
+//   (the layout wgmma reads) in a STAGES-deep ring. Each stage has a "full"
+//   mbarrier (the producer's expect_tx, completed by the copies' bytes) and
+//   an "empty" one (an arrival from each consumer warpgroup that reads the
+//   stage, in every block of the cluster that writes into it). A consumer
+//   keeps one k step's wgmma group in flight and releases the stage before.
+// - Cooperative (default): the consumers split a BM x BN tile by rows.
+//   PINGPONG: each consumer takes every other tile whole, the two taking
+//   turns through their main loops (named barriers), so that one's
+//   epilogue runs under the other's products.
+// - Clusters of CM x CN blocks (at most 2): they compute neighbouring tiles;
+//   those sharing B's tile (CM = 2) load half of it each and multicast it to
+//   both, likewise A's (CN = 2), halving the L2 reads of the shared operand.
+// - Persistent: a grid of whole clusters, at most one block a
+//   multiprocessor (see yr_gemm_sm90_grid); the cluster tiles go in groups
+//   of GROUP cluster rows, column by column within a group, so that tiles
+//   computed at the same time share A's and B's panels in L2.
+// - Any M, N and K >= 1 with the TMA's rule that row strides be multiples
+//   of 16 bytes: K % 8 == 0, and N % 8 == 0 for B K x N. Copies past the
+//   edges read zeros (the K tail adds nothing); stores are bounds-checked.
+// The epilogue functor: `float operator()(float acc, int row, int col)
+// const`, called once for each element inside C (see yr_gemm_store).
+// REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh, wgmma_ops.cuh and
+// attention_prefill_ws.cuh (its mbarrier, named barrier and setmaxnreg
+// helpers) before this file, and cuda.h, if at all, before it too; a
+// kernel of yr_gemm_sm90_cfg::threads threads with
+// __launch_bounds__(threads, 1) (setmaxnreg needs the register cap),
+// cluster dimensions (cluster, 1, 1), smem_bytes of dynamic shared memory,
+// a grid from yr_gemm_sm90_grid, and tensor maps as yr_gemm_sm90 says.
+#ifndef YR_GEMM_SM90
+#define YR_GEMM_SM90
+
+#ifndef __cuda_cuda_h__
+// NVRTC has no cuda.h: the driver's opaque tensor map (128 bytes, which
+// the host fills with cuTensorMapEncodeTiled).
+typedef struct CUtensorMap_st {
+  alignas(64) unsigned long long opaque[16];
+} CUtensorMap;
+#endif
+
+// The default epilogue: the accumulator as it is.
+struct yr_gemm_store {
+  __device__ __forceinline__ float operator()(float v, int, int) const { return v; }
+};
+
+// One GEMM kernel's constants. BM x BN: a block's tile (cooperative: the
+// consumers take BM / 2 rows each; PINGPONG: BM rows each, every other
+// tile); BM a multiple of 128 (cooperative) or 64, BN 64, 128 or 256 (one
+// wgmma's N); at most 128 accumulators a consumer thread.
+template <typename T, int BM, int BN, int STAGES, bool B_NK, bool PINGPONG = false, int CM = 1,
+          int CN = 1, int GROUP = 8>
+struct yr_gemm_sm90_cfg {
+  using elem = T;
+  static constexpr int bm = BM, bn = BN, bk = 64, stages = STAGES, cm = CM, cn = CN;
+  static constexpr int group = GROUP;
+  static constexpr bool b_nk = B_NK, pingpong = PINGPONG;
+  static constexpr int cluster = CM * CN;
+  static constexpr int threads = 384;
+  static constexpr int wm = PINGPONG ? BM : BM / 2;  // a consumer's rows
+  static constexpr int mi = wm / 64;                 // its m64 wgmmas a k16 step
+  static constexpr int a_stage = BM * 64 * 2;        // bytes a stage
+  static constexpr int b_stage = BN * 64 * 2;
+  // TMA boxes {64 columns, rows}: a block copies 1 / CN of A's tile rows
+  // and 1 / CM of B's tile (its rows for B_NK, its 64-column panels of the
+  // 64 rows of K for B K x N).
+  static constexpr int a_box_rows = BM / CN;
+  static constexpr int b_box_rows = B_NK ? BN / CM : 64;
+  // The ring (1024-aligned for the swizzle: 1024 bytes of slack), then
+  // the full and empty mbarriers.
+  static constexpr int smem_bytes = 1024 + STAGES * (a_stage + b_stage) + 2 * STAGES * 8;
+  static_assert(sizeof(T) == 2, "T: __half or __nv_bfloat16");
+  static_assert(wm % 64 == 0 && mi >= 1, "BM: a multiple of 64 rows a consumer");
+  static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
+  static_assert(mi * BN / 2 <= 128, "at most 128 accumulators a thread");
+  static_assert((CM == 1 || CM == 2) && (CN == 1 || CN == 2) && CM * CN <= 2,
+                "clusters of at most 2 blocks");
+  static_assert(B_NK || (BN / 64) % CM == 0, "B K x N: whole 64-column panels a block");
+  static_assert(a_box_rows % 8 == 0 && a_box_rows <= 256 && b_box_rows <= 256, "TMA boxes");
+  static_assert(STAGES >= 2, "at least two stages");
+  static_assert(smem_bytes <= 227 * 1024, "shared memory: at most 227 KB");
+};
+
+// The persistent grid: whole clusters, no more than fit at once
+// (`max_clusters`, from cudaOccupancyMaxActiveClusters) or have tiles.
+template <class Cfg>
+__host__ __device__ constexpr int yr_gemm_sm90_grid(int m, int n, int max_clusters) {
+  const int ctiles = ((m + Cfg::bm - 1) / Cfg::bm + Cfg::cm - 1) / Cfg::cm *
+                     (((n + Cfg::bn - 1) / Cfg::bn + Cfg::cn - 1) / Cfg::cn);
+  return (ctiles < max_clusters ? ctiles : max_clusters) * Cfg::cluster;
+}
+
+// A 4 x 4 transpose of words across the 4 lanes of each quad (q: the lane's
+// index in it): word jj of lane q becomes word q of lane jj. Two butterfly
+// steps (lanes 1 apart, then 2), each swapping half of a lane's words.
+static __device__ __forceinline__ void yr_gemm_quad_transpose(unsigned (&v)[4], int q) {
+#pragma unroll
+  for (int s = 1; s <= 2; s *= 2) {
+    const bool up = (q & s) != 0;
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      if (jj & s) continue;  // the pair (jj, jj + s)
+      const unsigned recv = __shfl_xor_sync(0xffffffffu, up ? v[jj] : v[jj + s], s);
+      if (up) {
+        v[jj] = recv;
+      } else {
+        v[jj + s] = recv;
+      }
+    }
+  }
+}
+
+// The kernel body. `a`, `b`: tensor maps of A (dims {K, M}, box {64,
+// a_box_rows}) and B (B_NK: dims {K, N}, box {64, b_box_rows}; else dims
+// {N, K}, box {64, 64}), 128-byte swizzle, zeros out of bounds; `a` and
+// `b` must be the kernel's __grid_constant__ parameters.
+template <class Cfg, class Epi = yr_gemm_store>
+static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const CUtensorMap& b,
+                                                    typename Cfg::elem* __restrict__ c, int m,
+                                                    int n, int k, int ldc, Epi epi = Epi()) {
+  using T = typename Cfg::elem;
+  constexpr int BM = Cfg::bm, BN = Cfg::bn, STAGES = Cfg::stages, CM = Cfg::cm, CN = Cfg::cn;
+  constexpr int CS = Cfg::cluster, MI = Cfg::mi, WM = Cfg::wm;
+  constexpr bool B_NK = Cfg::b_nk, PINGPONG = Cfg::pingpong;
+  extern __shared__ __align__(1024) unsigned char yr_gemm_smem_raw[];
+  unsigned char* const smem =
+      yr_gemm_smem_raw + ((1024u - (yr_smem_addr(yr_gemm_smem_raw) & 1023u)) & 1023u);
+  unsigned char* const sa = smem;                          // stage s at s * a_stage
+  unsigned char* const sb = smem + STAGES * Cfg::a_stage;  // stage s at s * b_stage
+  unsigned long long* const full =
+      reinterpret_cast<unsigned long long*>(sb + STAGES * Cfg::b_stage);
+  unsigned long long* const empty = full + STAGES;
+
+  // Read through a shuffle, so that the compiler sees it uniform in each
+  // warp (wgmma under a branch it takes for divergent gets serialized).
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
+  const int ctiles_m = (tiles_m + CM - 1) / CM, ctiles_n = (tiles_n + CN - 1) / CN;
+  const int ctiles = ctiles_m * ctiles_n;
+  const int kblocks = (k + 63) / 64;
+  // Blocks of a cluster are consecutive in x: rank blockIdx.x % CS.
+  const int rank = CS > 1 ? static_cast<int>(blockIdx.x % CS) : 0;
+  const int rm = CM > 1 ? rank : 0, rn = CN > 1 ? rank : 0;
+  const int cluster0 = blockIdx.x / CS, clusters = gridDim.x / CS;
+  // Cluster tile t: groups of GROUP cluster rows, column-major inside.
+  auto tile_of = [&](int t, int& tm, int& tn) {
+    const int per_group = Cfg::group * ctiles_n;
+    const int g = t / per_group;
+    const int first = g * Cfg::group;
+    const int rows = min(ctiles_m - first, Cfg::group);
+    const int r = t - g * per_group;
+    tm = (first + r % rows) * CM + rm;
+    tn = (r / rows) * CN + rn;
+  };
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      yr_mbar_init(&full[s], 1);
+      yr_mbar_init(&empty[s], (PINGPONG ? 1 : 2) * CS);
+    }
+    yr_fence_mbar_init();
+  }
+  if constexpr (CS > 1) {
+    yr_cluster_sync();  // the barriers of every block, before any copy or remote arrival
+  } else {
+    __syncthreads();
+  }
+
+  if (wg == 0) {
+    // Producer: the ring's positions run on over all tiles; a fresh
+    // mbarrier counts as having completed the phase before its first, so
+    // the first round's waits on "empty" pass at once.
+    yr_setmaxnreg_dec<40>();
+    if (threadIdx.x != 0) return;
+    yr_prefetch_tmap(&a);
+    yr_prefetch_tmap(&b);
+    unsigned pos = 0;
+    for (int t = cluster0; t < ctiles; t += clusters) {
+      int tm, tn;
+      tile_of(t, tm, tn);
+      for (int kb = 0; kb < kblocks; ++kb, ++pos) {
+        const int st = pos % STAGES;
+        yr_mbar_wait(&empty[st], ((pos / STAGES) & 1) ^ 1);
+        yr_mbar_arrive_expect_tx(&full[st], Cfg::a_stage + Cfg::b_stage);
+        const int kc = kb * 64;
+        unsigned char* const da = sa + st * Cfg::a_stage + rn * Cfg::a_box_rows * 128;
+        const int ra = tm * BM + rn * Cfg::a_box_rows;
+        if constexpr (CN > 1) {
+          yr_tma_load_2d_multicast(da, &a, kc, ra, &full[st], 3);
+        } else {
+          yr_tma_load_2d(da, &a, kc, ra, &full[st]);
+        }
+        if constexpr (B_NK) {
+          unsigned char* const db = sb + st * Cfg::b_stage + rm * Cfg::b_box_rows * 128;
+          const int rb = tn * BN + rm * Cfg::b_box_rows;
+          if constexpr (CM > 1) {
+            yr_tma_load_2d_multicast(db, &b, kc, rb, &full[st], 3);
+          } else {
+            yr_tma_load_2d(db, &b, kc, rb, &full[st]);
+          }
+        } else {
+          constexpr int P = BN / 64 / CM;  // panels a block
+#pragma unroll
+          for (int p = rm * P; p < rm * P + P; ++p) {
+            unsigned char* const db = sb + st * Cfg::b_stage + p * 64 * 128;
+            if constexpr (CM > 1) {
+              yr_tma_load_2d_multicast(db, &b, tn * BN + p * 64, kc, &full[st], 3);
+            } else {
+              yr_tma_load_2d(db, &b, tn * BN + p * 64, kc, &full[st]);
+            }
+          }
+        }
+      }
+    }
+    if constexpr (CS > 1) {
+      // Every stage released once more: no arrival from the other block is
+      // still on its way to this block's barriers when it exits.
+      for (int i = 0; i < STAGES; ++i, ++pos) {
+        yr_mbar_wait(&empty[pos % STAGES], ((pos / STAGES) & 1) ^ 1);
+      }
+    }
+  } else {
+    yr_setmaxnreg_inc<232>();
+    const int cw = wg - 1;  // consumer
+    const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+    const int row_off = PINGPONG ? 0 : cw * WM;  // the consumer's rows in the tile
+    // Descriptors of stage 0: A and B_NK K-major (8-row groups 1024 bytes
+    // apart; a k16 step is 32 bytes on), B K x N MN-major (64-column panels
+    // 64 * 128 bytes apart, 8 rows of K 1024; a k16 step is 16 rows on).
+    const unsigned long long da0 = yr_wg_desc(sa, 16, 1024);
+    const unsigned long long db0 = yr_wg_desc(sb, B_NK ? 16 : 64 * 128, 1024);
+    auto release = [&](int st) {
+      if (tid == 0) {
+        if constexpr (CS > 1) {
+#pragma unroll
+          for (int r = 0; r < CS; ++r) yr_mbar_arrive_cluster(&empty[st], r);
+        } else {
+          yr_mbar_arrive(&empty[st]);
+        }
+      }
+    };
+    // Ping-pong: the consumers take turns through their main loops (named
+    // barriers 1 + c: consumer c's turn). A consumer's waits on "full" must
+    // not run more than a round of the ring ahead of the copies (a parity
+    // wait cannot tell rounds two apart), so consumer c starts its tile's
+    // waits only once the other has waited on all of its own tile's. Each
+    // turn passed is taken: consumer 1 lets consumer 0 go first if the
+    // block has a tile, and the block's last tile passes no turn.
+    const int local_tiles = cluster0 < ctiles ? (ctiles - cluster0 + clusters - 1) / clusters : 0;
+    if (PINGPONG && cw == 1 && local_tiles > 0) yr_named_arrive(1, 256);
+    float acc[MI][BN / 2];
+    unsigned pos = 0;
+    int local = 0;  // the block's tile count
+    for (int t = cluster0; t < ctiles; t += clusters, ++local) {
+      if (PINGPONG && (local & 1) != cw) {  // the other consumer's tile
+        pos += kblocks;
+        continue;
+      }
+      if (PINGPONG) yr_named_sync(1 + cw, 256);
+      int tm, tn;
+      tile_of(t, tm, tn);
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.0f;
+      }
+      int prev = 0;
+      for (int kb = 0; kb < kblocks; ++kb, ++pos) {
+        const int st = pos % STAGES;
+        yr_mbar_wait(&full[st], (pos / STAGES) & 1);
+        const unsigned long long da = da0 + (st * Cfg::a_stage + row_off * 128) / 16;
+        const unsigned long long db = db0 + st * Cfg::b_stage / 16;
+        yr_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+          for (int i = 0; i < MI; ++i) {
+            yr_wgmma_ss<BN, T, !B_NK>(acc[i], da + (i * 64 * 128 + kk * 32) / 16,
+                                      db + (B_NK ? kk * 32 : kk * 16 * 128) / 16);
+          }
+        }
+        yr_wg_commit();
+        if (kb > 0) {
+          yr_wg_wait<1>();
+          release(prev);
+        }
+        prev = st;
+      }
+      if (PINGPONG && local + 1 < local_tiles) yr_named_arrive(2 - cw, 256);
+      if (kblocks > 0) {
+        yr_wg_wait<0>();
+        release(prev);
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i) yr_wg_fence_operands(acc[i], BN / 2);
+
+      // Epilogue: thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8)
+      // of each m64 slice, columns 8 j + 2 (lane % 4) (+ 1). Where the tile
+      // is whole in N and C's rows are 16-byte aligned, each quad of lanes
+      // transposes the words of 4 consecutive j, so that a lane stores 8
+      // consecutive columns at once (whole 32-byte sectors); elsewhere a
+      // pair is one 4-byte store where aligned, else two.
+      const int q = lane % 4;
+      const int col0 = tn * BN + 2 * q;
+      if ((ldc % 8 == 0) && (reinterpret_cast<unsigned long long>(c) % 16 == 0) &&
+          tn * BN + BN <= n) {
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = tm * BM + row_off + i * 64 + warp * 16 + lane / 4 + 8 * h;
+            const bool in = r < m;  // the same for the quad; the warp shuffles together
+            T* const crow = c + static_cast<i64>(r) * ldc + tn * BN + 8 * q;
+#pragma unroll
+            for (int jb = 0; jb < BN / 32; ++jb) {
+              unsigned v[4];
+#pragma unroll
+              for (int jj = 0; jj < 4; ++jj) {
+                const int j = 4 * jb + jj, col = col0 + 8 * j;
+                v[jj] = in ? yr_pack2<T>(epi(acc[i][4 * j + 2 * h], r, col),
+                                         epi(acc[i][4 * j + 2 * h + 1], r, col + 1))
+                           : 0u;
+              }
+              yr_gemm_quad_transpose(v, q);
+              if (in)
+                *reinterpret_cast<uint4*>(crow + 32 * jb) = make_uint4(v[0], v[1], v[2], v[3]);
+            }
+          }
+        }
+      } else {
+        const bool pairs = (ldc % 2 == 0) && (reinterpret_cast<unsigned long long>(c) % 4 == 0);
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = tm * BM + row_off + i * 64 + warp * 16 + lane / 4 + 8 * h;
+            if (r >= m) continue;
+            T* const crow = c + static_cast<i64>(r) * ldc;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+              const int col = col0 + 8 * j;
+              const float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
+              if (pairs && col + 1 < n) {
+                *reinterpret_cast<unsigned*>(crow + col) =
+                    yr_pack2<T>(epi(v0, r, col), epi(v1, r, col + 1));
+              } else {
+                if (col < n) yr_st(crow, col, epi(v0, r, col));
+                if (col + 1 < n) yr_st(crow, col + 1, epi(v1, r, col + 1));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+#endif
