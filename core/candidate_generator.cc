@@ -722,10 +722,12 @@ absl::Status ValidatePlanAgainst(const Graph& graph, const Plan& plan) {
         return absl::InvalidArgumentError(absl::StrCat(
             "kernel ", kernel.name(), ": not a library matmul: ", lm.status().message()));
       }
-      if (kernel.schedule().has_streamed_matmul() || kernel.schedule().has_attention()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "kernel ", kernel.name(), ": a KERNEL_LIBRARY kernel takes schedule.library, not ",
-            kernel.schedule().has_attention() ? "schedule.attention" : "schedule.streamed_matmul"));
+      if (const yirage::v1::FamilyPattern family = ScheduleFamily(kernel.schedule());
+          family != yirage::v1::FAMILY_PATTERN_UNSPECIFIED) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel ", kernel.name(),
+                         ": a KERNEL_LIBRARY kernel takes schedule.library, not schedule.",
+                         PatternName(family)));
       }
       if (kernel.schedule().library().algorithm() < 0) {
         return absl::InvalidArgumentError(absl::StrCat(

@@ -201,4 +201,66 @@ std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& g,
   return m;
 }
 
+std::optional<GemmMatch> MatchGemm(const Graph& g, const std::vector<int>& ops) {
+  if (ops.empty()) return std::nullopt;
+  const OpInfo& mm = g.op(ops[0]);
+  if (mm.type != OpType::kMatmul) return std::nullopt;
+  const std::vector<int64_t>& a = g.tensor(mm.inputs[0]).shape;
+  const std::vector<int64_t>& b = g.tensor(mm.inputs[1]).shape;
+  if (a.size() != 2 || b.size() != 2) return std::nullopt;
+  GemmMatch match;
+  match.a = mm.inputs[0];
+  match.b = mm.inputs[1];
+  match.transpose_b = mm.transpose_b;
+  match.m = a[0];
+  match.k = a[1];
+  match.n = mm.transpose_b ? b[0] : b[1];
+  int value = mm.output;
+  const std::vector<int64_t> out_shape = {match.m, match.n};
+  for (size_t i = 1; i < ops.size(); ++i) {
+    const OpInfo& op = g.op(ops[i]);
+    // The running value feeds this op only, and stays inside the kernel.
+    const TensorInfo& v = g.tensor(value);
+    if (v.is_graph_output || v.consumers.size() != 1 || v.consumers[0] != ops[i]) {
+      return std::nullopt;
+    }
+    if (g.tensor(op.output).shape != out_shape) return std::nullopt;
+    GemmMatch::Step step;
+    step.type = op.type;
+    step.gelu_tanh = op.gelu_tanh;
+    if (IsUnaryElementwise(op.type)) {
+      if (op.inputs.size() != 1 || op.inputs[0] != value) return std::nullopt;
+    } else if (IsBinaryElementwise(op.type)) {
+      if (op.has_scalar) {
+        if (op.inputs.size() != 1 || op.inputs[0] != value) return std::nullopt;
+        step.operand = GemmMatch::Step::Operand::kScalar;
+        step.scalar = op.scalar;
+      } else {
+        if (op.inputs.size() != 2 || (op.inputs[0] == value) == (op.inputs[1] == value)) {
+          return std::nullopt;
+        }
+        step.value_first = op.inputs[0] == value;
+        step.tensor = step.value_first ? op.inputs[1] : op.inputs[0];
+        const TensorInfo& other = g.tensor(step.tensor);
+        // Read from memory: not computed in this chain.
+        if (std::find(ops.begin(), ops.end(), other.producer) != ops.end()) return std::nullopt;
+        if (other.shape == out_shape) {
+          step.operand = GemmMatch::Step::Operand::kFull;
+        } else if (other.shape == std::vector<int64_t>{match.n} ||
+                   other.shape == std::vector<int64_t>{1, match.n}) {
+          step.operand = GemmMatch::Step::Operand::kRow;
+        } else {
+          return std::nullopt;
+        }
+      }
+    } else {
+      return std::nullopt;
+    }
+    match.epilogue.push_back(step);
+    value = op.output;
+  }
+  match.out = value;
+  return match;
+}
+
 }  // namespace yirage::core

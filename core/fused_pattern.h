@@ -55,6 +55,32 @@ struct StreamedMatmulMatch {
 std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& graph,
                                                        const std::vector<int>& ops);
 
+// A GEMM with its elementwise epilogue (the KernelBench level-2 shape):
+//   C = e_n(... e_1(A @ B))
+// A [M, K], B [K, N] or (transpose_b) [N, K], every e_i one elementwise op
+// of the previous value and, for a binary op, a constant, a row vector
+// ([N] or [1, N], broadcast over the rows) or a tensor of C's shape.
+struct GemmMatch {
+  struct Step {
+    enum class Operand { kNone, kScalar, kRow, kFull };
+    OpType type = OpType::kAdd;
+    Operand operand = Operand::kNone;
+    int tensor = -1;          // kRow / kFull: the tensor id
+    double scalar = 0;        // kScalar
+    bool value_first = true;  // binary: the running value is the first operand
+    bool gelu_tanh = false;
+  };
+  int a = -1, b = -1;  // tensor ids
+  bool transpose_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<Step> epilogue;
+  int out = -1;
+};
+
+// The match for `ops` (op ids of one kernel, in graph order), or nullopt.
+// Every intermediate must be consumed only by the next op of the chain.
+std::optional<GemmMatch> MatchGemm(const Graph& graph, const std::vector<int>& ops);
+
 }  // namespace yirage::core
 
 #endif  // YIRAGE_CORE_FUSED_PATTERN_H_

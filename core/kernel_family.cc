@@ -17,6 +17,8 @@ bool MatchesPattern(FamilyPattern pattern, const Graph& graph, const std::vector
       return MatchStreamedMatmul(graph, ops).has_value();
     case yirage::v1::ATTENTION:
       return MatchAttention(graph, ops).has_value();
+    case yirage::v1::GEMM:
+      return MatchGemm(graph, ops).has_value();
     default:
       return false;
   }
@@ -106,6 +108,17 @@ bool AttentionWithin(const yirage::v1::MatchLimits& limits, const Graph& graph,
   return InputsWithin(limits, graph, {a.q, a.k, a.v});
 }
 
+bool GemmWithin(const yirage::v1::MatchLimits& limits, const Graph& graph, const GemmMatch& m) {
+  if (m.m < limits.min_rows()) return false;
+  if (limits.max_rows() > 0 && m.m > limits.max_rows()) return false;
+  if (!Multiple(m.k, limits.k_multiple()) || !Multiple(m.n, limits.n_multiple())) return false;
+  std::vector<int> inputs = {m.a, m.b};
+  for (const GemmMatch::Step& step : m.epilogue) {
+    if (step.tensor >= 0) inputs.push_back(step.tensor);
+  }
+  return InputsWithin(limits, graph, inputs);
+}
+
 }  // namespace
 
 bool WithinLimits(const yirage::v1::MatchLimits& limits, FamilyPattern pattern, const Graph& graph,
@@ -118,6 +131,10 @@ bool WithinLimits(const yirage::v1::MatchLimits& limits, FamilyPattern pattern, 
     const std::optional<AttentionMatch> a = MatchAttention(graph, ops);
     return a.has_value() && AttentionWithin(limits, graph, *a);
   }
+  if (pattern == yirage::v1::GEMM) {
+    const std::optional<GemmMatch> m = MatchGemm(graph, ops);
+    return m.has_value() && GemmWithin(limits, graph, *m);
+  }
   return false;
 }
 
@@ -127,6 +144,8 @@ FamilyPattern ScheduleFamily(const yirage::v1::Schedule& schedule) {
       return yirage::v1::STREAMED_MATMUL;
     case yirage::v1::Schedule::kAttention:
       return yirage::v1::ATTENTION;
+    case yirage::v1::Schedule::kGemm:
+      return yirage::v1::GEMM;
     default:
       return yirage::v1::FAMILY_PATTERN_UNSPECIFIED;
   }
@@ -135,6 +154,7 @@ FamilyPattern ScheduleFamily(const yirage::v1::Schedule& schedule) {
 void SetFamilyDefault(FamilyPattern pattern, yirage::v1::Schedule* schedule) {
   if (pattern == yirage::v1::STREAMED_MATMUL) schedule->mutable_streamed_matmul();
   if (pattern == yirage::v1::ATTENTION) schedule->mutable_attention();
+  if (pattern == yirage::v1::GEMM) schedule->mutable_gemm();
 }
 
 absl::Status CheckFamilySchedule(const Graph& graph, const std::vector<int>& ops,
@@ -160,6 +180,8 @@ std::string PatternName(FamilyPattern pattern) {
       return "streamed_matmul";
     case yirage::v1::ATTENTION:
       return "attention";
+    case yirage::v1::GEMM:
+      return "gemm";
     default:
       return "unspecified";
   }

@@ -1,11 +1,14 @@
 // The one matcher of the backends' kernel families (core/kernel_family.h):
-// which attention chains a schedule point's limits take.
+// which attention chains a schedule point's limits take, and what the GEMM
+// pattern takes.
 #include "core/kernel_family.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/candidate_test_graphs.h"
+#include "core/fused_pattern.h"
 #include "core/graph.h"
 #include "gtest/gtest.h"
 
@@ -60,6 +63,59 @@ TEST(KernelFamilyTest, AttentionQueryRowsAndKeyLayoutLimits) {
   EXPECT_FALSE(Takes(decode, AttentionGraph(33, 256, 128, false)));
   EXPECT_TRUE(Takes(yirage::v1::MatchLimits(), AttentionGraph(7, 256, 128, false)))
       << "no limits: any attention chain";
+}
+
+// The GEMM pattern: a matmul and the elementwise ops after it, each taking
+// the running value and a constant, a row vector or a tensor of C's shape.
+TEST(KernelFamilyTest, GemmTakesAMatmulAndItsElementwiseEpilogue) {
+  yirage::v1::AttrValue scalar;
+  scalar.set_f(2.0);
+  GraphProtoBuilder b("gemm");
+  b.Input("A", {128, 64}, yirage::v1::FLOAT16).Input("B", {64, 96}, yirage::v1::FLOAT16);
+  b.Input("bias", {96}, yirage::v1::FLOAT16).Input("R", {128, 96}, yirage::v1::FLOAT16);
+  b.Input("col", {128, 1}, yirage::v1::FLOAT16);
+  b.Op("P", "matmul", {"A", "B"}).Op("Q", "add", {"bias", "P"}).Op("S", "silu", {"Q"});
+  b.Op("T", "div", {"S"}, {{"scalar", scalar}}).Op("Y", "sub", {"R", "T"}).Output("Y");
+  b.Op("P2", "matmul", {"A", "B"}).Op("Z", "mul", {"P2", "col"}).Output("Z");
+  absl::StatusOr<Graph> g = Graph::FromProto(b.proto());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::optional<GemmMatch> m = MatchGemm(*g, {0, 1, 2, 3, 4});
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->m, 128);
+  EXPECT_EQ(m->n, 96);
+  EXPECT_EQ(m->k, 64);
+  ASSERT_EQ(m->epilogue.size(), 4u);
+  using Operand = GemmMatch::Step::Operand;
+  EXPECT_EQ(m->epilogue[0].operand, Operand::kRow);
+  EXPECT_FALSE(m->epilogue[0].value_first) << "bias + P";
+  EXPECT_EQ(m->epilogue[1].operand, Operand::kNone);
+  EXPECT_EQ(m->epilogue[2].operand, Operand::kScalar);
+  EXPECT_EQ(m->epilogue[3].operand, Operand::kFull);
+  EXPECT_FALSE(m->epilogue[3].value_first) << "R - T";
+  EXPECT_EQ(m->out, g->FindTensor("Y"));
+  // A column vector broadcast is no GEMM epilogue here.
+  EXPECT_FALSE(MatchGemm(*g, {5, 6}).has_value());
+  EXPECT_TRUE(MatchGemm(*g, {5}).has_value());
+  yirage::v1::MatchLimits limits;
+  limits.set_min_rows(129);
+  EXPECT_FALSE(WithinLimits(limits, yirage::v1::GEMM, *g, {0, 1, 2, 3, 4}));
+  limits.set_min_rows(128);
+  limits.set_n_multiple(32);
+  EXPECT_TRUE(WithinLimits(limits, yirage::v1::GEMM, *g, {0, 1, 2, 3, 4}));
+  limits.set_n_multiple(64);
+  EXPECT_FALSE(WithinLimits(limits, yirage::v1::GEMM, *g, {0, 1, 2, 3, 4}));
+}
+
+// Every intermediate feeds the next op only: a value also read elsewhere
+// (or a graph output) ends the match.
+TEST(KernelFamilyTest, GemmIntermediatesStayInTheChain) {
+  GraphProtoBuilder b("gemm_shared");
+  b.Input("A", {128, 64}, yirage::v1::FLOAT16).Input("B", {64, 96}, yirage::v1::FLOAT16);
+  b.Op("P", "matmul", {"A", "B"}).Op("Q", "relu", {"P"}).Op("Y", "add", {"Q", "P"}).Output("Y");
+  absl::StatusOr<Graph> g = Graph::FromProto(b.proto());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_FALSE(MatchGemm(*g, {0, 1, 2}).has_value());
+  EXPECT_TRUE(MatchGemm(*g, {0}).has_value());
 }
 
 }  // namespace

@@ -171,6 +171,11 @@ class _LibraryMatmul:
             raise RuntimeError(f"yirage_kernel: cublasLtMatmul failed (cublasStatus {rc})")
 
 
+# CUtensorMapDataType and CUtensorMapSwizzle values (cuda.h).
+_TMA_DATA_TYPES = {"CU_TENSOR_MAP_DATA_TYPE_FLOAT16": 6, "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16": 9}
+_TMA_SWIZZLES = {"CU_TENSOR_MAP_SWIZZLE_128B": 3}
+
+
 def _check_cu(rc, call):
     if rc != 0:
         name = ctypes.c_char_p()
@@ -257,23 +262,42 @@ class Kernel:
                          for t in MANIFEST["outputs"]]
         self._packed = {}
 
+    def _tensor_map(self, spec, pointers):
+        """A CUtensorMap (128 bytes, 64-byte aligned) over one buffer."""
+        raw = ctypes.create_string_buffer(128 + 64)
+        address = (ctypes.addressof(raw) + 63) // 64 * 64
+        dims = (ctypes.c_uint64 * 2)(*spec["dims"])
+        strides = (ctypes.c_uint64 * 1)(spec["stride_bytes"])
+        box = (ctypes.c_uint32 * 2)(*spec["box"])
+        element_strides = (ctypes.c_uint32 * 2)(1, 1)
+        rc = _cu.cuTensorMapEncodeTiled(
+            ctypes.c_void_p(address), _TMA_DATA_TYPES[spec["data_type"]], 2,
+            ctypes.c_void_p(pointers[spec["buffer"]]), dims, strides, box, element_strides,
+            0, _TMA_SWIZZLES[spec["swizzle"]], 3, 0)  # no interleave, L2 256B, no OOB fill
+        _check_cu(rc, "cuTensorMapEncodeTiled")
+        return raw, address
+
     def _params(self, pointers):
         packed = self._packed.get(pointers)
         if packed is None:
             values = (ctypes.c_uint64 * len(pointers))(*pointers)
             base = ctypes.addressof(values)
             calls = []
+            keep = [values]
             for fn, launch in self._launches:
                 args = launch["args"]
                 if "library" in launch:
                     calls.append((fn, launch, [pointers[a] for a in args]))
                     continue
-                params = (ctypes.c_void_p * max(len(args), 1))(
-                    *[base + 8 * a for a in args])
+                # TMA descriptors first (the driver copies each by value), then pointers.
+                maps = [self._tensor_map(m, pointers) for m in launch.get("tensor_maps", [])]
+                keep.extend(raw for raw, _ in maps)
+                addresses = [address for _, address in maps] + [base + 8 * a for a in args]
+                params = (ctypes.c_void_p * max(len(addresses), 1))(*addresses)
                 calls.append((fn, launch, params))
             if len(self._packed) > 64:
                 self._packed.clear()
-            packed = self._packed[pointers] = (values, calls)
+            packed = self._packed[pointers] = (keep, calls)
         return packed[1]
 
     def run(self, *inputs, outputs=None):

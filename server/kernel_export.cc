@@ -93,12 +93,22 @@ nlohmann::json LaunchesJson(const yirage::v1::LaunchManifest& m) {
       continue;
     }
     std::vector<int64_t> grid(l.grid().begin(), l.grid().end());
-    launches.push_back({{"name", l.name()},
-                        {"grid", grid},
-                        {"block", l.block()},
-                        {"smem_bytes", l.smem_bytes()},
-                        {"args", args},
-                        {"cooperative", l.cooperative()}});
+    nlohmann::json launch = {{"name", l.name()},   {"grid", grid},
+                             {"block", l.block()}, {"smem_bytes", l.smem_bytes()},
+                             {"args", args},       {"cooperative", l.cooperative()}};
+    if (l.tensor_maps_size() > 0) {
+      nlohmann::json maps = nlohmann::json::array();
+      for (const auto& t : l.tensor_maps()) {
+        maps.push_back({{"buffer", t.buffer()},
+                        {"data_type", t.data_type()},
+                        {"dims", std::vector<int64_t>(t.dims().begin(), t.dims().end())},
+                        {"stride_bytes", t.stride_bytes()},
+                        {"box", std::vector<int>(t.box().begin(), t.box().end())},
+                        {"swizzle", t.swizzle()}});
+      }
+      launch["tensor_maps"] = maps;
+    }
+    launches.push_back(launch);
   }
   return launches;
 }
@@ -136,7 +146,11 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
        "'library' object is no kernel but one cublasLtMatmul call: its args are the pointers A, "
        "B, C, bias, D, workspace, and 'library' gives the shapes, types, epilogue and the "
        "index of the algorithm among cublasLtMatmulAlgoGetHeuristic's results "
-       "(yirage_kernel.py makes that call)"},
+       "(yirage_kernel.py makes that call); a launch with 'tensor_maps' takes them first, "
+       "before its pointer arguments: each a CUtensorMap (by value) from "
+       "cuTensorMapEncodeTiled over buffer id 'buffer' with rank 2, 'dims' {inner, outer} "
+       "elements, the outer stride 'stride_bytes', 'box', element strides 1, no interleave, "
+       "'swizzle', L2 promotion 256B, no out-of-bounds fill"},
       {"inputs", TensorList(graph, false)},
       {"outputs", TensorList(graph, true)},
       {"layout", "row-major, dense; float16/bfloat16 as IEEE 16-bit words"},

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/code_writer.h"
 #include "backends/codegen_util.h"
+#include "core/kernel_family.h"
 #include "core/library_matmul.h"
 #include "core/plan_resolution.h"
 #include "core/row_group.h"
@@ -1083,10 +1084,10 @@ absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Pl
       EmitLibraryMatmul(ctx, kernel, k, *lm, &body);
       continue;
     }
-    if (kernel.schedule().has_streamed_matmul() || kernel.schedule().has_attention()) {
+    if (const yirage::v1::FamilyPattern family = core::ScheduleFamily(kernel.schedule());
+        family != yirage::v1::FAMILY_PATTERN_UNSPECIFIED) {
       return absl::InvalidArgumentError(absl::StrCat(
-          kernel_label(k), ": schedule.",
-          kernel.schedule().has_attention() ? "attention" : "streamed_matmul",
+          kernel_label(k), ": schedule.", core::PatternName(family),
           " names a kernel family; the CPU backend has none (its describe call lists none)"));
     }
     absl::StatusOr<core::RowGroupInfo> info = core::AnalyzeRowGroup(g, kernel_ops[k]);

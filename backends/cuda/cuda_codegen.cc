@@ -18,6 +18,7 @@
 #include "backends/codegen_util.h"
 #include "backends/cuda/cuda_attention.h"
 #include "backends/cuda/cuda_cublaslt.h"
+#include "backends/cuda/cuda_gemm.h"
 #include "backends/cuda/cuda_plan_context.h"
 #include "backends/cuda/cuda_streamed_matmul.h"
 #include "core/library_matmul.h"
@@ -114,6 +115,24 @@ bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int ke
   return true;
 }
 
+// A GEMM kernel (cuda_gemm.h) for `kernel`, when its output has one
+// destination; false (nothing emitted) otherwise.
+bool EmitGemmKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                    const GemmPlan& plan, Code* code) {
+  const int t = plan.match.out;
+  const bool scratch = ctx.scratch_buffer[t] >= 0;
+  if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) return false;
+  // (A scratch output is native: a plan buffer in the tensor's dtype.)
+  const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
+                              : ctx.graph.num_inputs() + ctx.out_position[t][0];
+  const std::string name = KernelName(ctx.plan_index, kernel_index);
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': ", GemmSummary(plan));
+  std::string source;
+  EmitGemm(plan, ctx.graph, name, out_arg, &source, &ctx.code->launches);
+  code->Line(source);
+  return true;
+}
+
 // A KERNEL_LIBRARY kernel: one cuBLASLt call (cuda_cublaslt.h), no device
 // code; the source gets a comment saying what it calls.
 absl::Status EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
@@ -194,6 +213,15 @@ yirage::v1::LaunchManifest LaunchManifestOf(const PlanCode& code) {
     launch->set_block(l.block);
     launch->set_smem_bytes(l.smem_bytes);
     launch->set_cooperative(l.cooperative);
+    for (const TensorMapArg& t : l.tensor_maps) {
+      yirage::v1::LaunchManifest::TensorMap* map = launch->add_tensor_maps();
+      map->set_buffer(t.buffer);
+      map->set_data_type(t.data_type);
+      for (int64_t d : t.dims) map->add_dims(d);
+      map->set_stride_bytes(t.stride_bytes);
+      for (int b : t.box) map->add_box(b);
+      map->set_swizzle("CU_TENSOR_MAP_SWIZZLE_128B");
+    }
   }
   return manifest;
 }
@@ -249,6 +277,17 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
     }
     for (int t : {lm->a, lm->b, lm->out}) ctx.native[t] = true;
     library[k] = *std::move(lm);
+  }
+  // GEMM kernels store their output in its own dtype too.
+  std::vector<std::optional<GemmPlan>> gemms(plan.kernels_size());
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const yirage::v1::Schedule& schedule = plan.kernels(k).schedule();
+    if (!schedule.has_gemm() || (inject_fault && k == 0) || kernel_outputs[k].size() != 1) {
+      continue;
+    }
+    const int t = kernel_outputs[k][0];
+    gemms[k] = PlanGemm(g, kernel_ops[k], g.tensor(t).dtype, target_, schedule.gemm());
+    if (gemms[k].has_value()) ctx.native[t] = true;
   }
   for (int t = g.num_inputs(); t < num_tensors; ++t) {
     if (read_by_kernel[t] && !(ctx.native[t] && g.tensor(t).is_graph_output)) {
@@ -314,6 +353,17 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
                          target_.sm,
                          " (16-bit graph inputs, D and DV "
                          "multiples of 16 up to 128, keys a multiple of 64)"));
+      }
+    } else if (schedule.has_gemm() && !fault) {
+      const yirage::v1::GemmSchedule& knobs = schedule.gemm();
+      if (gemms[k].has_value() && EmitGemmKernel(ctx, kernel, k, *gemms[k], &code)) continue;
+      if (knobs.ByteSizeLong() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kernel_label(k), ": schedule.gemm (", knobs.ShortDebugString(),
+            ") does not apply to this chain on sm_", target_.sm,
+            " (sm_90; 16-bit graph inputs of one dtype, an output in that dtype written once, "
+            "M above 64, K and N multiples of 8; tiles 128 x 128, 128 x 256 or 256 x 128, "
+            "ping-pong only 128 x 128; clusters of at most 2 blocks)"));
       }
     } else if (schedule.has_streamed_matmul() && !fault) {
       using Form = yirage::v1::StreamedMatmulSchedule;

@@ -48,8 +48,9 @@
 //  NOT YET: a K-sliced prologue (norm rows are still materialized whole per
 //  block) in the generic matmul path.
 // Fused chains (core/fused_pattern.h) get their own kernels: attention
-//  (cuda_attention.h: flash attention with split-KV) and streamed matmuls
-//  (cuda_streamed_matmul.h: gated MLP, rms_norm -> linear, LoRA).
+//  (cuda_attention.h: flash attention with split-KV), streamed matmuls
+//  (cuda_streamed_matmul.h: gated MLP, rms_norm -> linear, LoRA) and GEMMs
+//  with their epilogue (cuda_gemm.h: TMA and wgmma, sm_90).
 // KERNEL_GENERIC: one op, grid-stride loops (one thread per output element or
 //  per reduced row).
 //
@@ -96,6 +97,17 @@ struct LibraryMatmulCall {
   int64_t workspace_bytes = 0;
 };
 
+// A 2-D TMA descriptor over a buffer, made on the host at launch
+// (cuTensorMapEncodeTiled: 128-byte swizzle, element strides 1, zeros out of
+// bounds) and passed by value before the launch's pointer arguments.
+struct TensorMapArg {
+  int buffer = -1;            // buffer id (see the file comment)
+  std::string data_type;      // CUtensorMapDataType's name
+  std::vector<int64_t> dims;  // {inner, outer}, elements
+  int64_t stride_bytes = 0;   // of the outer dim
+  std::vector<int> box;       // {inner, outer}
+};
+
 struct KernelLaunch {
   std::string name;  // the __global__ function
   int64_t grid[3] = {1, 1, 1};
@@ -108,6 +120,8 @@ struct KernelLaunch {
   // Set for a KERNEL_LIBRARY kernel: a cuBLASLt call rather than a kernel
   // launch (name, grid, block and smem_bytes unused).
   std::optional<LibraryMatmulCall> library;
+  // The kernel's first parameters, before `args`.
+  std::vector<TensorMapArg> tensor_maps;
 };
 
 struct PlanCode {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -74,6 +75,21 @@ yirage::v1::Graph MatmulGraph(DType dtype) {
   b.Op("a_bcast", "matmul", {"a2", "wb"}).Output("a_bcast");
   b.Op("trans", "matmul", {"a3", "bt"}, {B("transpose_b", true)}).Output("trans");
   b.Op("small", "matmul", {"odd", "wodd"}).Output("small");
+  return b.proto();
+}
+
+// C = relu(A @ B + bias) * 0.5 - R (B as [N, K] where transpose_b), and the
+// plain product D = A @ B: the GEMM family's chains.
+yirage::v1::Graph GemmGraph(DType dtype, int64_t m, int64_t n, int64_t k, bool transpose_b) {
+  GraphBuilder b(absl::StrCat("gemm_", m, "x", n, "x", k, transpose_b ? "_nk" : ""));
+  b.Input("a", {m, k}, dtype)
+      .Input("b", transpose_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, dtype)
+      .Input("bias", {n}, dtype)
+      .Input("r", {m, n}, dtype);
+  b.Op("p", "matmul", {"a", "b"}, {B("transpose_b", transpose_b)});
+  b.Op("pb", "add", {"p", "bias"}).Op("act", "relu", {"pb"});
+  b.Op("half", "mul", {"act"}, {F("scalar", 0.5)}).Op("c", "sub", {"half", "r"}).Output("c");
+  b.Op("d", "matmul", {"a", "b"}, {B("transpose_b", transpose_b)}).Output("d");
   return b.proto();
 }
 
@@ -343,6 +359,23 @@ std::vector<Case> AllCases() {
                         OneRowGroup(p128, WithPrefillWs(Rows(4), 64, 4))}});
       const yirage::v1::Graph many = PrefillAttentionGraph(dt, 100, 128, 64, 140);
       cases.push_back({many, {OneRowGroup(many, WithPrefillWs(Rows(4), 128, 2))}});
+      // The GEMM family (sm_90): M, N and K off the tiles (K 72 and 136:
+      // not multiples of 64), B as [K, N] and [N, K], each point's tiles and
+      // clusters, more tiles than blocks (4093 rows), the epilogue of bias,
+      // activation, scalar and residual and the plain product.
+      for (const auto& [m, n, k, nk] :
+           {std::tuple{65, 200, 72, false}, std::tuple{129, 200, 136, true},
+            std::tuple{4093, 264, 136, false}, std::tuple{389, 1288, 136, true}}) {
+        const yirage::v1::Graph gg = GemmGraph(dt, m, n, k, nk);
+        std::vector<std::vector<KernelSpec>> plans;
+        for (const auto& [tm, tn, st, pp, cm, cn] :
+             {std::tuple{128, 256, 4, false, 2, 1}, std::tuple{128, 128, 6, true, 2, 1},
+              std::tuple{128, 256, 4, false, 1, 1}, std::tuple{256, 128, 4, false, 1, 2}}) {
+          const yirage::v1::Schedule s = WithGemm(Rows(4), tm, tn, st, pp, cm, cn);
+          plans.push_back({Row({"p", "pb", "act", "half", "c"}, s), Row({"d"}, s)});
+        }
+        cases.push_back({gg, plans});
+      }
     }
     // Register rows: one row a block, several (the last block's rows past
     // the end: 6 rows in blocks of 4, 5 in blocks of 2), a block's warps

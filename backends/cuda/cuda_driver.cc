@@ -45,6 +45,8 @@ absl::StatusOr<const CudaDriver*> LoadDriverOnce() {
 #define YR_BIND(name) Bind(*h, YR_STR(name), &cu->name, &missing);
   YR_CUDA_DRIVER_FUNCTIONS(YR_BIND)
 #undef YR_BIND
+  std::string optional;
+  Bind(*h, "cuTensorMapEncodeTiled", &cu->cuTensorMapEncodeTiled, &optional);
   if (!missing.empty()) {
     delete cu;
     return absl::NotFoundError(absl::StrCat("CUDA driver lacks: ", missing));

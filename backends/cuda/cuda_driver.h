@@ -46,6 +46,8 @@ namespace yirage::backends::cuda {
 // The driver API. Load() once; the table is then immutable (thread-safe).
 struct CudaDriver {
   YR_CUDA_DRIVER_FUNCTIONS(YR_DECLARE_FN)
+  // Drivers of CUDA 12 and later (TMA descriptors, sm_90); null before.
+  decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled = nullptr;
 };
 
 struct Nvrtc {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_gemm.h"
 #include "backends/cuda/cuda_streamed_matmul.h"
 
 namespace yirage::backends::cuda {
@@ -77,6 +78,20 @@ void AddPrefillWsPoint(yirage::v1::KernelFamily* family, int key_tile, int stage
   point->mutable_schedule()->mutable_attention()->set_warp_specialized(true);
   point->set_label(absl::StrCat("prefill warp-specialized keys ", key_tile, " stages ", stages));
   point->mutable_limits()->set_equal_head_dims(true);
+}
+
+void AddGemmPoint(yirage::v1::KernelFamily* family, int tile_m, int tile_n, int stages,
+                  bool pingpong, int cluster_m, int cluster_n) {
+  yirage::v1::SchedulePoint* point = family->add_points();
+  yirage::v1::GemmSchedule* s = point->mutable_schedule()->mutable_gemm();
+  s->set_tile_m(tile_m);
+  s->set_tile_n(tile_n);
+  s->set_stages(stages);
+  s->set_pingpong(pingpong);
+  s->set_cluster_m(cluster_m);
+  s->set_cluster_n(cluster_n);
+  point->set_label(absl::StrCat(pingpong ? "ping-pong " : "", tile_m, "x", tile_n, " stages ",
+                                stages, " cluster ", cluster_m, "x", cluster_n));
 }
 
 }  // namespace
@@ -249,6 +264,23 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   AddAttentionPoint(attention, M::MERGE_AUTO, 64, 4, 4, 32, nullptr);
   AddAttentionPoint(attention, M::MERGE_WORKSPACE, 64, 4, 4, 0, nullptr);
   AddAttentionPoint(attention, M::MERGE_IN_KERNEL, 64, 4, 2, 32, nullptr);
+
+  if (target.sm == 90) {
+    yirage::v1::KernelFamily* gemm = kernels.add_families();
+    gemm->set_name("gemm");
+    gemm->set_pattern(yirage::v1::GEMM);
+    gemm->set_doc(
+        "matmuls above decode sizes with their elementwise epilogue fused (bias, activations, "
+        "scales, residuals): TMA, wgmma, warp-specialized and persistent (sm_90)");
+    *gemm->mutable_limits() = GemmLimits();
+    // bench/micro/gemm.cu on an H200: cooperative 128 x 256 tiles in 2-block
+    // clusters lead on large K; ping-pong 128 x 128 hides the epilogue where
+    // K is short; the other two shapes are the runners-up.
+    AddGemmPoint(gemm, 128, 256, 4, false, 2, 1);
+    AddGemmPoint(gemm, 128, 128, 6, true, 2, 1);
+    AddGemmPoint(gemm, 128, 256, 4, false, 1, 1);
+    AddGemmPoint(gemm, 256, 128, 4, false, 1, 2);
+  }
   return kernels;
 }
 

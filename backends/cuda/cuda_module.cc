@@ -241,6 +241,39 @@ absl::Status CudaModule::Prepare(int plan) {
       }
     }
   }
+  // TMA descriptors hold buffer addresses: made now that the buffers are
+  // in place, not in the timed launches.
+  ps.tensor_maps.assign(ps.code.launches.size(), {});
+  const int num_io = static_cast<int>(io_.size());
+  for (size_t k = 0; k < ps.code.launches.size(); ++k) {
+    for (const TensorMapArg& t : ps.code.launches[k].tensor_maps) {
+      if (cu.cuTensorMapEncodeTiled == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(ps.code.launches[k].name,
+                         ": TMA descriptors need a driver of CUDA 12 or later "
+                         "(cuTensorMapEncodeTiled is missing)"));
+      }
+      const CUdeviceptr base = t.buffer < num_io ? io_[t.buffer] : ps.buffers[t.buffer - num_io];
+      const cuuint64_t dims[2] = {static_cast<cuuint64_t>(t.dims[0]),
+                                  static_cast<cuuint64_t>(t.dims[1])};
+      const cuuint64_t strides[1] = {static_cast<cuuint64_t>(t.stride_bytes)};
+      const cuuint32_t box[2] = {static_cast<cuuint32_t>(t.box[0]),
+                                 static_cast<cuuint32_t>(t.box[1])};
+      const cuuint32_t element_strides[2] = {1, 1};
+      const CUtensorMapDataType type = t.data_type == "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                                           ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                           : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+      CUtensorMap map;
+      if (CUresult rc = cu.cuTensorMapEncodeTiled(
+              &map, type, 2, reinterpret_cast<void*>(base), dims, strides, box, element_strides,
+              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+          rc != CUDA_SUCCESS) {
+        return Fail(rc, absl::StrCat(ps.code.launches[k].name, ": cuTensorMapEncodeTiled"));
+      }
+      ps.tensor_maps[k].push_back(map);
+    }
+  }
   ps.generation = gen_;
   return absl::OkStatus();
 }
@@ -274,11 +307,14 @@ absl::Status CudaModule::Launch(int plan) {
   for (size_t k = 0; k < ps.code.launches.size(); ++k) {
     const KernelLaunch& l = ps.code.launches[k];
     values.assign(l.args.size(), 0);
-    params.assign(l.args.size(), nullptr);
+    params.clear();
+    // TMA descriptors first (by value: the driver copies each parameter
+    // from the pointer it is given), then the buffers.
+    for (CUtensorMap& map : ps.tensor_maps[k]) params.push_back(&map);
     for (size_t a = 0; a < l.args.size(); ++a) {
       const int id = l.args[a];
       values[a] = id < num_io ? io_[id] : ps.buffers[id - num_io];
-      params[a] = &values[a];
+      params.push_back(&values[a]);
     }
     if (ps.matmuls[k] != nullptr) {
       // A, B, C, bias, D, workspace (cuda_codegen.h LibraryMatmulCall).

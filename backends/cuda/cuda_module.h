@@ -57,6 +57,8 @@ class CudaModule {
     std::vector<CUfunction> fns;                           // per launch; null for library calls
     std::vector<std::unique_ptr<PreparedMatmul>> matmuls;  // per launch; null for kernels
     std::vector<CUdeviceptr> buffers;
+    // Per launch: its TMA descriptors, made once the buffers are in place.
+    std::vector<std::vector<CUtensorMap>> tensor_maps;
   };
 
   absl::Status CheckPlan(int plan) const;

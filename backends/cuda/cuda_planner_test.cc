@@ -1,13 +1,14 @@
 // The CUDA kernel planners as pure functions of the chain's shapes, the
 // schedule and the target (no NVRTC, no device): the streamed matmul's form,
 // splits, clusters and stages; fused attention's splits and merges; the
-// family description for a target.
+// family description for a target; the GEMM's tiles, clusters and grid.
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "backends/cuda/cuda_attention.h"
 #include "backends/cuda/cuda_families.h"
+#include "backends/cuda/cuda_gemm.h"
 #include "backends/cuda/cuda_streamed_matmul.h"
 #include "backends/cuda/cuda_test_util.h"
 #include "core/graph.h"
@@ -290,6 +291,87 @@ TEST(AttentionPlannerTest, KeyGroupsShrinkToWhatSharedMemoryHolds) {
   EXPECT_EQ(c.row_warps, 4);
   EXPECT_EQ(c.key_groups, 2);
   EXPECT_EQ(c.stages, 2);
+}
+
+// Y = relu(X @ W + bias) (W [K, N], or [N, K] where `nk`), `dtype` in and out.
+core::Graph GemmChain(int64_t m, int64_t n, int64_t k, bool nk, yirage::v1::DType dtype = FLOAT16) {
+  GraphBuilder b("gemm");
+  b.Input("X", {m, k}, dtype)
+      .Input("W", nk ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, dtype)
+      .Input("bias", {n}, dtype);
+  b.Op("P", "matmul", {"X", "W"}, {testing::B("transpose_b", nk)});
+  b.Op("Q", "add", {"P", "bias"}).Op("Y", "relu", {"Q"}).Output("Y");
+  return MustGraph(b.proto());
+}
+
+yirage::v1::GemmSchedule GemmKnobs(int tm, int tn, int stages, bool pingpong, int cm, int cn) {
+  yirage::v1::GemmSchedule s;
+  s.set_tile_m(tm);
+  s.set_tile_n(tn);
+  s.set_stages(stages);
+  s.set_pingpong(pingpong);
+  s.set_cluster_m(cm);
+  s.set_cluster_n(cn);
+  return s;
+}
+
+TEST(GemmPlannerTest, DefaultsAndTheGridOfWholeClusters) {
+  const core::Graph g = GemmChain(4096, 4096, 4096, true);
+  const std::optional<GemmPlan> p = PlanGemm(g, AllOps(g), FLOAT16, H200(), {});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->tile_m, 128);
+  EXPECT_EQ(p->tile_n, 256);
+  EXPECT_EQ(p->stages, 4);
+  EXPECT_FALSE(p->pingpong);
+  EXPECT_EQ(p->cluster_m * p->cluster_n, 2);
+  EXPECT_EQ(p->blocks, 132) << "512 tiles in 2-block clusters: one block a multiprocessor";
+  EXPECT_EQ(p->smem_bytes, 1024 + 4 * (128 + 256) * 64 * 2 + 2 * 4 * 8);
+  EXPECT_EQ(p->match.epilogue.size(), 2u);
+  // Fewer tiles than multiprocessors: a block a tile, whole clusters.
+  const core::Graph small = GemmChain(300, 600, 256, false);
+  const std::optional<GemmPlan> q =
+      PlanGemm(small, AllOps(small), FLOAT16, H200(), GemmKnobs(128, 128, 6, true, 2, 1));
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->blocks, 2 * 5 * 2) << "3 row tiles in 2 cluster rows, 5 column tiles";
+}
+
+TEST(GemmPlannerTest, RefusesWhatTheTemplateCannotRun) {
+  const core::Graph g = GemmChain(512, 512, 512, false);
+  const std::vector<int> ops = AllOps(g);
+  EXPECT_FALSE(PlanGemm(g, ops, FLOAT16, A100(), {}).has_value()) << "sm_90 only";
+  EXPECT_FALSE(PlanGemm(g, ops, yirage::v1::FLOAT32, H200(), {}).has_value())
+      << "the output in A's dtype";
+  EXPECT_FALSE(PlanGemm(g, ops, FLOAT16, H200(), GemmKnobs(128, 256, 4, true, 1, 1)).has_value())
+      << "ping-pong 128 x 256 would hold 256 accumulators a thread";
+  EXPECT_FALSE(PlanGemm(g, ops, FLOAT16, H200(), GemmKnobs(64, 128, 4, false, 1, 1)).has_value());
+  EXPECT_FALSE(PlanGemm(g, ops, FLOAT16, H200(), GemmKnobs(128, 256, 4, false, 2, 2)).has_value())
+      << "clusters of at most 2 blocks";
+  EXPECT_FALSE(PlanGemm(g, ops, FLOAT16, H200(), GemmKnobs(128, 256, 8, false, 1, 1)).has_value())
+      << "8 stages of 48 KiB exceed shared memory";
+  EXPECT_TRUE(PlanGemm(g, ops, FLOAT16, H200(), GemmKnobs(256, 128, 4, false, 1, 2)).has_value());
+  const core::Graph decode = GemmChain(64, 512, 512, false);
+  EXPECT_FALSE(PlanGemm(decode, AllOps(decode), FLOAT16, H200(), {}).has_value())
+      << "64 rows are the streamed matmul's";
+  const core::Graph odd_k = GemmChain(512, 512, 100, false);
+  EXPECT_FALSE(PlanGemm(odd_k, AllOps(odd_k), FLOAT16, H200(), {}).has_value())
+      << "TMA row strides: K a multiple of 8";
+}
+
+TEST(GemmPlannerTest, DescribedOnSm90AfterTheOtherFamilies) {
+  const yirage::v1::BackendKernels h200 = DescribeKernels(H200());
+  ASSERT_GE(h200.families_size(), 3);
+  const yirage::v1::KernelFamily& gemm = h200.families(h200.families_size() - 1);
+  EXPECT_EQ(gemm.pattern(), yirage::v1::GEMM);
+  EXPECT_EQ(gemm.limits().min_rows(), 65);
+  for (const yirage::v1::SchedulePoint& point : gemm.points()) {
+    SCOPED_TRACE(point.label());
+    const core::Graph g = GemmChain(4096, 4096, 4096, false);
+    EXPECT_TRUE(PlanGemm(g, AllOps(g), FLOAT16, H200(), point.schedule().gemm()).has_value());
+  }
+  const yirage::v1::BackendKernels a100 = DescribeKernels(A100());
+  for (const yirage::v1::KernelFamily& f : a100.families()) {
+    EXPECT_NE(f.pattern(), yirage::v1::GEMM);
+  }
 }
 
 }  // namespace

@@ -187,6 +187,19 @@ inline yirage::v1::Schedule WithPrefillWs(yirage::v1::Schedule s, int key_tile, 
   return s;
 }
 
+// `s` with the GEMM family's knobs (cuda_gemm.h).
+inline yirage::v1::Schedule WithGemm(yirage::v1::Schedule s, int tile_m, int tile_n, int stages,
+                                     bool pingpong, int cluster_m, int cluster_n) {
+  yirage::v1::GemmSchedule* g = s.mutable_gemm();
+  g->set_tile_m(tile_m);
+  g->set_tile_n(tile_n);
+  g->set_stages(stages);
+  g->set_pingpong(pingpong);
+  g->set_cluster_m(cluster_m);
+  g->set_cluster_n(cluster_n);
+  return s;
+}
+
 struct Compiled {
   YirageModule* module = nullptr;
   yirage::v1::CompileResponse response;
@@ -226,12 +239,15 @@ inline void TypeFamilyKnobs(const core::Graph& g, yirage::v1::Plan* plan) {
                                               : static_cast<int>(s->attention().merge());
     const int warp_rows = s->attention().warp_rows();
     const yirage::v1::AttentionSchedule given = s->attention();
+    const yirage::v1::GemmSchedule gemm = s->gemm();
     s->clear_family();
     std::vector<int> ops;
     for (const std::string& name : k.ops()) ops.push_back(g.FindOp(name));
     const int f = core::MatchFamily(kernels, g, ops);
     if (f < 0) continue;
-    if (kernels.families(f).pattern() == yirage::v1::STREAMED_MATMUL) {
+    if (kernels.families(f).pattern() == yirage::v1::GEMM) {
+      *s->mutable_gemm() = gemm;
+    } else if (kernels.families(f).pattern() == yirage::v1::STREAMED_MATMUL) {
       yirage::v1::StreamedMatmulSchedule* m = s->mutable_streamed_matmul();
       m->set_form(static_cast<yirage::v1::StreamedMatmulSchedule::Form>(form));
       m->set_stages(s->stages());

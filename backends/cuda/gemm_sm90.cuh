@@ -29,9 +29,8 @@
 //   edges read zeros (the K tail adds nothing); stores are bounds-checked.
 // The epilogue functor: `float operator()(float acc, int row, int col)
 // const`, called once for each element inside C (see yr_gemm_store).
-// REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh, wgmma_ops.cuh and
-// attention_prefill_ws.cuh (its mbarrier, named barrier and setmaxnreg
-// helpers) before this file, and cuda.h, if at all, before it too; a
+// REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh and wgmma_ops.cuh before
+// this file, and cuda.h, if at all, before it too; a
 // kernel of yr_gemm_sm90_cfg::threads threads with
 // __launch_bounds__(threads, 1) (setmaxnreg needs the register cap),
 // cluster dimensions (cluster, 1, 1), smem_bytes of dynamic shared memory,

@@ -81,4 +81,42 @@ static __device__ __forceinline__ void yr_tma_load_2d_multicast(void* dst, const
       "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar))), "h"(mask)
       : "memory");
 }
+// mbarriers (shared memory, 8 bytes each), named barriers and setmaxnreg.
+static __device__ __forceinline__ void yr_mbar_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(yr_smem_addr(bar)), "r"(count)
+               : "memory");
+}
+static __device__ __forceinline__ void yr_mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(yr_smem_addr(bar))
+               : "memory");
+}
+// Spins until the phase of parity `parity` has completed.
+static __device__ __forceinline__ void yr_mbar_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nYR_MBAR_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra YR_MBAR_WAIT;\n}\n" ::"r"(yr_smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+// An arrival on `bar` once all of this thread's earlier cp.async copies have
+// landed (the barrier's expected count includes it: noinc).
+static __device__ __forceinline__ void yr_cp_async_mbar_arrive(unsigned long long* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(yr_smem_addr(bar))
+               : "memory");
+}
+static __device__ __forceinline__ void yr_named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+static __device__ __forceinline__ void yr_named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+template <int N>
+static __device__ __forceinline__ void yr_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+static __device__ __forceinline__ void yr_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 #endif

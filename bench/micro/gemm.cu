@@ -25,7 +25,6 @@
 #include "../../backends/cuda/kernel_prelude.cuh"
 #include "../../backends/cuda/wgmma_helpers.cuh"
 #include "../../backends/cuda/wgmma_ops.cuh"
-#include "../../backends/cuda/attention_prefill_ws.cuh"
 #include "../../backends/cuda/gemm_sm90.cuh"
 // clang-format on
 

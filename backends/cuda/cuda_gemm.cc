@@ -1,0 +1,186 @@
+#include "backends/cuda/cuda_gemm.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/codegen_util.h"
+#include "backends/cuda/cuda_plan_context.h"
+#include "backends/cuda/cuda_wgmma.h"
+#include "core/kernel_family.h"
+
+namespace yirage::backends::cuda {
+namespace {
+
+const char* GemmSource() {
+  // backends/cuda/gemm_sm90.cuh, embedded at build time.
+  return
+#include "cuda_gemm_sm90.inc"
+      ;
+}
+
+// yr_gemm_sm90_cfg::smem_bytes: the ring (1024-aligned), its mbarriers.
+int64_t RingBytes(int tile_m, int tile_n, int stages) {
+  return 1024 + int64_t{stages} * (tile_m + tile_n) * 64 * 2 + 2 * int64_t{stages} * 8;
+}
+
+std::string TmaDataType(yirage::v1::DType dtype) {
+  return dtype == yirage::v1::BFLOAT16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                                       : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+}
+
+}  // namespace
+
+yirage::v1::MatchLimits GemmLimits() {
+  yirage::v1::MatchLimits limits;
+  limits.add_dtypes(yirage::v1::FLOAT16);
+  limits.add_dtypes(yirage::v1::BFLOAT16);
+  limits.set_inputs_from_graph(true);
+  limits.set_k_multiple(8);
+  limits.set_n_multiple(8);
+  // Fewer rows are the streamed matmul's (decode shapes read the weights once).
+  limits.set_min_rows(65);
+  return limits;
+}
+
+std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int>& ops,
+                                 yirage::v1::DType out_dtype, const CudaTarget& target,
+                                 const yirage::v1::GemmSchedule& knobs) {
+  if (target.sm != 90) return std::nullopt;  // TMA, wgmma and setmaxnreg: sm_90a
+  if (!core::WithinLimits(GemmLimits(), yirage::v1::GEMM, graph, ops)) return std::nullopt;
+  std::optional<core::GemmMatch> match = core::MatchGemm(graph, ops);
+  if (!match.has_value()) return std::nullopt;
+  GemmPlan plan;
+  plan.match = *std::move(match);
+  plan.dtype = graph.tensor(plan.match.a).dtype;
+  if (out_dtype != plan.dtype) return std::nullopt;
+  if (knobs.tile_m() != 0) plan.tile_m = knobs.tile_m();
+  if (knobs.tile_n() != 0) plan.tile_n = knobs.tile_n();
+  if (knobs.stages() != 0) plan.stages = knobs.stages();
+  plan.pingpong = knobs.pingpong();
+  if (knobs.cluster_m() != 0 || knobs.cluster_n() != 0) {
+    plan.cluster_m = std::max(1, knobs.cluster_m());
+    plan.cluster_n = std::max(1, knobs.cluster_n());
+  }
+  // The template's instantiations (gemm_sm90.cuh's static_asserts): a
+  // consumer's rows whole m64 wgmmas, at most 128 accumulators a thread.
+  const bool tiles_ok = plan.pingpong
+                            ? plan.tile_m == 128 && plan.tile_n == 128
+                            : (plan.tile_m == 128 && (plan.tile_n == 128 || plan.tile_n == 256)) ||
+                                  (plan.tile_m == 256 && plan.tile_n == 128);
+  if (!tiles_ok) return std::nullopt;
+  if (plan.cluster_m < 1 || plan.cluster_n < 1 || plan.cluster_m * plan.cluster_n > 2) {
+    return std::nullopt;
+  }
+  if (!plan.match.transpose_b && (plan.tile_n / 64) % plan.cluster_m != 0) return std::nullopt;
+  if (plan.stages < 2) return std::nullopt;
+  plan.smem_bytes = RingBytes(plan.tile_m, plan.tile_n, plan.stages);
+  if (plan.smem_bytes > target.max_smem_per_block) return std::nullopt;
+  // Persistent: at most one block a multiprocessor, whole clusters.
+  const int cluster = plan.cluster_m * plan.cluster_n;
+  const int64_t ctiles = CeilDiv(CeilDiv(plan.match.m, plan.tile_m), plan.cluster_m) *
+                         CeilDiv(CeilDiv(plan.match.n, plan.tile_n), plan.cluster_n);
+  const int64_t max_clusters = std::max(1, target.sm_count / cluster);
+  plan.blocks = std::min(ctiles, max_clusters) * cluster;
+  return plan;
+}
+
+std::string GemmSummary(const GemmPlan& p) {
+  return absl::StrCat("Hopper GEMM (TMA, wgmma; ", p.pingpong ? "ping-pong" : "cooperative",
+                      ", tile ", p.tile_m, " x ", p.tile_n, ", ", p.stages, " stages, cluster ",
+                      p.cluster_m, " x ", p.cluster_n, ", ", p.blocks, " blocks), M ", p.match.m,
+                      ", N ", p.match.n, ", K ", p.match.k, ", epilogue of ",
+                      p.match.epilogue.size(), " ops");
+}
+
+void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string& name, int out_arg,
+              std::string* source, std::vector<KernelLaunch>* launches) {
+  const core::GemmMatch& m = plan.match;
+  const std::string t = CType(plan.dtype);
+  *source += WgmmaHelpersSource();
+  *source += WgmmaOpsSource();
+  *source += GemmSource();
+  // The epilogue: each step on the float accumulator, in the chain's order,
+  // its tensors read in their own dtype.
+  std::string members, params, inits, body;
+  std::vector<int> operand_args;
+  for (size_t i = 0; i < m.epilogue.size(); ++i) {
+    const core::GemmMatch::Step& step = m.epilogue[i];
+    std::string other;
+    using Operand = core::GemmMatch::Step::Operand;
+    if (step.operand == Operand::kScalar) {
+      other = Lit(step.scalar);
+    } else if (step.operand == Operand::kRow || step.operand == Operand::kFull) {
+      const std::string field = absl::StrCat("t", i);
+      const std::string type = CType(graph.tensor(step.tensor).dtype);
+      absl::StrAppend(&members, "  const ", type, "* __restrict__ ", field, ";\n");
+      absl::StrAppend(&params, ", const ", type, "* __restrict__ ", field);
+      absl::StrAppend(&inits, inits.empty() ? "" : ", ", field);
+      other = step.operand == Operand::kRow
+                  ? absl::StrCat("static_cast<float>(", field, "[col])")
+                  : absl::StrCat("static_cast<float>(", field, "[static_cast<long long>(row) * ",
+                                 m.n, " + col])");
+      operand_args.push_back(step.tensor);
+    }
+    std::string expr;
+    if (step.operand == Operand::kNone) {
+      core::OpInfo op;
+      op.type = step.type;
+      op.gelu_tanh = step.gelu_tanh;
+      expr = UnaryExpr(op, "v", /*fast=*/true);
+    } else {
+      expr =
+          step.value_first ? BinaryExpr(step.type, "v", other) : BinaryExpr(step.type, other, "v");
+    }
+    absl::StrAppend(&body, "    v = ", expr, ";\n");
+  }
+  const std::string epi = name + "_epi";
+  absl::StrAppend(source, "struct ", epi, " {\n", members,
+                  "  __device__ __forceinline__ float operator()(float v, int row, int col) const "
+                  "{\n    (void)row;\n    (void)col;\n",
+                  body, "    return v;\n  }\n};\n");
+  const std::string cfg =
+      absl::StrCat("yr_gemm_sm90_cfg<", t, ", ", plan.tile_m, ", ", plan.tile_n, ", ", plan.stages,
+                   ", ", m.transpose_b ? "true" : "false", ", ", plan.pingpong ? "true" : "false",
+                   ", ", plan.cluster_m, ", ", plan.cluster_n, ", ", plan.group, ">");
+  const int cluster = plan.cluster_m * plan.cluster_n;
+  absl::StrAppend(source, "extern \"C\" __global__ void __launch_bounds__(384, 1) ",
+                  cluster > 1 ? absl::StrCat("__cluster_dims__(", cluster, ", 1, 1) ") : "", name,
+                  "(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b, ",
+                  t, "* __restrict__ c", params, ") {\n  yr_gemm_sm90<", cfg, ", ", epi,
+                  ">(a, b, c, ", m.m, ", ", m.n, ", ", m.k, ", ", m.n, ", ", epi, "{", inits,
+                  "});\n}\n");
+  KernelLaunch launch;
+  launch.name = name;
+  launch.grid[0] = plan.blocks;
+  launch.block = 384;
+  launch.smem_bytes = static_cast<int>(plan.smem_bytes);
+  launch.args.push_back(out_arg);
+  launch.args.insert(launch.args.end(), operand_args.begin(), operand_args.end());
+  // A: dims {K, M}, box {64, tile rows a block copies}; B: [N, K] like A, or
+  // [K, N] in 64-column panels of 64 rows.
+  TensorMapArg a;
+  a.buffer = m.a;
+  a.data_type = TmaDataType(plan.dtype);
+  a.dims = {m.k, m.m};
+  a.stride_bytes = m.k * 2;
+  a.box = {64, plan.tile_m / plan.cluster_n};
+  TensorMapArg b;
+  b.buffer = m.b;
+  b.data_type = a.data_type;
+  if (m.transpose_b) {
+    b.dims = {m.k, m.n};
+    b.stride_bytes = m.k * 2;
+    b.box = {64, plan.tile_n / plan.cluster_m};
+  } else {
+    b.dims = {m.n, m.k};
+    b.stride_bytes = m.n * 2;
+    b.box = {64, 64};
+  }
+  launch.tensor_maps = {a, b};
+  launches->push_back(launch);
+}
+
+}  // namespace yirage::backends::cuda

@@ -1,0 +1,62 @@
+// The Hopper GEMM family for the CUDA backend (core/fused_pattern.h
+// GemmMatch): a matmul of any M, N and K with its elementwise epilogue
+// fused, on backends/cuda/gemm_sm90.cuh (TMA, wgmma, warp-specialized,
+// persistent). The planner is a pure function of the chain, the schedule and
+// the target; the emitter writes a short extern "C" kernel that instantiates
+// the template with an epilogue functor made from the chain's ops.
+#ifndef YIRAGE_BACKENDS_CUDA_CUDA_GEMM_H_
+#define YIRAGE_BACKENDS_CUDA_CUDA_GEMM_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_codegen.h"
+#include "core/fused_pattern.h"
+#include "core/graph.h"
+#include "yirage/v1/backend.pb.h"
+#include "yirage/v1/plan.pb.h"
+
+namespace yirage::backends::cuda {
+
+struct GemmPlan {
+  core::GemmMatch match;
+  yirage::v1::DType dtype = yirage::v1::FLOAT16;  // A, B and C
+  int tile_m = 128, tile_n = 256, stages = 4;
+  bool pingpong = false;
+  int cluster_m = 2, cluster_n = 1;
+  int group = 8;           // cluster rows a group of the tile order
+  int64_t blocks = 0;      // the persistent grid
+  int64_t smem_bytes = 0;  // dynamic shared memory (yr_gemm_sm90_cfg::smem_bytes)
+};
+
+// The chains the family takes (cuda_families.h): 16-bit graph inputs of one
+// dtype, more rows than the streamed matmul takes, K a multiple of 8 and N
+// of 8 (TMA: row strides in multiples of 16 bytes).
+yirage::v1::MatchLimits GemmLimits();
+
+// The plan for `ops` on `target` under `knobs` (unset: the backend's
+// choice: 128 x 256 tiles, 4 stages, 2-block clusters along M), or nullopt
+// when the chain, its shapes or the knobs do not fit: sm_90, the chain
+// within GemmLimits(), its output `out_dtype` (the kernel stores A's
+// dtype), tiles of 128 x 128 (ping-pong or cooperative), 128 x 256 or
+// 256 x 128 (cooperative), clusters of at most 2 blocks, and the ring
+// within the target's shared memory.
+std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int>& ops,
+                                 yirage::v1::DType out_dtype, const CudaTarget& target,
+                                 const yirage::v1::GemmSchedule& knobs);
+
+// Emits the kernel `name` into `source` (after the headers it needs, guarded
+// so a second GEMM in the same source repeats them harmlessly) and its
+// launch: tensor maps of A and B, then C (buffer `out_arg`) and every
+// epilogue operand (graph inputs: buffer id = tensor id).
+void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string& name, int out_arg,
+              std::string* source, std::vector<KernelLaunch>* launches);
+
+// A one-line summary of the plan's knobs, for source comments.
+std::string GemmSummary(const GemmPlan& plan);
+
+}  // namespace yirage::backends::cuda
+
+#endif  // YIRAGE_BACKENDS_CUDA_CUDA_GEMM_H_
