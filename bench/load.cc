@@ -16,8 +16,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -54,8 +54,6 @@ void SimulatedWorker(std::shared_ptr<grpc::Channel> channel, int index, int work
                      const std::atomic<bool>* stop, std::atomic<int64_t>* stored,
                      std::atomic<int64_t>* last_ack_ns, std::atomic<int64_t>* rpc_errors) {
   auto stub = yirage::v1::WorkerService::NewStub(channel);
-  std::mt19937 rng(index);
-  std::uniform_real_distribution<double> time_us(5.0, 50.0);
   yirage::v1::SynchronizeRequest request;
   request.set_worker_id("load-" + std::to_string(index));
   request.set_backend("cpu");
@@ -95,7 +93,11 @@ void SimulatedWorker(std::shared_ptr<grpc::Channel> channel, int index, int work
         yirage::v1::CandidateResult* r = executing->add_completed();
         r->set_candidate_id(c.candidate_id());
         r->set_status(yirage::v1::VERIFIED);
-        r->set_time_us(time_us(rng));
+        // A plan's time is its own (the same on every worker), so that a
+        // second worker's confirmation agrees, as it would on real ones.
+        r->set_time_us(5.0 + static_cast<double>(
+                                 std::hash<std::string>{}(c.plan().SerializeAsString()) % 4500) /
+                                 100.0);
         r->set_baseline_time_us(60.0);
         r->set_evaluation_seconds(0.001);
         r->set_source("// simulated");

@@ -101,6 +101,18 @@ void ClientCommands::PrintJob(const yirage::v1::Job& job) {
          << Fixed(b.baseline_time_us(), 2) << " us: " << Fixed(b.speedup(), 2) << "x speedup\n"
          << "           verified, max abs error " << b.max_abs_error() << ", max rel error "
          << b.max_rel_error() << "\n";
+    // Run again on a second worker (docs/security.md); else why not.
+    constexpr char kUnconfirmed[] = "the winner was not confirmed: ";
+    if (b.has_confirmation()) {
+      out_ << "           confirmed by " << b.confirmation().worker_id() << " ("
+           << Fixed(b.confirmation().speedup(), 2) << "x speedup, "
+           << Fixed(b.confirmation().time_us(), 2) << " us)\n";
+    } else if (job.message().rfind(kUnconfirmed, 0) == 0) {
+      out_ << "           not confirmed: " << job.message().substr(sizeof(kUnconfirmed) - 1)
+           << "\n";
+    } else if (!IsFinal(job.state())) {
+      out_ << "           not confirmed yet\n";
+    }
   } else {
     out_ << "best       none yet\n";
   }
@@ -290,6 +302,7 @@ int ClientCommands::Candidates(const std::string& job_id) {
                  : "-")
          << std::setw(14) << proof << c.plan().description();
     if (c.same_kernel_as() != 0) out_ << "  (same kernel as " << c.same_kernel_as() << ")";
+    if (c.confirms() != 0) out_ << "  (confirms #" << c.confirms() << ")";
     if (!c.error().empty()) out_ << "  ! " << c.error().substr(0, 160);
     out_ << "\n";
   }

@@ -47,6 +47,16 @@ nlohmann::json JobToJson(const yirage::v1::Job& job) {
                  {"verified", b.verified()},
                  {"worker_id", b.worker_id()},
                  {"plan", b.description()}};
+    // The second worker's measurement; null while (or when left) unconfirmed.
+    if (b.has_confirmation()) {
+      const auto& c = b.confirmation();
+      j["best"]["confirmation"] = {{"worker_id", c.worker_id()},
+                                   {"time_us", c.time_us()},
+                                   {"baseline_time_us", c.baseline_time_us()},
+                                   {"speedup", c.speedup()}};
+    } else {
+      j["best"]["confirmation"] = nullptr;
+    }
   } else {
     j["best"] = nullptr;
   }
@@ -77,6 +87,7 @@ nlohmann::json CandidateToJson(const yirage::v1::Candidate& c) {
           {"attempts", c.attempts()},
           {"worker_id", c.worker_id()},
           {"same_kernel_as", c.same_kernel_as()},
+          {"confirms", c.confirms()},
           {"rewrites", c.plan().rewrites()},
           {"rewritten_graph_ops", c.plan().graph().ops_size()},
           {"fingerprint",

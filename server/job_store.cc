@@ -22,9 +22,9 @@ constexpr char kJobColumns[] =
 
 constexpr char kCandidateColumns[] =
     "candidate_id, job_id, plan, status, time_us, baseline_time_us, max_abs_error, "
-    "max_rel_error, error, attempts, worker_id, same_kernel_as";
+    "max_rel_error, error, attempts, worker_id, same_kernel_as, confirms";
 // How many columns kCandidateColumns names (ReadCandidate reads them all).
-constexpr int kCandidateColumnCount = 12;
+constexpr int kCandidateColumnCount = 13;
 
 Candidate ReadCandidate(const Statement& s) {
   Candidate c;
@@ -40,7 +40,32 @@ Candidate ReadCandidate(const Statement& s) {
   c.set_attempts(static_cast<int32_t>(s.ColumnInt(9)));
   c.set_worker_id(s.ColumnText(10));
   c.set_same_kernel_as(s.ColumnInt(11));
+  c.set_confirms(s.ColumnInt(12));
   return c;
+}
+
+// A speedup over the baseline timed beside it; 0 when that baseline did not
+// verify (its time is 0).
+double Speedup(double time_us, double baseline_time_us) {
+  return time_us > 0 && baseline_time_us > 0 ? baseline_time_us / time_us : 0;
+}
+
+// Why a second worker's VERIFIED result does not confirm the reported one;
+// "" when it does. Workers differ and timings are noisy, so a speedup of at
+// least half the reported one confirms it (where the reported result has no
+// speedup, its baseline not having verified: a time at most twice the
+// reported one). A false report is off by far more: that is what it buys.
+std::string Disagreement(double time_us, double baseline_time_us, const Candidate& second) {
+  const double reported = Speedup(time_us, baseline_time_us);
+  const double measured = Speedup(second.time_us(), second.baseline_time_us());
+  if (reported > 0 ? measured >= reported / 2 : second.time_us() <= 2 * time_us) return "";
+  if (reported > 0 && second.baseline_time_us() <= 0) {
+    return absl::StrCat("timed at ", second.time_us(),
+                        " µs, but the baseline did not verify beside it, against the reported ",
+                        time_us, " µs (speedup ", reported, ")");
+  }
+  return absl::StrCat("timed at ", second.time_us(), " µs (speedup ", measured,
+                      ") against the reported ", time_us, " µs (speedup ", reported, ")");
 }
 
 bool IsFinal(JobState state) {
@@ -243,16 +268,22 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
   job.set_chip_id(s.ColumnText(13));
   job.set_owner(s.ColumnText(14));
 
-  YIRAGE_ASSIGN_OR_RETURN(
-      Statement counts,
-      db_->Prepare("SELECT status, COUNT(*) FROM candidates WHERE job_id=? GROUP BY status"));
-  counts.Bind(1, job_id);
+  // Confirmation rows (confirms <> 0) are not candidates of the job: they
+  // are left out of the counts, except that a pending one keeps the job
+  // from being done. One pass over the job's rows of its index.
   int generated = 0, evaluated = 0, failed = 0, pending = 0;
+  YIRAGE_ASSIGN_OR_RETURN(Statement counts,
+                          db_->Prepare("SELECT status, confirms <> 0, COUNT(*) FROM candidates "
+                                       "WHERE job_id=? GROUP BY status, confirms <> 0"));
+  counts.Bind(1, job_id);
   for (;;) {
     YIRAGE_ASSIGN_OR_RETURN(bool row, counts.Step());
     if (!row) break;
     auto status = static_cast<CandidateStatus>(counts.ColumnInt(0));
-    int n = static_cast<int>(counts.ColumnInt(1));
+    const bool confirmation = counts.ColumnInt(1) != 0;
+    const int n = static_cast<int>(counts.ColumnInt(2));
+    if (status == yirage::v1::PENDING || status == yirage::v1::LEASED) pending += n;
+    if (confirmation) continue;
     generated += n;
     switch (status) {
       case yirage::v1::VERIFIED:
@@ -262,10 +293,6 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
       case yirage::v1::ERROR:
         evaluated += n;
         failed += n;
-        break;
-      case yirage::v1::PENDING:
-      case yirage::v1::LEASED:
-        pending += n;
         break;
       default:
         break;
@@ -281,10 +308,11 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
   // than absolute times taken minutes apart.
   YIRAGE_ASSIGN_OR_RETURN(
       Statement best,
-      db_->Prepare("SELECT candidate_id, time_us, baseline_time_us, max_abs_error, max_rel_error, "
-                   "worker_id, description FROM candidates WHERE job_id=? AND status=? "
-                   "ORDER BY CASE WHEN baseline_time_us > 0 THEN baseline_time_us / time_us "
-                   "ELSE 0 END DESC, time_us ASC, ordinal ASC LIMIT 1"));
+      db_->Prepare(
+          "SELECT candidate_id, time_us, baseline_time_us, max_abs_error, max_rel_error, "
+          "worker_id, description FROM candidates WHERE job_id=? AND status=? AND "
+          "confirms = 0 ORDER BY CASE WHEN baseline_time_us > 0 THEN baseline_time_us / time_us "
+          "ELSE 0 END DESC, time_us ASC, ordinal ASC LIMIT 1"));
   best.Bind(1, job_id).Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED));
   YIRAGE_ASSIGN_OR_RETURN(bool has_best, best.Step());
   if (has_best) {
@@ -298,8 +326,49 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
     b->set_verified(true);
     b->set_worker_id(best.ColumnText(5));
     b->set_description(best.ColumnText(6));
+    YIRAGE_ASSIGN_OR_RETURN(std::optional<Candidate> second,
+                            ConfirmationLocked(job_id, b->candidate_id()));
+    if (second.has_value() && second->status() == yirage::v1::VERIFIED &&
+        Disagreement(b->time_us(), b->baseline_time_us(), *second).empty()) {
+      auto* c = b->mutable_confirmation();
+      c->set_worker_id(second->worker_id());
+      c->set_time_us(second->time_us());
+      c->set_baseline_time_us(second->baseline_time_us());
+      c->set_speedup(Speedup(second->time_us(), second->baseline_time_us()));
+    }
   }
   return job;
+}
+
+absl::StatusOr<std::optional<Candidate>> JobStore::ConfirmationLocked(const std::string& job_id,
+                                                                      int64_t candidate_id) {
+  // "confirms <> 0" lets SQLite use the partial index of confirmation rows.
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
+                                             " FROM candidates WHERE job_id=? AND confirms=? AND "
+                                             "confirms <> 0 ORDER BY candidate_id DESC LIMIT 1")));
+  s.Bind(1, job_id).Bind(2, candidate_id);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<Candidate>();
+  return std::optional<Candidate>(ReadCandidate(s));
+}
+
+absl::Status JobStore::InsertConfirmationLocked(const std::string& job_id, int64_t candidate_id) {
+  // After every other candidate of the job (ListCandidates's order), with
+  // the original's plan; it must not go back to the original's worker.
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s,
+      db_->Prepare("INSERT INTO candidates (job_id, ordinal, plan, description, is_baseline, "
+                   "status, confirms, exclude_worker) SELECT job_id, (SELECT MAX(ordinal) + 1 "
+                   "FROM candidates WHERE job_id=?1), plan, description, 0, ?2, candidate_id, "
+                   "worker_id FROM candidates WHERE candidate_id=?3 AND job_id=?1"));
+  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(yirage::v1::PENDING)).Bind(3, candidate_id);
+  YIRAGE_RETURN_IF_ERROR(s.Run());
+  if (db_->Changes() != 1) {
+    return absl::InternalError(
+        absl::StrCat("job '", job_id, "': candidate ", candidate_id, " to confirm vanished"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status JobStore::AnnotateWaitingLocked(Job* job, double now) {
@@ -460,26 +529,82 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
     YIRAGE_ASSIGN_OR_RETURN(bool pending, left.Step());
     if (pending) return false;
   }
-  YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
-  // A SEARCHING job has no candidates yet, none pending among them.
-  if (IsFinal(job.state()) || job.state() == yirage::v1::SEARCHING ||
-      job.candidates_pending() > 0) {
-    return false;
+  // No transaction around what follows: it asks the WorkerStore (its own
+  // lock and connection), and holding SQLite's write lock while waiting for
+  // that store's mutex would deadlock against its writes until the busy
+  // timeout. Each write stands alone; after a crash the next pass takes up
+  // from what was written. Each pass confirms the best candidate or refutes it (it becomes ERROR
+  // and the next best is the best), so this ends.
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
+    // A SEARCHING job has no candidates yet, none pending among them.
+    if (IsFinal(job.state()) || job.state() == yirage::v1::SEARCHING ||
+        job.candidates_pending() > 0) {
+      return false;
+    }
+    std::string message = job.message();
+    if (!job.has_best()) {
+      message = absl::StrCat("no candidate verified: ", job.candidates_failed(), " of ",
+                             job.candidates_generated(), " failed",
+                             job.candidates_generated() > job.candidates_evaluated()
+                                 ? " (the rest were skipped: budget exhausted)"
+                                 : "");
+    } else if (!job.best().has_confirmation()) {
+      const yirage::v1::BestResult& best = job.best();
+      YIRAGE_ASSIGN_OR_RETURN(std::optional<Candidate> second,
+                              ConfirmationLocked(job_id, best.candidate_id()));
+      if (!second.has_value()) {
+        int confirmers = 0;
+        if (workers_ != nullptr) {
+          // WorkerStore has its own lock and never calls back into this store.
+          YIRAGE_ASSIGN_OR_RETURN(
+              confirmers,
+              workers_->CountConfirmers(now, job.backend(), job.chip_id(), best.worker_id()));
+        }
+        if (confirmers > 0) {
+          YIRAGE_RETURN_IF_ERROR(InsertConfirmationLocked(job_id, best.candidate_id()));
+          return false;
+        }
+        message = absl::StrCat(
+            "the winner was not confirmed: no second connected worker of backend '", job.backend(),
+            "'", job.chip_id().empty() ? "" : absl::StrCat(" and chip '", job.chip_id(), "'"),
+            " besides ", best.worker_id());
+      } else if (second->status() == yirage::v1::SKIPPED) {
+        message = absl::StrCat("the winner was not confirmed: ", second->error());
+      } else {
+        // VERIFIED but inconsistent (a consistent one is best.confirmation),
+        // MISMATCH or ERROR: the reported result stands refuted.
+        std::string why;
+        if (second->status() == yirage::v1::VERIFIED) {
+          why = Disagreement(best.time_us(), best.baseline_time_us(), *second);
+        } else if (second->status() == yirage::v1::MISMATCH) {
+          why = absl::StrCat("mismatch: ",
+                             second->error().empty()
+                                 ? absl::StrCat("max abs error ", second->max_abs_error())
+                                 : second->error());
+        } else {
+          why = absl::StrCat("error: ", second->error());
+        }
+        const std::string by = second->worker_id().empty()
+                                   ? std::string("not confirmed")
+                                   : absl::StrCat("not confirmed by worker ", second->worker_id());
+        YIRAGE_ASSIGN_OR_RETURN(
+            Statement refute,
+            db_->Prepare("UPDATE candidates SET status=?, error=? WHERE candidate_id=?"));
+        refute.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
+            .Bind(2, absl::StrCat(by, ": ", why))
+            .Bind(3, best.candidate_id());
+        YIRAGE_RETURN_IF_ERROR(refute.Run());
+        continue;
+      }
+    }
+    JobState state = job.has_best() ? yirage::v1::SUCCEEDED : yirage::v1::FAILED;
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=?"));
+    s.Bind(1, static_cast<int64_t>(state)).Bind(2, now).Bind(3, message).Bind(4, job_id);
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+    return true;
   }
-  JobState state = job.has_best() ? yirage::v1::SUCCEEDED : yirage::v1::FAILED;
-  std::string message = job.message();
-  if (!job.has_best()) {
-    message = absl::StrCat("no candidate verified: ", job.candidates_failed(), " of ",
-                           job.candidates_generated(), " failed",
-                           job.candidates_generated() > job.candidates_evaluated()
-                               ? " (the rest were skipped: budget exhausted)"
-                               : "");
-  }
-  YIRAGE_ASSIGN_OR_RETURN(
-      Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=?"));
-  s.Bind(1, static_cast<int64_t>(state)).Bind(2, now).Bind(3, message).Bind(4, job_id);
-  YIRAGE_RETURN_IF_ERROR(s.Run());
-  return true;
 }
 
 absl::StatusOr<bool> JobStore::FinishIfDone(const std::string& job_id, double now) {
@@ -499,6 +624,8 @@ absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now,
     YIRAGE_RETURN_IF_ERROR(SkipOverBudgetLocked(now, &report, &touched_jobs));
     YIRAGE_RETURN_IF_ERROR(tx.Commit());
   }
+  // Outside the transaction: it asks the WorkerStore (see FinishIfDoneLocked).
+  YIRAGE_RETURN_IF_ERROR(SkipUnconfirmableLocked(now, &touched_jobs));
   YIRAGE_RETURN_IF_ERROR(FindDoneJobsLocked(&touched_jobs));
   for (const std::string& job_id : touched_jobs) {
     YIRAGE_ASSIGN_OR_RETURN(bool finished, FinishIfDoneLocked(job_id, now));
@@ -509,14 +636,18 @@ absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now,
 
 absl::Status JobStore::FailOnBaselineErrorLocked(double now, MaintenanceReport* report) {
   // Speedups are against the baseline: a job whose baseline failed (it
-  // killed its workers, or did not compile or run) cannot report one.
+  // killed its workers, or did not compile or run) cannot report one. A
+  // baseline refuted by a second worker (it had a confirmation row) ran
+  // fine; only its reported time was false, and every batch times the
+  // baseline afresh, so the job goes on.
   std::vector<std::pair<std::string, std::string>> failed;  // job, the baseline's error
   {
     YIRAGE_ASSIGN_OR_RETURN(
         Statement s,
         db_->Prepare("SELECT j.job_id, c.error FROM jobs j JOIN candidates c ON "
                      "c.candidate_id = j.baseline_candidate_id WHERE j.state IN (?,?) AND "
-                     "c.status = ?"));
+                     "c.status = ? AND NOT EXISTS (SELECT 1 FROM candidates r WHERE "
+                     "r.job_id = j.job_id AND r.confirms = c.candidate_id AND r.confirms <> 0)"));
     s.Bind(1, static_cast<int64_t>(yirage::v1::QUEUED))
         .Bind(2, static_cast<int64_t>(yirage::v1::RUNNING))
         .Bind(3, static_cast<int64_t>(yirage::v1::ERROR));
@@ -538,7 +669,8 @@ absl::Status JobStore::FailOnBaselineErrorLocked(double now, MaintenanceReport* 
 absl::Status JobStore::SkipOverBudgetLocked(double now, MaintenanceReport* report,
                                             std::vector<std::string>* touched_jobs) {
   // Time budgets: pending candidates of jobs out of time are skipped;
-  // leased ones finish their evaluation.
+  // leased ones finish their evaluation, and confirmations run all the same
+  // (one or two a job, and they decide its answer).
   {
     YIRAGE_ASSIGN_OR_RETURN(
         Statement s,
@@ -554,7 +686,7 @@ absl::Status JobStore::SkipOverBudgetLocked(double now, MaintenanceReport* repor
     for (const std::string& job_id : over) {
       YIRAGE_ASSIGN_OR_RETURN(Statement skip,
                               db_->Prepare("UPDATE candidates SET status=?, error=?, finished=? "
-                                           "WHERE job_id=? AND status=?"));
+                                           "WHERE job_id=? AND status=? AND confirms = 0"));
       skip.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
           .Bind(2, "time budget exhausted")
           .Bind(3, now)
@@ -564,6 +696,48 @@ absl::Status JobStore::SkipOverBudgetLocked(double now, MaintenanceReport* repor
       report->candidates_skipped += db_->Changes();
       touched_jobs->push_back(job_id);
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::SkipUnconfirmableLocked(double now, std::vector<std::string>* touched_jobs) {
+  if (workers_ == nullptr) return absl::OkStatus();
+  // Pending confirmations (the literals match the partial index's WHERE).
+  static_assert(yirage::v1::PENDING == 1);
+  struct Pending {
+    int64_t candidate_id;
+    std::string job_id, exclude_worker, backend, chip_id;
+  };
+  std::vector<Pending> pending;
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("SELECT c.candidate_id, c.job_id, c.exclude_worker, j.backend, j.chip_id "
+                     "FROM candidates c INDEXED BY candidates_pending_confirmations JOIN jobs j "
+                     "ON j.job_id = c.job_id WHERE c.confirms <> 0 AND c.status = 1"));
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      pending.push_back(
+          {s.ColumnInt(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3), s.ColumnText(4)});
+    }
+  }
+  for (const Pending& p : pending) {
+    // WorkerStore has its own lock and never calls back into this store.
+    YIRAGE_ASSIGN_OR_RETURN(int confirmers,
+                            workers_->CountConfirmers(now, p.backend, p.chip_id, p.exclude_worker));
+    if (confirmers > 0) continue;
+    // Its only workers left: the job must not wait for them forever.
+    YIRAGE_ASSIGN_OR_RETURN(Statement skip,
+                            db_->Prepare("UPDATE candidates SET status=?, error=?, finished=? "
+                                         "WHERE candidate_id=? AND status=?"));
+    skip.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
+        .Bind(2, "no second worker connected")
+        .Bind(3, now)
+        .Bind(4, p.candidate_id)
+        .Bind(5, static_cast<int64_t>(yirage::v1::PENDING));
+    YIRAGE_RETURN_IF_ERROR(skip.Run());
+    touched_jobs->push_back(p.job_id);
   }
   return absl::OkStatus();
 }

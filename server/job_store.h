@@ -96,9 +96,21 @@ class JobStore {
   // Finishes the job (SUCCEEDED with a verified candidate, else FAILED) if
   // none of its candidates is PENDING or LEASED. Returns true if it finished
   // now.
+  //
+  // Before a job succeeds its best candidate is confirmed: where another
+  // connected worker of the job's backend (and chip, where both have one)
+  // could run it, a confirmation row (Candidate.confirms) copies its plan,
+  // PENDING and never leased to the original's worker, and the job stays
+  // RUNNING. A confirmation VERIFIED with a speedup at least half the
+  // reported one confirms the best (BestResult.confirmation); anything else
+  // refutes it (ERROR, "not confirmed by worker W: ...") and the next best
+  // is confirmed the same way. With no such worker, or a confirmation
+  // skipped, the job succeeds unconfirmed and its message says why.
   absl::StatusOr<bool> FinishIfDone(const std::string& job_id, double now);
   // Fails the jobs whose baseline failed, enforces time budgets (pending
-  // candidates of jobs out of time are skipped) and finishes the jobs with
+  // candidates of jobs out of time are skipped), skips the pending
+  // confirmations no connected worker may run ("no second worker
+  // connected") and finishes the jobs with
   // nothing left to evaluate: those in
   // `touched_jobs` (whose candidates another store changed) and any a crash
   // left unfinished.
@@ -122,7 +134,17 @@ class JobStore {
   absl::Status InsertCandidatesLocked(const std::string& job_id,
                                       const std::vector<yirage::v1::Plan>& plans)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job; its counts leave confirmation rows out (but a pending one
+  // counts as pending), and its best carries a consistent confirmation.
   absl::StatusOr<yirage::v1::Job> LoadJobLocked(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The latest confirmation row of candidate `candidate_id`, if any.
+  absl::StatusOr<std::optional<yirage::v1::Candidate>> ConfirmationLocked(const std::string& job_id,
+                                                                          int64_t candidate_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A PENDING confirmation row of `candidate_id`: its plan, after the job's
+  // other candidates, excluding the worker that reported it.
+  absl::Status InsertConfirmationLocked(const std::string& job_id, int64_t candidate_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets the "waiting: no connected worker ..." message (see GetJob) on an
   // unfinished job with work left and no connected worker of its backend.
@@ -141,6 +163,10 @@ class JobStore {
   // Jobs past their time budget: pending candidates are skipped.
   absl::Status SkipOverBudgetLocked(double now, MaintenanceReport* report,
                                     std::vector<std::string>* touched_jobs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pending confirmations with no connected worker that may run them are
+  // SKIPPED, so that their jobs succeed unconfirmed instead of waiting.
+  absl::Status SkipUnconfirmableLocked(double now, std::vector<std::string>* touched_jobs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Unfinished jobs with nothing pending or leased (also those a crash left).
   absl::Status FindDoneJobsLocked(std::vector<std::string>* touched_jobs)

@@ -195,22 +195,45 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
   YIRAGE_RETURN_IF_ERROR(tx.status());
-  // Oldest runnable job of this backend that still has pending candidates and
-  // time left in its budget.
+  // The registry chip of the worker's device ("" when unknown): a
+  // confirmation is measured on the job's chip.
+  std::string chip_id;
+  {
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare("SELECT chip_id FROM workers WHERE worker_id=?"));
+    s.Bind(1, worker_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row) chip_id = s.ColumnText(0);
+  }
+  // Oldest runnable job of this backend that still has a pending candidate
+  // this worker may run: time left in the job's budget (confirmations are
+  // exempt: they are few and decide the answer), not excluded from it (a
+  // confirmation never goes to the worker whose result it checks), and for
+  // a confirmation the job's chip.
   // The states are literals so that SQLite walks the jobs_runnable index
   // (its WHERE clause must match) in leasing order.
   static_assert(yirage::v1::QUEUED == 1 && yirage::v1::RUNNING == 2);
   YIRAGE_ASSIGN_OR_RETURN(
       Statement pick,
-      db_->Prepare(
-          "SELECT j.job_id, j.graph, j.rtol, j.atol, j.seed, j.baseline_candidate_id "
-          "FROM jobs j INDEXED BY jobs_runnable WHERE j.state IN (1, 2) AND j.backend=? "
-          "AND (j.budget_seconds <= 0 OR j.started = 0 OR j.started + j.budget_seconds > ?) "
-          "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?) "
-          "ORDER BY j.last_leased, j.created, j.job_id LIMIT 1"));
-  pick.Bind(1, backend).Bind(2, now).Bind(3, static_cast<int64_t>(yirage::v1::PENDING));
+      db_->Prepare("SELECT j.job_id, j.graph, j.rtol, j.atol, j.seed, j.baseline_candidate_id, "
+                   "(j.budget_seconds <= 0 OR j.started = 0 OR j.started + j.budget_seconds > ?2), "
+                   "(j.chip_id = '' OR ?5 = '' OR j.chip_id = ?5) "
+                   "FROM jobs j INDEXED BY jobs_runnable WHERE j.state IN (1, 2) AND j.backend=?1 "
+                   "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?3 "
+                   "AND c.exclude_worker<>?4 "
+                   "AND (c.confirms = 0 OR j.chip_id = '' OR ?5 = '' OR j.chip_id = ?5) "
+                   "AND (c.confirms <> 0 OR j.budget_seconds <= 0 OR j.started = 0 "
+                   "OR j.started + j.budget_seconds > ?2)) "
+                   "ORDER BY j.last_leased, j.created, j.job_id LIMIT 1"));
+  pick.Bind(1, backend)
+      .Bind(2, now)
+      .Bind(3, static_cast<int64_t>(yirage::v1::PENDING))
+      .Bind(4, worker_id)
+      .Bind(5, chip_id);
   YIRAGE_ASSIGN_OR_RETURN(bool found, pick.Step());
   if (!found) return std::optional<yirage::v1::Batch>();
+  const int64_t in_budget = pick.ColumnInt(6);
+  const int64_t may_confirm = pick.ColumnInt(7);
 
   yirage::v1::Batch batch;
   batch.set_batch_id("batch-" + RandomHex(12));
@@ -237,11 +260,16 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
   }
   {
     YIRAGE_ASSIGN_OR_RETURN(
-        Statement s, db_->Prepare("SELECT candidate_id, plan FROM candidates WHERE job_id=? AND "
-                                  "status=? ORDER BY ordinal LIMIT ?"));
+        Statement s,
+        db_->Prepare("SELECT candidate_id, plan FROM candidates WHERE job_id=? AND status=? AND "
+                     "exclude_worker<>? AND (confirms = 0 OR ?) AND (confirms <> 0 OR ?) "
+                     "ORDER BY ordinal LIMIT ?"));
     s.Bind(1, batch.job_id())
         .Bind(2, static_cast<int64_t>(yirage::v1::PENDING))
-        .Bind(3, static_cast<int64_t>(options_.batch_size));
+        .Bind(3, worker_id)
+        .Bind(4, may_confirm)
+        .Bind(5, in_budget)
+        .Bind(6, static_cast<int64_t>(options_.batch_size));
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;

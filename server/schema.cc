@@ -110,6 +110,16 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
       // of every job ever stored.
       {"CREATE INDEX jobs_runnable ON jobs(backend, last_leased, created, job_id) "
        "WHERE state IN (1, 2)"},
+      // Version 11: a job's winner is run again by a second worker before
+      // the job succeeds. A confirmation row copies the plan of candidate
+      // `confirms` (0 on ordinary rows) and must not go to `exclude_worker`
+      // (the worker that reported the original). The indexes find a job's
+      // confirmation rows, and the pending ones of every job (PENDING = 1).
+      {"ALTER TABLE candidates ADD COLUMN confirms INTEGER NOT NULL DEFAULT 0",
+       "ALTER TABLE candidates ADD COLUMN exclude_worker TEXT NOT NULL DEFAULT ''",
+       "CREATE INDEX candidates_confirming ON candidates(job_id, status) WHERE confirms <> 0",
+       "CREATE INDEX candidates_pending_confirmations ON candidates(job_id) "
+       "WHERE confirms <> 0 AND status = 1"},
   };
 }
 

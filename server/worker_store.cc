@@ -47,7 +47,9 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
       .Bind(3, request.hostname())
       .Bind(4, static_cast<int64_t>(request.pid()))
       .Bind(5, request.device_description())
-      .Bind(6, executing ? "executing" : "idle")
+      .Bind(6, executing                            ? "executing"
+               : request.status().idle().stopping() ? "stopping"
+                                                    : "idle")
       .Bind(7, executing ? request.status().executing().batch_id() : "")
       .Bind(8, now)
       .Bind(9, now);
@@ -121,6 +123,23 @@ absl::StatusOr<int> WorkerStore::CountConnected(double now, const std::string& b
                           db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ? AND "
                                        "(?2 = '' OR backend = ?2)"));
   s.Bind(1, now - options_.worker_timeout_seconds).Bind(2, backend);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  return row ? static_cast<int>(s.ColumnInt(0)) : 0;
+}
+
+absl::StatusOr<int> WorkerStore::CountConfirmers(double now, const std::string& backend,
+                                                 const std::string& chip_id,
+                                                 const std::string& exclude_worker) {
+  absl::MutexLock lock(&mu_);
+  // A stopping worker said it leaves: it would never lease the confirmation.
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ? AND backend = ? "
+                                "AND state <> 'stopping' AND worker_id <> ? AND "
+                                "(?4 = '' OR chip_id = '' OR chip_id = ?4)"));
+  s.Bind(1, now - options_.worker_timeout_seconds)
+      .Bind(2, backend)
+      .Bind(3, exclude_worker)
+      .Bind(4, chip_id);
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   return row ? static_cast<int>(s.ColumnInt(0)) : 0;
 }

@@ -52,6 +52,13 @@ class WorkerStore {
   // Workers heard of within worker_timeout_seconds of `now`; of one backend
   // unless `backend` is empty.
   absl::StatusOr<int> CountConnected(double now, const std::string& backend = "");
+  // Workers that could confirm a result `exclude_worker` reported for a job
+  // of `backend` and `chip_id`: connected as CountConnected says, not
+  // stopping, not `exclude_worker`, and of chip `chip_id` where both the
+  // job and the worker have one.
+  absl::StatusOr<int> CountConfirmers(double now, const std::string& backend,
+                                      const std::string& chip_id,
+                                      const std::string& exclude_worker);
 
  private:
   WorkerStore(std::unique_ptr<Database> db, const WorkerStoreOptions& options)

@@ -1,0 +1,373 @@
+// The winner of a job is run again by a second worker before the job
+// succeeds (JobStore::FinishIfDone, LeaseStore::LeaseBatch, the security
+// issue: a worker with a valid token may report any time for its batch).
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/job_store.h"
+#include "server/store_test_util.h"
+
+namespace yirage::server::testing {
+namespace {
+
+using yirage::v1::Candidate;
+
+class ConfirmationTest : public StoreTest {
+ protected:
+  // A call from worker `id` of the cpu backend at `now`, matched to `chip`.
+  void Connect(const std::string& id, double now, const std::string& chip = "") {
+    yirage::v1::SynchronizeRequest r;
+    r.set_worker_id(id);
+    r.set_backend("cpu");
+    r.mutable_status()->mutable_idle();
+    ASSERT_TRUE(workers_->Upsert(r, now).ok());
+    if (!chip.empty()) {
+      ASSERT_TRUE(workers_->SetChip(id, chip).ok());
+    }
+  }
+  std::string Create(int plans, const std::string& chip = "", double budget_seconds = 0) {
+    yirage::v1::SubmitJobRequest request = MakeRequest();
+    request.set_chip_id(chip);
+    request.set_budget_seconds(budget_seconds);
+    auto id = store_->CreateJob(request, {1e-2, 1e-2}, MakePlans(plans), {}, 1000);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.ok() ? *id : "";
+  }
+  // The batch `worker` leases at `now`; an empty one when there is none.
+  yirage::v1::Batch Lease(const std::string& worker, double now) {
+    auto batch = leases_->LeaseBatch(worker, "cpu", now);
+    EXPECT_TRUE(batch.ok()) << batch.status();
+    return batch.ok() && batch->has_value() ? **batch : yirage::v1::Batch();
+  }
+  static CandidateResult At(int64_t id, double time_us, double baseline_time_us = 100) {
+    CandidateResult r;
+    r.set_candidate_id(id);
+    r.set_status(yirage::v1::VERIFIED);
+    r.set_time_us(time_us);
+    r.set_baseline_time_us(baseline_time_us);
+    return r;
+  }
+  // Reports `results` for `batch` as `worker` and finishes the job if it is
+  // done, as Scheduler::Synchronize does.
+  void Report(const std::string& worker, const yirage::v1::Batch& batch,
+              std::initializer_list<CandidateResult> results, double now) {
+    auto report = leases_->RecordResults(worker, batch.batch_id(), batch.lease_token(), 0,
+                                         Results(results), now);
+    ASSERT_TRUE(report.ok()) << report.status();
+    ASSERT_TRUE(store_->FinishIfDone(batch.job_id(), now).ok());
+  }
+  yirage::v1::Job Get(const std::string& job_id) {
+    auto job = store_->GetJob(job_id, 1000);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : yirage::v1::Job();
+  }
+  Candidate Row(const std::string& job_id, int64_t candidate_id) {
+    auto all = store_->ListCandidates(job_id);
+    EXPECT_TRUE(all.ok()) << all.status();
+    for (const Candidate& c : *all) {
+      if (c.candidate_id() == candidate_id) return c;
+    }
+    ADD_FAILURE() << "no candidate " << candidate_id;
+    return Candidate();
+  }
+  std::vector<Candidate> Confirmations(const std::string& job_id) {
+    std::vector<Candidate> out;
+    auto all = store_->ListCandidates(job_id);
+    EXPECT_TRUE(all.ok()) << all.status();
+    for (const Candidate& c : *all) {
+      if (c.confirms() != 0) out.push_back(c);
+    }
+    return out;
+  }
+  // Three candidates (baseline, c1, c2): w1 evaluates the baseline and c1
+  // (speedup 2), w2 evaluates c2 (speedup 1.25). Returns {c1, c2}.
+  std::pair<int64_t, int64_t> EvaluateOnTwoWorkers(const std::string& job_id) {
+    yirage::v1::Batch first = Lease("w1", 1001);
+    EXPECT_EQ(first.job_id(), job_id);
+    EXPECT_EQ(first.candidates_size(), 2);
+    const int64_t base = first.candidates(0).candidate_id();
+    const int64_t c1 = first.candidates(1).candidate_id();
+    Report("w1", first, {At(base, 100), At(c1, 50)}, 1002);
+    yirage::v1::Batch second = Lease("w2", 1002);
+    EXPECT_EQ(second.candidates_size(), 1);
+    const int64_t c2 = second.candidates(0).candidate_id();
+    Report("w2", second, {At(c2, 80)}, 1003);
+    return {c1, c2};
+  }
+};
+
+// The best candidate of w1 goes to w2 (never back to w1); w2's consistent
+// time confirms it and the job succeeds with the confirmation. Confirmation
+// rows leave the job's counts alone.
+TEST_F(ConfirmationTest, TheBestIsConfirmedOnASecondWorker) {
+  Connect("w1", 1000);
+  Connect("w2", 1000);
+  const std::string job_id = Create(3);
+  const auto [c1, c2] = EvaluateOnTwoWorkers(job_id);
+  yirage::v1::Job job = Get(job_id);
+  EXPECT_EQ(job.state(), yirage::v1::RUNNING) << "not done while the winner is unconfirmed";
+  EXPECT_EQ(job.candidates_generated(), 3);
+  EXPECT_EQ(job.candidates_evaluated(), 3);
+  EXPECT_EQ(job.candidates_pending(), 1);  // the confirmation
+  EXPECT_FALSE(job.best().has_confirmation());
+  std::vector<Candidate> rows = Confirmations(job_id);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].confirms(), c1);
+  EXPECT_EQ(rows[0].status(), yirage::v1::PENDING);
+  EXPECT_EQ(rows[0].plan().description(), Row(job_id, c1).plan().description());
+
+  EXPECT_EQ(Lease("w1", 1004).candidates_size(), 0) << "w1 reported c1: it may not confirm it";
+  yirage::v1::Batch check = Lease("w2", 1004);
+  ASSERT_EQ(check.candidates_size(), 1);
+  EXPECT_EQ(check.candidates(0).candidate_id(), rows[0].candidate_id());
+  Report("w2", check, {At(rows[0].candidate_id(), 60)}, 1005);  // speedup 1.67 of 2
+
+  job = Get(job_id);
+  EXPECT_EQ(job.state(), yirage::v1::SUCCEEDED) << job.message();
+  EXPECT_EQ(job.message(), "");
+  EXPECT_EQ(job.best().candidate_id(), c1);
+  EXPECT_EQ(job.best().worker_id(), "w1");
+  ASSERT_TRUE(job.best().has_confirmation());
+  EXPECT_EQ(job.best().confirmation().worker_id(), "w2");
+  EXPECT_DOUBLE_EQ(job.best().confirmation().time_us(), 60);
+  EXPECT_DOUBLE_EQ(job.best().confirmation().baseline_time_us(), 100);
+  EXPECT_DOUBLE_EQ(job.best().confirmation().speedup(), 100.0 / 60);
+  EXPECT_EQ(job.candidates_generated(), 3);
+  EXPECT_EQ(job.candidates_evaluated(), 3);
+  EXPECT_EQ(job.candidates_failed(), 0);
+  EXPECT_EQ(job.candidates_pending(), 0);
+  EXPECT_EQ(Row(job_id, c2).status(), yirage::v1::VERIFIED);
+}
+
+// A MISMATCH on the second worker refutes the best; the next best (w2's)
+// is confirmed on w1 and wins.
+TEST_F(ConfirmationTest, AMismatchRefutesTheBestAndTheNextBestIsConfirmed) {
+  Connect("w1", 1000);
+  Connect("w2", 1000);
+  const std::string job_id = Create(3);
+  const auto [c1, c2] = EvaluateOnTwoWorkers(job_id);
+  yirage::v1::Batch check = Lease("w2", 1004);
+  ASSERT_EQ(check.candidates_size(), 1);
+  CandidateResult mismatch;
+  mismatch.set_candidate_id(check.candidates(0).candidate_id());
+  mismatch.set_status(yirage::v1::MISMATCH);
+  mismatch.set_error("output Y: max abs error 3 at [0, 1]");
+  Report("w2", check, {mismatch}, 1005);
+
+  Candidate refuted = Row(job_id, c1);
+  EXPECT_EQ(refuted.status(), yirage::v1::ERROR);
+  EXPECT_EQ(refuted.error(),
+            "not confirmed by worker w2: mismatch: output Y: max abs error 3 at [0, 1]");
+  yirage::v1::Job job = Get(job_id);
+  EXPECT_EQ(job.state(), yirage::v1::RUNNING);
+  EXPECT_EQ(job.best().candidate_id(), c2);
+  std::vector<Candidate> rows = Confirmations(job_id);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].confirms(), c2);
+  EXPECT_EQ(Lease("w2", 1006).candidates_size(), 0);
+  yirage::v1::Batch again = Lease("w1", 1006);
+  ASSERT_EQ(again.candidates_size(), 1);
+  Report("w1", again, {At(again.candidates(0).candidate_id(), 85)}, 1007);
+
+  job = Get(job_id);
+  EXPECT_EQ(job.state(), yirage::v1::SUCCEEDED) << job.message();
+  EXPECT_EQ(job.best().candidate_id(), c2);
+  EXPECT_EQ(job.best().confirmation().worker_id(), "w1");
+  EXPECT_EQ(job.candidates_generated(), 3);
+  EXPECT_EQ(job.candidates_evaluated(), 3);
+  EXPECT_EQ(job.candidates_failed(), 1);  // the refuted one
+}
+
+// A speedup under half the reported one refutes it, saying both.
+TEST_F(ConfirmationTest, ASpeedupUnderHalfTheReportedOneRefutesIt) {
+  Connect("w1", 1000);
+  Connect("w2", 1000);
+  const std::string job_id = Create(3);
+  const auto [c1, c2] = EvaluateOnTwoWorkers(job_id);
+  yirage::v1::Batch check = Lease("w2", 1004);
+  ASSERT_EQ(check.candidates_size(), 1);
+  Report("w2", check, {At(check.candidates(0).candidate_id(), 125)}, 1005);  // speedup 0.8 of 2
+  Candidate refuted = Row(job_id, c1);
+  EXPECT_EQ(refuted.status(), yirage::v1::ERROR);
+  EXPECT_EQ(refuted.error(),
+            "not confirmed by worker w2: timed at 125 µs (speedup 0.8) against the reported "
+            "50 µs (speedup 2)");
+  EXPECT_EQ(Get(job_id).best().candidate_id(), c2);
+}
+
+// A forged baseline (the first batch's) is refuted like any candidate; that
+// does not fail the job as a broken baseline would.
+TEST_F(ConfirmationTest, ARefutedBaselineDoesNotFailTheJob) {
+  Connect("w1", 1000);
+  Connect("w2", 1000);
+  const std::string job_id = Create(3);
+  yirage::v1::Batch forged = Lease("w1", 1001);
+  ASSERT_EQ(forged.candidates_size(), 2);
+  const int64_t base = forged.candidates(0).candidate_id();
+  const int64_t c1 = forged.candidates(1).candidate_id();
+  Report("w1", forged, {At(base, 0.001, 1e6), At(c1, 0.001, 1e6)}, 1002);
+  yirage::v1::Batch honest = Lease("w2", 1002);
+  ASSERT_EQ(honest.candidates_size(), 1);
+  const int64_t c2 = honest.candidates(0).candidate_id();
+  Report("w2", honest, {At(c2, 80)}, 1003);
+
+  // The baseline, then c1: each refuted by w2, which times them honestly.
+  for (const int64_t forged_id : {base, c1}) {
+    yirage::v1::Batch check = Lease("w2", 1004);
+    ASSERT_EQ(check.candidates_size(), 1) << forged_id;
+    Report("w2", check, {At(check.candidates(0).candidate_id(), 100)}, 1004);
+    ASSERT_TRUE(store_->Maintain(1004).ok());
+    EXPECT_EQ(Get(job_id).state(), yirage::v1::RUNNING);
+    EXPECT_EQ(Row(job_id, forged_id).status(), yirage::v1::ERROR);
+    EXPECT_NE(Row(job_id, forged_id).error().find("not confirmed by worker w2: timed at 100 µs"),
+              std::string::npos)
+        << Row(job_id, forged_id).error();
+  }
+  // c2 is confirmed by w1 (whatever w1 says, it cannot promote a candidate
+  // of its own).
+  yirage::v1::Batch check = Lease("w1", 1005);
+  ASSERT_EQ(check.candidates_size(), 1);
+  Report("w1", check, {At(check.candidates(0).candidate_id(), 0.001, 1e6)}, 1005);
+  yirage::v1::Job job = Get(job_id);
+  EXPECT_EQ(job.state(), yirage::v1::SUCCEEDED) << job.message();
+  EXPECT_EQ(job.best().candidate_id(), c2);
+  EXPECT_EQ(job.best().worker_id(), "w2");
+}
+
+// With one worker there is no one to confirm: the job succeeds as before,
+// saying the winner is unconfirmed.
+TEST_F(ConfirmationTest, ASingleWorkerSucceedsUnconfirmed) {
+  Connect("w1", 1000);
+  // A worker of another backend does not count.
+  ASSERT_TRUE(workers_
+                  ->Upsert(
+                      [] {
+                        yirage::v1::SynchronizeRequest r;
+                        r.set_worker_id("w-hip");
+                        r.set_backend("hip");
+                        return r;
+                      }(),
+                      1000)
+                  .ok());
+  const std::string job_id = Create(2);
+  yirage::v1::Batch batch = Lease("w1", 1001);
+  ASSERT_EQ(batch.candidates_size(), 2);
+  Report("w1", batch,
+         {At(batch.candidates(0).candidate_id(), 100), At(batch.candidates(1).candidate_id(), 50)},
+         1002);
+  yirage::v1::Job job = Get(job_id);
+  EXPECT_EQ(job.state(), yirage::v1::SUCCEEDED);
+  EXPECT_EQ(job.message(),
+            "the winner was not confirmed: no second connected worker of backend 'cpu' besides w1");
+  EXPECT_FALSE(job.best().has_confirmation());
+  EXPECT_TRUE(Confirmations(job_id).empty());
+}
+
+// The second worker left before it took the confirmation: maintenance skips
+// it once that worker is no longer connected, and the job succeeds.
+TEST_F(ConfirmationTest, AConfirmationWhoseWorkerIsGoneIsSkipped) {
+  Connect("w1", 1000);
+  Connect("w2", 1000);
+  const std::string job_id = Create(3);
+  yirage::v1::Batch first = Lease("w1", 1001);
+  Report("w1", first,
+         {At(first.candidates(0).candidate_id(), 100), At(first.candidates(1).candidate_id(), 50)},
+         1002);
+  yirage::v1::Batch second = Lease("w1", 1002);
+  Report("w1", second, {At(second.candidates(0).candidate_id(), 70)}, 1003);
+  ASSERT_EQ(Confirmations(job_id).size(), 1u);
+
+  auto report = store_->Maintain(1005);  // w2 still counts as connected
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(Get(job_id).state(), yirage::v1::RUNNING);
+  const double gone = 1000 + worker_options_.worker_timeout_seconds + 1;
+  report = store_->Maintain(gone);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->jobs_finished, std::vector<std::string>{job_id});
+  yirage::v1::Job job = Get(job_id);
+  EXPECT_EQ(job.state(), yirage::v1::SUCCEEDED);
+  EXPECT_EQ(job.message(), "the winner was not confirmed: no second worker connected");
+  EXPECT_EQ(job.best().candidate_id(), first.candidates(1).candidate_id());
+  EXPECT_FALSE(job.best().has_confirmation());
+  std::vector<Candidate> rows = Confirmations(job_id);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].status(), yirage::v1::SKIPPED);
+  EXPECT_EQ(rows[0].error(), "no second worker connected");
+  EXPECT_EQ(job.candidates_generated(), 3);
+  EXPECT_EQ(job.candidates_evaluated(), 3);
+}
+
+// A worker that said it is stopping will not confirm anything.
+TEST_F(ConfirmationTest, AStoppingWorkerDoesNotCount) {
+  Connect("w1", 1000);
+  yirage::v1::SynchronizeRequest bye;
+  bye.set_worker_id("w2");
+  bye.set_backend("cpu");
+  bye.mutable_status()->mutable_idle()->set_stopping(true);
+  ASSERT_TRUE(workers_->Upsert(bye, 1000).ok());
+  const std::string job_id = Create(2);
+  yirage::v1::Batch batch = Lease("w1", 1001);
+  Report("w1", batch,
+         {At(batch.candidates(0).candidate_id(), 100), At(batch.candidates(1).candidate_id(), 50)},
+         1002);
+  EXPECT_EQ(Get(job_id).state(), yirage::v1::SUCCEEDED);
+  EXPECT_TRUE(Confirmations(job_id).empty());
+}
+
+// Where the job and the workers have registry chips, only a worker of the
+// job's chip confirms.
+TEST_F(ConfirmationTest, OnlyAWorkerOfTheJobsChipConfirms) {
+  Connect("w1", 1000, "chip-a");
+  Connect("w2", 1000, "chip-b");
+  const std::string job_id = Create(2, "chip-a");
+  yirage::v1::Batch batch = Lease("w1", 1001);
+  Report("w1", batch,
+         {At(batch.candidates(0).candidate_id(), 100), At(batch.candidates(1).candidate_id(), 50)},
+         1002);
+  yirage::v1::Job job = Get(job_id);
+  EXPECT_EQ(job.state(), yirage::v1::SUCCEEDED);
+  EXPECT_EQ(job.message(),
+            "the winner was not confirmed: no second connected worker of backend 'cpu' and chip "
+            "'chip-a' besides w1");
+
+  const std::string next = Create(2, "chip-a");
+  Connect("w3", 1002, "chip-a");
+  batch = Lease("w1", 1003);
+  ASSERT_EQ(batch.job_id(), next);
+  Report("w1", batch,
+         {At(batch.candidates(0).candidate_id(), 100), At(batch.candidates(1).candidate_id(), 50)},
+         1003);
+  EXPECT_EQ(Get(next).state(), yirage::v1::RUNNING);
+  EXPECT_EQ(Lease("w2", 1004).candidates_size(), 0) << "w2 is of another chip";
+  yirage::v1::Batch check = Lease("w3", 1004);
+  ASSERT_EQ(check.candidates_size(), 1);
+  Report("w3", check, {At(check.candidates(0).candidate_id(), 55)}, 1005);
+  EXPECT_EQ(Get(next).state(), yirage::v1::SUCCEEDED);
+  EXPECT_EQ(Get(next).best().confirmation().worker_id(), "w3");
+}
+
+// A job out of time still runs its confirmation: the budget skips only
+// ordinary candidates.
+TEST_F(ConfirmationTest, TheTimeBudgetDoesNotSkipAConfirmation) {
+  Connect("w1", 1000);
+  Connect("w2", 1000);
+  const std::string job_id = Create(2, "", /*budget_seconds=*/3);
+  yirage::v1::Batch batch = Lease("w1", 1001);
+  Report("w1", batch,
+         {At(batch.candidates(0).candidate_id(), 100), At(batch.candidates(1).candidate_id(), 50)},
+         1002);
+  auto report = store_->Maintain(1006);  // out of time
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->candidates_skipped, 0);
+  yirage::v1::Batch check = Lease("w2", 1006);
+  ASSERT_EQ(check.candidates_size(), 1);
+  Report("w2", check, {At(check.candidates(0).candidate_id(), 45)}, 1007);
+  EXPECT_EQ(Get(job_id).state(), yirage::v1::SUCCEEDED);
+  EXPECT_TRUE(Get(job_id).best().has_confirmation());
+}
+
+}  // namespace
+}  // namespace yirage::server::testing
