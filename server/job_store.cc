@@ -76,9 +76,10 @@ bool IsFinal(JobState state) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path,
-                                                         WorkerStore* workers) {
+                                                         WorkerStore* workers,
+                                                         bool confirm_winners) {
   YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
-  return std::unique_ptr<JobStore>(new JobStore(std::move(db), workers));
+  return std::unique_ptr<JobStore>(new JobStore(std::move(db), workers, confirm_winners));
 }
 
 absl::StatusOr<std::string> JobStore::InsertJobLocked(const yirage::v1::SubmitJobRequest& request,
@@ -555,7 +556,9 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
                               ConfirmationLocked(job_id, best.candidate_id()));
       if (!second.has_value()) {
         int confirmers = 0;
-        if (workers_ != nullptr) {
+        if (!confirm_winners_) {
+          message = "the winner was not confirmed: confirmation is off (--confirm-winners=false)";
+        } else if (workers_ != nullptr) {
           // WorkerStore has its own lock and never calls back into this store.
           YIRAGE_ASSIGN_OR_RETURN(
               confirmers,
@@ -565,10 +568,13 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
           YIRAGE_RETURN_IF_ERROR(InsertConfirmationLocked(job_id, best.candidate_id()));
           return false;
         }
-        message = absl::StrCat(
-            "the winner was not confirmed: no second connected worker of backend '", job.backend(),
-            "'", job.chip_id().empty() ? "" : absl::StrCat(" and chip '", job.chip_id(), "'"),
-            " besides ", best.worker_id());
+        if (confirm_winners_) {
+          message = absl::StrCat(
+              "the winner was not confirmed: no second connected worker of backend '",
+              job.backend(), "'",
+              job.chip_id().empty() ? "" : absl::StrCat(" and chip '", job.chip_id(), "'"),
+              " besides ", best.worker_id());
+        }
       } else if (second->status() == yirage::v1::SKIPPED) {
         message = absl::StrCat("the winner was not confirmed: ", second->error());
       } else {

@@ -31,10 +31,13 @@ struct MaintenanceReport {
 // Thread-safe: every method takes the store's mutex (SQLite has one writer).
 class JobStore {
  public:
-  // `workers` (may be null: no job is then said to be waiting) answers
-  // whether a job's backend has connected workers; it must outlive the store.
+  // `workers` (may be null: no job is then said to be waiting, nor its
+  // winner confirmed) answers whether a job's backend has connected workers;
+  // it must outlive the store. `confirm_winners` false: a job succeeds with
+  // its best candidate as reported, no second worker asked.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(const std::string& path,
-                                                        WorkerStore* workers = nullptr);
+                                                        WorkerStore* workers = nullptr,
+                                                        bool confirm_winners = true);
 
   // Stores a new QUEUED job and its candidates in one transaction; `owner`
   // is the name of the token that submitted it ("" without tokens).
@@ -120,8 +123,8 @@ class JobStore {
   absl::StatusOr<std::map<yirage::v1::JobState, int>> CountJobsByState();
 
  private:
-  JobStore(std::unique_ptr<Database> db, WorkerStore* workers)
-      : db_(std::move(db)), workers_(workers) {}
+  JobStore(std::unique_ptr<Database> db, WorkerStore* workers, bool confirm_winners)
+      : db_(std::move(db)), workers_(workers), confirm_winners_(confirm_winners) {}
 
   // The job row (state `state`, no candidates); its id.
   absl::StatusOr<std::string> InsertJobLocked(const yirage::v1::SubmitJobRequest& request,
@@ -177,6 +180,7 @@ class JobStore {
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
   WorkerStore* const workers_;
+  const bool confirm_winners_;
 };
 
 }  // namespace yirage::server

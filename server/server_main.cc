@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", options.insecure,
                "without --auth-tokens, serve non-loopback addresses anyway (anyone who reaches "
                "a port may submit, lease and report)");
+  app.add_option("--confirm-winners", options.confirm_winners,
+                 "run each job's best candidate again on a second connected worker of its "
+                 "backend and chip before the job succeeds (a refuted one loses)")
+      ->capture_default_str();
   app.add_option("--tls-cert", options.tls_cert_path, "PEM certificate chain: TLS on both ports");
   app.add_option("--tls-key", options.tls_key_path, "PEM private key of --tls-cert");
   app.add_option("--tls-client-ca", options.tls_client_ca_path,

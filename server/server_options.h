@@ -36,6 +36,9 @@ struct ServerOptions {
   // then only loopback addresses unless `insecure`.
   std::string auth_tokens_path;
   bool insecure = false;
+  // A job's best candidate is run again on a second worker of its backend
+  // and chip, where one is connected, before the job succeeds.
+  bool confirm_winners = true;
   // TLS on both gRPC ports (PEM files); with tls_client_ca, callers must
   // present a certificate it signed (mTLS).
   std::string tls_cert_path;

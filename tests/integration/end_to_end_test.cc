@@ -418,7 +418,8 @@ TEST_F(EndToEndTest, AForgedWinnerIsRefutedByASecondWorker) {
 }
 
 TEST_F(EndToEndTest, KilledWorkerIsReplacedAndNoCandidateIsLost) {
-  StartServer({"--local-workers", "cpu", "--lease-seconds", "3", "--batch-size", "3"});
+  StartServer({"--local-workers", "cpu", "--confirm-winners", "false", "--lease-seconds", "3",
+               "--batch-size", "3"});
   std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "12"});
   ASSERT_FALSE(job_id.empty());
   // Wait until a worker is in the middle of a batch, then SIGKILL it.
@@ -459,7 +460,8 @@ TEST_F(EndToEndTest, KilledWorkerIsReplacedAndNoCandidateIsLost) {
 }
 
 TEST_F(EndToEndTest, KilledServerResumesTheJobKeepingEveryMeasuredResult) {
-  StartServer({"--local-workers", "cpu", "--lease-seconds", "3", "--batch-size", "2"});
+  StartServer({"--local-workers", "cpu", "--confirm-winners", "false", "--lease-seconds", "3",
+               "--batch-size", "2"});
   std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "10"});
   ASSERT_FALSE(job_id.empty());
   auto deadline = std::chrono::steady_clock::now() + seconds(120);
@@ -488,7 +490,8 @@ TEST_F(EndToEndTest, KilledServerResumesTheJobKeepingEveryMeasuredResult) {
     EXPECT_TRUE(ProcessGone(pid)) << "local worker " << pid << " outlived its server";
   }
 
-  StartServer({"--local-workers", "cpu", "--lease-seconds", "3", "--batch-size", "2"});
+  StartServer({"--local-workers", "cpu", "--confirm-winners", "false", "--lease-seconds", "3",
+               "--batch-size", "2"});
   json job = server_.WaitForJob(job_id, seconds(300));
   ASSERT_TRUE(job.is_object());
   EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
@@ -519,8 +522,8 @@ TEST_F(EndToEndTest, CandidateThatKeepsKillingWorkersIsMarkedFailed) {
                          << "--backend-library " << BinDir() << "/libyirage_backend_crashtest.so\n";
   std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
   setenv("YIRAGE_TEST_CRASH_PLAN", "[N+S][Y]", 1);
-  StartServer({"--local-workers", "cpu", "--worker-binary", wrapper, "--lease-seconds", "2",
-               "--max-attempts", "2", "--batch-size", "2"});
+  StartServer({"--local-workers", "cpu", "--confirm-winners", "false", "--worker-binary", wrapper,
+               "--lease-seconds", "2", "--max-attempts", "2", "--batch-size", "2"});
   unsetenv("YIRAGE_TEST_CRASH_PLAN");
   std::string job_id = Submit(Example("rms_norm_linear"), {"--budget-candidates", "8"});
   ASSERT_FALSE(job_id.empty());
