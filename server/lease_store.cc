@@ -135,15 +135,8 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
         del.Bind(1, batch_id);
         YIRAGE_RETURN_IF_ERROR(del.Run());
       } else {
-        YIRAGE_ASSIGN_OR_RETURN(
-            Statement renew, db_->Prepare("UPDATE batches SET lease_expires=?, "
-                                          "current_candidate=? WHERE batch_id=? AND worker_id=?"));
-        renew.Bind(1, now + options_.lease_seconds)
-            .Bind(2, current_candidate)
-            .Bind(3, batch_id)
-            .Bind(4, worker_id);
-        YIRAGE_RETURN_IF_ERROR(renew.Run());
-        report.still_leased = db_->Changes() > 0;
+        YIRAGE_ASSIGN_OR_RETURN(report.still_leased,
+                                RenewLocked(batch_id, worker_id, current_candidate, now));
       }
     }
     YIRAGE_RETURN_IF_ERROR(tx.Commit());
@@ -159,6 +152,12 @@ absl::StatusOr<bool> LeaseStore::RenewLease(const std::string& worker_id,
   absl::MutexLock lock(&mu_);
   YIRAGE_ASSIGN_OR_RETURN(Holder holder, BatchHolderLocked(batch_id, worker_id, lease_token));
   if (holder != Holder::kThisWorker) return false;
+  return RenewLocked(batch_id, worker_id, current_candidate, now);
+}
+
+absl::StatusOr<bool> LeaseStore::RenewLocked(const std::string& batch_id,
+                                             const std::string& worker_id,
+                                             int64_t current_candidate, double now) {
   YIRAGE_ASSIGN_OR_RETURN(Statement s,
                           db_->Prepare("UPDATE batches SET lease_expires=?, current_candidate=? "
                                        "WHERE batch_id=? AND worker_id=?"));

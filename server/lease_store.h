@@ -108,6 +108,12 @@ class LeaseStore {
                                            const std::string& lease_token)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Extends `batch_id`'s lease held by `worker_id` and notes the candidate
+  // it runs; false when no such lease exists.
+  absl::StatusOr<bool> RenewLocked(const std::string& batch_id, const std::string& worker_id,
+                                   int64_t current_candidate, double now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   LeaseStore(std::unique_ptr<Database> db, const LeaseStoreOptions& options)
       : db_(std::move(db)), options_(options) {}
 

@@ -34,16 +34,24 @@ using ::yirage::backends::CommentText;
 using yirage::v1::KernelPlan;
 using yirage::v1::Schedule;
 
+// The buffer id a family kernel writes tensor `t` to: its plan buffer or
+// its one graph output slot; nullopt when it has more destinations than one.
+std::optional<int> SingleDestination(const PlanContext& ctx, int t) {
+  const bool scratch = ctx.scratch_buffer[t] >= 0;
+  if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) return std::nullopt;
+  return scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
+                 : ctx.graph.num_inputs() + ctx.out_position[t][0];
+}
+
 // A fused attention kernel (cuda_attention.h) for `kernel`, when its output
 // has one destination; false (nothing emitted) otherwise.
 bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
                          const AttentionPattern& attention, Code* code) {
   const int t = attention.out;
-  const bool scratch = ctx.scratch_buffer[t] >= 0;
-  if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) return false;
-  const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
-                              : ctx.graph.num_inputs() + ctx.out_position[t][0];
-  const std::string out_type = scratch ? ctx.ScratchType(t) : CType(ctx.graph.tensor(t).dtype);
+  const std::optional<int> out_arg = SingleDestination(ctx, t);
+  if (!out_arg.has_value()) return false;
+  const std::string out_type =
+      ctx.scratch_buffer[t] >= 0 ? ctx.ScratchType(t) : CType(ctx.graph.tensor(t).dtype);
   const AttentionConfig config =
       PlanAttention(attention, ctx.target, kernel.schedule().attention());
   const std::string name = KernelName(ctx.plan_index, kernel_index);
@@ -82,7 +90,7 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
             config.push_merge ? ", rows pushed to the merging block" : "");
   }
   std::string source;
-  EmitAttention(attention, config, name, attention.q, attention.k, attention.v, out_arg, out_type,
+  EmitAttention(attention, config, name, attention.q, attention.k, attention.v, *out_arg, out_type,
                 workspace_arg, &source, &ctx.code->launches);
   code->Line(source);
   return true;
@@ -93,11 +101,10 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
 bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
                               const StreamedMatmulPlan& plan, Code* code) {
   const int t = plan.match.out;
-  const bool scratch = ctx.scratch_buffer[t] >= 0;
-  if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) return false;
-  const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
-                              : ctx.graph.num_inputs() + ctx.out_position[t][0];
-  const std::string out_type = scratch ? ctx.ScratchType(t) : CType(ctx.graph.tensor(t).dtype);
+  const std::optional<int> out_arg = SingleDestination(ctx, t);
+  if (!out_arg.has_value()) return false;
+  const std::string out_type =
+      ctx.scratch_buffer[t] >= 0 ? ctx.ScratchType(t) : CType(ctx.graph.tensor(t).dtype);
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int workspace_arg = -1, counter_arg = -1;
   if (const int64_t bytes = StreamedMatmulWorkspaceBytes(plan); bytes > 0) {
@@ -109,7 +116,7 @@ bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int ke
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
           "': ", StreamedMatmulSummary(plan));
   std::string source;
-  EmitStreamedMatmul(plan, name, out_arg, out_type, workspace_arg, counter_arg, &source,
+  EmitStreamedMatmul(plan, name, *out_arg, out_type, workspace_arg, counter_arg, &source,
                      &ctx.code->launches);
   code->Line(source);
   return true;
@@ -119,16 +126,13 @@ bool EmitStreamedMatmulKernel(PlanContext& ctx, const KernelPlan& kernel, int ke
 // destination; false (nothing emitted) otherwise.
 bool EmitGemmKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
                     const GemmPlan& plan, Code* code) {
-  const int t = plan.match.out;
-  const bool scratch = ctx.scratch_buffer[t] >= 0;
-  if (ctx.out_position[t].size() + (scratch ? 1 : 0) != 1) return false;
   // (A scratch output is native: a plan buffer in the tensor's dtype.)
-  const int out_arg = scratch ? ctx.PlanBufferId(ctx.scratch_buffer[t])
-                              : ctx.graph.num_inputs() + ctx.out_position[t][0];
+  const std::optional<int> out_arg = SingleDestination(ctx, plan.match.out);
+  if (!out_arg.has_value()) return false;
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': ", GemmSummary(plan));
   std::string source;
-  EmitGemm(plan, ctx.graph, name, out_arg, &source, &ctx.code->launches);
+  EmitGemm(plan, ctx.graph, name, *out_arg, &source, &ctx.code->launches);
   code->Line(source);
   return true;
 }

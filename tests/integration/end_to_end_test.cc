@@ -7,6 +7,8 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -60,6 +62,20 @@ class EndToEndTest : public ::testing::Test {
     }
     server_.Kill();
     std::filesystem::remove_all(dir_);
+  }
+  // Synchronize on the server's worker port as a hand-driven worker does
+  // (10 s deadline).
+  std::function<grpc::Status(const yirage::v1::SynchronizeRequest&,
+                             yirage::v1::SynchronizeResponse*)>
+  WorkerCaller() {
+    std::shared_ptr<yirage::v1::WorkerService::Stub> api = yirage::v1::WorkerService::NewStub(
+        grpc::CreateChannel(server_.worker_address(), grpc::InsecureChannelCredentials()));
+    return [api](const yirage::v1::SynchronizeRequest& request,
+                 yirage::v1::SynchronizeResponse* response) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      return api->Synchronize(&context, request, response);
+    };
   }
   void StartServer(const std::vector<std::string>& args) {
     std::string error;
@@ -211,14 +227,7 @@ TEST_F(EndToEndTest, ForgedResultsAreRefusedAndTheLeaseHolderFinishesTheJob) {
   const std::string job = Submit(Example("softmax"), {"--budget-candidates", "2"});
   ASSERT_FALSE(job.empty());
   ASSERT_EQ(server_.WaitForSearch(job)["state"], "QUEUED");
-  auto worker_api = yirage::v1::WorkerService::NewStub(
-      grpc::CreateChannel(server_.worker_address(), grpc::InsecureChannelCredentials()));
-  auto call = [&](const yirage::v1::SynchronizeRequest& request,
-                  yirage::v1::SynchronizeResponse* response) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + seconds(10));
-    return worker_api->Synchronize(&context, request, response);
-  };
+  auto call = WorkerCaller();
   yirage::v1::SynchronizeRequest hello;
   hello.set_worker_id("w1");
   hello.set_backend("cpu");
@@ -305,14 +314,7 @@ TEST_F(EndToEndTest, AForgedWinnerIsRefutedByASecondWorker) {
   ASSERT_EQ(searched["state"], "QUEUED") << searched.dump();
   const int generated = searched["candidates_generated"];
   ASSERT_GE(generated, 3) << "the forger's batch and at least one for the honest worker";
-  auto worker_api = yirage::v1::WorkerService::NewStub(
-      grpc::CreateChannel(server_.worker_address(), grpc::InsecureChannelCredentials()));
-  auto call = [&](const yirage::v1::SynchronizeRequest& request,
-                  yirage::v1::SynchronizeResponse* response) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + seconds(10));
-    return worker_api->Synchronize(&context, request, response);
-  };
+  auto call = WorkerCaller();
   yirage::v1::SynchronizeRequest idle;
   idle.set_worker_id("forger");
   idle.set_backend("cpu");
