@@ -130,9 +130,17 @@ bool EmitGemmKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index
   const std::optional<int> out_arg = SingleDestination(ctx, plan.match.out);
   if (!out_arg.has_value()) return false;
   const std::string name = KernelName(ctx.plan_index, kernel_index);
+  int workspace_arg = -1, counter_arg = -1;
+  if (const int64_t bytes = GemmWorkspaceBytes(plan); bytes > 0) {
+    workspace_arg = ctx.PlanBufferId(ctx.AddBuffer(bytes, false, name + " split-K partial sums"));
+  }
+  if (const int64_t bytes = GemmCounterBytes(plan); bytes > 0) {
+    counter_arg = ctx.PlanBufferId(ctx.AddBuffer(bytes, true, name + " split-K tile counters"));
+  }
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': ", GemmSummary(plan));
   std::string source;
-  EmitGemm(plan, ctx.graph, name, *out_arg, &source, &ctx.code->launches);
+  EmitGemm(plan, ctx.graph, name, *out_arg, workspace_arg, counter_arg, &source,
+           &ctx.code->launches);
   code->Line(source);
   return true;
 }
@@ -367,7 +375,8 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
             ") does not apply to this chain on sm_", target_.sm,
             " (sm_90; 16-bit graph inputs of one dtype, an output in that dtype written once, "
             "M above 64, K and N multiples of 8; tiles 128 x 128, 128 x 256 or 256 x 128, "
-            "ping-pong only 128 x 128; clusters of at most 2 blocks)"));
+            "ping-pong only 128 x 128; clusters of at most 2 blocks; split_k at most the 64-deep "
+            "K blocks and 16)"));
       }
     } else if (schedule.has_streamed_matmul() && !fault) {
       using Form = yirage::v1::StreamedMatmulSchedule;

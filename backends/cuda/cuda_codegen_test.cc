@@ -380,6 +380,17 @@ std::vector<Case> AllCases() {
         }
         cases.push_back({gg, plans});
       }
+      // Split-K: the planner's ranges (one tile row, so the cluster turns
+      // to 1 x 2 over 3 column tiles, the last cluster's second block past
+      // the edge; 2 clusters: 2 ranges of 16 and 17 K blocks, the last
+      // partial), and 3 ranges from the knobs under ping-pong.
+      const yirage::v1::Graph auto_split = GemmGraph(dt, 100, 520, 2056, true);
+      cases.push_back(
+          {auto_split, {{Row({"p", "pb", "act", "half", "c"}, points[0]), Row({"d"}, points[0])}}});
+      const yirage::v1::Graph set_split = GemmGraph(dt, 129, 200, 1000, false);
+      const yirage::v1::Schedule three = WithGemm(Rows(4), 128, 128, 6, true, 2, 1, 3);
+      cases.push_back(
+          {set_split, {{Row({"p", "pb", "act", "half", "c"}, three), Row({"d"}, three)}}});
     }
     // Register rows: one row a block, several (the last block's rows past
     // the end: 6 rows in blocks of 4, 5 in blocks of 2), a block's warps

@@ -280,6 +280,10 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
     AddGemmPoint(gemm, 128, 128, 6, true, 2, 1);
     AddGemmPoint(gemm, 128, 256, 4, false, 1, 1);
     AddGemmPoint(gemm, 256, 128, 4, false, 1, 2);
+    // Fewer tiles than multiprocessors (M of a few hundred rows): the
+    // smaller tiles without a cluster, split-K where they do not fill the
+    // chip.
+    AddGemmPoint(gemm, 128, 128, 6, true, 1, 1);
   }
   return kernels;
 }

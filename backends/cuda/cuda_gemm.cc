@@ -21,9 +21,21 @@ const char* GemmSource() {
       ;
 }
 
-// yr_gemm_sm90_cfg::smem_bytes: the ring (1024-aligned), its mbarriers.
+// yr_gemm_sm90_cfg::smem_bytes: the ring (1024-aligned), its mbarriers,
+// a word a consumer.
 int64_t RingBytes(int tile_m, int tile_n, int stages) {
-  return 1024 + int64_t{stages} * (tile_m + tile_n) * 64 * 2 + 2 * int64_t{stages} * 8;
+  return 1024 + int64_t{stages} * (tile_m + tile_n) * 64 * 2 + 2 * int64_t{stages} * 8 + 16;
+}
+
+// Split-K's K ranges have at least this many 64-deep K blocks: with
+// fewer, writing and adding a range's float partial sums (a tile of
+// floats) costs about what its products save.
+constexpr int64_t kMinKBlocksPerSplit = 16;
+// More ranges than this add partial sums without filling more of the chip.
+constexpr int64_t kMaxSplits = 16;
+
+int64_t Tiles(const GemmPlan& p) {
+  return CeilDiv(p.match.m, p.tile_m) * CeilDiv(p.match.n, p.tile_n);
 }
 
 std::string TmaDataType(yirage::v1::DType dtype) {
@@ -74,29 +86,61 @@ std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int
   if (plan.cluster_m < 1 || plan.cluster_n < 1 || plan.cluster_m * plan.cluster_n > 2) {
     return std::nullopt;
   }
+  // A cluster's second block along an axis of one tile would compute
+  // nothing: the cluster turns to the other axis where that has tiles and
+  // B's panels allow it, else it is one block.
+  const int64_t tiles_m = CeilDiv(plan.match.m, plan.tile_m);
+  const int64_t tiles_n = CeilDiv(plan.match.n, plan.tile_n);
+  if (plan.cluster_m == 2 && tiles_m < 2) {
+    plan.cluster_m = 1;
+    plan.cluster_n = tiles_n >= 2 ? 2 : 1;
+  } else if (plan.cluster_n == 2 && tiles_n < 2) {
+    plan.cluster_n = 1;
+    plan.cluster_m =
+        tiles_m >= 2 && (plan.match.transpose_b || (plan.tile_n / 64) % 2 == 0) ? 2 : 1;
+  }
   if (!plan.match.transpose_b && (plan.tile_n / 64) % plan.cluster_m != 0) return std::nullopt;
   if (plan.stages < 2) return std::nullopt;
   plan.smem_bytes = RingBytes(plan.tile_m, plan.tile_n, plan.stages);
   if (plan.smem_bytes > target.max_smem_per_block) return std::nullopt;
-  // Persistent: at most one block a multiprocessor, whole clusters.
+  // Persistent: at most one block a multiprocessor, whole clusters, a unit
+  // of work a cluster tile and K range.
   const int cluster = plan.cluster_m * plan.cluster_n;
-  const int64_t ctiles = CeilDiv(CeilDiv(plan.match.m, plan.tile_m), plan.cluster_m) *
-                         CeilDiv(CeilDiv(plan.match.n, plan.tile_n), plan.cluster_n);
+  const int64_t ctiles = CeilDiv(tiles_m, plan.cluster_m) * CeilDiv(tiles_n, plan.cluster_n);
   const int64_t max_clusters = std::max(1, target.sm_count / cluster);
-  plan.blocks = std::min(ctiles, max_clusters) * cluster;
+  const int64_t kblocks = CeilDiv(plan.match.k, 64);
+  if (knobs.split_k() < 0 || knobs.split_k() > std::min(kblocks, kMaxSplits)) return std::nullopt;
+  if (knobs.split_k() != 0) {
+    plan.splits = knobs.split_k();
+  } else if (2 * ctiles <= max_clusters) {
+    plan.splits = static_cast<int>(std::max<int64_t>(
+        1, std::min({max_clusters / ctiles, kblocks / kMinKBlocksPerSplit, kMaxSplits})));
+  }
+  plan.blocks = std::min(ctiles * plan.splits, max_clusters) * cluster;
   return plan;
+}
+
+int64_t GemmWorkspaceBytes(const GemmPlan& plan) {
+  if (plan.splits <= 1) return 0;
+  return Tiles(plan) * plan.splits * plan.tile_m * plan.tile_n * 4;
+}
+
+int64_t GemmCounterBytes(const GemmPlan& plan) {
+  return plan.splits <= 1 ? 0 : Tiles(plan) * 2 * 4;
 }
 
 std::string GemmSummary(const GemmPlan& p) {
   return absl::StrCat("Hopper GEMM (TMA, wgmma; ", p.pingpong ? "ping-pong" : "cooperative",
                       ", tile ", p.tile_m, " x ", p.tile_n, ", ", p.stages, " stages, cluster ",
-                      p.cluster_m, " x ", p.cluster_n, ", ", p.blocks, " blocks), M ", p.match.m,
-                      ", N ", p.match.n, ", K ", p.match.k, ", epilogue of ",
-                      p.match.epilogue.size(), " ops");
+                      p.cluster_m, " x ", p.cluster_n,
+                      p.splits > 1 ? absl::StrCat(", split-K ", p.splits) : "", ", ", p.blocks,
+                      " blocks), M ", p.match.m, ", N ", p.match.n, ", K ", p.match.k,
+                      ", epilogue of ", p.match.epilogue.size(), " ops");
 }
 
 void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string& name, int out_arg,
-              std::string* source, std::vector<KernelLaunch>* launches) {
+              int workspace_arg, int counter_arg, std::string* source,
+              std::vector<KernelLaunch>* launches) {
   const core::GemmMatch& m = plan.match;
   const std::string t = CType(plan.dtype);
   *source += WgmmaHelpersSource();
@@ -146,12 +190,15 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
                    ", ", m.transpose_b ? "true" : "false", ", ", plan.pingpong ? "true" : "false",
                    ", ", plan.cluster_m, ", ", plan.cluster_n, ", ", plan.group, ">");
   const int cluster = plan.cluster_m * plan.cluster_n;
-  absl::StrAppend(source, "extern \"C\" __global__ void __launch_bounds__(384, 1) ",
-                  cluster > 1 ? absl::StrCat("__cluster_dims__(", cluster, ", 1, 1) ") : "", name,
-                  "(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b, ",
-                  t, "* __restrict__ c", params, ") {\n  yr_gemm_sm90<", cfg, ", ", epi,
-                  ">(a, b, c, ", m.m, ", ", m.n, ", ", m.k, ", ", m.n, ", ", epi, "{", inits,
-                  "});\n}\n");
+  const bool split = plan.splits > 1;
+  absl::StrAppend(
+      source, "extern \"C\" __global__ void __launch_bounds__(384, 1) ",
+      cluster > 1 ? absl::StrCat("__cluster_dims__(", cluster, ", 1, 1) ") : "", name,
+      "(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b, ", t,
+      "* __restrict__ c", params,
+      split ? ", float* __restrict__ ws, unsigned* __restrict__ flags" : "", ") {\n  yr_gemm_sm90<",
+      cfg, ", ", epi, ">(a, b, c, ", m.m, ", ", m.n, ", ", m.k, ", ", m.n, ", ", epi, "{", inits,
+      "}", split ? absl::StrCat(", yr_gemm_split{", plan.splits, ", ws, flags}") : "", ");\n}\n");
   KernelLaunch launch;
   launch.name = name;
   launch.grid[0] = plan.blocks;
@@ -159,6 +206,10 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
   launch.smem_bytes = static_cast<int>(plan.smem_bytes);
   launch.args.push_back(out_arg);
   launch.args.insert(launch.args.end(), operand_args.begin(), operand_args.end());
+  if (split) {
+    launch.args.push_back(workspace_arg);
+    launch.args.push_back(counter_arg);
+  }
   // A: dims {K, M}, box {64, tile rows a block copies}; B: [N, K] like A, or
   // [K, N] in 64-column panels of 64 rows.
   TensorMapArg a;

@@ -27,6 +27,7 @@ struct GemmPlan {
   bool pingpong = false;
   int cluster_m = 2, cluster_n = 1;
   int group = 8;           // cluster rows a group of the tile order
+  int splits = 1;          // K ranges a tile (split-K)
   int64_t blocks = 0;      // the persistent grid
   int64_t smem_bytes = 0;  // dynamic shared memory (yr_gemm_sm90_cfg::smem_bytes)
 };
@@ -41,18 +42,33 @@ yirage::v1::MatchLimits GemmLimits();
 // when the chain, its shapes or the knobs do not fit: sm_90, the chain
 // within GemmLimits(), its output `out_dtype` (the kernel stores A's
 // dtype), tiles of 128 x 128 (ping-pong or cooperative), 128 x 256 or
-// 256 x 128 (cooperative), clusters of at most 2 blocks, and the ring
-// within the target's shared memory.
+// 256 x 128 (cooperative), clusters of at most 2 blocks, the ring within
+// the target's shared memory, and at most one K range a 64-deep K block.
+// A cluster along an axis with one tile turns to the other axis (or to
+// one block): its second block would have nothing to compute. Split-K,
+// unless the knobs set it: where the tiles' blocks fill at most half the
+// multiprocessors, as many K ranges as fill them, each of at least 16 K
+// blocks.
 std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int>& ops,
                                  yirage::v1::DType out_dtype, const CudaTarget& target,
                                  const yirage::v1::GemmSchedule& knobs);
 
+// Split-K's workspace (partial sums: a float a tile element a K range) and
+// counters (two a tile, zero before the first launch); 0 without split-K.
+int64_t GemmWorkspaceBytes(const GemmPlan& plan);
+int64_t GemmCounterBytes(const GemmPlan& plan);
+
 // Emits the kernel `name` into `source` (after the headers it needs, guarded
 // so a second GEMM in the same source repeats them harmlessly) and its
-// launch: tensor maps of A and B, then C (buffer `out_arg`) and every
-// epilogue operand (graph inputs: buffer id = tensor id).
+// launch: tensor maps of A and B, then C (buffer `out_arg`), every
+// epilogue operand (graph inputs: buffer id = tensor id), then with
+// split-K the workspace and counter buffers.
+// REQUIRES: where plan.splits > 1, buffers `workspace_arg` and
+// `counter_arg` of GemmWorkspaceBytes and GemmCounterBytes, the counters
+// zero before the first launch.
 void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string& name, int out_arg,
-              std::string* source, std::vector<KernelLaunch>* launches);
+              int workspace_arg, int counter_arg, std::string* source,
+              std::vector<KernelLaunch>* launches);
 
 // A one-line summary of the plan's knobs, for source comments.
 std::string GemmSummary(const GemmPlan& plan);

@@ -325,7 +325,10 @@ TEST(GemmPlannerTest, DefaultsAndTheGridOfWholeClusters) {
   EXPECT_FALSE(p->pingpong);
   EXPECT_EQ(p->cluster_m * p->cluster_n, 2);
   EXPECT_EQ(p->blocks, 132) << "512 tiles in 2-block clusters: one block a multiprocessor";
-  EXPECT_EQ(p->smem_bytes, 1024 + 4 * (128 + 256) * 64 * 2 + 2 * 4 * 8);
+  EXPECT_EQ(p->smem_bytes, 1024 + 4 * (128 + 256) * 64 * 2 + 2 * 4 * 8 + 16);
+  EXPECT_EQ(p->splits, 1) << "512 tiles fill the chip without split-K";
+  EXPECT_EQ(GemmWorkspaceBytes(*p), 0);
+  EXPECT_EQ(GemmCounterBytes(*p), 0);
   EXPECT_EQ(p->match.epilogue.size(), 2u);
   // Fewer tiles than multiprocessors: a block a tile, whole clusters.
   const core::Graph small = GemmChain(300, 600, 256, false);
@@ -333,6 +336,57 @@ TEST(GemmPlannerTest, DefaultsAndTheGridOfWholeClusters) {
       PlanGemm(small, AllOps(small), FLOAT16, H200(), GemmKnobs(128, 128, 6, true, 2, 1));
   ASSERT_TRUE(q.has_value());
   EXPECT_EQ(q->blocks, 2 * 5 * 2) << "3 row tiles in 2 cluster rows, 5 column tiles";
+}
+
+TEST(GemmPlannerTest, FewTilesSplitKAndClustersAlongTheAxisWithTiles) {
+  // M 128: one tile row, so the default 2 x 1 cluster turns to 1 x 2; 64
+  // tiles of 128 x 256 (32 clusters) fill 64 of 132 multiprocessors: two
+  // K ranges of 32 blocks.
+  const core::Graph wide = GemmChain(128, 16384, 4096, true);
+  std::optional<GemmPlan> p = PlanGemm(wide, AllOps(wide), FLOAT16, H200(), {});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->cluster_m, 1);
+  EXPECT_EQ(p->cluster_n, 2);
+  EXPECT_EQ(p->splits, 2);
+  EXPECT_EQ(p->blocks, 128);
+  EXPECT_EQ(GemmWorkspaceBytes(*p), int64_t{64} * 2 * 128 * 256 * 4);
+  EXPECT_EQ(GemmCounterBytes(*p), 64 * 2 * 4);
+  // 16 tiles (8 clusters): 8 ranges would fill 128 blocks, but a range
+  // has at least 16 of the 64 K blocks.
+  const core::Graph square = GemmChain(128, 4096, 4096, true);
+  p = PlanGemm(square, AllOps(square), FLOAT16, H200(), {});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->splits, 4);
+  EXPECT_EQ(p->blocks, 64);
+  const core::Graph shallow = GemmChain(128, 4096, 512, true);
+  p = PlanGemm(shallow, AllOps(shallow), FLOAT16, H200(), {});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->splits, 1) << "8 K blocks";
+  // The knobs: 1 is none, up to one range a K block (and 16).
+  yirage::v1::GemmSchedule knobs = GemmKnobs(128, 128, 6, true, 1, 1);
+  knobs.set_split_k(1);
+  p = PlanGemm(square, AllOps(square), FLOAT16, H200(), knobs);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->splits, 1);
+  EXPECT_EQ(p->blocks, 32);
+  knobs.set_split_k(3);
+  p = PlanGemm(square, AllOps(square), FLOAT16, H200(), knobs);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->splits, 3);
+  EXPECT_EQ(p->blocks, 96);
+  knobs.set_split_k(9);
+  EXPECT_FALSE(PlanGemm(shallow, AllOps(shallow), FLOAT16, H200(), knobs).has_value())
+      << "9 ranges for 8 K blocks";
+  knobs.set_split_k(17);
+  EXPECT_FALSE(PlanGemm(square, AllOps(square), FLOAT16, H200(), knobs).has_value());
+  knobs.set_split_k(-1);
+  EXPECT_FALSE(PlanGemm(square, AllOps(square), FLOAT16, H200(), knobs).has_value());
+  // One tile: no cluster at all.
+  const core::Graph one = GemmChain(100, 200, 4096, false);
+  p = PlanGemm(one, AllOps(one), FLOAT16, H200(), {});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->cluster_m * p->cluster_n, 1);
+  EXPECT_EQ(p->splits, 4) << "64 K blocks, 16 a range";
 }
 
 TEST(GemmPlannerTest, RefusesWhatTheTemplateCannotRun) {

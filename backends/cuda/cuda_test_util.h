@@ -189,7 +189,7 @@ inline yirage::v1::Schedule WithPrefillWs(yirage::v1::Schedule s, int key_tile, 
 
 // `s` with the GEMM family's knobs (cuda_gemm.h).
 inline yirage::v1::Schedule WithGemm(yirage::v1::Schedule s, int tile_m, int tile_n, int stages,
-                                     bool pingpong, int cluster_m, int cluster_n) {
+                                     bool pingpong, int cluster_m, int cluster_n, int split_k = 0) {
   yirage::v1::GemmSchedule* g = s.mutable_gemm();
   g->set_tile_m(tile_m);
   g->set_tile_n(tile_n);
@@ -197,6 +197,7 @@ inline yirage::v1::Schedule WithGemm(yirage::v1::Schedule s, int tile_m, int til
   g->set_pingpong(pingpong);
   g->set_cluster_m(cluster_m);
   g->set_cluster_n(cluster_n);
+  g->set_split_k(split_k);
   return s;
 }
 

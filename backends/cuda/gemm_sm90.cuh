@@ -24,6 +24,14 @@
 //   multiprocessor (see yr_gemm_sm90_grid); the cluster tiles go in groups
 //   of GROUP cluster rows, column by column within a group, so that tiles
 //   computed at the same time share A's and B's panels in L2.
+// - Split-K (a runtime `splits` > 1, for shapes with fewer tiles than
+//   multiprocessors): the units of work are (cluster tile, K range), the
+//   ranges of a tile consecutive. Each unit's consumer warpgroup stores its
+//   float accumulators to its slot of the workspace and counts itself in
+//   its tile's counter; the last to arrive adds the others' partial sums
+//   and runs the epilogue. Nobody waits for another block, so any number
+//   of blocks may be resident at once; the last one leaves the counter
+//   zero for the next launch.
 // - Any M, N and K >= 1 with the TMA's rule that row strides be multiples
 //   of 16 bytes: K % 8 == 0, and N % 8 == 0 for B K x N. Copies past the
 //   edges read zeros (the K tail adds nothing); stores are bounds-checked.
@@ -45,6 +53,15 @@ typedef struct CUtensorMap_st {
   alignas(64) unsigned long long opaque[16];
 } CUtensorMap;
 #endif
+
+// Split-K's arguments: `splits` K ranges a tile (1: none); `ws`: splits x
+// BM x BN floats for each block tile of C (tiles_m x tiles_n of them);
+// `flags`: two counters a block tile, zero before the first launch.
+struct yr_gemm_split {
+  int splits = 1;
+  float* ws = nullptr;
+  unsigned* flags = nullptr;
+};
 
 // The default epilogue: the accumulator as it is.
 struct yr_gemm_store {
@@ -74,8 +91,9 @@ struct yr_gemm_sm90_cfg {
   static constexpr int a_box_rows = BM / CN;
   static constexpr int b_box_rows = B_NK ? BN / CM : 64;
   // The ring (1024-aligned for the swizzle: 1024 bytes of slack), then
-  // the full and empty mbarriers.
-  static constexpr int smem_bytes = 1024 + STAGES * (a_stage + b_stage) + 2 * STAGES * 8;
+  // the full and empty mbarriers, then a word for each consumer (split-K's
+  // "last to arrive").
+  static constexpr int smem_bytes = 1024 + STAGES * (a_stage + b_stage) + 2 * STAGES * 8 + 16;
   static_assert(sizeof(T) == 2, "T: __half or __nv_bfloat16");
   static_assert(wm % 64 == 0 && mi >= 1, "BM: a multiple of 64 rows a consumer");
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
@@ -89,12 +107,23 @@ struct yr_gemm_sm90_cfg {
 };
 
 // The persistent grid: whole clusters, no more than fit at once
-// (`max_clusters`, from cudaOccupancyMaxActiveClusters) or have tiles.
+// (`max_clusters`, from cudaOccupancyMaxActiveClusters) or have units of
+// work (cluster tiles times `splits`).
 template <class Cfg>
-__host__ __device__ constexpr int yr_gemm_sm90_grid(int m, int n, int max_clusters) {
-  const int ctiles = ((m + Cfg::bm - 1) / Cfg::bm + Cfg::cm - 1) / Cfg::cm *
-                     (((n + Cfg::bn - 1) / Cfg::bn + Cfg::cn - 1) / Cfg::cn);
-  return (ctiles < max_clusters ? ctiles : max_clusters) * Cfg::cluster;
+__host__ __device__ constexpr int yr_gemm_sm90_grid(int m, int n, int max_clusters,
+                                                    int splits = 1) {
+  const int units = ((m + Cfg::bm - 1) / Cfg::bm + Cfg::cm - 1) / Cfg::cm *
+                    (((n + Cfg::bn - 1) / Cfg::bn + Cfg::cn - 1) / Cfg::cn) * splits;
+  return (units < max_clusters ? units : max_clusters) * Cfg::cluster;
+}
+
+// An arrival on a split-K counter: adds 1 and returns the count before,
+// acquiring what the blocks that arrived earlier released (their stores
+// before their fence) and releasing this thread's.
+static __device__ __forceinline__ unsigned yr_gemm_atomic_arrive(unsigned* p) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(p) : "memory");
+  return old;
 }
 
 // A 4 x 4 transpose of words across the 4 lanes of each quad (q: the lane's
@@ -120,11 +149,13 @@ static __device__ __forceinline__ void yr_gemm_quad_transpose(unsigned (&v)[4], 
 // The kernel body. `a`, `b`: tensor maps of A (dims {K, M}, box {64,
 // a_box_rows}) and B (B_NK: dims {K, N}, box {64, b_box_rows}; else dims
 // {N, K}, box {64, 64}), 128-byte swizzle, zeros out of bounds; `a` and
-// `b` must be the kernel's __grid_constant__ parameters.
+// `b` must be the kernel's __grid_constant__ parameters; `split` as
+// yr_gemm_split says, the grid from yr_gemm_sm90_grid with its splits.
 template <class Cfg, class Epi = yr_gemm_store>
 static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const CUtensorMap& b,
                                                     typename Cfg::elem* __restrict__ c, int m,
-                                                    int n, int k, int ldc, Epi epi = Epi()) {
+                                                    int n, int k, int ldc, Epi epi = Epi(),
+                                                    yr_gemm_split split = yr_gemm_split()) {
   using T = typename Cfg::elem;
   constexpr int BM = Cfg::bm, BN = Cfg::bn, STAGES = Cfg::stages, CM = Cfg::cm, CN = Cfg::cn;
   constexpr int CS = Cfg::cluster, MI = Cfg::mi, WM = Cfg::wm;
@@ -137,6 +168,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
   unsigned long long* const full =
       reinterpret_cast<unsigned long long*>(sb + STAGES * Cfg::b_stage);
   unsigned long long* const empty = full + STAGES;
+  int* const last_flag = reinterpret_cast<int*>(empty + STAGES);  // one a consumer
 
   // Read through a shuffle, so that the compiler sees it uniform in each
   // warp (wgmma under a branch it takes for divergent gets serialized).
@@ -145,6 +177,12 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
   const int ctiles_m = (tiles_m + CM - 1) / CM, ctiles_n = (tiles_n + CN - 1) / CN;
   const int ctiles = ctiles_m * ctiles_n;
   const int kblocks = (k + 63) / 64;
+  // Units of work: unit u is cluster tile u / S's K blocks [kb_begin(u),
+  // kb_begin(u + 1)) (S = 1: the whole of K).
+  const int S = split.splits > 1 ? split.splits : 1;
+  const int units = ctiles * S;
+  auto kb_begin = [&](int u) { return static_cast<int>(static_cast<i64>(u % S) * kblocks / S); };
+  auto kb_end = [&](int u) { return static_cast<int>(static_cast<i64>(u % S + 1) * kblocks / S); };
   // Blocks of a cluster are consecutive in x: rank blockIdx.x % CS.
   const int rank = CS > 1 ? static_cast<int>(blockIdx.x % CS) : 0;
   const int rm = CM > 1 ? rank : 0, rn = CN > 1 ? rank : 0;
@@ -183,10 +221,11 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
     yr_prefetch_tmap(&a);
     yr_prefetch_tmap(&b);
     unsigned pos = 0;
-    for (int t = cluster0; t < ctiles; t += clusters) {
+    for (int u = cluster0; u < units; u += clusters) {
       int tm, tn;
-      tile_of(t, tm, tn);
-      for (int kb = 0; kb < kblocks; ++kb, ++pos) {
+      tile_of(u / S, tm, tn);
+      const int kb1 = kb_end(u);
+      for (int kb = kb_begin(u); kb < kb1; ++kb, ++pos) {
         const int st = pos % STAGES;
         yr_mbar_wait(&empty[st], ((pos / STAGES) & 1) ^ 1);
         yr_mbar_arrive_expect_tx(&full[st], Cfg::a_stage + Cfg::b_stage);
@@ -254,26 +293,27 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
     // waits only once the other has waited on all of its own tile's. Each
     // turn passed is taken: consumer 1 lets consumer 0 go first if the
     // block has a tile, and the block's last tile passes no turn.
-    const int local_tiles = cluster0 < ctiles ? (ctiles - cluster0 + clusters - 1) / clusters : 0;
+    const int local_tiles = cluster0 < units ? (units - cluster0 + clusters - 1) / clusters : 0;
     if (PINGPONG && cw == 1 && local_tiles > 0) yr_named_arrive(1, 256);
     float acc[MI][BN / 2];
     unsigned pos = 0;
     int local = 0;  // the block's tile count
-    for (int t = cluster0; t < ctiles; t += clusters, ++local) {
+    for (int u = cluster0; u < units; u += clusters, ++local) {
+      const int kb0 = kb_begin(u), kb1 = kb_end(u);
       if (PINGPONG && (local & 1) != cw) {  // the other consumer's tile
-        pos += kblocks;
+        pos += kb1 - kb0;
         continue;
       }
       if (PINGPONG) yr_named_sync(1 + cw, 256);
       int tm, tn;
-      tile_of(t, tm, tn);
+      tile_of(u / S, tm, tn);
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
 #pragma unroll
         for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.0f;
       }
       int prev = 0;
-      for (int kb = 0; kb < kblocks; ++kb, ++pos) {
+      for (int kb = kb0; kb < kb1; ++kb, ++pos) {
         const int st = pos % STAGES;
         yr_mbar_wait(&full[st], (pos / STAGES) & 1);
         const unsigned long long da = da0 + (st * Cfg::a_stage + row_off * 128) / 16;
@@ -288,19 +328,68 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
           }
         }
         yr_wg_commit();
-        if (kb > 0) {
+        if (kb > kb0) {
           yr_wg_wait<1>();
           release(prev);
         }
         prev = st;
       }
       if (PINGPONG && local + 1 < local_tiles) yr_named_arrive(2 - cw, 256);
-      if (kblocks > 0) {
-        yr_wg_wait<0>();
-        release(prev);
-      }
+      // Unconditional (a no-op with no group in flight): ptxas then sees
+      // every path to the accumulators' reads pass a wait, and injects none.
+      yr_wg_wait<0>();
+      if (kb1 > kb0) release(prev);
 #pragma unroll
       for (int i = 0; i < MI; ++i) yr_wg_fence_operands(acc[i], BN / 2);
+
+      if (S > 1) {
+        // Split-K: this unit's partial sums to its slot (a thread's floats
+        // 4 at a time, the warpgroup's threads side by side), then the
+        // arrival; the last of the tile's S units to arrive adds the
+        // others' and goes on to the epilogue, the rest are done. A
+        // cluster's block whose tile lies past C's edge (it loaded its half
+        // of the shared operand for the other) has no slot and no output.
+        if (tm >= tiles_m || tn >= tiles_n) continue;
+        constexpr int NT = PINGPONG ? 128 : 256;  // threads holding the tile
+        const int slot = PINGPONG ? tid : cw * 128 + tid;
+        const i64 tile_id = static_cast<long long>(tm) * tiles_n + tn;
+        float4* const ws = reinterpret_cast<float4*>(split.ws) + tile_id * S * (BM * BN / 4);
+        float4* const mine = ws + (u % S) * (BM * BN / 4);
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+#pragma unroll
+          for (int j = 0; j < BN / 2; j += 4) {
+            __stcg(mine + (i * (BN / 8) + j / 4) * NT + slot,
+                   make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+          }
+        }
+        yr_named_sync(3 + cw, 128);  // the warpgroup's stores, before its arrival
+        if (tid == 0) {
+          unsigned* const flag = split.flags + tile_id * 2 + (PINGPONG ? 0 : cw);
+          __threadfence();
+          const bool last = yr_gemm_atomic_arrive(flag) == static_cast<unsigned>(S - 1);
+          if (last) *flag = 0u;  // every unit of the tile has arrived: zero for the next launch
+          last_flag[cw] = last;
+        }
+        yr_named_sync(3 + cw, 128);
+        if (!last_flag[cw]) continue;
+        __threadfence();
+        for (int p = 0; p < S; ++p) {
+          if (p == u % S) continue;
+          const float4* const theirs = ws + p * (BM * BN / 4);
+#pragma unroll
+          for (int i = 0; i < MI; ++i) {
+#pragma unroll
+            for (int j = 0; j < BN / 2; j += 4) {
+              const float4 v = __ldcg(theirs + (i * (BN / 8) + j / 4) * NT + slot);
+              acc[i][j] += v.x;
+              acc[i][j + 1] += v.y;
+              acc[i][j + 2] += v.z;
+              acc[i][j + 3] += v.w;
+            }
+          }
+        }
+      }
 
       // Epilogue: thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8)
       // of each m64 slice, columns 8 j + 2 (lane % 4) (+ 1). Where the tile

@@ -51,8 +51,8 @@
 template <class Cfg, class Epi>
 __global__ void __launch_bounds__(384, 1)
     Gemm(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b,
-         typename Cfg::elem* c, int m, int n, int k, int ldc, Epi epi) {
-  yr_gemm_sm90<Cfg, Epi>(a, b, c, m, n, k, ldc, epi);
+         typename Cfg::elem* c, int m, int n, int k, int ldc, Epi epi, yr_gemm_split split) {
+  yr_gemm_sm90<Cfg, Epi>(a, b, c, m, n, k, ldc, epi, split);
 }
 
 // Bias add and ReLU: an epilogue that reads its column.
@@ -123,7 +123,8 @@ CUtensorMap MakeMap(const void* ptr, CUtensorMapDataType dt, uint64_t inner, uin
   return map;
 }
 
-// One variant, ready to launch on one problem: its tensor maps and grid.
+// One variant, ready to launch on one problem: its tensor maps, grid and
+// split-K workspace (Free() releases it).
 template <class Cfg, class Epi = yr_gemm_store>
 struct Launch {
   using T = typename Cfg::elem;
@@ -131,8 +132,17 @@ struct Launch {
   T* c;
   int m, n, k, ldc, grid;
   Epi epi;
-  Launch(const T* a, const T* b, T* c_, int m_, int n_, int k_, int ldc_, Epi e = Epi())
+  yr_gemm_split split;
+  Launch(const T* a, const T* b, T* c_, int m_, int n_, int k_, int ldc_, Epi e = Epi(),
+         int splits = 1)
       : c(c_), m(m_), n(n_), k(k_), ldc(ldc_), epi(e) {
+    split.splits = splits;
+    if (splits > 1) {
+      const size_t tiles = (size_t)((m + Cfg::bm - 1) / Cfg::bm) * ((n + Cfg::bn - 1) / Cfg::bn);
+      CK(cudaMalloc(&split.ws, tiles * splits * Cfg::bm * Cfg::bn * sizeof(float)));
+      CK(cudaMalloc(&split.flags, tiles * 2 * sizeof(unsigned)));
+      CK(cudaMemset(split.flags, 0, tiles * 2 * sizeof(unsigned)));
+    }
     const CUtensorMapDataType dt =
         yr_is_half<T>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     ma = MakeMap(a, dt, k, m, 64, Cfg::a_box_rows);
@@ -150,7 +160,11 @@ struct Launch {
         CK(cudaOccupancyMaxActiveClusters(&max_clusters, kern, &lc));
       }
     }
-    grid = yr_gemm_sm90_grid<Cfg>(m, n, max_clusters);
+    grid = yr_gemm_sm90_grid<Cfg>(m, n, max_clusters, splits);
+  }
+  void Free() {
+    if (split.ws) CK(cudaFree(split.ws));
+    if (split.flags) CK(cudaFree(split.flags));
   }
   cudaLaunchConfig_t Config(int blocks) const {
     cudaLaunchConfig_t lc = {};
@@ -172,7 +186,7 @@ struct Launch {
     cudaLaunchConfig_t lc = Config(grid);
     cudaLaunchAttribute attr;
     if (Cfg::cluster > 1) Cluster(&lc, &attr);
-    CK(cudaLaunchKernelEx(&lc, Gemm<Cfg, Epi>, ma, mb, c, m, n, k, ldc, epi));
+    CK(cudaLaunchKernelEx(&lc, Gemm<Cfg, Epi>, ma, mb, c, m, n, k, ldc, epi, split));
   }
 };
 
@@ -194,9 +208,10 @@ float ToFloat(T v) {
 
 // Checks variant Cfg on (m, n, k) against the reference, with C's row
 // stride ldc > n and 2 guard rows, all poisoned with NaN first; BIAS: the
-// bias + ReLU epilogue.
+// bias + ReLU epilogue; `splits` > 1: split-K, launched twice (the
+// counters the first leaves must serve the second).
 template <class Cfg, bool BIAS = false>
-void Check(const char* name, int m, int n, int k, int ldc) {
+void Check(const char* name, int m, int n, int k, int ldc, int splits = 1) {
   using T = typename Cfg::elem;
   constexpr bool B_NK = Cfg::b_nk;
   T *a, *b, *c, *bias;
@@ -214,9 +229,15 @@ void Check(const char* name, int m, int n, int k, int ldc) {
   Reference<T, B_NK><<<dim3((n + 127) / 128, m), 128>>>(a, b, ref, m, n, k);
   CK(cudaGetLastError());
   if constexpr (BIAS) {
-    Launch<Cfg, BiasRelu<T>>(a, b, c, m, n, k, ldc, BiasRelu<T>{bias})();
+    Launch<Cfg, BiasRelu<T>> l(a, b, c, m, n, k, ldc, BiasRelu<T>{bias}, splits);
+    for (int i = 0; i < (splits > 1 ? 2 : 1); ++i) l();
+    CK(cudaDeviceSynchronize());
+    l.Free();
   } else {
-    Launch<Cfg>(a, b, c, m, n, k, ldc)();
+    Launch<Cfg> l(a, b, c, m, n, k, ldc, yr_gemm_store(), splits);
+    for (int i = 0; i < (splits > 1 ? 2 : 1); ++i) l();
+    CK(cudaDeviceSynchronize());
+    l.Free();
   }
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
@@ -249,9 +270,9 @@ void Check(const char* name, int m, int n, int k, int ldc) {
   const bool ok = bad == 0 && outside == 0;
   ok ? ++g_pass : ++g_fail;
   printf(
-      "%-4s %-20s %-2s %s M %5d N %4d K %5d ldc %4d: %s max_err %.2e rel_l2 %.2e bad %zu "
-      "outside %zu\n",
-      ok ? "PASS" : "FAIL", name, B_NK ? "NK" : "KN", TypeName<T>(), m, n, k, ldc,
+      "%-4s %-20s %-2s %s M %5d N %4d K %5d ldc %4d split %d: %s max_err %.2e rel_l2 %.2e "
+      "bad %zu outside %zu\n",
+      ok ? "PASS" : "FAIL", name, B_NK ? "NK" : "KN", TypeName<T>(), m, n, k, ldc, splits,
       BIAS ? "bias+relu" : "", max_err, std::sqrt(num / std::max(den, 1e-300)), bad, outside);
   CK(cudaFree(a));
   CK(cudaFree(b));
@@ -282,7 +303,7 @@ __global__ void MaxDiff(const T* x, const T* y, size_t n, float* out) {
 }
 
 template <class Cfg>
-void Time(cublasHandle_t h, const char* name, int m, int n, int k, int iters = 30) {
+void Time(cublasHandle_t h, const char* name, int m, int n, int k, int splits = 1, int iters = 30) {
   using T = typename Cfg::elem;
   constexpr bool B_NK = Cfg::b_nk;
   T *a, *b, *c, *cref;
@@ -296,7 +317,7 @@ void Time(cublasHandle_t h, const char* name, int m, int n, int k, int iters = 3
   FillRandom(b, (size_t)n * k, 12);
   CK(cudaMemset(c, 0xff, (size_t)m * n * sizeof(T)));
   CK(cudaMemset(diff, 0, 2 * sizeof(float)));
-  Launch<Cfg> ours(a, b, c, m, n, k, n);
+  Launch<Cfg> ours(a, b, c, m, n, k, n, yr_gemm_store(), splits);
   auto theirs = [&] { CublasGemm<T, B_NK>(h, a, b, cref, m, n, k); };
   const float us = FlushedMedianUs(ours, iters, 3);
   const float us_ref = FlushedMedianUs(theirs, iters, 3);
@@ -307,13 +328,15 @@ void Time(cublasHandle_t h, const char* name, int m, int n, int k, int iters = 3
   const double flops = 2.0 * m * n * k;
   Timed t;
   snprintf(t.line, sizeof t.line,
-           "%-20s %-2s %s %5d %5d %5d grid %3d | %8.1f us %6.1f TF/s | cuBLAS %8.1f us %6.1f TF/s "
-           "| %.3f | diff %.1e",
-           name, B_NK ? "NK" : "KN", TypeName<T>(), m, n, k, ours.grid, us, flops / us * 1e-6,
-           us_ref, flops / us_ref * 1e-6, us_ref / us, hd[0] / std::max(hd[1], 1e-30f));
+           "%-20s %-2s %s %5d %5d %5d s%-2d grid %3d | %8.1f us %6.1f TF/s | cuBLAS %8.1f us "
+           "%6.1f TF/s | %.3f | diff %.1e",
+           name, B_NK ? "NK" : "KN", TypeName<T>(), m, n, k, splits, ours.grid, us,
+           flops / us * 1e-6, us_ref, flops / us_ref * 1e-6, us_ref / us,
+           hd[0] / std::max(hd[1], 1e-30f));
   printf("%s\n", t.line);
   fflush(stdout);
   g_table.push_back(t);
+  ours.Free();
   CK(cudaFree(a));
   CK(cudaFree(b));
   CK(cudaFree(c));
@@ -369,6 +392,12 @@ void CheckVariant(const char* name) {
   // ring's rounds across tiles), with 16-byte and 2-byte stores.
   Check<Cfg>(name, 4093, 2000, 136, 2008);
   Check<Cfg, true>(name, 2047, 1000, 200, 1003);
+  // Split-K: 2 and 3 ranges, a range with no K block (K 72: 2 blocks, 3
+  // ranges), more units than blocks (the persistent loop over ranges).
+  Check<Cfg>(name, 129, 200, 4000, 203, 2);
+  Check<Cfg, true>(name, 389, 1288, 4000, 1296, 3);
+  Check<Cfg>(name, 7, 200, 72, 208, 3);
+  Check<Cfg, true>(name, 2047, 1000, 1000, 1003, 2);
 }
 
 template <typename T, bool B_NK>
@@ -383,27 +412,35 @@ void CheckAll() {
 }
 
 template <class Cfg>
-void TimeVariant(cublasHandle_t h, const char* name, int m, int n, int k) {
-  if (Selected(name)) Time<Cfg>(h, name, m, n, k);
+void TimeVariant(cublasHandle_t h, const char* name, int m, int n, int k, int splits = 1) {
+  if (Selected(name)) Time<Cfg>(h, name, m, n, k, splits);
 }
 
 template <typename T, bool B_NK>
-void TimeAll(cublasHandle_t h, int m, int n, int k) {
-  TimeVariant<Coop256C21<T, B_NK>>(h, "coop128x256_c2x1", m, n, k);
-  TimeVariant<Coop256C11<T, B_NK>>(h, "coop128x256_c1x1", m, n, k);
-  TimeVariant<Coop256C12<T, B_NK>>(h, "coop128x256_c1x2", m, n, k);
-  TimeVariant<Coop256x128C12<T, B_NK>>(h, "coop256x128_c1x2", m, n, k);
-  TimeVariant<Ping128C21<T, B_NK>>(h, "ping128x128_c2x1", m, n, k);
-  TimeVariant<Ping128C11<T, B_NK>>(h, "ping128x128_c1x1", m, n, k);
-  TimeVariant<Coop256C21G16<T, B_NK>>(h, "coop128x256_c2x1_g16", m, n, k);
+void TimeAll(cublasHandle_t h, int m, int n, int k, int splits = 1) {
+  TimeVariant<Coop256C21<T, B_NK>>(h, "coop128x256_c2x1", m, n, k, splits);
+  TimeVariant<Coop256C11<T, B_NK>>(h, "coop128x256_c1x1", m, n, k, splits);
+  TimeVariant<Coop256C12<T, B_NK>>(h, "coop128x256_c1x2", m, n, k, splits);
+  TimeVariant<Coop256x128C12<T, B_NK>>(h, "coop256x128_c1x2", m, n, k, splits);
+  TimeVariant<Ping128C21<T, B_NK>>(h, "ping128x128_c2x1", m, n, k, splits);
+  TimeVariant<Ping128C11<T, B_NK>>(h, "ping128x128_c1x1", m, n, k, splits);
+  TimeVariant<Coop256C21G16<T, B_NK>>(h, "coop128x256_c2x1_g16", m, n, k, splits);
 }
 
-// gemm [check|time|all [VARIANT,VARIANT...]]
+// Few tiles: a shape's variants with 1 to 8 K ranges.
+template <typename T, bool B_NK>
+void TimeSplits(cublasHandle_t h, int m, int n, int k) {
+  for (int s : {1, 2, 3, 4, 6, 8}) TimeAll<T, B_NK>(h, m, n, k, s);
+}
+
+// gemm [check|time|split|all [VARIANT,VARIANT...]] (split: the few-tile shapes
+// under 1 to 4 K ranges)
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "all";
   if (argc > 2) g_only = argv[2];
-  const bool check = strcmp(mode, "time") != 0;
-  const bool time = strcmp(mode, "check") != 0;
+  const bool check = strcmp(mode, "time") != 0 && strcmp(mode, "split") != 0;
+  const bool time = strcmp(mode, "check") != 0 && strcmp(mode, "split") != 0;
+  const bool split = strcmp(mode, "split") == 0 || strcmp(mode, "all") == 0;
   CK(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0));
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
@@ -426,6 +463,19 @@ int main(int argc, char** argv) {
     TimeAll<__half, true>(h, 16384, 4096, 4096);
     TimeAll<__nv_bfloat16, false>(h, 8192, 8192, 8192);
     CB(cublasDestroy(h));
+  }
+  if (split) {
+    cublasHandle_t h;
+    CB(cublasCreate(&h));
+    // Fewer tiles than multiprocessors: M 128 (one tile row), 256, 512.
+    TimeSplits<__half, true>(h, 128, 16384, 4096);
+    TimeSplits<__half, true>(h, 128, 4096, 4096);
+    TimeSplits<__half, true>(h, 256, 4096, 8192);
+    TimeSplits<__half, false>(h, 512, 2048, 8192);
+    TimeSplits<__half, true>(h, 128, 4096, 16384);
+    CB(cublasDestroy(h));
+  }
+  if (time || split) {
     printf("\n%-20s %-2s %-4s %5s %5s %5s\n", "variant", "B", "type", "M", "N", "K");
     for (const Timed& t : g_table) printf("%s\n", t.line);
   }
