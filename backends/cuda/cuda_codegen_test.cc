@@ -391,6 +391,11 @@ std::vector<Case> AllCases() {
       const yirage::v1::Schedule three = WithGemm(Rows(4), 128, 128, 6, true, 2, 1, 3);
       cases.push_back(
           {set_split, {{Row({"p", "pb", "act", "half", "c"}, three), Row({"d"}, three)}}});
+      // Whole tiles, then the last wave's split: 12 x 12 tiles on 132
+      // blocks, the last 12 in 2 ranges (of 2 and 3 K blocks).
+      const yirage::v1::Graph tail_split = GemmGraph(dt, 1500, 1536, 264, false);
+      const yirage::v1::Schedule two = WithGemm(Rows(4), 128, 128, 6, true, 1, 1, 2);
+      cases.push_back({tail_split, {{Row({"p", "pb", "act", "half", "c"}, two), Row({"d"}, two)}}});
     }
     // Register rows: one row a block, several (the last block's rows past
     // the end: 6 rows in blocks of 4, 5 in blocks of 2), a block's warps

@@ -34,10 +34,6 @@ constexpr int64_t kMinKBlocksPerSplit = 16;
 // More ranges than this add partial sums without filling more of the chip.
 constexpr int64_t kMaxSplits = 16;
 
-int64_t Tiles(const GemmPlan& p) {
-  return CeilDiv(p.match.m, p.tile_m) * CeilDiv(p.match.n, p.tile_n);
-}
-
 std::string TmaDataType(yirage::v1::DType dtype) {
   return dtype == yirage::v1::BFLOAT16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                                        : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
@@ -103,39 +99,47 @@ std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int
   if (plan.stages < 2) return std::nullopt;
   plan.smem_bytes = RingBytes(plan.tile_m, plan.tile_n, plan.stages);
   if (plan.smem_bytes > target.max_smem_per_block) return std::nullopt;
-  // Persistent: at most one block a multiprocessor, whole clusters, a unit
-  // of work a cluster tile and K range.
+  // Persistent: at most one block a multiprocessor, whole clusters. The
+  // units of work are the cluster tiles, whole but for those of the last,
+  // partial wave (all of them where there are fewer than fit at once),
+  // which split-K cuts into K ranges so that the last wave's units are
+  // more and shorter.
   const int cluster = plan.cluster_m * plan.cluster_n;
   const int64_t ctiles = CeilDiv(tiles_m, plan.cluster_m) * CeilDiv(tiles_n, plan.cluster_n);
   const int64_t max_clusters = std::max(1, target.sm_count / cluster);
   const int64_t kblocks = CeilDiv(plan.match.k, 64);
   if (knobs.split_k() < 0 || knobs.split_k() > std::min(kblocks, kMaxSplits)) return std::nullopt;
+  const int64_t last_wave = ctiles % max_clusters;
   if (knobs.split_k() != 0) {
     plan.splits = knobs.split_k();
-  } else if (2 * ctiles <= max_clusters) {
+    plan.split_tiles = plan.splits > 1 ? (last_wave > 0 ? last_wave : ctiles) : 0;
+  } else if (last_wave > 0) {
     plan.splits = static_cast<int>(std::max<int64_t>(
-        1, std::min({max_clusters / ctiles, kblocks / kMinKBlocksPerSplit, kMaxSplits})));
+        1, std::min({max_clusters / last_wave, kblocks / kMinKBlocksPerSplit, kMaxSplits})));
+    plan.split_tiles = plan.splits > 1 ? last_wave : 0;
   }
-  plan.blocks = std::min(ctiles * plan.splits, max_clusters) * cluster;
+  const int64_t units = ctiles + plan.split_tiles * (plan.splits - 1);
+  plan.blocks = std::min(units, max_clusters) * cluster;
   return plan;
 }
 
 int64_t GemmWorkspaceBytes(const GemmPlan& plan) {
-  if (plan.splits <= 1) return 0;
-  return Tiles(plan) * plan.splits * plan.tile_m * plan.tile_n * 4;
+  return plan.split_tiles * plan.cluster_m * plan.cluster_n * plan.splits * plan.tile_m *
+         plan.tile_n * 4;
 }
 
 int64_t GemmCounterBytes(const GemmPlan& plan) {
-  return plan.splits <= 1 ? 0 : Tiles(plan) * 2 * 4;
+  return plan.split_tiles * plan.cluster_m * plan.cluster_n * 2 * 4;
 }
 
 std::string GemmSummary(const GemmPlan& p) {
-  return absl::StrCat("Hopper GEMM (TMA, wgmma; ", p.pingpong ? "ping-pong" : "cooperative",
-                      ", tile ", p.tile_m, " x ", p.tile_n, ", ", p.stages, " stages, cluster ",
-                      p.cluster_m, " x ", p.cluster_n,
-                      p.splits > 1 ? absl::StrCat(", split-K ", p.splits) : "", ", ", p.blocks,
-                      " blocks), M ", p.match.m, ", N ", p.match.n, ", K ", p.match.k,
-                      ", epilogue of ", p.match.epilogue.size(), " ops");
+  return absl::StrCat(
+      "Hopper GEMM (TMA, wgmma; ", p.pingpong ? "ping-pong" : "cooperative", ", tile ", p.tile_m,
+      " x ", p.tile_n, ", ", p.stages, " stages, cluster ", p.cluster_m, " x ", p.cluster_n,
+      p.splits > 1 ? absl::StrCat(", split-K ", p.splits, " on ", p.split_tiles, " cluster tiles")
+                   : "",
+      ", ", p.blocks, " blocks), M ", p.match.m, ", N ", p.match.n, ", K ", p.match.k,
+      ", epilogue of ", p.match.epilogue.size(), " ops");
 }
 
 void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string& name, int out_arg,
@@ -198,7 +202,10 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
       "* __restrict__ c", params,
       split ? ", float* __restrict__ ws, unsigned* __restrict__ flags" : "", ") {\n  yr_gemm_sm90<",
       cfg, ", ", epi, ">(a, b, c, ", m.m, ", ", m.n, ", ", m.k, ", ", m.n, ", ", epi, "{", inits,
-      "}", split ? absl::StrCat(", yr_gemm_split{", plan.splits, ", ws, flags}") : "", ");\n}\n");
+      "}",
+      split ? absl::StrCat(", yr_gemm_split{", plan.splits, ", ", plan.split_tiles, ", ws, flags}")
+            : "",
+      ");\n}\n");
   KernelLaunch launch;
   launch.name = name;
   launch.grid[0] = plan.blocks;

@@ -26,10 +26,11 @@ struct GemmPlan {
   int tile_m = 128, tile_n = 256, stages = 4;
   bool pingpong = false;
   int cluster_m = 2, cluster_n = 1;
-  int group = 8;           // cluster rows a group of the tile order
-  int splits = 1;          // K ranges a tile (split-K)
-  int64_t blocks = 0;      // the persistent grid
-  int64_t smem_bytes = 0;  // dynamic shared memory (yr_gemm_sm90_cfg::smem_bytes)
+  int group = 8;            // cluster rows a group of the tile order
+  int splits = 1;           // split-K: K ranges a split tile...
+  int64_t split_tiles = 0;  // ...of the last cluster tiles (0 without split-K)
+  int64_t blocks = 0;       // the persistent grid
+  int64_t smem_bytes = 0;   // dynamic shared memory (yr_gemm_sm90_cfg::smem_bytes)
 };
 
 // The chains the family takes (cuda_families.h): 16-bit graph inputs of one
@@ -45,16 +46,18 @@ yirage::v1::MatchLimits GemmLimits();
 // 256 x 128 (cooperative), clusters of at most 2 blocks, the ring within
 // the target's shared memory, and at most one K range a 64-deep K block.
 // A cluster along an axis with one tile turns to the other axis (or to
-// one block): its second block would have nothing to compute. Split-K,
-// unless the knobs set it: where the tiles' blocks fill at most half the
-// multiprocessors, as many K ranges as fill them, each of at least 16 K
-// blocks.
+// one block): its second block would have nothing to compute. Split-K cuts
+// the cluster tiles of the last, partial wave over the multiprocessors
+// (all of them where there are fewer than fit at once) into K ranges: the
+// knobs' split_k of them, or by default as many as the wave has room for,
+// each of at least 16 K blocks.
 std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int>& ops,
                                  yirage::v1::DType out_dtype, const CudaTarget& target,
                                  const yirage::v1::GemmSchedule& knobs);
 
-// Split-K's workspace (partial sums: a float a tile element a K range) and
-// counters (two a tile, zero before the first launch); 0 without split-K.
+// Split-K's workspace (partial sums: a float a split block tile's element
+// a K range) and counters (two a split block tile, zero before the first
+// launch); 0 without split-K.
 int64_t GemmWorkspaceBytes(const GemmPlan& plan);
 int64_t GemmCounterBytes(const GemmPlan& plan);
 

@@ -326,7 +326,7 @@ TEST(GemmPlannerTest, DefaultsAndTheGridOfWholeClusters) {
   EXPECT_EQ(p->cluster_m * p->cluster_n, 2);
   EXPECT_EQ(p->blocks, 132) << "512 tiles in 2-block clusters: one block a multiprocessor";
   EXPECT_EQ(p->smem_bytes, 1024 + 4 * (128 + 256) * 64 * 2 + 2 * 4 * 8 + 16);
-  EXPECT_EQ(p->splits, 1) << "512 tiles fill the chip without split-K";
+  EXPECT_EQ(p->splits, 1) << "the last wave's 58 of 66 clusters: no room to split";
   EXPECT_EQ(GemmWorkspaceBytes(*p), 0);
   EXPECT_EQ(GemmCounterBytes(*p), 0);
   EXPECT_EQ(p->match.epilogue.size(), 2u);
@@ -381,6 +381,17 @@ TEST(GemmPlannerTest, FewTilesSplitKAndClustersAlongTheAxisWithTiles) {
   EXPECT_FALSE(PlanGemm(square, AllOps(square), FLOAT16, H200(), knobs).has_value());
   knobs.set_split_k(-1);
   EXPECT_FALSE(PlanGemm(square, AllOps(square), FLOAT16, H200(), knobs).has_value());
+  // More tiles than blocks: 8 x 18 tiles in 2 x 1 clusters are 72 on 66
+  // clusters; the last wave's 6 split in 3 ranges of 18 or 19 K blocks.
+  const core::Graph qkv = GemmChain(1024, 4608, 3584, true);
+  p = PlanGemm(qkv, AllOps(qkv), FLOAT16, H200(), {});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->cluster_m, 2);
+  EXPECT_EQ(p->splits, 3);
+  EXPECT_EQ(p->split_tiles, 6);
+  EXPECT_EQ(p->blocks, 132);
+  EXPECT_EQ(GemmWorkspaceBytes(*p), int64_t{6} * 2 * 3 * 128 * 256 * 4);
+  EXPECT_EQ(GemmCounterBytes(*p), 6 * 2 * 2 * 4);
   // One tile: no cluster at all.
   const core::Graph one = GemmChain(100, 200, 4096, false);
   p = PlanGemm(one, AllOps(one), FLOAT16, H200(), {});

@@ -24,9 +24,12 @@
 //   multiprocessor (see yr_gemm_sm90_grid); the cluster tiles go in groups
 //   of GROUP cluster rows, column by column within a group, so that tiles
 //   computed at the same time share A's and B's panels in L2.
-// - Split-K (a runtime `splits` > 1, for shapes with fewer tiles than
-//   multiprocessors): the units of work are (cluster tile, K range), the
-//   ranges of a tile consecutive. Each unit's consumer warpgroup stores its
+// - Split-K (a runtime `splits` > 1) for the tiles of the last, partial
+//   wave (all of them where there are fewer tiles than blocks): the units
+//   of work are first the other cluster tiles whole, then each of the
+//   `tail` last ones in `splits` K ranges, a tile's ranges consecutive, so
+//   that the last wave runs more units of less work. Each split unit's
+//   consumer warpgroup stores its
 //   float accumulators to its slot of the workspace and counts itself in
 //   its tile's counter; the last to arrive adds the others' partial sums
 //   and runs the epilogue. Nobody waits for another block, so any number
@@ -54,11 +57,13 @@ typedef struct CUtensorMap_st {
 } CUtensorMap;
 #endif
 
-// Split-K's arguments: `splits` K ranges a tile (1: none); `ws`: splits x
-// BM x BN floats for each block tile of C (tiles_m x tiles_n of them);
-// `flags`: two counters a block tile, zero before the first launch.
+// Split-K's arguments: the last `tail` cluster tiles (0 or more than there
+// are: all) in `splits` K ranges each (1: none); `ws`: splits x BM x BN
+// floats for each block of those cluster tiles (tail x cluster of them);
+// `flags`: two counters for each, zero before the first launch.
 struct yr_gemm_split {
   int splits = 1;
+  int tail = 0;
   float* ws = nullptr;
   unsigned* flags = nullptr;
 };
@@ -106,14 +111,27 @@ struct yr_gemm_sm90_cfg {
   static_assert(smem_bytes <= 227 * 1024, "shared memory: at most 227 KB");
 };
 
+template <class Cfg>
+__host__ __device__ constexpr int yr_gemm_sm90_cluster_tiles(int m, int n) {
+  return ((m + Cfg::bm - 1) / Cfg::bm + Cfg::cm - 1) / Cfg::cm *
+         (((n + Cfg::bn - 1) / Cfg::bn + Cfg::cn - 1) / Cfg::cn);
+}
+
+// Split-K's tiles: the cluster tiles that `splits` > 1 applies to, of the
+// `ctiles` (yr_gemm_split's rule for `tail`).
+__host__ __device__ constexpr int yr_gemm_sm90_split_tiles(int ctiles, int splits, int tail) {
+  return splits <= 1 ? 0 : (tail > 0 && tail < ctiles ? tail : ctiles);
+}
+
 // The persistent grid: whole clusters, no more than fit at once
 // (`max_clusters`, from cudaOccupancyMaxActiveClusters) or have units of
-// work (cluster tiles times `splits`).
+// work (the whole cluster tiles and the split ones' ranges).
 template <class Cfg>
-__host__ __device__ constexpr int yr_gemm_sm90_grid(int m, int n, int max_clusters,
-                                                    int splits = 1) {
-  const int units = ((m + Cfg::bm - 1) / Cfg::bm + Cfg::cm - 1) / Cfg::cm *
-                    (((n + Cfg::bn - 1) / Cfg::bn + Cfg::cn - 1) / Cfg::cn) * splits;
+__host__ __device__ constexpr int yr_gemm_sm90_grid(int m, int n, int max_clusters, int splits = 1,
+                                                    int tail = 0) {
+  const int ctiles = yr_gemm_sm90_cluster_tiles<Cfg>(m, n);
+  const int split = yr_gemm_sm90_split_tiles(ctiles, splits, tail);
+  const int units = ctiles - split + split * (splits > 1 ? splits : 1);
   return (units < max_clusters ? units : max_clusters) * Cfg::cluster;
 }
 
@@ -177,12 +195,20 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
   const int ctiles_m = (tiles_m + CM - 1) / CM, ctiles_n = (tiles_n + CN - 1) / CN;
   const int ctiles = ctiles_m * ctiles_n;
   const int kblocks = (k + 63) / 64;
-  // Units of work: unit u is cluster tile u / S's K blocks [kb_begin(u),
-  // kb_begin(u + 1)) (S = 1: the whole of K).
+  // Units of work: the first `whole` cluster tiles a unit each, then the
+  // split ones' S ranges: unit u >= whole is range (u - whole) % S, K
+  // blocks [kb_begin(u), kb_end(u)), of cluster tile whole + (u - whole) / S.
   const int S = split.splits > 1 ? split.splits : 1;
-  const int units = ctiles * S;
-  auto kb_begin = [&](int u) { return static_cast<int>(static_cast<i64>(u % S) * kblocks / S); };
-  auto kb_end = [&](int u) { return static_cast<int>(static_cast<i64>(u % S + 1) * kblocks / S); };
+  const int whole = ctiles - yr_gemm_sm90_split_tiles(ctiles, S, split.tail);
+  const int units = whole + (ctiles - whole) * S;
+  auto unit_tile = [&](int u) { return u < whole ? u : whole + (u - whole) / S; };
+  auto kb_begin = [&](int u) {
+    return u < whole ? 0 : static_cast<int>(static_cast<i64>((u - whole) % S) * kblocks / S);
+  };
+  auto kb_end = [&](int u) {
+    return u < whole ? kblocks
+                     : static_cast<int>(static_cast<i64>((u - whole) % S + 1) * kblocks / S);
+  };
   // Blocks of a cluster are consecutive in x: rank blockIdx.x % CS.
   const int rank = CS > 1 ? static_cast<int>(blockIdx.x % CS) : 0;
   const int rm = CM > 1 ? rank : 0, rn = CN > 1 ? rank : 0;
@@ -223,7 +249,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
     unsigned pos = 0;
     for (int u = cluster0; u < units; u += clusters) {
       int tm, tn;
-      tile_of(u / S, tm, tn);
+      tile_of(unit_tile(u), tm, tn);
       const int kb1 = kb_end(u);
       for (int kb = kb_begin(u); kb < kb1; ++kb, ++pos) {
         const int st = pos % STAGES;
@@ -306,7 +332,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
       }
       if (PINGPONG) yr_named_sync(1 + cw, 256);
       int tm, tn;
-      tile_of(u / S, tm, tn);
+      tile_of(unit_tile(u), tm, tn);
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
 #pragma unroll
@@ -342,7 +368,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
 #pragma unroll
       for (int i = 0; i < MI; ++i) yr_wg_fence_operands(acc[i], BN / 2);
 
-      if (S > 1) {
+      if (u >= whole) {
         // Split-K: this unit's partial sums to its slot (a thread's floats
         // 4 at a time, the warpgroup's threads side by side), then the
         // arrival; the last of the tile's S units to arrive adds the
@@ -352,9 +378,10 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
         if (tm >= tiles_m || tn >= tiles_n) continue;
         constexpr int NT = PINGPONG ? 128 : 256;  // threads holding the tile
         const int slot = PINGPONG ? tid : cw * 128 + tid;
-        const i64 tile_id = static_cast<long long>(tm) * tiles_n + tn;
-        float4* const ws = reinterpret_cast<float4*>(split.ws) + tile_id * S * (BM * BN / 4);
-        float4* const mine = ws + (u % S) * (BM * BN / 4);
+        const int range = (u - whole) % S;
+        const i64 slot_tile = static_cast<i64>(unit_tile(u) - whole) * CS + rank;
+        float4* const ws = reinterpret_cast<float4*>(split.ws) + slot_tile * S * (BM * BN / 4);
+        float4* const mine = ws + range * (BM * BN / 4);
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
 #pragma unroll
@@ -365,7 +392,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
         }
         yr_named_sync(3 + cw, 128);  // the warpgroup's stores, before its arrival
         if (tid == 0) {
-          unsigned* const flag = split.flags + tile_id * 2 + (PINGPONG ? 0 : cw);
+          unsigned* const flag = split.flags + slot_tile * 2 + (PINGPONG ? 0 : cw);
           __threadfence();
           const bool last = yr_gemm_atomic_arrive(flag) == static_cast<unsigned>(S - 1);
           if (last) *flag = 0u;  // every unit of the tile has arrived: zero for the next launch
@@ -375,7 +402,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
         if (!last_flag[cw]) continue;
         __threadfence();
         for (int p = 0; p < S; ++p) {
-          if (p == u % S) continue;
+          if (p == range) continue;
           const float4* const theirs = ws + p * (BM * BN / 4);
 #pragma unroll
           for (int i = 0; i < MI; ++i) {

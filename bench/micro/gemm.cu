@@ -137,12 +137,6 @@ struct Launch {
          int splits = 1)
       : c(c_), m(m_), n(n_), k(k_), ldc(ldc_), epi(e) {
     split.splits = splits;
-    if (splits > 1) {
-      const size_t tiles = (size_t)((m + Cfg::bm - 1) / Cfg::bm) * ((n + Cfg::bn - 1) / Cfg::bn);
-      CK(cudaMalloc(&split.ws, tiles * splits * Cfg::bm * Cfg::bn * sizeof(float)));
-      CK(cudaMalloc(&split.flags, tiles * 2 * sizeof(unsigned)));
-      CK(cudaMemset(split.flags, 0, tiles * 2 * sizeof(unsigned)));
-    }
     const CUtensorMapDataType dt =
         yr_is_half<T>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     ma = MakeMap(a, dt, k, m, 64, Cfg::a_box_rows);
@@ -160,7 +154,18 @@ struct Launch {
         CK(cudaOccupancyMaxActiveClusters(&max_clusters, kern, &lc));
       }
     }
-    grid = yr_gemm_sm90_grid<Cfg>(m, n, max_clusters, splits);
+    // Split-K on the last, partial wave's cluster tiles (all of them where
+    // the waves come out whole), as the planner does.
+    const int ctiles = yr_gemm_sm90_cluster_tiles<Cfg>(m, n);
+    split.tail = ctiles % max_clusters;
+    if (splits > 1) {
+      const size_t tiles =
+          (size_t)yr_gemm_sm90_split_tiles(ctiles, splits, split.tail) * Cfg::cluster;
+      CK(cudaMalloc(&split.ws, tiles * splits * Cfg::bm * Cfg::bn * sizeof(float)));
+      CK(cudaMalloc(&split.flags, tiles * 2 * sizeof(unsigned)));
+      CK(cudaMemset(split.flags, 0, tiles * 2 * sizeof(unsigned)));
+    }
+    grid = yr_gemm_sm90_grid<Cfg>(m, n, max_clusters, splits, split.tail);
   }
   void Free() {
     if (split.ws) CK(cudaFree(split.ws));
@@ -393,11 +398,13 @@ void CheckVariant(const char* name) {
   Check<Cfg>(name, 4093, 2000, 136, 2008);
   Check<Cfg, true>(name, 2047, 1000, 200, 1003);
   // Split-K: 2 and 3 ranges, a range with no K block (K 72: 2 blocks, 3
-  // ranges), more units than blocks (the persistent loop over ranges).
+  // ranges), more tiles than blocks (whole tiles first, then the last,
+  // partial wave's tiles split).
   Check<Cfg>(name, 129, 200, 4000, 203, 2);
   Check<Cfg, true>(name, 389, 1288, 4000, 1296, 3);
   Check<Cfg>(name, 7, 200, 72, 208, 3);
   Check<Cfg, true>(name, 2047, 1000, 1000, 1003, 2);
+  Check<Cfg>(name, 4093, 2000, 1000, 2008, 2);
 }
 
 template <typename T, bool B_NK>
@@ -473,6 +480,10 @@ int main(int argc, char** argv) {
     TimeSplits<__half, true>(h, 256, 4096, 8192);
     TimeSplits<__half, false>(h, 512, 2048, 8192);
     TimeSplits<__half, true>(h, 128, 4096, 16384);
+    // A partial last wave: 144 tiles of 128 x 256 (72 clusters on 66),
+    // 288 of 128 x 128.
+    TimeSplits<__half, true>(h, 1024, 4608, 3584);
+    TimeSplits<__half, true>(h, 2048, 3072, 4096);
     CB(cublasDestroy(h));
   }
   if (time || split) {
