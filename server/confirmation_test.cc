@@ -181,6 +181,49 @@ TEST_F(ConfirmationTest, AMismatchRefutesTheBestAndTheNextBestIsConfirmed) {
   EXPECT_EQ(job.candidates_failed(), 1);  // the refuted one
 }
 
+// ListJobs (set-based, for dashboards) says of every job what GetJob says:
+// counts, the best result and its confirmation after a refuted one, a job
+// mid-way, an untouched one, and one waiting for a worker of its backend.
+TEST_F(ConfirmationTest, ListJobsSaysWhatGetJobSays) {
+  Connect("w1", 1000);
+  Connect("w2", 1000);
+  const std::string refuted = Create(3);
+  EvaluateOnTwoWorkers(refuted);
+  yirage::v1::Batch check = Lease("w2", 1004);
+  ASSERT_EQ(check.candidates_size(), 1);
+  Report("w2", check, {At(check.candidates(0).candidate_id(), 500)}, 1005);  // refutes c1
+  yirage::v1::Batch again = Lease("w1", 1006);
+  ASSERT_EQ(again.candidates_size(), 1);
+  Report("w1", again, {At(again.candidates(0).candidate_id(), 85)}, 1007);
+  const std::string midway = Create(3);
+  yirage::v1::Batch first = Lease("w1", 1008);
+  ASSERT_EQ(first.job_id(), midway);
+  Report("w1", first, {At(first.candidates(0).candidate_id(), 100)}, 1009);
+  const std::string untouched = Create(2);
+  yirage::v1::SubmitJobRequest cuda = MakeRequest();
+  cuda.set_backend("cuda");
+  auto waiting = store_->CreateJob(cuda, {1e-2, 1e-2}, MakePlans(2), {}, 1000);
+  ASSERT_TRUE(waiting.ok()) << waiting.status();
+
+  auto listed = store_->ListJobs(10, 1000);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 4u);
+  for (const yirage::v1::Job& job : *listed) {
+    SCOPED_TRACE(job.job_id());
+    EXPECT_EQ(job.DebugString(), Get(job.job_id()).DebugString());
+  }
+  EXPECT_EQ(Get(refuted).state(), yirage::v1::SUCCEEDED);
+  EXPECT_TRUE(Get(refuted).best().has_confirmation());
+  EXPECT_EQ(Get(refuted).candidates_failed(), 1);
+  EXPECT_EQ(Get(midway).candidates_evaluated(), 1);
+  EXPECT_TRUE(Get(midway).has_best());
+  EXPECT_EQ(Get(untouched).candidates_pending(), 2);
+  EXPECT_EQ(Get(*waiting).message(), "waiting: no connected worker for backend 'cuda'");
+  auto two = store_->ListJobs(2, 1000);
+  ASSERT_TRUE(two.ok()) << two.status();
+  ASSERT_EQ(two->size(), 2u) << "the limit";
+}
+
 // A speedup under half the reported one refutes it, saying both.
 TEST_F(ConfirmationTest, ASpeedupUnderHalfTheReportedOneRefutesIt) {
   Connect("w1", 1000);

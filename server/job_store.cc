@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
 #include "core/chip.h"
@@ -71,6 +73,84 @@ std::string Disagreement(double time_us, double baseline_time_us, const Candidat
 bool IsFinal(JobState state) {
   return state == yirage::v1::SUCCEEDED || state == yirage::v1::FAILED ||
          state == yirage::v1::CANCELLED;
+}
+
+// A job's own columns (kJobColumns, from column `first` on).
+Job ReadJob(const Statement& s, int first = 0) {
+  Job job;
+  job.set_job_id(s.ColumnText(first + 0));
+  job.set_graph_name(s.ColumnText(first + 1));
+  job.set_backend(s.ColumnText(first + 2));
+  job.set_state(static_cast<JobState>(s.ColumnInt(first + 3)));
+  job.mutable_tolerance()->set_rtol(s.ColumnDouble(first + 4));
+  job.mutable_tolerance()->set_atol(s.ColumnDouble(first + 5));
+  job.set_budget_candidates(static_cast<int32_t>(s.ColumnInt(first + 6)));
+  job.set_budget_seconds(s.ColumnDouble(first + 7));
+  job.set_created_unix(s.ColumnDouble(first + 8));
+  job.set_started_unix(s.ColumnDouble(first + 9));
+  job.set_finished_unix(s.ColumnDouble(first + 10));
+  job.set_message(s.ColumnText(first + 11));
+  job.mutable_search()->ParseFromString(s.ColumnBlob(first + 12));
+  job.set_chip_id(s.ColumnText(first + 13));
+  job.set_owner(s.ColumnText(first + 14));
+  return job;
+}
+
+// Adds `n` candidate rows of `status` to the job's counts. Confirmation
+// rows are not candidates of the job: they are left out of the counts,
+// except that a pending one keeps the job from being done.
+void AddCandidateCount(Job* job, CandidateStatus status, bool confirmation, int n) {
+  if (status == yirage::v1::PENDING || status == yirage::v1::LEASED) {
+    job->set_candidates_pending(job->candidates_pending() + n);
+  }
+  if (confirmation) return;
+  job->set_candidates_generated(job->candidates_generated() + n);
+  if (status == yirage::v1::VERIFIED || status == yirage::v1::MISMATCH ||
+      status == yirage::v1::ERROR) {
+    job->set_candidates_evaluated(job->candidates_evaluated() + n);
+  }
+  if (status == yirage::v1::MISMATCH || status == yirage::v1::ERROR) {
+    job->set_candidates_failed(job->candidates_failed() + n);
+  }
+}
+
+// The best candidate is the one with the highest speedup over the baseline
+// timed beside it: on a shared, noisy machine that ratio is far steadier
+// than absolute times taken minutes apart.
+constexpr char kBestOrder[] =
+    "CASE WHEN baseline_time_us > 0 THEN baseline_time_us / time_us ELSE 0 END DESC, "
+    "time_us ASC, ordinal ASC";
+// kBestColumns's values, from column `first` on.
+constexpr char kBestColumns[] =
+    "candidate_id, time_us, baseline_time_us, max_abs_error, max_rel_error, worker_id, "
+    "description";
+
+void SetBest(Job* job, const Statement& s, int first = 0) {
+  auto* b = job->mutable_best();
+  b->set_candidate_id(s.ColumnInt(first + 0));
+  b->set_time_us(s.ColumnDouble(first + 1));
+  b->set_baseline_time_us(s.ColumnDouble(first + 2));
+  b->set_speedup(b->time_us() > 0 ? b->baseline_time_us() / b->time_us() : 0);
+  b->set_max_abs_error(s.ColumnDouble(first + 3));
+  b->set_max_rel_error(s.ColumnDouble(first + 4));
+  b->set_verified(true);
+  b->set_worker_id(s.ColumnText(first + 5));
+  b->set_description(s.ColumnText(first + 6));
+}
+
+// The best result's confirmation, where `second` (the latest confirmation
+// row of it) verified and agrees.
+void SetConfirmation(Job* job, const Candidate& second) {
+  yirage::v1::BestResult* b = job->mutable_best();
+  if (second.status() != yirage::v1::VERIFIED ||
+      !Disagreement(b->time_us(), b->baseline_time_us(), second).empty()) {
+    return;
+  }
+  auto* c = b->mutable_confirmation();
+  c->set_worker_id(second.worker_id());
+  c->set_time_us(second.time_us());
+  c->set_baseline_time_us(second.baseline_time_us());
+  c->set_speedup(Speedup(second.time_us(), second.baseline_time_us()));
 }
 
 }  // namespace
@@ -252,27 +332,9 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
   s.Bind(1, job_id);
   YIRAGE_ASSIGN_OR_RETURN(bool found, s.Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
-  Job job;
-  job.set_job_id(s.ColumnText(0));
-  job.set_graph_name(s.ColumnText(1));
-  job.set_backend(s.ColumnText(2));
-  job.set_state(static_cast<JobState>(s.ColumnInt(3)));
-  job.mutable_tolerance()->set_rtol(s.ColumnDouble(4));
-  job.mutable_tolerance()->set_atol(s.ColumnDouble(5));
-  job.set_budget_candidates(static_cast<int32_t>(s.ColumnInt(6)));
-  job.set_budget_seconds(s.ColumnDouble(7));
-  job.set_created_unix(s.ColumnDouble(8));
-  job.set_started_unix(s.ColumnDouble(9));
-  job.set_finished_unix(s.ColumnDouble(10));
-  job.set_message(s.ColumnText(11));
-  job.mutable_search()->ParseFromString(s.ColumnBlob(12));
-  job.set_chip_id(s.ColumnText(13));
-  job.set_owner(s.ColumnText(14));
+  Job job = ReadJob(s);
 
-  // Confirmation rows (confirms <> 0) are not candidates of the job: they
-  // are left out of the counts, except that a pending one keeps the job
-  // from being done. One pass over the job's rows of its index.
-  int generated = 0, evaluated = 0, failed = 0, pending = 0;
+  // One pass over the job's rows of its index.
   YIRAGE_ASSIGN_OR_RETURN(Statement counts,
                           db_->Prepare("SELECT status, confirms <> 0, COUNT(*) FROM candidates "
                                        "WHERE job_id=? GROUP BY status, confirms <> 0"));
@@ -280,63 +342,23 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
   for (;;) {
     YIRAGE_ASSIGN_OR_RETURN(bool row, counts.Step());
     if (!row) break;
-    auto status = static_cast<CandidateStatus>(counts.ColumnInt(0));
-    const bool confirmation = counts.ColumnInt(1) != 0;
-    const int n = static_cast<int>(counts.ColumnInt(2));
-    if (status == yirage::v1::PENDING || status == yirage::v1::LEASED) pending += n;
-    if (confirmation) continue;
-    generated += n;
-    switch (status) {
-      case yirage::v1::VERIFIED:
-        evaluated += n;
-        break;
-      case yirage::v1::MISMATCH:
-      case yirage::v1::ERROR:
-        evaluated += n;
-        failed += n;
-        break;
-      default:
-        break;
-    }
+    AddCandidateCount(&job, static_cast<CandidateStatus>(counts.ColumnInt(0)),
+                      counts.ColumnInt(1) != 0, static_cast<int>(counts.ColumnInt(2)));
   }
-  job.set_candidates_generated(generated);
-  job.set_candidates_evaluated(evaluated);
-  job.set_candidates_failed(failed);
-  job.set_candidates_pending(pending);
 
-  // The best candidate is the one with the highest speedup over the baseline
-  // timed beside it: on a shared, noisy machine that ratio is far steadier
-  // than absolute times taken minutes apart.
   YIRAGE_ASSIGN_OR_RETURN(
       Statement best,
-      db_->Prepare(
-          "SELECT candidate_id, time_us, baseline_time_us, max_abs_error, max_rel_error, "
-          "worker_id, description FROM candidates WHERE job_id=? AND status=? AND "
-          "confirms = 0 ORDER BY CASE WHEN baseline_time_us > 0 THEN baseline_time_us / time_us "
-          "ELSE 0 END DESC, time_us ASC, ordinal ASC LIMIT 1"));
+      db_->Prepare(absl::StrCat("SELECT ", kBestColumns,
+                                " FROM candidates WHERE job_id=? AND status=? AND confirms = 0 "
+                                "ORDER BY ",
+                                kBestOrder, " LIMIT 1")));
   best.Bind(1, job_id).Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED));
   YIRAGE_ASSIGN_OR_RETURN(bool has_best, best.Step());
   if (has_best) {
-    auto* b = job.mutable_best();
-    b->set_candidate_id(best.ColumnInt(0));
-    b->set_time_us(best.ColumnDouble(1));
-    b->set_baseline_time_us(best.ColumnDouble(2));
-    b->set_speedup(b->time_us() > 0 ? b->baseline_time_us() / b->time_us() : 0);
-    b->set_max_abs_error(best.ColumnDouble(3));
-    b->set_max_rel_error(best.ColumnDouble(4));
-    b->set_verified(true);
-    b->set_worker_id(best.ColumnText(5));
-    b->set_description(best.ColumnText(6));
+    SetBest(&job, best);
     YIRAGE_ASSIGN_OR_RETURN(std::optional<Candidate> second,
-                            ConfirmationLocked(job_id, b->candidate_id()));
-    if (second.has_value() && second->status() == yirage::v1::VERIFIED &&
-        Disagreement(b->time_us(), b->baseline_time_us(), *second).empty()) {
-      auto* c = b->mutable_confirmation();
-      c->set_worker_id(second->worker_id());
-      c->set_time_us(second->time_us());
-      c->set_baseline_time_us(second->baseline_time_us());
-      c->set_speedup(Speedup(second->time_us(), second->baseline_time_us()));
-    }
+                            ConfirmationLocked(job_id, job.best().candidate_id()));
+    if (second.has_value()) SetConfirmation(&job, *second);
   }
   return job;
 }
@@ -372,13 +394,22 @@ absl::Status JobStore::InsertConfirmationLocked(const std::string& job_id, int64
   return absl::OkStatus();
 }
 
-absl::Status JobStore::AnnotateWaitingLocked(Job* job, double now) {
+absl::Status JobStore::AnnotateWaitingLocked(Job* job, double now,
+                                             absl::flat_hash_map<std::string, int>* connected) {
   if (workers_ == nullptr || IsFinal(job->state()) || job->candidates_pending() == 0 ||
       !job->message().empty()) {
     return absl::OkStatus();
   }
-  // WorkerStore has its own lock and never calls back into this store.
-  YIRAGE_ASSIGN_OR_RETURN(int workers, workers_->CountConnected(now, job->backend()));
+  int workers = 0;
+  const auto known = connected != nullptr ? connected->find(job->backend())
+                                          : absl::flat_hash_map<std::string, int>::iterator();
+  if (connected != nullptr && known != connected->end()) {
+    workers = known->second;
+  } else {
+    // WorkerStore has its own lock and never calls back into this store.
+    YIRAGE_ASSIGN_OR_RETURN(workers, workers_->CountConnected(now, job->backend()));
+    if (connected != nullptr) (*connected)[job->backend()] = workers;
+  }
   if (workers == 0) {
     job->set_message(
         absl::StrCat("waiting: no connected worker for backend '", job->backend(), "'"));
@@ -403,21 +434,82 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit) {
 
 absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
   absl::MutexLock lock(&mu_);
-  YIRAGE_ASSIGN_OR_RETURN(
-      Statement s, db_->Prepare("SELECT job_id FROM jobs ORDER BY created DESC, job_id LIMIT ?"));
-  s.Bind(1, static_cast<int64_t>(limit > 0 ? limit : 1000));
-  std::vector<std::string> ids;
-  for (;;) {
-    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    ids.push_back(s.ColumnText(0));
-  }
+  // Set-based: four queries over the listed jobs, whatever their number
+  // (a dashboard polls this list), rather than LoadJobLocked's for each.
+  constexpr char kListed[] =
+      "job_id IN (SELECT job_id FROM jobs ORDER BY created DESC, job_id LIMIT ?1)";
+  const int64_t n = limit > 0 ? limit : 1000;
   std::vector<Job> jobs;
-  for (const std::string& id : ids) {
-    YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(id));
-    YIRAGE_RETURN_IF_ERROR(AnnotateWaitingLocked(&job, now));
-    jobs.push_back(std::move(job));
+  absl::flat_hash_map<std::string, size_t> index;
+  {
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
+                                                      " FROM jobs ORDER BY created DESC, "
+                                                      "job_id LIMIT ?1")));
+    s.Bind(1, n);
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      index[s.ColumnText(0)] = jobs.size();
+      jobs.push_back(ReadJob(s));
+    }
   }
+  auto find = [&](const std::string& job_id) -> Job* {
+    auto it = index.find(job_id);
+    return it == index.end() ? nullptr : &jobs[it->second];
+  };
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare(absl::StrCat("SELECT job_id, status, confirms <> 0, COUNT(*) FROM candidates "
+                                  "WHERE ",
+                                  kListed, " GROUP BY job_id, status, confirms <> 0")));
+    s.Bind(1, n);
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      if (Job* job = find(s.ColumnText(0))) {
+        AddCandidateCount(job, static_cast<CandidateStatus>(s.ColumnInt(1)), s.ColumnInt(2) != 0,
+                          static_cast<int>(s.ColumnInt(3)));
+      }
+    }
+  }
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare(absl::StrCat(
+                         "SELECT job_id, ", kBestColumns, " FROM (SELECT job_id, ", kBestColumns,
+                         ", ROW_NUMBER() OVER (PARTITION BY job_id ORDER BY ", kBestOrder,
+                         ") AS rank FROM candidates WHERE ", kListed,
+                         " AND status=?2 AND confirms = 0) WHERE rank = 1")));
+    s.Bind(1, n).Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED));
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      if (Job* job = find(s.ColumnText(0))) SetBest(job, s, 1);
+    }
+  }
+  {
+    // Each best result's latest confirmation row (ConfirmationLocked's).
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s, db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
+                                               " FROM candidates WHERE confirms <> 0 AND ", kListed,
+                                               " ORDER BY candidate_id DESC")));
+    s.Bind(1, n);
+    absl::flat_hash_set<std::string> confirmed;
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      Job* job = find(s.ColumnText(1));
+      if (job == nullptr || !job->has_best() || s.ColumnInt(12) != job->best().candidate_id() ||
+          !confirmed.insert(job->job_id()).second) {
+        continue;
+      }
+      SetConfirmation(job, ReadCandidate(s));
+    }
+  }
+  // The connected workers counted once a backend.
+  absl::flat_hash_map<std::string, int> connected;
+  for (Job& job : jobs) YIRAGE_RETURN_IF_ERROR(AnnotateWaitingLocked(&job, now, &connected));
   return jobs;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/tensor.h"
@@ -150,8 +151,10 @@ class JobStore {
   absl::Status InsertConfirmationLocked(const std::string& job_id, int64_t candidate_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets the "waiting: no connected worker ..." message (see GetJob) on an
-  // unfinished job with work left and no connected worker of its backend.
-  absl::Status AnnotateWaitingLocked(yirage::v1::Job* job, double now)
+  // unfinished job with work left and no connected worker of its backend;
+  // `connected`, where given, keeps the counts by backend across calls.
+  absl::Status AnnotateWaitingLocked(yirage::v1::Job* job, double now,
+                                     absl::flat_hash_map<std::string, int>* connected = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Maintain's passes, which add the jobs they change to *touched_jobs.
   // Jobs whose baseline candidate failed end FAILED, saying why (their
