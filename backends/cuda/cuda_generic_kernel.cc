@@ -127,9 +127,8 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   code->L("uint4 raw[", kColumnUnroll, "];");
   code->L("#pragma unroll");
   code->L("for (int u = 0; u < ", kColumnUnroll, "; ++u) {");
-  code->L("  if (r + u * ", ry,
-          " < r1) raw[u] = __ldg(reinterpret_cast<const uint4*>(p + (r + u * ", ry, ") * ", inner,
-          "LL));");
+  code->L("  if (r + u * ", ry, " < r1) raw[u] = yr_ld16_once(p + (r + u * ", ry, ") * ", inner,
+          "LL);");
   code->L("}");
   code->L("#pragma unroll");
   code->Open(absl::StrCat("for (int u = 0; u < ", kColumnUnroll, "; ++u) {"));

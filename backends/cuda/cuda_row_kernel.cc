@@ -272,9 +272,9 @@ class RowKernelEmitter {
     open_items();
     for (int t : operands) {
       if (!full(t)) continue;
-      c.L("raw", t, "[u][0] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e));");
+      c.L("raw", t, "[u][0] = yr_ld16_once(", ctx_.Var(t), " + e);");
       if (ctx_.ReadType(t) == "float") {
-        c.L("raw", t, "[u][1] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e + 4));");
+        c.L("raw", t, "[u][1] = yr_ld16_once(", ctx_.Var(t), " + e + 4);");
       }
     }
     c.Close();
@@ -459,11 +459,16 @@ class RowKernelEmitter {
         c.L("for (int q = 0; q < ", per, "; ++q) in", t, "[q] = s; }");
         continue;
       }
+      // An operand with rows of its own is read once; one every row shares
+      // (a norm's weight) is read by every block and stays in L1.
+      const bool shared = std::all_of(lead.begin(), lead.end(), [](int64_t s) { return s == 0; });
       const bool is_float = ctx_.ReadType(t) == "float";
       for (int ch = 0; ch < chunks; ++ch) {
         const std::string at =
             absl::StrCat(ctx_.Var(t), " + ", row_off, " + (", ch, " * ", threads, " + tid) * 8");
-        if (is_float) {
+        if (!shared) {
+          c.L("yr_ld8_once(", at, ", in", t, " + ", ch * 8, ");");
+        } else if (is_float) {
           c.L("yr_ld4(", at, ", in", t, " + ", ch * 8, ");");
           c.L("yr_ld4(", at, " + 4, in", t, " + ", ch * 8 + 4, ");");
         } else {
@@ -698,7 +703,7 @@ class RowKernelEmitter {
       c->L("uint4 rg", t, "[", kPerThread, "];");
       for (int p = 0; p < kPerThread; ++p) {
         c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, ") / ",
-             w / per16, " < nr) rg", t, "[", p, "] = __ldg(reinterpret_cast<const uint4*>(",
+             w / per16, " < nr) rg", t, "[", p, "] = yr_ld16_once(reinterpret_cast<const uint4*>(",
              ctx_.Var(t), " + r0 * ", w, ") + base + ", p * threads_, ");");
       }
     }

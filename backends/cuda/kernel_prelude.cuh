@@ -280,6 +280,23 @@ static __device__ __forceinline__ void yr_stage16(float* dst, uint4 raw, const _
 static __device__ __forceinline__ void yr_stage16(float* dst, uint4 raw, const float*) {
   *reinterpret_cast<uint4*>(dst) = raw;
 }
+// 16 bytes of data the kernel reads once (rows streamed from memory): kept
+// out of L1 (L1::no_allocate), where __ldg's allocation evicts lines other
+// warps still need and slows a streamed read by about a tenth; data read
+// by many rows or blocks (weights, broadcast operands) keeps __ldg.
+static __device__ __forceinline__ uint4 yr_ld16_once(const void* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+// 8 values of a row read once (two 16-byte reads for floats) to floats.
+template <typename T>
+static __device__ __forceinline__ void yr_ld8_once(const T* p, float* out) {
+  yr_stage16(out, yr_ld16_once(p), p);
+  if constexpr (sizeof(T) == 4) yr_stage16(out + 4, yr_ld16_once(p + 4), p);
+}
 // NaN-propagating, like the reference.
 static __device__ __forceinline__ float yr_max(float a, float b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ float yr_min(float a, float b) { return (a < b || a != a) ? a : b; }

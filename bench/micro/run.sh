@@ -17,11 +17,13 @@
 #   gemm              - backends/cuda/gemm_sm90.cuh's variants checked
 #                       against a GPU reference on odd shapes, timed next
 #                       to cuBLAS (sm_90a; links the driver and cuBLAS)
+#   reduce_rows       - last-axis sums by threads a row, rows a block and
+#                       loads in flight, over short to very long rows
 set -euo pipefail
 ARCH=${1:-sm_90a}
 shift || true
 ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback attention_prefill
-  gemm)
+  gemm reduce_rows)
 # Extra link flags of the benchmarks that need libraries.
 declare -A LIBS=([gemm]="-lcuda -lcublas")
 NAMES=("$@")
