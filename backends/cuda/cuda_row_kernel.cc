@@ -55,6 +55,12 @@ class RowKernelEmitter {
   }
 
   absl::Status Emit(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    // Kernels that store only reductions (a value a row) read their rows
+    // past L1 (yr_ld16_once); kernels storing as much as they read keep
+    // __ldg, which was the faster of the two there
+    // (bench/micro/elementwise_store.cu, bench/micro/reduce_rows.cu).
+    read_past_l1_ = std::all_of(outputs.begin(), outputs.end(),
+                                [&](int t) { return info_.row_width[group_pos_.at(t)] == 1; });
     if (CanUseFlatElementwise()) return EmitFlatElementwise(outputs, inject_fault, out);
     if (CanUseRegisterRows()) return EmitRegisterRows(outputs, inject_fault, out);
     Plan();
@@ -272,9 +278,9 @@ class RowKernelEmitter {
     open_items();
     for (int t : operands) {
       if (!full(t)) continue;
-      c.L("raw", t, "[u][0] = yr_ld16_once(", ctx_.Var(t), " + e);");
+      c.L("raw", t, "[u][0] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e));");
       if (ctx_.ReadType(t) == "float") {
-        c.L("raw", t, "[u][1] = yr_ld16_once(", ctx_.Var(t), " + e + 4);");
+        c.L("raw", t, "[u][1] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e + 4));");
       }
     }
     c.Close();
@@ -459,14 +465,14 @@ class RowKernelEmitter {
         c.L("for (int q = 0; q < ", per, "; ++q) in", t, "[q] = s; }");
         continue;
       }
-      // An operand with rows of its own is read once; one every row shares
-      // (a norm's weight) is read by every block and stays in L1.
+      // An operand every row shares (a norm's weight) is read by every
+      // block and stays in L1.
       const bool shared = std::all_of(lead.begin(), lead.end(), [](int64_t s) { return s == 0; });
       const bool is_float = ctx_.ReadType(t) == "float";
       for (int ch = 0; ch < chunks; ++ch) {
         const std::string at =
             absl::StrCat(ctx_.Var(t), " + ", row_off, " + (", ch, " * ", threads, " + tid) * 8");
-        if (!shared) {
+        if (read_past_l1_ && !shared) {
           c.L("yr_ld8_once(", at, ", in", t, " + ", ch * 8, ");");
         } else if (is_float) {
           c.L("yr_ld4(", at, ", in", t, " + ", ch * 8, ");");
@@ -703,8 +709,9 @@ class RowKernelEmitter {
       c->L("uint4 rg", t, "[", kPerThread, "];");
       for (int p = 0; p < kPerThread; ++p) {
         c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, ") / ",
-             w / per16, " < nr) rg", t, "[", p, "] = yr_ld16_once(reinterpret_cast<const uint4*>(",
-             ctx_.Var(t), " + r0 * ", w, ") + base + ", p * threads_, ");");
+             w / per16, " < nr) rg", t, "[", p, "] = ", read_past_l1_ ? "yr_ld16_once(" : "__ldg(",
+             "reinterpret_cast<const uint4*>(", ctx_.Var(t), " + r0 * ", w, ") + base + ",
+             p * threads_, ");");
       }
     }
     for (const auto& [t, off] : stage_off_) {
@@ -1311,6 +1318,8 @@ class RowKernelEmitter {
   const Schedule& s_;
   std::map<int, size_t> group_pos_;
   std::map<int, std::vector<std::string>> dsts_;
+  // Set by Emit: the kernel stores only reductions.
+  bool read_past_l1_ = false;
   std::vector<bool> f_;
   std::vector<int64_t> off_;
   bool has_t_ = false;

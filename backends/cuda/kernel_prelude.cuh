@@ -280,10 +280,11 @@ static __device__ __forceinline__ void yr_stage16(float* dst, uint4 raw, const _
 static __device__ __forceinline__ void yr_stage16(float* dst, uint4 raw, const float*) {
   *reinterpret_cast<uint4*>(dst) = raw;
 }
-// 16 bytes of data the kernel reads once (rows streamed from memory): kept
-// out of L1 (L1::no_allocate), where __ldg's allocation evicts lines other
-// warps still need and slows a streamed read by about a tenth; data read
-// by many rows or blocks (weights, broadcast operands) keeps __ldg.
+// 16 bytes of a row that a reduction reads once: kept out of L1
+// (L1::no_allocate), where __ldg's allocation slowed a streamed row sum by
+// about a tenth. Kernels that store as much as they read, and operands
+// many rows share (weights), keep __ldg, the faster there
+// (bench/micro/reduce_rows.cu, bench/micro/elementwise_store.cu).
 static __device__ __forceinline__ uint4 yr_ld16_once(const void* p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"

@@ -19,11 +19,12 @@
 #                       to cuBLAS (sm_90a; links the driver and cuBLAS)
 #   reduce_rows       - last-axis sums by threads a row, rows a block and
 #                       loads in flight, over short to very long rows
+#   elementwise_store - a flat relu by load and store cache policy
 set -euo pipefail
 ARCH=${1:-sm_90a}
 shift || true
 ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback attention_prefill
-  gemm reduce_rows)
+  gemm reduce_rows elementwise_store)
 # Extra link flags of the benchmarks that need libraries.
 declare -A LIBS=([gemm]="-lcuda -lcublas")
 NAMES=("$@")
