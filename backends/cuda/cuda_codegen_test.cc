@@ -670,6 +670,45 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
             std::string::npos);
 }
 
+// CPU-only (CI): a column reduction whose rows split over several blocks
+// (128 slabs of 4096 rows on 132 SMs) is one launch: the last block of each
+// tile combines the splits' partials, counted in a zero-initialized buffer
+// of one counter a tile.
+TEST(CudaCodegenCompileTest, SplitColumnReductionCombinesInTheLastBlock) {
+  GraphBuilder b("column_split");
+  b.Input("x", {128, 4096, 256}, BFLOAT16);
+  b.Op("s", "reduce_sum", {"x"}, {I("axis", 1)}).Output("s");
+  const yirage::v1::Graph proto = b.proto();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Compiled c;
+  CompileThroughAbi(proto, MakePlans(*g, {AllGeneric(proto)}), &c);
+  ExpectAllCompiled(c);
+  ASSERT_EQ(c.response.plans_size(), 1);
+  const yirage::v1::CompiledPlan& plan = c.response.plans(0);
+  const std::string& src = plan.source();
+  if (std::getenv("YIRAGE_DUMP_SOURCE") != nullptr) std::printf("%s\n", src.c_str());
+  EXPECT_NE(src.find("column reduction (128 x 4096 x 256"), std::string::npos) << src;
+  EXPECT_EQ(src.find(", 1 row split(s)"), std::string::npos) << "expected a row split";
+  EXPECT_EQ(src.find("_combine("), std::string::npos) << "the last block combines the splits";
+  EXPECT_NE(src.find("atomicAdd(&counters[blockIdx.x], 1u)"), std::string::npos) << src;
+  const yirage::v1::LaunchManifest& m = plan.launch();
+  ASSERT_EQ(m.launches_size(), 1) << m.ShortDebugString();
+  EXPECT_GT(m.launches(0).grid(1), 1) << m.ShortDebugString();
+  // The partials (not zeroed) and the counters: one unsigned for each of
+  // the 128 tiles (one 32-vector column tile a slab), zero before the
+  // first launch; the kernel takes them after the partials.
+  int counters = -1;
+  for (int i = 0; i < m.buffers_size(); ++i) {
+    if (m.buffers(i).what().find("tile counters") != std::string::npos) counters = i;
+  }
+  ASSERT_GE(counters, 0) << m.ShortDebugString();
+  EXPECT_TRUE(m.buffers(counters).zero_init());
+  EXPECT_EQ(m.buffers(counters).bytes(), 128 * 4);
+  ASSERT_EQ(m.launches(0).args_size(), 4) << m.ShortDebugString();  // x, ws, counters, s
+  EXPECT_EQ(m.launches(0).args(2), proto.inputs_size() + proto.outputs_size() + counters);
+}
+
 // CPU-only (CI): one-row-per-block norm chains keep their rows in registers.
 TEST(CudaCodegenCompileTest, NormChainsUseRegisterRows) {
   const yirage::v1::Graph g = NormChainGraph(FLOAT16);

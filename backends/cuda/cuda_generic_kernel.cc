@@ -44,8 +44,11 @@ using yirage::v1::KernelPlan;
 // remaining threads as row lanes; each thread accumulates its vector over
 // the rows of its lane with kColumnUnroll loads in flight, then the lanes
 // combine in shared memory. Where slabs and column tiles give the chip too
-// few blocks, the rows split over more, whose partials a second kernel
-// combines. False (nothing emitted) for shapes it does not take.
+// few blocks, the rows split over more: each writes its partials to a
+// workspace and the last block of a tile to finish (a per-tile counter)
+// combines them, in split order, and stores the output, which saves the
+// launch of a second, combining kernel. False (nothing emitted) for shapes
+// it does not take.
 bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
                          bool inject_fault, Code* code) {
   constexpr int kThreads = 256;
@@ -84,9 +87,13 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   const std::string finish = op.type == OpType::kReduceMean ? absl::StrCat(" / ", d, ".0f") : "";
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int ws_arg = -1;
+  int counter_arg = -1;
   if (splits > 1) {
     ws_arg = ctx.PlanBufferId(
         ctx.AddBuffer(splits * total * 4, false, name + " column reduction partials"));
+    // Zero before the first launch; the last block of each tile resets its own.
+    counter_arg =
+        ctx.PlanBufferId(ctx.AddBuffer(tiles * 4, true, name + " column reduction tile counters"));
   }
   KernelLaunch launch;
   launch.name = name;
@@ -95,13 +102,13 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   launch.grid[1] = splits;
   std::vector<std::string> params;
   ctx.AddReadParam(in, &params, &launch.args);
-  std::vector<std::string> dsts;
   if (splits > 1) {
     params.push_back("float* __restrict__ ws");
     launch.args.push_back(ws_arg);
-  } else {
-    dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
+    params.push_back("unsigned* __restrict__ counters");
+    launch.args.push_back(counter_arg);
   }
+  const std::vector<std::string> dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
           CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
           core::ShapeToString(g.tensor(op.output).shape), ", column reduction (", outer, " x ", d,
@@ -155,34 +162,32 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
     EmitStores(dsts, absl::StrCat("o * ", inner, "LL + col"), "v", code);
   }
   code->Close();
+  if (splits > 1) {
+    // The last of the tile's `splits` blocks to finish combines their
+    // partials (in split order) and stores the output.
+    code->L("__shared__ unsigned last_block;");
+    code->L("__threadfence();");
+    code->L("__syncthreads();");
+    code->L("if (threadIdx.x == 0) last_block = atomicAdd(&counters[blockIdx.x], 1u) == ",
+            splits - 1, "u ? 1u : 0u;");
+    code->L("__syncthreads();");
+    code->L("if (last_block == 0u) return;");
+    code->L("__threadfence();");
+    code->Open(absl::StrCat("for (int e = threadIdx.x; e < ", cx * vec, "; e += ", block, ") {"));
+    code->L("const i64 col = cb * ", vec, " + e;");
+    code->L("if (col >= ", inner, "LL) continue;");
+    code->L("const float* const w = ws + o * ", inner, "LL + col;");
+    code->L("float v = __ldcg(w);");
+    code->L("for (int s = 1; s < ", splits,
+            "; ++s) v = ", combine("v", absl::StrCat("__ldcg(w + s * ", total, "LL)")), ";");
+    code->L("v = v", finish, ";");
+    EmitStores(dsts, absl::StrCat("o * ", inner, "LL + col"), "v", code);
+    code->Close();
+    code->L("if (threadIdx.x == 0) counters[blockIdx.x] = 0u;  // ready for the next launch");
+  }
   code->Close();
   code->Line("}");
   ctx.code->launches.push_back(std::move(launch));
-  if (splits == 1) return true;
-  // The splits' partials combined, one output element a thread.
-  KernelLaunch combine_launch;
-  combine_launch.name = name + "_combine";
-  combine_launch.block = kThreads;
-  combine_launch.grid[0] =
-      std::max<int64_t>(1, std::min<int64_t>(CeilDiv(total, kThreads), sms * 16));
-  std::vector<std::string> cparams = {"const float* __restrict__ ws"};
-  combine_launch.args.push_back(ws_arg);
-  const std::vector<std::string> cdsts =
-      ctx.AddWriteParams(op.output, &cparams, &combine_launch.args);
-  code->L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", combine_launch.name,
-          "(", absl::StrJoin(cparams, ", "), ") {");
-  code->Open("{");
-  code->Open(absl::StrCat("for (i64 e = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; e < ",
-                          total, "LL; e += (i64)gridDim.x * ", kThreads, ") {"));
-  code->L("float v = ws[e];");
-  code->L("for (int s = 1; s < ", splits,
-          "; ++s) v = ", combine("v", absl::StrCat("ws[s * ", total, "LL + e]")), ";");
-  code->L("v = v", finish, ";");
-  EmitStores(cdsts, "e", "v", code);
-  code->Close();
-  code->Close();
-  code->Line("}");
-  ctx.code->launches.push_back(std::move(combine_launch));
   return true;
 }
 
