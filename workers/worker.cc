@@ -21,9 +21,12 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<BackendLibrary> bac
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   hostname_ = host;
-  worker_id_ = options.worker_id.empty()
-                   ? absl::StrCat(hostname_, "-", options.backend, "-", getpid(), "-", RandomHex(4))
-                   : options.worker_id;
+  // host-cpu-PID-RANDOM, host-cuda0-PID-RANDOM, host-cuda1-...: a machine's
+  // workers differ by device as well as by process.
+  const std::string device = options.backend == "cpu" ? "" : std::to_string(options.device);
+  worker_id_ = options.worker_id.empty() ? absl::StrCat(hostname_, "-", options.backend, device,
+                                                        "-", getpid(), "-", RandomHex(4))
+                                         : options.worker_id;
   stub_ = yirage::v1::WorkerService::NewStub(
       options.channel != nullptr ? options.channel : MakeChannel(options.scheduler));
 }

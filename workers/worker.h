@@ -26,6 +26,9 @@ namespace yirage::worker {
 struct WorkerOptions {
   std::string scheduler = "127.0.0.1:50052";
   std::string backend = "cpu";
+  // Which of the backend's devices (workers/device_select.h); part of the
+  // generated worker id for GPU backends.
+  int device = 0;
   std::string backend_dir;  // where libyirage_backend_<name>.so lives
   std::string worker_id;    // generated when empty
   double rpc_timeout_seconds = 10;
