@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<ChipStore>> ChipStore::Open(const std::string& pa
 absl::StatusOr<std::unique_ptr<ChipStore>> ChipStore::Open(const std::string& path,
                                                            const std::vector<Chip>& catalog,
                                                            double now) {
-  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
+  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations(), "chips"));
   std::unique_ptr<ChipStore> store(new ChipStore(std::move(db)));
   YIRAGE_RETURN_IF_ERROR(store->SyncCatalog(catalog, now));
   return store;

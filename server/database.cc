@@ -4,7 +4,9 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace yirage::server {
 namespace {
@@ -33,7 +35,8 @@ int BusyWait(void*, int count) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(
-    const std::string& path, const std::vector<std::vector<std::string>>& migrations) {
+    const std::string& path, const std::vector<std::vector<std::string>>& migrations,
+    const std::string& name) {
   sqlite3* raw = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &raw,
@@ -43,7 +46,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
     if (raw) sqlite3_close(raw);
     return absl::UnavailableError(absl::StrCat("cannot open database '", path, "': ", message));
   }
-  std::unique_ptr<Database> db(new Database(raw));
+  std::unique_ptr<Database> db(new Database(raw, name));
   sqlite3_busy_handler(raw, BusyWait, nullptr);
   // WAL: readers never block the writer; synchronous=NORMAL is durable
   // against process crashes, which is what we promise.
@@ -195,16 +198,43 @@ bool Statement::ColumnIsNull(int column) const {
   return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
 }
 
-Transaction::Transaction(Database* db) : db_(db) { begin_status_ = db_->Exec("BEGIN IMMEDIATE"); }
+namespace {
+
+absl::Mutex transaction_observer_mu(absl::kConstInit);
+TransactionObserver* transaction_observer ABSL_GUARDED_BY(transaction_observer_mu) = nullptr;
+
+}  // namespace
+
+void SetTransactionObserver(TransactionObserver observer) {
+  absl::MutexLock lock(&transaction_observer_mu);
+  delete transaction_observer;
+  transaction_observer = observer ? new TransactionObserver(std::move(observer)) : nullptr;
+}
+
+Transaction::Transaction(Database* db) : db_(db), start_(std::chrono::steady_clock::now()) {
+  begin_status_ = db_->Exec("BEGIN IMMEDIATE");
+}
 
 Transaction::~Transaction() {
   if (begin_status_.ok() && !done_) db_->Exec("ROLLBACK").IgnoreError();
+  Finish();
 }
 
 absl::Status Transaction::Commit() {
   if (!begin_status_.ok()) return begin_status_;
   done_ = true;
-  return db_->Exec("COMMIT");
+  absl::Status status = db_->Exec("COMMIT");
+  Finish();
+  return status;
+}
+
+void Transaction::Finish() {
+  if (reported_ || !begin_status_.ok()) return;
+  reported_ = true;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  absl::MutexLock lock(&transaction_observer_mu);
+  if (transaction_observer != nullptr) (*transaction_observer)(db_->name(), seconds);
 }
 
 }  // namespace yirage::server

@@ -5,7 +5,9 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,8 +27,11 @@ class Database {
   // Opens (creating if needed) the database at `path`, turns on WAL and
   // foreign keys, and applies every migration newer than its user_version.
   // Each migration is a list of SQL statements run in one transaction.
+  // `name` names the store that uses the connection in transaction timings
+  // (SetTransactionObserver).
   static absl::StatusOr<std::unique_ptr<Database>> Open(
-      const std::string& path, const std::vector<std::vector<std::string>>& migrations);
+      const std::string& path, const std::vector<std::vector<std::string>>& migrations,
+      const std::string& name = "db");
   ~Database();
 
   absl::Status Exec(std::string_view sql);
@@ -38,6 +43,7 @@ class Database {
   int64_t LastInsertRowId() const;
   int Changes() const;
   int UserVersion();
+  const std::string& name() const { return name_; }
 
  private:
   friend class Statement;
@@ -46,13 +52,22 @@ class Database {
     sqlite3_stmt* stmt = nullptr;
     bool in_use = false;
   };
-  explicit Database(sqlite3* db) : db_(db) {}
+  Database(sqlite3* db, std::string name) : db_(db), name_(std::move(name)) {}
   // Called by a cached Statement's destructor.
   void Return(sqlite3_stmt* stmt, Cached* entry);
 
   sqlite3* db_;
+  const std::string name_;
   std::unordered_map<std::string, Cached> cache_;
 };
+
+// Called with the database's name and the seconds of each write
+// transaction (Transaction: from before BEGIN IMMEDIATE, so with the wait
+// for SQLite's write lock, to the end of its COMMIT or ROLLBACK). One
+// observer a process (the server's metrics); an empty function removes it.
+// Thread-safe; the observer is called on the transaction's thread.
+using TransactionObserver = std::function<void(const std::string& name, double seconds)>;
+void SetTransactionObserver(TransactionObserver observer);
 
 // A prepared statement. Bind indices are 1-based as in SQLite.
 class Statement {
@@ -101,9 +116,14 @@ class Transaction {
   absl::Status Commit();
 
  private:
+  // Reports the transaction's time to the observer, once.
+  void Finish();
+
   Database* db_;
+  std::chrono::steady_clock::time_point start_;
   absl::Status begin_status_;
   bool done_ = false;
+  bool reported_ = false;
 };
 
 }  // namespace yirage::server

@@ -60,6 +60,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
     auto job = jobs_->CancelJob(request->job_id(), UnixNow(),
                                 caller.role == Role::kAdmin ? nullptr : &caller.name);
     if (!job.ok()) return job.status();
+    scheduler_->JobEnded(*job);
     *response = std::move(*job);
     return absl::OkStatus();
   });

@@ -158,7 +158,7 @@ void SetConfirmation(Job* job, const Candidate& second) {
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path,
                                                          WorkerStore* workers,
                                                          bool confirm_winners) {
-  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
+  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations(), "jobs"));
   return std::unique_ptr<JobStore>(new JobStore(std::move(db), workers, confirm_winners));
 }
 
@@ -772,16 +772,16 @@ absl::Status JobStore::SkipOverBudgetLocked(double now, MaintenanceReport* repor
   {
     YIRAGE_ASSIGN_OR_RETURN(
         Statement s,
-        db_->Prepare("SELECT job_id FROM jobs WHERE state=? AND budget_seconds > 0 AND "
+        db_->Prepare("SELECT job_id, backend FROM jobs WHERE state=? AND budget_seconds > 0 AND "
                      "started > 0 AND started + budget_seconds <= ?"));
     s.Bind(1, static_cast<int64_t>(yirage::v1::RUNNING)).Bind(2, now);
-    std::vector<std::string> over;
+    std::vector<std::pair<std::string, std::string>> over;  // job, backend
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      over.push_back(s.ColumnText(0));
+      over.emplace_back(s.ColumnText(0), s.ColumnText(1));
     }
-    for (const std::string& job_id : over) {
+    for (const auto& [job_id, backend] : over) {
       YIRAGE_ASSIGN_OR_RETURN(Statement skip,
                               db_->Prepare("UPDATE candidates SET status=?, error=?, finished=? "
                                            "WHERE job_id=? AND status=? AND confirms = 0"));
@@ -792,6 +792,7 @@ absl::Status JobStore::SkipOverBudgetLocked(double now, MaintenanceReport* repor
           .Bind(5, static_cast<int64_t>(yirage::v1::PENDING));
       YIRAGE_RETURN_IF_ERROR(skip.Run());
       report->candidates_skipped += db_->Changes();
+      if (db_->Changes() > 0) report->candidates_skipped_by_backend[backend] += db_->Changes();
       touched_jobs->push_back(job_id);
     }
   }
@@ -871,6 +872,36 @@ absl::StatusOr<std::map<JobState, int>> JobStore::CountJobsByState() {
     out[static_cast<JobState>(s.ColumnInt(0))] = static_cast<int>(s.ColumnInt(1));
   }
   return out;
+}
+
+absl::StatusOr<std::map<std::string, int>> JobStore::CountQueuedCandidatesByBackend() {
+  absl::MutexLock lock(&mu_);
+  // The runnable jobs through their partial index (the literal states match
+  // its WHERE), then each job's pending rows through candidates_by_job.
+  static_assert(yirage::v1::QUEUED == 1 && yirage::v1::RUNNING == 2);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s,
+      db_->Prepare("SELECT j.backend, COUNT(*) FROM jobs j INDEXED BY jobs_runnable JOIN "
+                   "candidates c ON c.job_id = j.job_id AND c.status = ? WHERE j.state IN (1, 2) "
+                   "GROUP BY j.backend"));
+  s.Bind(1, static_cast<int64_t>(yirage::v1::PENDING));
+  std::map<std::string, int> out;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out[s.ColumnText(0)] = static_cast<int>(s.ColumnInt(1));
+  }
+  return out;
+}
+
+absl::StatusOr<double> JobStore::ResultStoredUnix(int64_t candidate_id) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("SELECT finished FROM candidates WHERE candidate_id=?"));
+  s.Bind(1, candidate_id);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("no candidate ", candidate_id));
+  return s.ColumnDouble(0);
 }
 
 }  // namespace yirage::server

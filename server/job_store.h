@@ -25,7 +25,8 @@ namespace yirage::server {
 
 // What one maintenance pass did (for logs and metrics).
 struct MaintenanceReport {
-  int candidates_skipped = 0;  // time budget ran out
+  int candidates_skipped = 0;                                // time budget ran out
+  std::map<std::string, int> candidates_skipped_by_backend;  // the same, by the jobs' backend
   std::vector<std::string> jobs_finished;
 };
 
@@ -122,6 +123,12 @@ class JobStore {
                                              const std::vector<std::string>& touched_jobs = {});
 
   absl::StatusOr<std::map<yirage::v1::JobState, int>> CountJobsByState();
+  // PENDING candidates of QUEUED and RUNNING jobs, by the jobs' backend
+  // (backends with none are left out).
+  absl::StatusOr<std::map<std::string, int>> CountQueuedCandidatesByBackend();
+  // When candidate `candidate_id`'s result was stored (unix seconds; 0 when
+  // it has none). NotFound for no such candidate.
+  absl::StatusOr<double> ResultStoredUnix(int64_t candidate_id);
 
  private:
   JobStore(std::unique_ptr<Database> db, WorkerStore* workers, bool confirm_winners)

@@ -1,5 +1,6 @@
 #include "server/lease_store.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <utility>
@@ -34,7 +35,7 @@ absl::StatusOr<LeaseStore::Holder> LeaseStore::BatchHolderLocked(const std::stri
 
 absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::Open(const std::string& path,
                                                              const LeaseStoreOptions& options) {
-  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
+  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations(), "leases"));
   return std::unique_ptr<LeaseStore>(new LeaseStore(std::move(db), options));
 }
 
@@ -119,11 +120,12 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
       report.acknowledged.push_back(r.candidate_id());
     }
     YIRAGE_ASSIGN_OR_RETURN(Statement b,
-                            db_->Prepare("SELECT job_id FROM batches WHERE batch_id=?"));
+                            db_->Prepare("SELECT job_id, created FROM batches WHERE batch_id=?"));
     b.Bind(1, batch_id);
     YIRAGE_ASSIGN_OR_RETURN(bool has_batch, b.Step());
     if (has_batch) {
       job_id = b.ColumnText(0);
+      const double leased_at = b.ColumnDouble(1);
       // A batch whose candidates all reached a final status is done.
       YIRAGE_ASSIGN_OR_RETURN(Statement left,
                               db_->Prepare("SELECT COUNT(*) FROM candidates WHERE batch_id=?"));
@@ -134,6 +136,8 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
                                 db_->Prepare("DELETE FROM batches WHERE batch_id=?"));
         del.Bind(1, batch_id);
         YIRAGE_RETURN_IF_ERROR(del.Run());
+        report.batch_completed = true;
+        report.batch_held_seconds = std::max(0.0, now - leased_at);
       } else {
         YIRAGE_ASSIGN_OR_RETURN(report.still_leased,
                                 RenewLocked(batch_id, worker_id, current_candidate, now));
@@ -169,10 +173,21 @@ absl::StatusOr<bool> LeaseStore::RenewLocked(const std::string& batch_id,
   return db_->Changes() > 0;
 }
 
-absl::StatusOr<int> LeaseStore::ReleaseWorkerBatches(const std::string& worker_id) {
+absl::StatusOr<int> LeaseStore::ReleaseWorkerBatches(const std::string& worker_id, double now,
+                                                     double* held_seconds) {
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
   YIRAGE_RETURN_IF_ERROR(tx.status());
+  if (held_seconds != nullptr) {
+    YIRAGE_ASSIGN_OR_RETURN(Statement held,
+                            db_->Prepare("SELECT created FROM batches WHERE worker_id=?"));
+    held.Bind(1, worker_id);
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, held.Step());
+      if (!row) break;
+      *held_seconds += std::max(0.0, now - held.ColumnDouble(0));
+    }
+  }
   YIRAGE_ASSIGN_OR_RETURN(
       Statement requeue,
       db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL WHERE status=? AND batch_id IN "
@@ -324,22 +339,31 @@ absl::StatusOr<ExpiryReport> LeaseStore::ExpireLeases(double now) {
   struct Expired {
     std::string batch_id, job_id, worker_id;
     int64_t current;
+    double created;
+    std::string backend;
   };
   std::vector<Expired> expired;
   {
     YIRAGE_ASSIGN_OR_RETURN(
-        Statement s, db_->Prepare("SELECT batch_id, job_id, worker_id, current_candidate FROM "
-                                  "batches WHERE lease_expires < ?"));
+        Statement s,
+        db_->Prepare("SELECT b.batch_id, b.job_id, b.worker_id, b.current_candidate, b.created, "
+                     "COALESCE(j.backend, '') FROM batches b LEFT JOIN jobs j ON "
+                     "j.job_id = b.job_id WHERE b.lease_expires < ?"));
     s.Bind(1, now);
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      expired.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnText(2), s.ColumnInt(3)});
+      expired.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnText(2), s.ColumnInt(3),
+                         s.ColumnDouble(4), s.ColumnText(5)});
     }
   }
   for (const Expired& e : expired) {
     report.leases_expired++;
     report.jobs.push_back(e.job_id);
+    ExpiryReport::Lease& lease = report.leases.emplace_back();
+    lease.backend = e.backend;
+    lease.worker_id = e.worker_id;
+    lease.held_seconds = std::max(0.0, now - e.created);
     // Blamed: the candidate that was running, or, when the worker died
     // before any candidate of the batch started (inputs, the reference or
     // the compile), every candidate still in the batch, since each was
@@ -368,6 +392,7 @@ absl::StatusOr<ExpiryReport> LeaseStore::ExpireLeases(double now) {
         .Bind(8, e.current);
     YIRAGE_RETURN_IF_ERROR(f.Run());
     report.candidates_failed += db_->Changes();
+    lease.candidates_failed = db_->Changes();
     YIRAGE_ASSIGN_OR_RETURN(
         Statement requeue,
         db_->Prepare("UPDATE candidates SET status=?, batch_id=NULL WHERE batch_id=?"));

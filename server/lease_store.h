@@ -39,6 +39,10 @@ struct RecordReport {
   // The batch is still this worker's, its lease renewed (false: it is
   // finished, expired or cancelled, or there were no results).
   bool still_leased = false;
+  // These results completed the batch (it is gone now), which its worker
+  // held for this long.
+  bool batch_completed = false;
+  double batch_held_seconds = 0;
 };
 
 // What one pass of lease expiry did (for logs and metrics).
@@ -47,6 +51,14 @@ struct ExpiryReport {
   int candidates_requeued = 0;
   int candidates_failed = 0;      // killed their worker too often
   std::vector<std::string> jobs;  // whose candidates changed: may be done now
+  // Each expired lease (for metrics).
+  struct Lease {
+    std::string backend;  // its job's
+    std::string worker_id;
+    double held_seconds = 0;  // from the lease's start to `now`
+    int candidates_failed = 0;
+  };
+  std::vector<Lease> leases;
 };
 
 // Thread-safe: every method takes the store's mutex.
@@ -91,7 +103,10 @@ class LeaseStore {
       const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now);
   // Puts the candidates of every batch leased to `worker_id` back in the
   // queue, without blame (the worker says it holds none). Returns how many.
-  absl::StatusOr<int> ReleaseWorkerBatches(const std::string& worker_id);
+  // With `held_seconds`, adds how long the worker held those batches, up to
+  // `now`.
+  absl::StatusOr<int> ReleaseWorkerBatches(const std::string& worker_id, double now = 0,
+                                           double* held_seconds = nullptr);
   // Expired leases: the candidate that was running when the worker went
   // silent is blamed; if none had started (the worker died computing inputs,
   // the reference or compiling), every candidate of the batch is. A

@@ -180,6 +180,7 @@ absl::StatusOr<std::vector<yirage::v1::Plan>> Scheduler::Search(
   }
   double search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (metrics_) metrics_->ObserveSearchSeconds(search_seconds);
   summary->set_graphs_explored(stats.graphs_explored);
   summary->set_rewrites_verified(stats.rewrites_verified);
   summary->set_rewrites_rejected(stats.rewrites_rejected);
@@ -242,6 +243,8 @@ void Scheduler::RunSearch(const std::string& job_id) {
             store_->FailSearch(job_id, absl::StrCat("search: ", why.message()), UnixNow());
         !s.ok()) {
       spdlog::error("job {}: {}", job_id, std::string(s.message()));
+    } else {
+      ObserveJobEnd(job_id);
     }
   };
   absl::StatusOr<core::Graph> graph =
@@ -302,15 +305,25 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
                                executing.current_candidate_id(), executing.completed(), now));
     for (int64_t id : report.acknowledged) response.add_acknowledged(id);
     if (metrics_) {
-      for (const auto& [status, n] : report.newly_stored) metrics_->CandidateFinished(status, n);
+      for (const auto& [status, n] : report.newly_stored) {
+        metrics_->CandidateFinished(status, request.backend(), n);
+      }
       for (const auto& r : executing.completed()) {
         if (r.evaluation_seconds() > 0) metrics_->ObserveEvaluationSeconds(r.evaluation_seconds());
+        metrics_->ObserveCandidatePhases(request.backend(), r.compile_seconds(), r.verify_seconds(),
+                                         r.time_seconds());
+      }
+      if (report.batch_completed) {
+        metrics_->WorkerBusy(request.backend(), request.worker_id(), report.batch_held_seconds);
       }
     }
     // A batch still leased holds candidates of its job, which is not done.
     if (!report.job_id.empty() && !report.still_leased) {
       YIRAGE_ASSIGN_OR_RETURN(bool finished, store_->FinishIfDone(report.job_id, now));
-      if (finished) spdlog::info("job {} finished", report.job_id);
+      if (finished) {
+        spdlog::info("job {} finished", report.job_id);
+        ObserveJobEnd(report.job_id);
+      }
     }
     bool still_ours = report.still_leased;
     if (executing.completed().empty()) {
@@ -331,7 +344,10 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
     }
   }
   if (request.status().has_idle()) {
-    YIRAGE_ASSIGN_OR_RETURN(int released, leases_->ReleaseWorkerBatches(request.worker_id()));
+    double held_seconds = 0;
+    YIRAGE_ASSIGN_OR_RETURN(int released,
+                            leases_->ReleaseWorkerBatches(request.worker_id(), now, &held_seconds));
+    if (metrics_) metrics_->WorkerBusy(request.backend(), request.worker_id(), held_seconds);
     if (released > 0) {
       spdlog::info("worker {} is idle: {} candidate(s) of its batch back in the queue",
                    request.worker_id(), released);
@@ -345,6 +361,7 @@ absl::StatusOr<yirage::v1::SynchronizeResponse> Scheduler::Synchronize(
   YIRAGE_ASSIGN_OR_RETURN(auto batch,
                           leases_->LeaseBatch(request.worker_id(), request.backend(), now));
   if (batch.has_value()) {
+    if (metrics_) metrics_->BatchLeased(request.backend());
     spdlog::info("leased {} ({} candidates of job {}) to worker {}", batch->batch_id(),
                  batch->candidates_size(), batch->job_id(), request.worker_id());
     *response.mutable_execute()->mutable_batch() = std::move(*batch);
@@ -431,17 +448,53 @@ absl::Status Scheduler::MaintainOnce() {
                  expiry.leases_expired, expiry.candidates_requeued, expiry.candidates_failed);
   }
   YIRAGE_ASSIGN_OR_RETURN(MaintenanceReport report, store_->Maintain(now, expiry.jobs));
-  for (const auto& job_id : report.jobs_finished) spdlog::info("job {} finished", job_id);
+  for (const auto& job_id : report.jobs_finished) {
+    spdlog::info("job {} finished", job_id);
+    ObserveJobEnd(job_id);
+  }
   if (metrics_) {
     metrics_->CandidatesRequeued(expiry.candidates_requeued);
-    metrics_->CandidateFinished(yirage::v1::ERROR, expiry.candidates_failed);
-    metrics_->CandidateFinished(yirage::v1::SKIPPED, report.candidates_skipped);
+    for (const ExpiryReport::Lease& lease : expiry.leases) {
+      metrics_->LeasesExpired(lease.backend, 1);
+      metrics_->WorkerBusy(lease.backend, lease.worker_id, lease.held_seconds);
+      metrics_->CandidateFinished(yirage::v1::ERROR, lease.backend, lease.candidates_failed);
+    }
+    for (const auto& [backend, n] : report.candidates_skipped_by_backend) {
+      metrics_->CandidateFinished(yirage::v1::SKIPPED, backend, n);
+    }
     YIRAGE_ASSIGN_OR_RETURN(auto counts, store_->CountJobsByState());
     metrics_->SetJobsByState(counts);
-    YIRAGE_ASSIGN_OR_RETURN(int workers, workers_->CountConnected(now));
+    YIRAGE_ASSIGN_OR_RETURN(auto queued, store_->CountQueuedCandidatesByBackend());
+    metrics_->SetCandidatesQueued(queued);
+    YIRAGE_ASSIGN_OR_RETURN(auto workers, workers_->CountConnectedByBackend(now));
     metrics_->SetConnectedWorkers(workers);
   }
   return absl::OkStatus();
+}
+
+void Scheduler::ObserveJobEnd(const std::string& job_id) {
+  if (metrics_ == nullptr) return;
+  absl::StatusOr<yirage::v1::Job> job = store_->GetJob(job_id);
+  if (!job.ok()) {
+    spdlog::warn("job {}: not observed in the metrics: {}", job_id,
+                 std::string(job.status().message()));
+    return;
+  }
+  JobEnded(*job);
+}
+
+void Scheduler::JobEnded(const yirage::v1::Job& job) {
+  if (metrics_ == nullptr || job.finished_unix() <= 0) return;
+  const yirage::v1::JobState state = job.state();
+  if (state != yirage::v1::SUCCEEDED && state != yirage::v1::FAILED &&
+      state != yirage::v1::CANCELLED) {
+    return;
+  }
+  metrics_->JobEnded(state, job.finished_unix() - job.created_unix());
+  if (state == yirage::v1::SUCCEEDED && job.has_best()) {
+    absl::StatusOr<double> stored = store_->ResultStoredUnix(job.best().candidate_id());
+    if (stored.ok() && *stored > 0) metrics_->ObserveTimeToBest(*stored - job.created_unix());
+  }
 }
 
 void Scheduler::StartMaintenance() {

@@ -62,6 +62,11 @@ class Scheduler {
   // One maintenance pass (also called by tests).
   absl::Status MaintainOnce();
 
+  // Observes a job that just reached its final state in the metrics
+  // (duration, and for a success the time to its best result). Called by
+  // whoever ended it: the scheduler, or the job service on a cancel.
+  void JobEnded(const yirage::v1::Job& job);
+
   // The registry chip a worker's device description matches; an unknown
   // device is registered from its measured properties (metadata detected =
   // unknown-device). "" when the description names no device. Cached per
@@ -78,6 +83,8 @@ class Scheduler {
   void LogQueued(const std::string& job_id, const yirage::v1::SubmitJobRequest& request,
                  const std::vector<yirage::v1::Plan>& plans,
                  const yirage::v1::SearchSummary& summary);
+  // JobEnded for the job `job_id` as stored now.
+  void ObserveJobEnd(const std::string& job_id);
   // Searches a SEARCHING job and stores its candidates (or fails it).
   void RunSearch(const std::string& job_id);
 

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/rpc_util.h"
 #include "core/graph_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -18,6 +20,7 @@ namespace yirage::server {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using yirage::v1::CandidateResult;
 using yirage::v1::SubmitJobRequest;
 using yirage::v1::SynchronizeRequest;
@@ -254,6 +257,74 @@ TEST_F(SchedulerTest, WorkersLeaseBatchesAndTheJobEndsWithTheFastestVerifiedCand
                                         [](auto& a, auto& b) { return a.second < b.second; });
   EXPECT_EQ(finished->best().candidate_id(), fastest->first);
   EXPECT_NEAR(finished->best().speedup(), 100.0 / fastest->second, 1e-9);
+}
+
+// The scheduler's metrics follow a job from submission to success: queued
+// candidates, batches leased, results by backend with the worker's phase
+// times, the worker's busy time, the job's duration and time to its best;
+// then an expired lease and a cancelled job.
+TEST_F(SchedulerTest, MetricsFollowTheJobsBatchesAndLeases) {
+  options_.leases.lease_seconds = 0.2;
+  Start();
+  auto submitted = scheduler_->Submit(Request(4));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  ASSERT_TRUE(scheduler_->MaintainOnce().ok());
+  std::string text = metrics_->Render();
+  EXPECT_THAT(text, HasSubstr("yirage_search_duration_seconds_count 1"));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("yirage_candidates_queued{backend=\"cpu\"} ",
+                                           submitted->candidates_generated())));
+
+  SynchronizeResponse r = Sync("w1", "cpu", Idle());
+  for (int batches = 0; r.has_execute(); ++batches) {
+    ASSERT_LT(batches, 10);
+    std::vector<CandidateResult> done;
+    for (const auto& c : r.execute().batch().candidates()) {
+      CandidateResult result = Verified(c.candidate_id(), 50, 100);
+      result.set_compile_seconds(0.5);
+      result.set_verify_seconds(0.01);
+      result.set_time_seconds(0.2);
+      done.push_back(result);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // busy for a while
+    r = Sync("w1", "cpu", Executing(r.execute().batch(), done));
+    if (!r.has_execute()) r = Sync("w1", "cpu", Idle());
+  }
+  ASSERT_TRUE(scheduler_->MaintainOnce().ok());
+  auto job = store_->GetJob(submitted->job_id());
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->state(), yirage::v1::SUCCEEDED);
+  text = metrics_->Render();
+  EXPECT_THAT(text, HasSubstr("yirage_candidates_queued{backend=\"cpu\"} 0"));
+  EXPECT_THAT(text, HasSubstr("yirage_workers_connected{backend=\"cpu\"} 1"));
+  EXPECT_THAT(text, HasSubstr("yirage_batches_leased_total{backend=\"cpu\"} "));
+  EXPECT_THAT(text, Not(HasSubstr("yirage_batches_leased_total{backend=\"cpu\"} 0")));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "yirage_candidates_evaluated_total{backend=\"cpu\",outcome=\"verified\"} ",
+                        submitted->candidates_generated())));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "yirage_candidate_phase_seconds_count{backend=\"cpu\",phase=\"compile\"} ",
+                        submitted->candidates_generated())));
+  EXPECT_THAT(text, HasSubstr("yirage_worker_busy_seconds_total{backend=\"cpu\",worker=\"w1\"}"));
+  EXPECT_THAT(text, HasSubstr("yirage_job_duration_seconds_count{state=\"succeeded\"} 1"));
+  EXPECT_THAT(text, HasSubstr("yirage_job_time_to_best_seconds_count 1"));
+
+  // A batch whose worker goes silent expires.
+  auto second = scheduler_->Submit(Request(2));
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE(Sync("w2", "cpu", Idle()).has_execute());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(scheduler_->MaintainOnce().ok());
+  text = metrics_->Render();
+  EXPECT_THAT(text, HasSubstr("yirage_lease_expiries_total{backend=\"cpu\"} 1"));
+  EXPECT_THAT(text, HasSubstr("yirage_worker_busy_seconds_total{backend=\"cpu\",worker=\"w2\"}"));
+  EXPECT_THAT(text, Not(HasSubstr("yirage_candidates_requeued_total 0")));
+
+  // Cancelled through the job service's path.
+  auto cancelled = store_->CancelJob(second->job_id(), UnixNow());
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  scheduler_->JobEnded(*cancelled);
+  EXPECT_THAT(metrics_->Render(),
+              HasSubstr("yirage_job_duration_seconds_count{state=\"cancelled\"} 1"));
 }
 
 TEST_F(SchedulerTest, AnExpiredLeaseBlamesTheRunningCandidateAndRequeuesTheRest) {

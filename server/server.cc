@@ -1,13 +1,16 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
 #include "core/status_macros.h"
+#include "google/protobuf/descriptor.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/support/server_interceptor.h"
 #include "spdlog/spdlog.h"
 
 namespace yirage::server {
@@ -47,10 +50,120 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> CredentialsFor(const Se
   return grpc::SslServerCredentials(ssl);
 }
 
+// The name of a gRPC status code, as in the gRPC spec ("OK", "NOT_FOUND").
+const char* GrpcCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+// Counts and times every RPC, unary or streaming, of every service on a
+// port (ours, health checking and reflection): one interceptor a call,
+// from its start to the status the server sends. A call that ends without
+// one (the caller went away) counts as CANCELLED.
+class RpcMetricsInterceptor : public grpc::experimental::Interceptor {
+ public:
+  RpcMetricsInterceptor(Metrics* metrics, std::string method)
+      : metrics_(metrics), method_(std::move(method)), start_(std::chrono::steady_clock::now()) {}
+  ~RpcMetricsInterceptor() override {
+    if (!reported_) Report(grpc::StatusCode::CANCELLED);
+  }
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (!reported_ && methods->QueryInterceptionHookPoint(
+                          grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
+      Report(methods->GetSendStatus().error_code());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  void Report(grpc::StatusCode code) {
+    reported_ = true;
+    metrics_->GrpcRequest(
+        method_, GrpcCodeName(code),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
+
+  Metrics* const metrics_;
+  const std::string method_;
+  const std::chrono::steady_clock::time_point start_;
+  bool reported_ = false;
+};
+
+class RpcMetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit RpcMetricsInterceptorFactory(Metrics* metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    // "/package.Service/Method" -> "package.Service/Method". Methods no
+    // service here serves share one label, so that callers cannot grow
+    // the metric's label set.
+    std::string method = info->method() != nullptr ? info->method() : "";
+    if (!method.empty() && method[0] == '/') method.erase(0, 1);
+    return new RpcMetricsInterceptor(metrics_, Served(method) ? std::move(method) : "unknown");
+  }
+
+ private:
+  // Whether `method` ("package.Service/Method") is one of ours (in the
+  // generated descriptors), health checking's or reflection's.
+  static bool Served(const std::string& method) {
+    if (method.rfind("yirage.v1.", 0) == 0) {
+      std::string full = method;
+      std::replace(full.begin(), full.end(), '/', '.');
+      return google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(full) != nullptr;
+    }
+    return method == "grpc.health.v1.Health/Check" || method == "grpc.health.v1.Health/Watch" ||
+           method == "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo" ||
+           method == "grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+  }
+
+  Metrics* const metrics_;
+};
+
 absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(
     const std::string& listen, const std::vector<grpc::Service*>& services, int max_message_bytes,
-    const std::shared_ptr<grpc::ServerCredentials>& credentials, std::string* bound) {
+    const std::shared_ptr<grpc::ServerCredentials>& credentials, Metrics* metrics,
+    std::string* bound) {
   grpc::ServerBuilder builder;
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<RpcMetricsInterceptorFactory>(metrics));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   int port = 0;
   builder.AddListeningPort(listen, credentials, &port);
   for (grpc::Service* service : services) builder.RegisterService(service);
@@ -90,6 +203,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                           CredentialsFor(options));
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
+  // First, so that the stores' transactions are timed from their opening.
+  YIRAGE_ASSIGN_OR_RETURN(s->metrics_, Metrics::Start(options.metrics_listen));
+  SetTransactionObserver([m = s->metrics_.get()](const std::string& store, double seconds) {
+    m->ObserveTransaction(store, seconds);
+  });
   YIRAGE_ASSIGN_OR_RETURN(s->auth_, Authenticator::Open(options.auth_tokens_path));
   YIRAGE_ASSIGN_OR_RETURN(s->worker_store_, WorkerStore::Open(options.db_path, options.workers));
   YIRAGE_ASSIGN_OR_RETURN(
@@ -103,7 +221,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->chip_broadcaster_ = std::make_unique<ChipBroadcaster>();
   s->chip_store_->SetListener(
       [b = s->chip_broadcaster_.get()](const yirage::v1::ChipEvent& e) { b->Publish(e); });
-  YIRAGE_ASSIGN_OR_RETURN(s->metrics_, Metrics::Start(options.metrics_listen));
   s->scheduler_ =
       std::make_unique<Scheduler>(options, s->store_.get(), s->lease_store_.get(),
                                   s->worker_store_.get(), s->metrics_.get(), s->chip_store_.get());
@@ -119,11 +236,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   YIRAGE_ASSIGN_OR_RETURN(
       s->client_server_,
       BuildGrpcServer(options.client_listen, {s->job_service_.get(), s->registry_service_.get()},
-                      options.max_message_bytes, credentials, &s->client_address_));
+                      options.max_message_bytes, credentials, s->metrics_.get(),
+                      &s->client_address_));
   YIRAGE_ASSIGN_OR_RETURN(
       s->worker_server_,
       BuildGrpcServer(options.worker_listen, {s->worker_service_.get()}, options.max_message_bytes,
-                      credentials, &s->worker_address_));
+                      credentials, s->metrics_.get(), &s->worker_address_));
   // A restart first settles what the crash left: expired leases go back to
   // the queue, finished jobs are closed.
   if (auto st = s->scheduler_->MaintainOnce(); !st.ok()) return st;
@@ -153,6 +271,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       connect_args.insert(connect_args.end(),
                           {"--tls-cert", options.tls_cert_path, "--tls-key", options.tls_key_path});
     }
+  }
+  if (options.log_format != "text") {
+    connect_args.insert(connect_args.end(), {"--log-format", options.log_format});
   }
   std::string worker_token;
   if (s->auth_->enabled() && !specs.empty()) {
@@ -203,6 +324,10 @@ void Server::Shutdown() {
   if (scheduler_) scheduler_->StopMaintenance();
 }
 
-Server::~Server() { Shutdown(); }
+Server::~Server() {
+  Shutdown();
+  // The stores, destroyed after this, may still run a transaction.
+  SetTransactionObserver(nullptr);
+}
 
 }  // namespace yirage::server

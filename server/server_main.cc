@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "common/log_format.h"
 #include "server/server.h"
 #include "spdlog/spdlog.h"
 
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--db", options.db_path, "SQLite database path")->capture_default_str();
   app.add_option("--local-workers", options.local_workers,
-                 "spawn workers for local devices: auto, cpu or none")
+                 "spawn workers for local devices: auto (the CPU, and one worker per device of "
+                 "each GPU backend found), cpu or none")
       ->capture_default_str();
   app.add_option("--worker-binary", options.worker_binary,
                  "yirage-worker to spawn (default: beside this binary)");
@@ -80,8 +82,18 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  std::string log_format = "text";
+  app.add_option("--log-format", log_format,
+                 "text, or json: one JSON object a line (time, level, logger, msg)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
+  options.log_format = log_format;
+  if (absl::Status st = yirage::SetLogFormat(log_format, "yirage-server"); !st.ok()) {
+    std::fprintf(stderr, "yirage-server: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
   // Logs often go to a file or pipe: flush every line so nothing is lost to
   // a crash and a reader sees events as they happen.
   spdlog::flush_on(spdlog::level::trace);

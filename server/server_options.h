@@ -17,6 +17,9 @@ struct ServerOptions {
   std::string db_path = "yirage.db";
   // "auto" (the CPU, plus one per GPU once those backends exist), "cpu", "none".
   std::string local_workers = "none";
+  // The log format the server writes ("text" or "json"); local workers write
+  // the same.
+  std::string log_format = "text";
   std::string worker_binary;  // default: yirage-worker beside the server binary
   double maintenance_interval_seconds = 0.5;
   double worker_poll_seconds = 1.0;  // how often an idle worker calls again

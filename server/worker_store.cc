@@ -8,7 +8,7 @@ namespace yirage::server {
 
 absl::StatusOr<std::unique_ptr<WorkerStore>> WorkerStore::Open(const std::string& path,
                                                                const WorkerStoreOptions& options) {
-  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations()));
+  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations(), "workers"));
   return std::unique_ptr<WorkerStore>(new WorkerStore(std::move(db), options));
 }
 
@@ -125,6 +125,21 @@ absl::StatusOr<int> WorkerStore::CountConnected(double now, const std::string& b
   s.Bind(1, now - options_.worker_timeout_seconds).Bind(2, backend);
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   return row ? static_cast<int>(s.ColumnInt(0)) : 0;
+}
+
+absl::StatusOr<std::map<std::string, int>> WorkerStore::CountConnectedByBackend(double now) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("SELECT backend, COUNT(*) FROM workers WHERE last_seen >= ? "
+                                       "GROUP BY backend"));
+  s.Bind(1, now - options_.worker_timeout_seconds);
+  std::map<std::string, int> out;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out[s.ColumnText(0)] = static_cast<int>(s.ColumnInt(1));
+  }
+  return out;
 }
 
 absl::StatusOr<int> WorkerStore::CountConfirmers(double now, const std::string& backend,

@@ -5,6 +5,7 @@
 #ifndef YIRAGE_SERVER_WORKER_STORE_H_
 #define YIRAGE_SERVER_WORKER_STORE_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,9 @@ class WorkerStore {
   // Workers heard of within worker_timeout_seconds of `now`; of one backend
   // unless `backend` is empty.
   absl::StatusOr<int> CountConnected(double now, const std::string& backend = "");
+  // The connected workers (as CountConnected) by backend; backends with none
+  // are left out.
+  absl::StatusOr<std::map<std::string, int>> CountConnectedByBackend(double now);
   // Workers that could confirm a result `exclude_worker` reported for a job
   // of `backend` and `chip_id`: connected as CountConnected says, not
   // stopping, not `exclude_worker`, and of chip `chip_id` where both the

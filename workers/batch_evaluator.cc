@@ -203,6 +203,7 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
       r.set_error(absl::StrCat("compile failed: ", plan.error()));
     } else {
       OutputBuffers out = MakeOutputs(*graph);
+      const auto verify_start = std::chrono::steady_clock::now();
       if (auto s = (*module)->Run(index, input_pointers, out.pointers); !s.ok()) {
         r.set_status(yirage::v1::ERROR);
         r.set_error(absl::StrCat("run failed: ", std::string(s.message())));
@@ -212,11 +213,14 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
             core::CompareOutputs(*graph, *reference, DecodeOutputs(*graph, out), tolerance);
         r.set_max_abs_error(cmp.max_abs_error);
         r.set_max_rel_error(cmp.max_rel_error);
+        r.set_verify_seconds(SecondsSince(verify_start));
         if (!cmp.ok) {
           r.set_status(yirage::v1::MISMATCH);
           r.set_error(cmp.message);
         } else {
+          const auto time_start = std::chrono::steady_clock::now();
           auto times = time_plan(index, with_baseline, &out);
+          r.set_time_seconds(SecondsSince(time_start));
           if (!times.ok()) {
             if (IsDeviceLost(times.status())) device_lost = times.status();
             r.set_status(yirage::v1::ERROR);
@@ -229,6 +233,7 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
         }
       }
     }
+    r.set_compile_seconds(compile_share);
     r.set_evaluation_seconds(compile_share + SecondsSince(start));
     return r;
   };
@@ -269,7 +274,11 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
       } else {
         r.clear_launch();
       }
+      // Compiled, not run again: only the compile share is this candidate's.
       r.set_evaluation_seconds(compile_share);
+      r.set_compile_seconds(compile_share);
+      r.set_verify_seconds(0);
+      r.set_time_seconds(0);
       absl::MutexLock lock(&mu_);
       ++results_reused_;
     } else {
