@@ -55,8 +55,8 @@ __device__ __forceinline__ void MbarWait(uint64_t* bar, unsigned parity) {
 }
 __device__ __forceinline__ void Bulk(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-          SmemAddr(dst)),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(SmemAddr(dst)),
       "l"(src), "r"(bytes), "r"(SmemAddr(bar))
       : "memory");
 }
