@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
 #include "core/status_macros.h"
@@ -50,46 +52,11 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> CredentialsFor(const Se
   return grpc::SslServerCredentials(ssl);
 }
 
-// The name of a gRPC status code, as in the gRPC spec ("OK", "NOT_FOUND").
-const char* GrpcCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
+// The status code's canonical name ("OK", "INVALID_ARGUMENT", ...): gRPC's
+// codes are absl's canonical codes, number for number.
+std::string GrpcCodeName(grpc::StatusCode code) {
+  std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  return name.empty() ? "UNKNOWN" : name;
 }
 
 // Counts and times every RPC, unary or streaming, of every service on a

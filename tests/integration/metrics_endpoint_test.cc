@@ -89,6 +89,12 @@ TEST(MetricsEndpointTest, PromtoolAcceptsTheMetricsOfARealJob) {
   }
   EXPECT_GT(json_lines, 0) << server.Log();
   EXPECT_EQ(server.Stop(), 0);
+  // The CPU worker reported its candidates' phase times: the compile
+  // histogram counted at least one.
+  const size_t count =
+      metrics.find("yirage_candidate_phase_seconds_count{backend=\"cpu\",phase=\"compile\"} ");
+  ASSERT_NE(count, std::string::npos) << metrics;
+  EXPECT_GT(std::stod(metrics.substr(metrics.find("} ", count) + 2)), 0) << metrics;
 
   // The body, after the HTTP response's headers.
   const size_t body = metrics.find("\r\n\r\n");
