@@ -161,6 +161,15 @@ Statement& Statement::BindNull(int index) {
   return *this;
 }
 
+absl::StatusOr<std::map<std::string, int>> Statement::CountsByKey() {
+  std::map<std::string, int> out;
+  for (;;) {
+    YIRAGE_ASSIGN_OR_RETURN(bool row, Step());
+    if (!row) return out;
+    out[ColumnText(0)] = static_cast<int>(ColumnInt(1));
+  }
+}
+
 absl::StatusOr<bool> Statement::Step() {
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;

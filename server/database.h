@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -88,6 +89,9 @@ class Statement {
 
   // Advances; returns true while a row is available.
   absl::StatusOr<bool> Step();
+  // Steps to the end of a query whose rows are (key text, count), as a
+  // GROUP BY gives them: the counts by key.
+  absl::StatusOr<std::map<std::string, int>> CountsByKey();
   // Runs to completion (for statements returning no rows).
   absl::Status Run();
   // Makes the statement runnable again with fresh bindings.

@@ -885,13 +885,7 @@ absl::StatusOr<std::map<std::string, int>> JobStore::CountQueuedCandidatesByBack
                    "candidates c ON c.job_id = j.job_id AND c.status = ? WHERE j.state IN (1, 2) "
                    "GROUP BY j.backend"));
   s.Bind(1, static_cast<int64_t>(yirage::v1::PENDING));
-  std::map<std::string, int> out;
-  for (;;) {
-    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out[s.ColumnText(0)] = static_cast<int>(s.ColumnInt(1));
-  }
-  return out;
+  return s.CountsByKey();
 }
 
 absl::StatusOr<double> JobStore::ResultStoredUnix(int64_t candidate_id) {

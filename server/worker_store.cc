@@ -133,13 +133,7 @@ absl::StatusOr<std::map<std::string, int>> WorkerStore::CountConnectedByBackend(
                           db_->Prepare("SELECT backend, COUNT(*) FROM workers WHERE last_seen >= ? "
                                        "GROUP BY backend"));
   s.Bind(1, now - options_.worker_timeout_seconds);
-  std::map<std::string, int> out;
-  for (;;) {
-    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out[s.ColumnText(0)] = static_cast<int>(s.ColumnInt(1));
-  }
-  return out;
+  return s.CountsByKey();
 }
 
 absl::StatusOr<int> WorkerStore::CountConfirmers(double now, const std::string& backend,
