@@ -201,6 +201,58 @@ std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& g,
   return m;
 }
 
+namespace {
+
+// The epilogue step op `op` makes of the running value `value` (kept in a
+// kernel computing `ops` with output shape `out_shape`, `n` columns), or
+// nullopt. `operands`: whether a binary op may read a tensor (a row vector
+// or one of the output's shape) rather than only a constant.
+std::optional<GemmMatch::Step> EpilogueStep(const Graph& g, const std::vector<int>& ops, int value,
+                                            const OpInfo& op, const std::vector<int64_t>& out_shape,
+                                            int64_t n, bool operands) {
+  if (g.tensor(op.output).shape != out_shape) return std::nullopt;
+  GemmMatch::Step step;
+  step.type = op.type;
+  step.gelu_tanh = op.gelu_tanh;
+  if (IsUnaryElementwise(op.type)) {
+    if (op.inputs.size() != 1 || op.inputs[0] != value) return std::nullopt;
+    return step;
+  }
+  if (!IsBinaryElementwise(op.type)) return std::nullopt;
+  if (op.has_scalar) {
+    if (op.inputs.size() != 1 || op.inputs[0] != value) return std::nullopt;
+    step.operand = GemmMatch::Step::Operand::kScalar;
+    step.scalar = op.scalar;
+    return step;
+  }
+  if (!operands) return std::nullopt;
+  if (op.inputs.size() != 2 || (op.inputs[0] == value) == (op.inputs[1] == value)) {
+    return std::nullopt;
+  }
+  step.value_first = op.inputs[0] == value;
+  step.tensor = step.value_first ? op.inputs[1] : op.inputs[0];
+  const TensorInfo& other = g.tensor(step.tensor);
+  // Read from memory: not computed in this chain.
+  if (std::find(ops.begin(), ops.end(), other.producer) != ops.end()) return std::nullopt;
+  if (other.shape == out_shape) {
+    step.operand = GemmMatch::Step::Operand::kFull;
+  } else if (other.shape == std::vector<int64_t>{n} || other.shape == std::vector<int64_t>{1, n}) {
+    step.operand = GemmMatch::Step::Operand::kRow;
+  } else {
+    return std::nullopt;
+  }
+  return step;
+}
+
+// True when the running value `value` feeds op `next` only and stays
+// inside the kernel.
+bool FeedsOnly(const Graph& g, int value, int next) {
+  const TensorInfo& v = g.tensor(value);
+  return !v.is_graph_output && v.consumers.size() == 1 && v.consumers[0] == next;
+}
+
+}  // namespace
+
 std::optional<GemmMatch> MatchGemm(const Graph& g, const std::vector<int>& ops) {
   if (ops.empty()) return std::nullopt;
   const OpInfo& mm = g.op(ops[0]);
@@ -215,49 +267,70 @@ std::optional<GemmMatch> MatchGemm(const Graph& g, const std::vector<int>& ops) 
   match.m = a[0];
   match.k = a[1];
   match.n = mm.transpose_b ? b[0] : b[1];
-  int value = mm.output;
   const std::vector<int64_t> out_shape = {match.m, match.n};
-  for (size_t i = 1; i < ops.size(); ++i) {
-    const OpInfo& op = g.op(ops[i]);
-    // The running value feeds this op only, and stays inside the kernel.
-    const TensorInfo& v = g.tensor(value);
-    if (v.is_graph_output || v.consumers.size() != 1 || v.consumers[0] != ops[i]) {
+  int value = mm.output;
+  std::vector<int> used = {ops[0]};
+  // The gated form: a second matmul of the same A and B's shape, each
+  // product through its own chain of unary (or constant) steps, the two
+  // joined by one binary op, which the rest of the chain follows.
+  if (Count(g, ops, OpType::kMatmul) == 2) {
+    const int mm2_id = *std::find_if(ops.begin() + 1, ops.end(),
+                                     [&](int op) { return g.op(op).type == OpType::kMatmul; });
+    const OpInfo& mm2 = g.op(mm2_id);
+    if (mm2.inputs[0] != match.a || mm2.transpose_b != mm.transpose_b ||
+        g.tensor(mm2.inputs[1]).shape != b) {
       return std::nullopt;
     }
-    if (g.tensor(op.output).shape != out_shape) return std::nullopt;
-    GemmMatch::Step step;
-    step.type = op.type;
-    step.gelu_tanh = op.gelu_tanh;
-    if (IsUnaryElementwise(op.type)) {
-      if (op.inputs.size() != 1 || op.inputs[0] != value) return std::nullopt;
-    } else if (IsBinaryElementwise(op.type)) {
-      if (op.has_scalar) {
-        if (op.inputs.size() != 1 || op.inputs[0] != value) return std::nullopt;
-        step.operand = GemmMatch::Step::Operand::kScalar;
-        step.scalar = op.scalar;
-      } else {
-        if (op.inputs.size() != 2 || (op.inputs[0] == value) == (op.inputs[1] == value)) {
-          return std::nullopt;
+    match.b2 = mm2.inputs[1];
+    used.push_back(mm2_id);
+    int ends[2] = {mm.output, mm2.output};
+    std::vector<GemmMatch::Step>* chains[2] = {&match.gate, &match.up};
+    int joins[2] = {-1, -1};
+    for (int side = 0; side < 2; ++side) {
+      while (true) {
+        const TensorInfo& v = g.tensor(ends[side]);
+        if (v.is_graph_output || v.consumers.size() != 1) return std::nullopt;
+        const int next = v.consumers[0];
+        if (std::find(ops.begin(), ops.end(), next) == ops.end()) return std::nullopt;
+        const OpInfo& op = g.op(next);
+        if (IsBinaryElementwise(op.type) && !op.has_scalar) {
+          joins[side] = next;
+          break;
         }
-        step.value_first = op.inputs[0] == value;
-        step.tensor = step.value_first ? op.inputs[1] : op.inputs[0];
-        const TensorInfo& other = g.tensor(step.tensor);
-        // Read from memory: not computed in this chain.
-        if (std::find(ops.begin(), ops.end(), other.producer) != ops.end()) return std::nullopt;
-        if (other.shape == out_shape) {
-          step.operand = GemmMatch::Step::Operand::kFull;
-        } else if (other.shape == std::vector<int64_t>{match.n} ||
-                   other.shape == std::vector<int64_t>{1, match.n}) {
-          step.operand = GemmMatch::Step::Operand::kRow;
-        } else {
-          return std::nullopt;
-        }
+        std::optional<GemmMatch::Step> step =
+            EpilogueStep(g, ops, ends[side], op, out_shape, match.n, /*operands=*/false);
+        if (!step.has_value()) return std::nullopt;
+        chains[side]->push_back(*step);
+        used.push_back(next);
+        ends[side] = op.output;
       }
-    } else {
+    }
+    const int join = joins[0];
+    if (join != joins[1]) return std::nullopt;
+    const OpInfo& j = g.op(join);
+    if (j.inputs.size() != 2 || j.inputs[0] == j.inputs[1] ||
+        g.tensor(j.output).shape != out_shape) {
       return std::nullopt;
     }
-    match.epilogue.push_back(step);
-    value = op.output;
+    match.join = j.type;
+    match.join_gate_first = j.inputs[0] == ends[0];
+    used.push_back(join);
+    value = j.output;
+  } else if (Count(g, ops, OpType::kMatmul) != 1) {
+    return std::nullopt;
+  }
+  // The rest: a chain from the running value, each op fed by the one before.
+  std::vector<int> rest;
+  for (int op : ops) {
+    if (std::find(used.begin(), used.end(), op) == used.end()) rest.push_back(op);
+  }
+  for (int next : rest) {
+    if (!FeedsOnly(g, value, next)) return std::nullopt;
+    std::optional<GemmMatch::Step> step =
+        EpilogueStep(g, ops, value, g.op(next), out_shape, match.n, /*operands=*/true);
+    if (!step.has_value()) return std::nullopt;
+    match.epilogue.push_back(*step);
+    value = g.op(next).output;
   }
   match.out = value;
   return match;

@@ -60,6 +60,11 @@ std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& graph,
 // A [M, K], B [K, N] or (transpose_b) [N, K], every e_i one elementwise op
 // of the previous value and, for a binary op, a constant, a row vector
 // ([N] or [1, N], broadcast over the rows) or a tensor of C's shape.
+// The gated form (SwiGLU, GEGLU and their kin) has two products of the same
+// A, each through its own chain of unary or constant steps, joined by one
+// binary op before the epilogue:
+//   C = e_n(... e_1(join(g_k(... g_1(A @ B)), u_l(... u_1(A @ B2)))))
+// Either operand tensor may be an earlier kernel's output.
 struct GemmMatch {
   struct Step {
     enum class Operand { kNone, kScalar, kRow, kFull };
@@ -73,6 +78,10 @@ struct GemmMatch {
   int a = -1, b = -1;  // tensor ids
   bool transpose_b = false;
   int64_t m = 0, n = 0, k = 0;
+  int b2 = -1;                  // gated: the second B (B's shape), else -1
+  std::vector<Step> gate, up;   // gated: the steps on A @ B and on A @ B2
+  OpType join = OpType::kMul;   // gated: the binary op joining the two
+  bool join_gate_first = true;  // gated: A @ B's side is its first operand
   std::vector<Step> epilogue;
   int out = -1;
 };

@@ -113,6 +113,7 @@ bool GemmWithin(const yirage::v1::MatchLimits& limits, const Graph& graph, const
   if (limits.max_rows() > 0 && m.m > limits.max_rows()) return false;
   if (!Multiple(m.k, limits.k_multiple()) || !Multiple(m.n, limits.n_multiple())) return false;
   std::vector<int> inputs = {m.a, m.b};
+  if (m.b2 >= 0) inputs.push_back(m.b2);
   for (const GemmMatch::Step& step : m.epilogue) {
     if (step.tensor >= 0) inputs.push_back(step.tensor);
   }

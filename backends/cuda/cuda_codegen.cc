@@ -139,8 +139,9 @@ bool EmitGemmKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index
   }
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': ", GemmSummary(plan));
   std::string source;
-  EmitGemm(plan, ctx.graph, name, *out_arg, workspace_arg, counter_arg, &source,
-           &ctx.code->launches);
+  EmitGemm(
+      plan, ctx.graph, name, *out_arg, workspace_arg, counter_arg,
+      [&ctx](int t) { return ctx.ReadArg(t); }, &source, &ctx.code->launches);
   code->Line(source);
   return true;
 }
@@ -299,7 +300,15 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
     }
     const int t = kernel_outputs[k][0];
     gemms[k] = PlanGemm(g, kernel_ops[k], g.tensor(t).dtype, target_, schedule.gemm());
-    if (gemms[k].has_value()) ctx.native[t] = true;
+    if (!gemms[k].has_value()) continue;
+    ctx.native[t] = true;
+    // Its operands from earlier kernels too (TMA copies them as they are).
+    const core::GemmMatch& m = gemms[k]->match;
+    std::vector<int> read = {m.a, m.b, m.b2};
+    for (const core::GemmMatch::Step& step : m.epilogue) read.push_back(step.tensor);
+    for (int r : read) {
+      if (r >= 0 && g.tensor(r).producer >= 0) ctx.native[r] = true;
+    }
   }
   for (int t = g.num_inputs(); t < num_tensors; ++t) {
     if (read_by_kernel[t] && !(ctx.native[t] && g.tensor(t).is_graph_output)) {

@@ -7,7 +7,8 @@
 //   [0, num_inputs)                        graph inputs, in their dtype
 //   [num_inputs, num_inputs + num_outputs) graph outputs, in their dtype
 //   num_inputs + num_outputs + b           the plan's own buffer b (PlanBuffer)
-// Tensors passed between kernels live in float32 plan buffers.
+// Tensors passed between kernels live in float32 plan buffers, but for those
+// a library call or a GEMM kernel reads or writes (PlanContext::native).
 //
 // KERNEL_ROW (see core/row_group.h): a thread block owns `BR` rows. The group's
 // ops split into two phases:
@@ -50,7 +51,8 @@
 // Fused chains (core/fused_pattern.h) get their own kernels: attention
 //  (cuda_attention.h: flash attention with split-KV), streamed matmuls
 //  (cuda_streamed_matmul.h: gated MLP, rms_norm -> linear, LoRA) and GEMMs
-//  with their epilogue (cuda_gemm.h: TMA and wgmma, sm_90).
+//  with their epilogue, one or two B (cuda_gemm.h: TMA and wgmma, sm_90),
+//  whose operands from earlier kernels pass in their own dtype.
 // KERNEL_GENERIC: one op, grid-stride loops (one thread per output element or
 //  per reduced row).
 //

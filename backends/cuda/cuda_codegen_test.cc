@@ -93,6 +93,26 @@ yirage::v1::Graph GemmGraph(DType dtype, int64_t m, int64_t n, int64_t k, bool t
   return b.proto();
 }
 
+// H = silu(A @ W1) * (A @ W3 * 0.5) + bias (the product first where
+// `up_first`), then C = H @ WD - R: the GEMM family's gated form, then a
+// GEMM reading the first kernel's output.
+yirage::v1::Graph GatedGemmGraph(DType dtype, int64_t m, int64_t n, int64_t k, bool transpose_b,
+                                 bool up_first) {
+  GraphBuilder b(absl::StrCat("gated_gemm_", m, "x", n, "x", k, transpose_b ? "_nk" : ""));
+  const std::vector<int64_t> w =
+      transpose_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+  b.Input("a", {m, k}, dtype).Input("w1", w, dtype).Input("w3", w, dtype);
+  b.Input("bias", {n}, dtype).Input("wd", {n, 72}, dtype).Input("r", {m, 72}, dtype);
+  b.Op("g", "matmul", {"a", "w1"}, {B("transpose_b", transpose_b)});
+  b.Op("u", "matmul", {"a", "w3"}, {B("transpose_b", transpose_b)});
+  b.Op("ga", "silu", {"g"}).Op("us", "mul", {"u"}, {F("scalar", 0.5)});
+  b.Op("h", "mul",
+       up_first ? std::vector<std::string>{"us", "ga"} : std::vector<std::string>{"ga", "us"});
+  b.Op("hb", "add", {"h", "bias"});
+  b.Op("d", "matmul", {"hb", "wd"}).Op("c", "sub", {"d", "r"}).Output("c");
+  return b.proto();
+}
+
 yirage::v1::Graph GatedMlpGraph(DType dtype, int64_t m, int64_t k, int64_t n) {
   GraphBuilder b("gated");
   b.Input("X", {m, k}, dtype).Input("W1", {k, n}, dtype).Input("W2", {k, n}, dtype);
@@ -379,6 +399,16 @@ std::vector<Case> AllCases() {
           plans.push_back({Row({"p", "pb", "act", "half", "c"}, points[p]), Row({"d"}, points[p])});
         }
         cases.push_back({gg, plans});
+      }
+      // The gated form (two B, C tiles half the products' width) under
+      // each point, B as [K, N] and [N, K], M, N and K off the tiles; the
+      // second kernel's A is the first's output, passed in its dtype.
+      for (size_t p = 0; p < points.size(); ++p) {
+        const yirage::v1::Graph gg = GatedGemmGraph(dt, p % 2 ? 389 : 200, p % 2 ? 264 : 136,
+                                                    p % 2 ? 136 : 72, p % 2 == 1, p >= 2);
+        cases.push_back({gg,
+                         {{Row({"g", "u", "ga", "us", "h", "hb"}, points[p]),
+                           Row({"d", "c"}, points[(p + 1) % points.size()])}}});
       }
       // Split-K: the planner's ranges (one tile row, so the cluster turns
       // to 1 x 2 over 3 column tiles, the last cluster's second block past

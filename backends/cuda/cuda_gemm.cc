@@ -45,7 +45,6 @@ yirage::v1::MatchLimits GemmLimits() {
   yirage::v1::MatchLimits limits;
   limits.add_dtypes(yirage::v1::FLOAT16);
   limits.add_dtypes(yirage::v1::BFLOAT16);
-  limits.set_inputs_from_graph(true);
   limits.set_k_multiple(8);
   limits.set_n_multiple(8);
   // Fewer rows are the streamed matmul's (decode shapes read the weights once).
@@ -86,7 +85,10 @@ std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int
   // nothing: the cluster turns to the other axis where that has tiles and
   // B's panels allow it, else it is one block.
   const int64_t tiles_m = CeilDiv(plan.match.m, plan.tile_m);
-  const int64_t tiles_n = CeilDiv(plan.match.n, plan.tile_n);
+  // Gated: a tile's tile_n products are tile_n / 2 of C's columns.
+  const bool gated = plan.match.b2 >= 0;
+  if (gated && plan.tile_n < 128) return std::nullopt;
+  const int64_t tiles_n = CeilDiv(plan.match.n, plan.tile_n / (gated ? 2 : 1));
   if (plan.cluster_m == 2 && tiles_m < 2) {
     plan.cluster_m = 1;
     plan.cluster_n = tiles_n >= 2 ? 2 : 1;
@@ -139,12 +141,33 @@ std::string GemmSummary(const GemmPlan& p) {
       p.splits > 1 ? absl::StrCat(", split-K ", p.splits, " on ", p.split_tiles, " cluster tiles")
                    : "",
       ", ", p.blocks, " blocks), M ", p.match.m, ", N ", p.match.n, ", K ", p.match.k,
-      ", epilogue of ", p.match.epilogue.size(), " ops");
+      p.match.b2 >= 0 ? ", gated (two B, one C tile of tile_n / 2 columns)" : "", ", epilogue of ",
+      p.match.epilogue.size(), " ops");
 }
 
+namespace {
+
+// `v = step(v);` for a step of a chain without tensor operands.
+std::string StepLine(const core::GemmMatch::Step& step, const std::string& v) {
+  using Operand = core::GemmMatch::Step::Operand;
+  if (step.operand == Operand::kScalar) {
+    const std::string other = Lit(step.scalar);
+    return absl::StrCat(
+        "    ", v, " = ",
+        step.value_first ? BinaryExpr(step.type, v, other) : BinaryExpr(step.type, other, v),
+        ";\n");
+  }
+  core::OpInfo op;
+  op.type = step.type;
+  op.gelu_tanh = step.gelu_tanh;
+  return absl::StrCat("    ", v, " = ", UnaryExpr(op, v, /*fast=*/true), ";\n");
+}
+
+}  // namespace
+
 void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string& name, int out_arg,
-              int workspace_arg, int counter_arg, std::string* source,
-              std::vector<KernelLaunch>* launches) {
+              int workspace_arg, int counter_arg, const std::function<int(int)>& read_arg,
+              std::string* source, std::vector<KernelLaunch>* launches) {
   const core::GemmMatch& m = plan.match;
   const std::string t = CType(plan.dtype);
   *source += WgmmaHelpersSource();
@@ -170,7 +193,7 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
                   ? absl::StrCat("static_cast<float>(", field, "[col])")
                   : absl::StrCat("static_cast<float>(", field, "[static_cast<long long>(row) * ",
                                  m.n, " + col])");
-      operand_args.push_back(step.tensor);
+      operand_args.push_back(read_arg(step.tensor));
     }
     std::string expr;
     if (step.operand == Operand::kNone) {
@@ -184,28 +207,41 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
     }
     absl::StrAppend(&body, "    v = ", expr, ";\n");
   }
+  const bool gated = m.b2 >= 0;
+  std::string gate;
+  if (gated) {
+    // The two products' chains, then their join.
+    std::string lines;
+    for (const core::GemmMatch::Step& step : m.gate) lines += StepLine(step, "p");
+    for (const core::GemmMatch::Step& step : m.up) lines += StepLine(step, "p2");
+    gate = absl::StrCat(
+        "  __device__ __forceinline__ float gate(float p, float p2) const {\n", lines,
+        "    return ",
+        m.join_gate_first ? BinaryExpr(m.join, "p", "p2") : BinaryExpr(m.join, "p2", "p"),
+        ";\n  }\n");
+  }
   const std::string epi = name + "_epi";
-  absl::StrAppend(source, "struct ", epi, " {\n", members,
+  absl::StrAppend(source, "struct ", epi, " {\n", members, gate,
                   "  __device__ __forceinline__ float operator()(float v, int row, int col) const "
                   "{\n    (void)row;\n    (void)col;\n",
                   body, "    return v;\n  }\n};\n");
-  const std::string cfg =
-      absl::StrCat("yr_gemm_sm90_cfg<", t, ", ", plan.tile_m, ", ", plan.tile_n, ", ", plan.stages,
-                   ", ", m.transpose_b ? "true" : "false", ", ", plan.pingpong ? "true" : "false",
-                   ", ", plan.cluster_m, ", ", plan.cluster_n, ", ", plan.group, ">");
+  const std::string cfg = absl::StrCat(
+      "yr_gemm_sm90_cfg<", t, ", ", plan.tile_m, ", ", plan.tile_n, ", ", plan.stages, ", ",
+      m.transpose_b ? "true" : "false", ", ", plan.pingpong ? "true" : "false", ", ",
+      plan.cluster_m, ", ", plan.cluster_n, ", ", plan.group, ", ", gated ? "true" : "false", ">");
   const int cluster = plan.cluster_m * plan.cluster_n;
   const bool split = plan.splits > 1;
   absl::StrAppend(
       source, "extern \"C\" __global__ void __launch_bounds__(384, 1) ",
       cluster > 1 ? absl::StrCat("__cluster_dims__(", cluster, ", 1, 1) ") : "", name,
-      "(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b, ", t,
-      "* __restrict__ c", params,
+      "(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b, ",
+      gated ? "const __grid_constant__ CUtensorMap b2, " : "", t, "* __restrict__ c", params,
       split ? ", float* __restrict__ ws, unsigned* __restrict__ flags" : "", ") {\n  yr_gemm_sm90<",
       cfg, ", ", epi, ">(a, b, c, ", m.m, ", ", m.n, ", ", m.k, ", ", m.n, ", ", epi, "{", inits,
       "}",
       split ? absl::StrCat(", yr_gemm_split{", plan.splits, ", ", plan.split_tiles, ", ws, flags}")
-            : "",
-      ");\n}\n");
+            : (gated ? ", yr_gemm_split()" : ""),
+      gated ? ", &b2" : "", ");\n}\n");
   KernelLaunch launch;
   launch.name = name;
   launch.grid[0] = plan.blocks;
@@ -220,24 +256,29 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
   // A: dims {K, M}, box {64, tile rows a block copies}; B: [N, K] like A, or
   // [K, N] in 64-column panels of 64 rows.
   TensorMapArg a;
-  a.buffer = m.a;
+  a.buffer = read_arg(m.a);
   a.data_type = TmaDataType(plan.dtype);
   a.dims = {m.k, m.m};
   a.stride_bytes = m.k * 2;
   a.box = {64, plan.tile_m / plan.cluster_n};
   TensorMapArg b;
-  b.buffer = m.b;
+  b.buffer = read_arg(m.b);
   b.data_type = a.data_type;
   if (m.transpose_b) {
     b.dims = {m.k, m.n};
     b.stride_bytes = m.k * 2;
-    b.box = {64, plan.tile_n / plan.cluster_m};
+    b.box = {64, plan.tile_n / (gated ? 2 : 1) / plan.cluster_m};
   } else {
     b.dims = {m.n, m.k};
     b.stride_bytes = m.n * 2;
     b.box = {64, 64};
   }
   launch.tensor_maps = {a, b};
+  if (gated) {
+    TensorMapArg b2 = b;
+    b2.buffer = read_arg(m.b2);
+    launch.tensor_maps.push_back(b2);
+  }
   launches->push_back(launch);
 }
 

@@ -8,6 +8,7 @@
 #define YIRAGE_BACKENDS_CUDA_CUDA_GEMM_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,9 +34,10 @@ struct GemmPlan {
   int64_t smem_bytes = 0;   // dynamic shared memory (yr_gemm_sm90_cfg::smem_bytes)
 };
 
-// The chains the family takes (cuda_families.h): 16-bit graph inputs of one
-// dtype, more rows than the streamed matmul takes, K a multiple of 8 and N
-// of 8 (TMA: row strides in multiples of 16 bytes).
+// The chains the family takes (cuda_families.h): 16-bit inputs of one dtype
+// (graph inputs or earlier kernels' outputs, which then pass between the
+// kernels in that dtype), more rows than the streamed matmul takes, K a
+// multiple of 8 and N of 8 (TMA: row strides in multiples of 16 bytes).
 yirage::v1::MatchLimits GemmLimits();
 
 // The plan for `ops` on `target` under `knobs` (unset: the backend's
@@ -63,15 +65,16 @@ int64_t GemmCounterBytes(const GemmPlan& plan);
 
 // Emits the kernel `name` into `source` (after the headers it needs, guarded
 // so a second GEMM in the same source repeats them harmlessly) and its
-// launch: tensor maps of A and B, then C (buffer `out_arg`), every
-// epilogue operand (graph inputs: buffer id = tensor id), then with
-// split-K the workspace and counter buffers.
+// launch: tensor maps of A and B (and B2, gated), then C (buffer
+// `out_arg`), every epilogue operand, then with split-K the workspace and
+// counter buffers. `read_arg`: the buffer id a kernel reads tensor t from
+// (a graph input's, or an earlier kernel's output in its own dtype).
 // REQUIRES: where plan.splits > 1, buffers `workspace_arg` and
 // `counter_arg` of GemmWorkspaceBytes and GemmCounterBytes, the counters
 // zero before the first launch.
 void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string& name, int out_arg,
-              int workspace_arg, int counter_arg, std::string* source,
-              std::vector<KernelLaunch>* launches);
+              int workspace_arg, int counter_arg, const std::function<int(int)>& read_arg,
+              std::string* source, std::vector<KernelLaunch>* launches);
 
 // A one-line summary of the plan's knobs, for source comments.
 std::string GemmSummary(const GemmPlan& plan);

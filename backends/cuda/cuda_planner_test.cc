@@ -400,6 +400,67 @@ TEST(GemmPlannerTest, FewTilesSplitKAndClustersAlongTheAxisWithTiles) {
   EXPECT_EQ(p->splits, 4) << "64 K blocks, 16 a range";
 }
 
+// H = silu(X @ W1) * (X @ W3 * 0.5) + bias, then (`down`) Y = H @ WD + R:
+// the gated form, then a GEMM whose A is the first kernel's output.
+core::Graph GatedGemmChain(int64_t m, int64_t n, int64_t k, bool nk, bool up_first = false) {
+  GraphBuilder b("gated_gemm");
+  const std::vector<int64_t> w = nk ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+  b.Input("X", {m, k}, FLOAT16).Input("W1", w, FLOAT16).Input("W3", w, FLOAT16);
+  b.Input("bias", {n}, FLOAT16).Input("WD", {n, 64}, FLOAT16).Input("R", {m, 64}, FLOAT16);
+  b.Op("G", "matmul", {"X", "W1"}, {testing::B("transpose_b", nk)});
+  b.Op("U", "matmul", {"X", "W3"}, {testing::B("transpose_b", nk)});
+  b.Op("A", "silu", {"G"}).Op("S", "mul", {"U"}, {testing::F("scalar", 0.5)});
+  b.Op("P", "mul",
+       up_first ? std::vector<std::string>{"S", "A"} : std::vector<std::string>{"A", "S"});
+  b.Op("H", "add", {"P", "bias"});
+  b.Op("D", "matmul", {"H", "WD"}).Op("Y", "add", {"D", "R"}).Output("Y");
+  return MustGraph(b.proto());
+}
+
+TEST(GemmPlannerTest, GatedChainsAndOperandsFromEarlierKernels) {
+  for (bool up_first : {false, true}) {
+    const core::Graph g = GatedGemmChain(1000, 264, 136, false, up_first);
+    const std::vector<int> gated = {0, 1, 2, 3, 4, 5}, down = {6, 7};
+    std::optional<GemmPlan> p = PlanGemm(g, gated, FLOAT16, H200(), {});
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->match.a, g.FindTensor("X"));
+    EXPECT_EQ(p->match.b, g.FindTensor("W1"));
+    EXPECT_EQ(p->match.b2, g.FindTensor("W3"));
+    ASSERT_EQ(p->match.gate.size(), 1u);
+    EXPECT_EQ(p->match.gate[0].type, core::OpType::kSilu);
+    ASSERT_EQ(p->match.up.size(), 1u);
+    EXPECT_EQ(p->match.up[0].operand, core::GemmMatch::Step::Operand::kScalar);
+    EXPECT_EQ(p->match.join, core::OpType::kMul);
+    EXPECT_EQ(p->match.join_gate_first, !up_first);
+    ASSERT_EQ(p->match.epilogue.size(), 1u) << "the bias";
+    EXPECT_EQ(p->match.out, g.FindTensor("H"));
+    // A 128 x 256 tile of products is 128 x 128 of C: 8 x 3 tiles.
+    EXPECT_EQ(p->tile_n, 256);
+    EXPECT_EQ(p->blocks, 2 * 4 * 3) << "8 row tiles in 2-block clusters, 3 column tiles";
+    // The down GEMM reads H, the first kernel's output.
+    p = PlanGemm(g, down, FLOAT16, H200(), {});
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->match.a, g.FindTensor("H"));
+    EXPECT_EQ(p->match.b2, -1);
+  }
+  // Not gated: the two products of different A, or a branch op with a
+  // tensor operand, or a 64-wide tile of products (32 columns of C).
+  GraphBuilder b("two_a");
+  b.Input("X", {256, 64}, FLOAT16).Input("Z", {256, 64}, FLOAT16);
+  b.Input("W1", {64, 128}, FLOAT16).Input("W3", {64, 128}, FLOAT16);
+  b.Op("G", "matmul", {"X", "W1"}).Op("U", "matmul", {"Z", "W3"});
+  b.Op("P", "mul", {"G", "U"}).Output("P");
+  const core::Graph two_a = MustGraph(b.proto());
+  EXPECT_FALSE(PlanGemm(two_a, AllOps(two_a), FLOAT16, H200(), {}).has_value());
+  GraphBuilder c("branch_operand");
+  c.Input("X", {256, 64}, FLOAT16).Input("R", {256, 128}, FLOAT16);
+  c.Input("W1", {64, 128}, FLOAT16).Input("W3", {64, 128}, FLOAT16);
+  c.Op("G", "matmul", {"X", "W1"}).Op("GR", "add", {"G", "R"});
+  c.Op("U", "matmul", {"X", "W3"}).Op("P", "mul", {"GR", "U"}).Output("P");
+  const core::Graph branch = MustGraph(c.proto());
+  EXPECT_FALSE(PlanGemm(branch, AllOps(branch), FLOAT16, H200(), {}).has_value());
+}
+
 TEST(GemmPlannerTest, RefusesWhatTheTemplateCannotRun) {
   const core::Graph g = GemmChain(512, 512, 512, false);
   const std::vector<int> ops = AllOps(g);

@@ -38,8 +38,14 @@
 // - Any M, N and K >= 1 with the TMA's rule that row strides be multiples
 //   of 16 bytes: K % 8 == 0, and N % 8 == 0 for B K x N. Copies past the
 //   edges read zeros (the K tail adds nothing); stores are bounds-checked.
+// - Gated (GATED, SwiGLU's shape): two B operands of one shape, B and B2;
+//   a block's BN columns of products are BN / 2 of A @ B, then the same
+//   BN / 2 of A @ B2, so that C's tiles are BN / 2 wide and each thread
+//   holds both products of its elements (accumulator j and j + BN / 4).
+//   The epilogue functor's `gate(p, p2)` combines them first.
 // The epilogue functor: `float operator()(float acc, int row, int col)
-// const`, called once for each element inside C (see yr_gemm_store).
+// const`, called once for each element inside C (see yr_gemm_store); with
+// GATED also `float gate(float p, float p2) const`.
 // REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh and wgmma_ops.cuh before
 // this file, and cuda.h, if at all, before it too; a
 // kernel of yr_gemm_sm90_cfg::threads threads with
@@ -78,12 +84,13 @@ struct yr_gemm_store {
 // tile); BM a multiple of 128 (cooperative) or 64, BN 64, 128 or 256 (one
 // wgmma's N); at most 128 accumulators a consumer thread.
 template <typename T, int BM, int BN, int STAGES, bool B_NK, bool PINGPONG = false, int CM = 1,
-          int CN = 1, int GROUP = 8>
+          int CN = 1, int GROUP = 8, bool GATED = false>
 struct yr_gemm_sm90_cfg {
   using elem = T;
   static constexpr int bm = BM, bn = BN, bk = 64, stages = STAGES, cm = CM, cn = CN;
   static constexpr int group = GROUP;
-  static constexpr bool b_nk = B_NK, pingpong = PINGPONG;
+  static constexpr bool b_nk = B_NK, pingpong = PINGPONG, gated = GATED;
+  static constexpr int on = GATED ? BN / 2 : BN;  // C's columns a tile
   static constexpr int cluster = CM * CN;
   static constexpr int threads = 384;
   static constexpr int wm = PINGPONG ? BM : BM / 2;  // a consumer's rows
@@ -91,10 +98,10 @@ struct yr_gemm_sm90_cfg {
   static constexpr int a_stage = BM * 64 * 2;        // bytes a stage
   static constexpr int b_stage = BN * 64 * 2;
   // TMA boxes {64 columns, rows}: a block copies 1 / CN of A's tile rows
-  // and 1 / CM of B's tile (its rows for B_NK, its 64-column panels of the
-  // 64 rows of K for B K x N).
+  // and 1 / CM of B's tile (its rows for B_NK, of each operand's half when
+  // GATED; its 64-column panels of the 64 rows of K for B K x N).
   static constexpr int a_box_rows = BM / CN;
-  static constexpr int b_box_rows = B_NK ? BN / CM : 64;
+  static constexpr int b_box_rows = B_NK ? BN / (GATED ? 2 : 1) / CM : 64;
   // The ring (1024-aligned for the swizzle: 1024 bytes of slack), then
   // the full and empty mbarriers, then a word for each consumer (split-K's
   // "last to arrive").
@@ -108,13 +115,14 @@ struct yr_gemm_sm90_cfg {
   static_assert(B_NK || (BN / 64) % CM == 0, "B K x N: whole 64-column panels a block");
   static_assert(a_box_rows % 8 == 0 && a_box_rows <= 256 && b_box_rows <= 256, "TMA boxes");
   static_assert(STAGES >= 2, "at least two stages");
+  static_assert(!GATED || BN >= 128, "GATED: BN 128 or 256 (whole 64-column halves)");
   static_assert(smem_bytes <= 227 * 1024, "shared memory: at most 227 KB");
 };
 
 template <class Cfg>
 __host__ __device__ constexpr int yr_gemm_sm90_cluster_tiles(int m, int n) {
   return ((m + Cfg::bm - 1) / Cfg::bm + Cfg::cm - 1) / Cfg::cm *
-         (((n + Cfg::bn - 1) / Cfg::bn + Cfg::cn - 1) / Cfg::cn);
+         (((n + Cfg::on - 1) / Cfg::on + Cfg::cn - 1) / Cfg::cn);
 }
 
 // Split-K's tiles: the cluster tiles that `splits` > 1 applies to, of the
@@ -169,13 +177,18 @@ static __device__ __forceinline__ void yr_gemm_quad_transpose(unsigned (&v)[4], 
 // {N, K}, box {64, 64}), 128-byte swizzle, zeros out of bounds; `a` and
 // `b` must be the kernel's __grid_constant__ parameters; `split` as
 // yr_gemm_split says, the grid from yr_gemm_sm90_grid with its splits.
+// GATED: `b2` B2's tensor map, like B's (a __grid_constant__ parameter
+// too); `n` C's columns (each operand's N).
 template <class Cfg, class Epi = yr_gemm_store>
 static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const CUtensorMap& b,
                                                     typename Cfg::elem* __restrict__ c, int m,
                                                     int n, int k, int ldc, Epi epi = Epi(),
-                                                    yr_gemm_split split = yr_gemm_split()) {
+                                                    yr_gemm_split split = yr_gemm_split(),
+                                                    const CUtensorMap* b2 = nullptr) {
   using T = typename Cfg::elem;
   constexpr int BM = Cfg::bm, BN = Cfg::bn, STAGES = Cfg::stages, CM = Cfg::cm, CN = Cfg::cn;
+  constexpr int ON = Cfg::on;  // C's columns a tile
+  constexpr bool GATED = Cfg::gated;
   constexpr int CS = Cfg::cluster, MI = Cfg::mi, WM = Cfg::wm;
   constexpr bool B_NK = Cfg::b_nk, PINGPONG = Cfg::pingpong;
   extern __shared__ __align__(1024) unsigned char yr_gemm_smem_raw[];
@@ -191,7 +204,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
   // Read through a shuffle, so that the compiler sees it uniform in each
   // warp (wgmma under a branch it takes for divergent gets serialized).
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
-  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
+  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + ON - 1) / ON;
   const int ctiles_m = (tiles_m + CM - 1) / CM, ctiles_n = (tiles_n + CN - 1) / CN;
   const int ctiles = ctiles_m * ctiles_n;
   const int kblocks = (k + 63) / 64;
@@ -246,6 +259,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
     if (threadIdx.x != 0) return;
     yr_prefetch_tmap(&a);
     yr_prefetch_tmap(&b);
+    if constexpr (GATED) yr_prefetch_tmap(b2);
     unsigned pos = 0;
     for (int u = cluster0; u < units; u += clusters) {
       int tm, tn;
@@ -264,22 +278,32 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
           yr_tma_load_2d(da, &a, kc, ra, &full[st]);
         }
         if constexpr (B_NK) {
-          unsigned char* const db = sb + st * Cfg::b_stage + rm * Cfg::b_box_rows * 128;
-          const int rb = tn * BN + rm * Cfg::b_box_rows;
-          if constexpr (CM > 1) {
-            yr_tma_load_2d_multicast(db, &b, kc, rb, &full[st], 3);
-          } else {
-            yr_tma_load_2d(db, &b, kc, rb, &full[st]);
+          // GATED: B's rows of the tile, then B2's.
+#pragma unroll
+          for (int h = 0; h < (GATED ? 2 : 1); ++h) {
+            const CUtensorMap* const mb = h == 0 ? &b : b2;
+            unsigned char* const db =
+                sb + st * Cfg::b_stage + (h * ON + rm * Cfg::b_box_rows) * 128;
+            const int rb = tn * ON + rm * Cfg::b_box_rows;
+            if constexpr (CM > 1) {
+              yr_tma_load_2d_multicast(db, mb, kc, rb, &full[st], 3);
+            } else {
+              yr_tma_load_2d(db, mb, kc, rb, &full[st]);
+            }
           }
         } else {
           constexpr int P = BN / 64 / CM;  // panels a block
 #pragma unroll
           for (int p = rm * P; p < rm * P + P; ++p) {
+            // GATED: the first ON / 64 panels are B's, the rest B2's.
+            const int h = GATED && p * 64 >= ON ? 1 : 0;
+            const CUtensorMap* const mb = h == 0 ? &b : b2;
             unsigned char* const db = sb + st * Cfg::b_stage + p * 64 * 128;
+            const int cb = tn * ON + p * 64 - h * ON;
             if constexpr (CM > 1) {
-              yr_tma_load_2d_multicast(db, &b, tn * BN + p * 64, kc, &full[st], 3);
+              yr_tma_load_2d_multicast(db, mb, cb, kc, &full[st], 3);
             } else {
-              yr_tma_load_2d(db, &b, tn * BN + p * 64, kc, &full[st]);
+              yr_tma_load_2d(db, mb, cb, kc, &full[st]);
             }
           }
         }
@@ -418,6 +442,16 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
         }
       }
 
+      // GATED: column c's two products are accumulators 4 (c / 8) + c % 2
+      // (+ 2 for row + 8) and those BN / 4 on; their gate goes to the first.
+      if constexpr (GATED) {
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+#pragma unroll
+          for (int j = 0; j < BN / 4; ++j) acc[i][j] = epi.gate(acc[i][j], acc[i][j + BN / 4]);
+        }
+      }
+
       // Epilogue: thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8)
       // of each m64 slice, columns 8 j + 2 (lane % 4) (+ 1). Where the tile
       // is whole in N and C's rows are 16-byte aligned, each quad of lanes
@@ -425,18 +459,18 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
       // consecutive columns at once (whole 32-byte sectors); elsewhere a
       // pair is one 4-byte store where aligned, else two.
       const int q = lane % 4;
-      const int col0 = tn * BN + 2 * q;
+      const int col0 = tn * ON + 2 * q;
       if ((ldc % 8 == 0) && (reinterpret_cast<unsigned long long>(c) % 16 == 0) &&
-          tn * BN + BN <= n) {
+          tn * ON + ON <= n) {
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = tm * BM + row_off + i * 64 + warp * 16 + lane / 4 + 8 * h;
             const bool in = r < m;  // the same for the quad; the warp shuffles together
-            T* const crow = c + static_cast<i64>(r) * ldc + tn * BN + 8 * q;
+            T* const crow = c + static_cast<i64>(r) * ldc + tn * ON + 8 * q;
 #pragma unroll
-            for (int jb = 0; jb < BN / 32; ++jb) {
+            for (int jb = 0; jb < ON / 32; ++jb) {
               unsigned v[4];
 #pragma unroll
               for (int jj = 0; jj < 4; ++jj) {
@@ -461,7 +495,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
             if (r >= m) continue;
             T* const crow = c + static_cast<i64>(r) * ldc;
 #pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
+            for (int j = 0; j < ON / 8; ++j) {
               const int col = col0 + 8 * j;
               const float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
               if (pairs && col + 1 < n) {
