@@ -8,6 +8,8 @@
 # which copies this script alone) it also installs what the Kubernetes
 # manifest test needs: kubectl (kubernetes-client) and node/npm where they
 # are missing, then the npm validators (scripts/install-deploy-tools.sh).
+# python3-yaml (also only in a checkout) lets tests/deploy/run_manifests_test.py
+# read the rendered manifests.
 #   scripts/install-deps.sh [--bench]
 # prometheus ships promtool, which checks the server's /metrics text in the
 # integration tests (they skip that check without it).
@@ -26,6 +28,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 DEPLOY_TOOLS=0
 if [ -f "$HERE/install-deploy-tools.sh" ]; then
   DEPLOY_TOOLS=1
+  PKGS+=(python3-yaml)
   # Only where missing: another kubectl or node (a cloud SDK's, NodeSource's)
   # would conflict with Debian's packages.
   command -v kubectl >/dev/null || PKGS+=(kubernetes-client)
