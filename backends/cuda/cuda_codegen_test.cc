@@ -385,7 +385,8 @@ std::vector<Case> AllCases() {
       // activation, scalar and residual and the plain product.
       const std::vector<yirage::v1::Schedule> points = {
           WithGemm(Rows(4), 128, 256, 4, false, 2, 1), WithGemm(Rows(4), 128, 128, 6, true, 2, 1),
-          WithGemm(Rows(4), 128, 256, 4, false, 1, 1), WithGemm(Rows(4), 256, 128, 4, false, 1, 2)};
+          WithGemm(Rows(4), 128, 256, 4, false, 1, 1), WithGemm(Rows(4), 256, 128, 4, false, 1, 2),
+          WithGemm(Rows(4), 128, 128, 6, false, 2, 1)};
       const std::vector<std::tuple<int, int, int, bool>> shapes = {{65, 200, 72, false},
                                                                    {129, 200, 136, true},
                                                                    {4093, 264, 136, false},

@@ -282,8 +282,10 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
     AddGemmPoint(gemm, 256, 128, 4, false, 1, 2);
     // Fewer tiles than multiprocessors (M of a few hundred rows): the
     // smaller tiles without a cluster, split-K where they do not fill the
-    // chip.
+    // chip; cooperative, so that a block with one tile has both consumers
+    // at work (ping-pong gives a lone tile to one of them).
     AddGemmPoint(gemm, 128, 128, 6, true, 1, 1);
+    AddGemmPoint(gemm, 128, 128, 6, false, 2, 1);
   }
   return kernels;
 }
