@@ -90,6 +90,23 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, const std::str
 
 namespace {
 
+// A token goes into an `authorization` header: one word of printable
+// ASCII (gRPC aborts the process on a header value with a control
+// character, so it is refused here first).
+absl::Status CheckToken(const std::string& token, const std::string& where) {
+  for (size_t i = 0; i < token.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(token[i]);
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": the token holds ", c == ' ' ? "a space" : "a control or non-ASCII character",
+          " at offset ", i,
+          " (a token is one word of printable ASCII: give the token alone, not a line of the "
+          "server's --auth-tokens file)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The token of --token-file FILE (its first line, trimmed), else of the
 // environment variable YIRAGE_TOKEN, else "".
 absl::StatusOr<std::string> ResolveToken(const std::string& token_file) {
@@ -101,10 +118,16 @@ absl::StatusOr<std::string> ResolveToken(const std::string& token_file) {
       return absl::InvalidArgumentError(
           absl::StrCat("--token-file ", token_file, ": the first line holds no token"));
     }
+    if (absl::Status s = CheckToken(token, absl::StrCat("--token-file ", token_file)); !s.ok()) {
+      return s;
+    }
     return token;
   }
   const char* env = std::getenv("YIRAGE_TOKEN");
-  return env != nullptr ? std::string(absl::StripAsciiWhitespace(env)) : std::string();
+  if (env == nullptr) return std::string();
+  std::string token(absl::StripAsciiWhitespace(env));
+  if (absl::Status s = CheckToken(token, "YIRAGE_TOKEN"); !s.ok()) return s;
+  return token;
 }
 
 }  // namespace

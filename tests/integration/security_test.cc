@@ -322,6 +322,28 @@ TEST_F(SecurityTest, SighupReloadsTheTokens) {
   EXPECT_NE(server_.Log().find("tokens not reloaded"), std::string::npos);
 }
 
+TEST_F(SecurityTest, ATokenThatIsNotOneWordIsRefusedWithAMessage) {
+  StartServer({"--local-workers", "none", "--auth-tokens", tokens_});
+  // The line of the tokens file rather than the token alone, and a control
+  // character: gRPC aborts the process on such a header value, so the
+  // client and the worker must refuse the token before any call.
+  WriteFile(dir_ + "/line.token", std::string(kWorkerToken) + " worker pool\n");
+  WriteFile(dir_ + "/control.token", std::string("abc\x01") + kWorkerToken + "\n");
+  for (const std::string& file : {dir_ + "/line.token", dir_ + "/control.token"}) {
+    CommandResult client = server_.Client({"--token-file", file, "list"});
+    EXPECT_GT(client.exit_code, 0) << client.err;
+    EXPECT_LT(client.exit_code, 128) << "a signal: " << client.err;
+    EXPECT_NE(client.err.find("one word of printable ASCII"), std::string::npos) << client.err;
+    CommandResult worker =
+        RunCommand({BinDir() + "/yirage-worker", "--scheduler", server_.worker_address(),
+                    "--backend", "cpu", "--token-file", file},
+                   seconds(30));
+    EXPECT_GT(worker.exit_code, 0) << worker.err;
+    EXPECT_LT(worker.exit_code, 128) << "a signal: " << worker.err;
+    EXPECT_NE(worker.err.find("one word of printable ASCII"), std::string::npos) << worker.err;
+  }
+}
+
 TEST_F(SecurityTest, MutualTlsWithTokensRunsAJobEndToEnd) {
   ASSERT_NO_FATAL_FAILURE(MakeCertificates());
   const std::string d = dir_ + "/";
