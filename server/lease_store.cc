@@ -206,7 +206,35 @@ absl::StatusOr<int> LeaseStore::ReleaseWorkerBatches(const std::string& worker_i
 
 absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
     const std::string& worker_id, const std::string& backend, double now) {
-  absl::MutexLock lock(&mu_);
+  std::optional<LeasedBlobs> leased;
+  {
+    absl::MutexLock lock(&mu_);
+    YIRAGE_ASSIGN_OR_RETURN(leased, LeaseBatchLocked(worker_id, backend, now));
+  }
+  if (!leased.has_value()) return std::optional<yirage::v1::Batch>();
+  // Parsed outside the store's lock and SQLite's write lock, which every
+  // other report and lease waits for. Unreadable blobs were written by no
+  // build of ours: the batch stays leased and expires like a crashed
+  // worker's, with the error here.
+  yirage::v1::Batch& batch = leased->batch;
+  if (!batch.mutable_graph()->ParseFromString(leased->graph)) {
+    return absl::InternalError("stored graph unreadable for " + batch.job_id());
+  }
+  if (!batch.mutable_baseline()->ParseFromString(leased->baseline)) {
+    return absl::InternalError("baseline plan unreadable for " + batch.job_id());
+  }
+  for (int i = 0; i < batch.candidates_size(); ++i) {
+    if (!batch.mutable_candidates(i)->mutable_plan()->ParseFromString(leased->plans[i])) {
+      return absl::InternalError(absl::StrCat("stored plan of candidate ",
+                                              batch.candidates(i).candidate_id(),
+                                              " unreadable for ", batch.job_id()));
+    }
+  }
+  return std::optional<yirage::v1::Batch>(std::move(batch));
+}
+
+absl::StatusOr<std::optional<LeaseStore::LeasedBlobs>> LeaseStore::LeaseBatchLocked(
+    const std::string& worker_id, const std::string& backend, double now) {
   Transaction tx(db_.get());
   YIRAGE_RETURN_IF_ERROR(tx.status());
   // The registry chip of the worker's device ("" when unknown): a
@@ -245,16 +273,15 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
       .Bind(4, worker_id)
       .Bind(5, chip_id);
   YIRAGE_ASSIGN_OR_RETURN(bool found, pick.Step());
-  if (!found) return std::optional<yirage::v1::Batch>();
+  if (!found) return std::optional<LeasedBlobs>();
   const int64_t in_budget = pick.ColumnInt(6);
   const int64_t may_confirm = pick.ColumnInt(7);
 
-  yirage::v1::Batch batch;
+  LeasedBlobs leased;
+  yirage::v1::Batch& batch = leased.batch;
   batch.set_batch_id("batch-" + RandomHex(12));
   batch.set_job_id(pick.ColumnText(0));
-  if (!batch.mutable_graph()->ParseFromString(pick.ColumnBlob(1))) {
-    return absl::InternalError("stored graph unreadable for " + batch.job_id());
-  }
+  leased.graph = pick.ColumnBlob(1);
   batch.mutable_tolerance()->set_rtol(pick.ColumnDouble(2));
   batch.mutable_tolerance()->set_atol(pick.ColumnDouble(3));
   batch.set_seed(static_cast<uint64_t>(pick.ColumnInt(4)));
@@ -268,9 +295,8 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
                             db_->Prepare("SELECT plan FROM candidates WHERE candidate_id=?"));
     s.Bind(1, baseline_id);
     YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row || !batch.mutable_baseline()->ParseFromString(s.ColumnBlob(0))) {
-      return absl::InternalError("baseline plan unreadable for " + batch.job_id());
-    }
+    if (!row) return absl::InternalError("baseline plan missing for " + batch.job_id());
+    leased.baseline = s.ColumnBlob(0);
   }
   {
     YIRAGE_ASSIGN_OR_RETURN(
@@ -287,9 +313,8 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      auto* c = batch.add_candidates();
-      c->set_candidate_id(s.ColumnInt(0));
-      c->mutable_plan()->ParseFromString(s.ColumnBlob(1));
+      batch.add_candidates()->set_candidate_id(s.ColumnInt(0));
+      leased.plans.push_back(s.ColumnBlob(1));
     }
   }
   for (const auto& c : batch.candidates()) {
@@ -326,7 +351,7 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
     YIRAGE_RETURN_IF_ERROR(s.Run());
   }
   YIRAGE_RETURN_IF_ERROR(tx.Commit());
-  return std::optional<yirage::v1::Batch>(std::move(batch));
+  return std::optional<LeasedBlobs>(std::move(leased));
 }
 
 absl::StatusOr<ExpiryReport> LeaseStore::ExpireLeases(double now) {

@@ -115,6 +115,18 @@ class LeaseStore {
   absl::StatusOr<ExpiryReport> ExpireLeases(double now);
 
  private:
+  // A leased batch with its graph, baseline plan and candidates' plans
+  // still serialized, as stored.
+  struct LeasedBlobs {
+    yirage::v1::Batch batch;
+    std::string graph, baseline;
+    std::vector<std::string> plans;  // one a batch candidate
+  };
+  absl::StatusOr<std::optional<LeasedBlobs>> LeaseBatchLocked(const std::string& worker_id,
+                                                              const std::string& backend,
+                                                              double now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   enum class Holder { kGone, kThisWorker, kSomeoneElse };
   // Whether `batch_id` is leased to `worker_id` under `lease_token` (the
   // token compared in constant time), to someone else, or gone.

@@ -82,6 +82,48 @@ TEST_F(LeaseStoreTest, LeaseRecordAndFinish) {
   EXPECT_EQ(best->launch->launches(0).name(), "yr_p1_k0");
 }
 
+// ListWorkers' current batch is the lease table's: the batch leased to the
+// worker until its last result is in.
+TEST_F(LeaseStoreTest, ListedWorkersShowTheBatchLeasedToThem) {
+  yirage::v1::SynchronizeRequest w1;
+  w1.set_worker_id("w1");
+  w1.set_backend("cpu");
+  ASSERT_TRUE(workers_->Upsert(w1, 1000).ok());
+  auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(1), {}, 1000);
+  ASSERT_TRUE(id.ok());
+  auto batch = leases_->LeaseBatch("w1", "cpu", 1001);
+  ASSERT_TRUE(batch.ok() && batch->has_value());
+  const yirage::v1::Batch& b = **batch;
+  auto listed = workers_->List(1001);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].current_batch(), b.batch_id());
+  google::protobuf::RepeatedPtrField<CandidateResult> all;
+  for (const auto& c : b.candidates()) *all.Add() = Verified(c.candidate_id(), 50);
+  ASSERT_TRUE(leases_->RecordResults("w1", b.batch_id(), b.lease_token(), 0, all, 1002).ok());
+  listed = workers_->List(1002);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ((*listed)[0].current_batch(), "") << "every result in: the batch is done";
+}
+
+// A worker's calls that change nothing but the time are written once a
+// second: last_seen moves on after a second, and any other change (its
+// state) is written at once.
+TEST_F(LeaseStoreTest, UnchangedWorkerCallsAreWrittenOnceASecond) {
+  yirage::v1::SynchronizeRequest w1;
+  w1.set_worker_id("w1");
+  w1.set_backend("cpu");
+  ASSERT_TRUE(workers_->Upsert(w1, 1000).ok());
+  ASSERT_TRUE(workers_->Upsert(w1, 1000.5).ok());
+  EXPECT_EQ((*workers_->List(1001))[0].last_seen_unix(), 1000);
+  ASSERT_TRUE(workers_->Upsert(w1, 1001.25).ok());
+  EXPECT_EQ((*workers_->List(1002))[0].last_seen_unix(), 1001.25);
+  w1.mutable_status()->mutable_idle()->set_stopping(true);
+  ASSERT_TRUE(workers_->Upsert(w1, 1001.5).ok());
+  EXPECT_EQ((*workers_->List(1002))[0].state(), "stopping");
+  EXPECT_EQ((*workers_->List(1002))[0].last_seen_unix(), 1001.5);
+}
+
 TEST_F(LeaseStoreTest, ExpiredLeaseBlamesRunningCandidateAndRequeuesOthers) {
   auto id = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000);
   ASSERT_TRUE(id.ok());

@@ -15,6 +15,21 @@ absl::StatusOr<std::unique_ptr<WorkerStore>> WorkerStore::Open(const std::string
 absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& request, double now,
                                          const std::string& identity) {
   absl::MutexLock lock(&mu_);
+  const bool executing = request.status().has_executing();
+  const std::string state = executing                            ? "executing"
+                            : request.status().idle().stopping() ? "stopping"
+                                                                 : "idle";
+  const double resolution = std::min(kLastSeenResolution, options_.worker_timeout_seconds / 10);
+  if (auto it = written_.find(request.worker_id());
+      it != written_.end() && !request.has_kernels()) {
+    const Written& w = it->second;
+    if (w.identity == identity && w.state == state && w.backend == request.backend() &&
+        w.hostname == request.hostname() && w.pid == request.pid() &&
+        w.device == request.device_description() && now >= w.last_seen &&
+        now - w.last_seen < resolution) {
+      return w.has_kernels;
+    }
+  }
   if (!identity.empty()) {
     YIRAGE_ASSIGN_OR_RETURN(Statement q,
                             db_->Prepare("SELECT identity FROM workers WHERE worker_id=?"));
@@ -28,7 +43,6 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
                                                       "first used it)"));
     }
   }
-  bool executing = request.status().has_executing();
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s,
       db_->Prepare("INSERT INTO workers (worker_id, backend, hostname, pid, device, state, "
@@ -47,9 +61,7 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
       .Bind(3, request.hostname())
       .Bind(4, static_cast<int64_t>(request.pid()))
       .Bind(5, request.device_description())
-      .Bind(6, executing                            ? "executing"
-               : request.status().idle().stopping() ? "stopping"
-                                                    : "idle")
+      .Bind(6, state)
       .Bind(7, executing ? request.status().executing().batch_id() : "")
       .Bind(8, now)
       .Bind(9, now);
@@ -62,6 +74,17 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   const bool has_kernels = row && s.ColumnInt(0) != 0;
   YIRAGE_RETURN_IF_ERROR(s.Run());  // to the statement's end
+  // The row's identity: the first non-empty one stays.
+  Written& w = written_[request.worker_id()];
+  const std::string stored_identity = w.identity.empty() ? identity : w.identity;
+  w = Written{request.backend(),
+              request.hostname(),
+              request.device_description(),
+              state,
+              stored_identity,
+              request.pid(),
+              now,
+              has_kernels};
   return has_kernels;
 }
 
@@ -96,7 +119,9 @@ absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> WorkerStore::List(double now
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s,
       db_->Prepare("SELECT worker_id, backend, hostname, pid, device, state, "
-                   "current_batch, last_seen, chip_id FROM workers ORDER BY first_seen"));
+                   "COALESCE((SELECT b.batch_id FROM batches b WHERE b.worker_id = "
+                   "workers.worker_id ORDER BY b.created DESC LIMIT 1), ''), last_seen, chip_id "
+                   "FROM workers ORDER BY first_seen"));
   std::vector<yirage::v1::WorkerInfo> out;
   for (;;) {
     YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());

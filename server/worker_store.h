@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/database.h"
@@ -35,6 +36,9 @@ class WorkerStore {
 
   // Records the worker's call (and its BackendKernels when the request
   // carries them). Returns whether the store holds the worker's kernels.
+  // A call that changes nothing but the time is written only once the
+  // stored last_seen is kLastSeenResolution old (a worker calls many times
+  // a second under load; being heard of is judged in seconds).
   // A worker id is bound to the first non-empty `identity` that calls with
   // it (the caller's token name or certificate); a call with another
   // identity is PermissionDenied and changes nothing.
@@ -48,7 +52,8 @@ class WorkerStore {
   absl::StatusOr<std::optional<yirage::v1::BackendKernels>> KernelsFor(const std::string& backend,
                                                                        const std::string& chip_id,
                                                                        double now);
-  // Every worker ever heard of, oldest first; `connected` as of `now`.
+  // Every worker ever heard of, oldest first; `connected` as of `now`;
+  // current_batch the latest batch leased to it that is still leased.
   absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> List(double now);
   // Workers heard of within worker_timeout_seconds of `now`; of one backend
   // unless `backend` is empty.
@@ -68,8 +73,19 @@ class WorkerStore {
   WorkerStore(std::unique_ptr<Database> db, const WorkerStoreOptions& options)
       : db_(std::move(db)), options_(options) {}
 
+  // What the last write of a worker's row stored.
+  struct Written {
+    std::string backend, hostname, device, state, identity;
+    int64_t pid = 0;
+    double last_seen = 0;
+    bool has_kernels = false;
+  };
+  // At most this stale a stored last_seen (and worker_timeout_seconds / 10).
+  static constexpr double kLastSeenResolution = 1.0;
+
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Written> written_ ABSL_GUARDED_BY(mu_);
   const WorkerStoreOptions options_;
 };
 
