@@ -11,6 +11,8 @@
 # python3-yaml (also only in a checkout) lets tests/deploy/run_manifests_test.py
 # read the rendered manifests.
 #   scripts/install-deps.sh [--bench]
+# python3-grpcio, python3-protobuf, python3-setuptools, python3-venv and
+# python3-numpy: the Python SDK (client/python) and its test (tests/python).
 # prometheus ships promtool, which checks the server's /metrics text in the
 # integration tests (they skip that check without it).
 # --bench also installs python3-torch (PyTorch 1.13, CPU), which
@@ -22,6 +24,7 @@ PKGS=(build-essential cmake pkg-config git
       libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libomp-dev curl python3
       clang-format openssl clang libclang-rt-14-dev
       libopenblas0-pthread prometheus
+      python3-grpcio python3-protobuf python3-setuptools python3-venv python3-numpy
       libamdhip64-dev libze-dev libze1)
 if [ "${1:-}" = "--bench" ]; then PKGS+=(python3-torch); fi
 HERE=$(cd "$(dirname "$0")" && pwd)

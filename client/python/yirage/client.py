@@ -1,0 +1,307 @@
+"""yirage.Client: the whole client API of yirage-server (JobService and
+RegistryService, proto/yirage/v1/job.proto and registry.proto) over gRPC.
+
+Every call has a deadline (the client's `timeout`, or the call's own
+`timeout=`), every error is a typed exception (yirage.errors: InvalidArgument,
+NotFound, PermissionDenied, Unauthenticated, Unavailable, DeadlineExceeded,
+...), and a token is sent as `authorization: Bearer TOKEN` metadata, as
+yirage-client does (common/rpc_util.cc), on plaintext and TLS channels alike.
+"""
+
+import os
+import time
+
+import grpc
+
+from . import errors
+from .graph import as_graph
+from .v1 import job_pb2, job_pb2_grpc, registry_pb2, registry_pb2_grpc
+
+TERMINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED")
+_MAX_MESSAGE = 256 << 20  # as the C++ client (common/rpc_util.cc)
+
+
+def _check_token(token, where):
+    for i, c in enumerate(token):
+        if not 0x21 <= ord(c) <= 0x7E:
+            raise ValueError(
+                "%s: the token holds %s at offset %d (a token is one word of printable ASCII: "
+                "give the token alone, not a line of the server's --auth-tokens file)"
+                % (where, "a space" if c == " " else "a control or non-ASCII character", i))
+    return token
+
+
+def resolve_token(token=None, token_file=None):
+    """The token: `token`, else the first line of `token_file`, else the
+    environment variable YIRAGE_TOKEN, else None (as yirage-client)."""
+    if token:
+        return _check_token(token.strip(), "token")
+    if token_file:
+        with open(token_file) as f:
+            first = f.read().split("\n", 1)[0].strip()
+        if not first:
+            raise ValueError("token_file %s: the first line holds no token" % token_file)
+        return _check_token(first, "token_file " + token_file)
+    env = os.environ.get("YIRAGE_TOKEN", "").strip()
+    return _check_token(env, "YIRAGE_TOKEN") if env else None
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class Job:
+    """A snapshot of a job (the yirage.v1.Job message, `proto`), with its
+    state as a string ("QUEUED", "RUNNING", "SUCCEEDED", ...)."""
+
+    def __init__(self, proto):
+        self.proto = proto
+
+    @property
+    def job_id(self):
+        return self.proto.job_id
+
+    id = job_id
+
+    @property
+    def state(self):
+        return job_pb2.JobState.Name(self.proto.state)
+
+    @property
+    def done(self):
+        return self.state in TERMINAL_STATES
+
+    @property
+    def message(self):
+        return self.proto.message
+
+    @property
+    def best(self):
+        """The best verified candidate (BestResult) or None."""
+        return self.proto.best if self.proto.HasField("best") else None
+
+    def __getattr__(self, name):
+        # Every field of the message: candidates_generated, backend, chip_id...
+        if name == "proto":
+            raise AttributeError(name)
+        return getattr(self.proto, name)
+
+    def __repr__(self):
+        best = self.best
+        tail = (" best %.4g us (%.2fx)" % (best.time_us, best.speedup)) if best else ""
+        return "Job(%s %s %d/%d candidates%s)" % (
+            self.job_id, self.state, self.proto.candidates_evaluated,
+            self.proto.candidates_generated, tail)
+
+
+class KernelFiles:
+    """The exported kernel of a job (GetKernel): `files` maps each path to
+    its bytes (CPU: kernel.cpp, manifest.json, build.sh, call_example.cpp;
+    CUDA: kernel.cu, manifest.json, yirage_kernel.py, README.txt)."""
+
+    def __init__(self, proto):
+        self.candidate_id = proto.candidate_id
+        self.files = {f.path: f.content for f in proto.files}
+
+    def write(self, out_dir):
+        """Writes the files under out_dir; returns their paths."""
+        paths = []
+        root = os.path.realpath(out_dir)
+        for rel, content in self.files.items():
+            path = os.path.realpath(os.path.join(root, rel))
+            if os.path.commonpath([root, path]) != root:
+                raise ValueError("kernel file path '%s' leaves the output folder" % rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(content)
+            if rel.endswith(".sh"):
+                os.chmod(path, 0o755)
+            paths.append(path)
+        return paths
+
+
+class Client:
+    """A connection to yirage-server's client port.
+
+        c = yirage.Client("127.0.0.1:50051", token=None, tls_ca=None)
+        job_id = c.submit(graph, backend="cpu", budget_candidates=8)
+        for job in c.watch(job_id): print(job)
+
+    token / token_file (else $YIRAGE_TOKEN): sent as `authorization: Bearer
+    TOKEN`. tls_ca (a PEM file): TLS with those roots; tls_cert and tls_key
+    (PEM files): a client certificate for mTLS. timeout: the deadline of each
+    call, in seconds (a call's `timeout=` overrides it).
+    """
+
+    def __init__(self, server="127.0.0.1:50051", token=None, tls_ca=None, tls_cert=None,
+                 tls_key=None, token_file=None, timeout=30.0, channel_options=None):
+        self.server = server
+        self.timeout = timeout
+        token = resolve_token(token, token_file)
+        self._metadata = (("authorization", "Bearer " + token),) if token else ()
+        options = [("grpc.max_receive_message_length", _MAX_MESSAGE),
+                   ("grpc.max_send_message_length", _MAX_MESSAGE)] + list(channel_options or [])
+        if (tls_cert is None) != (tls_key is None):
+            raise ValueError("tls_cert and tls_key: give both or neither")
+        if tls_ca is None:
+            if tls_cert is not None:
+                raise ValueError("tls_cert: needs tls_ca (the server's roots)")
+            self._channel = grpc.insecure_channel(server, options=options)
+        else:
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=_read(tls_ca),
+                private_key=_read(tls_key) if tls_key else None,
+                certificate_chain=_read(tls_cert) if tls_cert else None)
+            self._channel = grpc.secure_channel(server, creds, options=options)
+        self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
+        self._registry = registry_pb2_grpc.RegistryServiceStub(self._channel)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, method, request, timeout=None, name=None):
+        try:
+            return method(request, timeout=self.timeout if timeout is None else timeout,
+                          metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e, rpc=name) from None
+
+    # ---- jobs ----
+
+    def submit(self, graph, backend="cpu", budget_candidates=None, budget_seconds=None, rtol=None,
+               atol=None, chip=None, timeout=None):
+        """Queues a job for `graph` (a KernelGraph, a graph dict, JSON text or
+        a yirage.v1.Graph); returns its id. A bad graph raises
+        yirage.InvalidArgument with the server's message."""
+        req = job_pb2.SubmitJobRequest(graph=as_graph(graph).to_proto(), backend=backend or "")
+        if budget_candidates:
+            req.budget_candidates = int(budget_candidates)
+        if budget_seconds:
+            req.budget_seconds = float(budget_seconds)
+        if rtol is not None or atol is not None:
+            req.tolerance.rtol = float(rtol or 0.0)
+            req.tolerance.atol = float(atol or 0.0)
+        if chip:
+            req.chip_id = chip
+        return self._call(self._jobs.SubmitJob, req, timeout, "SubmitJob").job_id
+
+    def get_job(self, job_id, timeout=None):
+        return Job(self._call(self._jobs.GetJob, job_pb2.GetJobRequest(job_id=job_id), timeout,
+                              "GetJob"))
+
+    def list_jobs(self, limit=0, timeout=None):
+        """Jobs, newest first (limit 0: the server's default)."""
+        resp = self._call(self._jobs.ListJobs, job_pb2.ListJobsRequest(limit=limit), timeout,
+                          "ListJobs")
+        return [Job(j) for j in resp.jobs]
+
+    def cancel_job(self, job_id, timeout=None):
+        return Job(self._call(self._jobs.CancelJob, job_pb2.CancelJobRequest(job_id=job_id),
+                              timeout, "CancelJob"))
+
+    def candidates(self, job_id, timeout=None):
+        """Every candidate of the job (yirage.v1.Candidate messages)."""
+        resp = self._call(self._jobs.ListCandidates,
+                          job_pb2.ListCandidatesRequest(job_id=job_id), timeout, "ListCandidates")
+        return list(resp.candidates)
+
+    def get_kernel(self, job_id, timeout=None):
+        """The job's best kernel as exported by the server (KernelFiles)."""
+        return KernelFiles(self._call(self._jobs.GetKernel, job_pb2.GetKernelRequest(job_id=job_id),
+                                      timeout, "GetKernel"))
+
+    export_kernel = get_kernel
+
+    def workers(self, timeout=None):
+        """Connected and recently seen workers (yirage.v1.WorkerInfo)."""
+        return list(self._call(self._jobs.ListWorkers, job_pb2.ListWorkersRequest(), timeout,
+                               "ListWorkers").workers)
+
+    def watch(self, job_id, poll_interval=0.5, timeout=None):
+        """Yields the job each time it changes (state, counts, best), first
+        its current state, and stops after it ends (SUCCEEDED, FAILED or
+        CANCELLED). This is the one place progress comes from: it polls
+        GetJob today and will follow the server's WatchJob stream once the
+        server has it. timeout: give up (DeadlineExceeded) after this many
+        seconds; None waits as long as the job runs."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last = None
+        while True:
+            job = self.get_job(job_id)
+            key = job.proto.SerializeToString(deterministic=True)
+            if key != last:
+                last = key
+                yield job
+            if job.done:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise errors.DeadlineExceeded(
+                    "job %s still %s after %.0f s" % (job_id, job.state, timeout),
+                    rpc="watch")
+            time.sleep(poll_interval)
+
+    def wait(self, job_id, poll_interval=0.5, timeout=None):
+        """The job once it has ended."""
+        job = None
+        for job in self.watch(job_id, poll_interval=poll_interval, timeout=timeout):
+            pass
+        return job
+
+    # ---- the chip registry (docs/chip-registry.md) ----
+
+    def list_chips(self, vendor="", backend="", category="", timeout=None):
+        req = registry_pb2.ListChipsRequest(vendor=vendor, backend=backend, category=category)
+        return list(self._call(self._registry.ListChips, req, timeout, "ListChips").chips)
+
+    def get_chip(self, chip_id, timeout=None):
+        return self._call(self._registry.GetChip, registry_pb2.GetChipRequest(chip_id=chip_id),
+                          timeout, "GetChip")
+
+    def register_chip(self, chip, overwrite=False, timeout=None):
+        """Registers a chip: a yirage.v1.Chip message or one chip object as
+        JSON text (docs/chip-registry.md). Returns (chip, created)."""
+        req = registry_pb2.RegisterChipRequest(overwrite=overwrite)
+        if isinstance(chip, (str, bytes)):
+            req.json = chip.decode() if isinstance(chip, bytes) else chip
+        else:
+            req.chip.CopyFrom(chip)
+        resp = self._call(self._registry.RegisterChip, req, timeout, "RegisterChip")
+        return resp.chip, resp.created
+
+    def delete_chip(self, chip_id, timeout=None):
+        self._call(self._registry.DeleteChip, registry_pb2.DeleteChipRequest(chip_id=chip_id),
+                   timeout, "DeleteChip")
+
+    def import_chips(self, json_text, overwrite=False, timeout=None):
+        """Imports a JSON list of chips (all or nothing); returns (added,
+        updated, unchanged)."""
+        resp = self._call(self._registry.ImportChips,
+                          registry_pb2.ImportChipsRequest(json=json_text, overwrite=overwrite),
+                          timeout, "ImportChips")
+        return resp.added, resp.updated, resp.unchanged
+
+    def export_chips(self, vendor="", backend="", category="", timeout=None):
+        """The chips as a JSON list (text)."""
+        req = registry_pb2.ExportChipsRequest(vendor=vendor, backend=backend, category=category)
+        return self._call(self._registry.ExportChips, req, timeout, "ExportChips").json
+
+    def search_space(self, chip_id, timeout=None):
+        return self._call(self._registry.GetSearchSpace,
+                          registry_pb2.GetChipRequest(chip_id=chip_id), timeout, "GetSearchSpace")
+
+    def watch_chips(self, timeout=None):
+        """Yields ChipEvent messages (first WATCHING) as the registry changes;
+        timeout: the stream's deadline (None: until the caller stops)."""
+        try:
+            for event in self._registry.WatchChips(registry_pb2.WatchChipsRequest(),
+                                                   timeout=timeout, metadata=self._metadata):
+                yield event
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e, rpc="WatchChips") from None
