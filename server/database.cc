@@ -49,9 +49,12 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
   std::unique_ptr<Database> db(new Database(raw, name));
   sqlite3_busy_handler(raw, BusyWait, nullptr);
   // WAL: readers never block the writer; synchronous=NORMAL is durable
-  // against process crashes, which is what we promise.
-  for (const char* pragma :
-       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"}) {
+  // against process crashes, which is what we promise. No checkpoint
+  // inside a commit (it would run under the write lock that every other
+  // write waits for): the scheduler's maintenance runs them
+  // (LeaseStore::Checkpoint), and SQLite when the last connection closes.
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
+                             "PRAGMA foreign_keys=ON", "PRAGMA wal_autocheckpoint=0"}) {
     if (auto s = db->Exec(pragma); !s.ok()) return s;
   }
   int version = db->UserVersion();

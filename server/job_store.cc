@@ -326,7 +326,7 @@ absl::StatusOr<yirage::v1::SubmitJobRequest> JobStore::SearchRequest(const std::
   return request;
 }
 
-absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
+absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id, bool counts) {
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s, db_->Prepare(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE job_id=?")));
   s.Bind(1, job_id);
@@ -335,15 +335,17 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id) {
   Job job = ReadJob(s);
 
   // One pass over the job's rows of its index.
-  YIRAGE_ASSIGN_OR_RETURN(Statement counts,
-                          db_->Prepare("SELECT status, confirms <> 0, COUNT(*) FROM candidates "
-                                       "WHERE job_id=? GROUP BY status, confirms <> 0"));
-  counts.Bind(1, job_id);
-  for (;;) {
-    YIRAGE_ASSIGN_OR_RETURN(bool row, counts.Step());
-    if (!row) break;
-    AddCandidateCount(&job, static_cast<CandidateStatus>(counts.ColumnInt(0)),
-                      counts.ColumnInt(1) != 0, static_cast<int>(counts.ColumnInt(2)));
+  if (counts) {
+    YIRAGE_ASSIGN_OR_RETURN(Statement c,
+                            db_->Prepare("SELECT status, confirms <> 0, COUNT(*) FROM candidates "
+                                         "WHERE job_id=? GROUP BY status, confirms <> 0"));
+    c.Bind(1, job_id);
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, c.Step());
+      if (!row) break;
+      AddCandidateCount(&job, static_cast<CandidateStatus>(c.ColumnInt(0)), c.ColumnInt(1) != 0,
+                        static_cast<int>(c.ColumnInt(2)));
+    }
   }
 
   YIRAGE_ASSIGN_OR_RETURN(
@@ -629,7 +631,12 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
   // from what was written. Each pass confirms the best candidate or refutes it (it becomes ERROR
   // and the next best is the best), so this ends.
   for (;;) {
-    YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
+    // Nothing is left to run (the probe above; refuting a result adds
+    // nothing): the counts are needed only for a job without a best.
+    YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id, /*counts=*/false));
+    if (!job.has_best()) {
+      YIRAGE_ASSIGN_OR_RETURN(job, LoadJobLocked(job_id));
+    }
     // A SEARCHING job has no candidates yet, none pending among them.
     if (IsFinal(job.state()) || job.state() == yirage::v1::SEARCHING ||
         job.candidates_pending() > 0) {

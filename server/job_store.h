@@ -147,7 +147,9 @@ class JobStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job; its counts leave confirmation rows out (but a pending one
   // counts as pending), and its best carries a consistent confirmation.
-  absl::StatusOr<yirage::v1::Job> LoadJobLocked(const std::string& job_id)
+  // Without `counts`, the job's candidate counts stay 0 (FinishIfDone knows
+  // there is nothing left to run and needs them only without a best).
+  absl::StatusOr<yirage::v1::Job> LoadJobLocked(const std::string& job_id, bool counts = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The latest confirmation row of candidate `candidate_id`, if any.
   absl::StatusOr<std::optional<yirage::v1::Candidate>> ConfirmationLocked(const std::string& job_id,

@@ -36,7 +36,15 @@ absl::StatusOr<LeaseStore::Holder> LeaseStore::BatchHolderLocked(const std::stri
 absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::Open(const std::string& path,
                                                              const LeaseStoreOptions& options) {
   YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations(), "leases"));
-  return std::unique_ptr<LeaseStore>(new LeaseStore(std::move(db), options));
+  YIRAGE_ASSIGN_OR_RETURN(auto checkpoints,
+                          Database::Open(path, SchemaMigrations(), "checkpoints"));
+  return std::unique_ptr<LeaseStore>(
+      new LeaseStore(std::move(db), std::move(checkpoints), options));
+}
+
+absl::Status LeaseStore::Checkpoint() {
+  absl::MutexLock lock(&checkpoint_mu_);
+  return checkpoint_db_->Exec("PRAGMA wal_checkpoint(PASSIVE)");
 }
 
 absl::StatusOr<RecordReport> LeaseStore::RecordResults(

@@ -113,6 +113,11 @@ class LeaseStore {
   // candidate blamed max_attempts times fails; the rest of the batch goes
   // back to the queue.
   absl::StatusOr<ExpiryReport> ExpireLeases(double now);
+  // Copies the write-ahead log into the database (a passive checkpoint:
+  // it waits for no reader or writer) on a connection of its own, so that
+  // no store's work waits for it. The stores' commits never checkpoint
+  // (Database::Open); the scheduler's maintenance calls this.
+  absl::Status Checkpoint();
 
  private:
   // A leased batch with its graph, baseline plan and candidates' plans
@@ -141,11 +146,14 @@ class LeaseStore {
                                    int64_t current_candidate, double now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  LeaseStore(std::unique_ptr<Database> db, const LeaseStoreOptions& options)
-      : db_(std::move(db)), options_(options) {}
+  LeaseStore(std::unique_ptr<Database> db, std::unique_ptr<Database> checkpoints,
+             const LeaseStoreOptions& options)
+      : db_(std::move(db)), checkpoint_db_(std::move(checkpoints)), options_(options) {}
 
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex checkpoint_mu_;
+  std::unique_ptr<Database> checkpoint_db_ ABSL_GUARDED_BY(checkpoint_mu_);
   const LeaseStoreOptions options_;
 };
 

@@ -1,6 +1,11 @@
 #include "server/lease_store.h"
 
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -122,6 +127,39 @@ TEST_F(LeaseStoreTest, UnchangedWorkerCallsAreWrittenOnceASecond) {
   ASSERT_TRUE(workers_->Upsert(w1, 1001.5).ok());
   EXPECT_EQ((*workers_->List(1002))[0].state(), "stopping");
   EXPECT_EQ((*workers_->List(1002))[0].last_seen_unix(), 1001.5);
+}
+
+// (frames in the log, frames copied into the database) of a passive
+// checkpoint run on a connection of the test's own.
+std::pair<int, int> WalFrames(const std::filesystem::path& db) {
+  sqlite3* raw = nullptr;
+  EXPECT_EQ(sqlite3_open(db.string().c_str(), &raw), SQLITE_OK);
+  // Reading the schema first opens the log (a fresh connection is not yet
+  // in WAL mode).
+  EXPECT_EQ(sqlite3_exec(raw, "SELECT COUNT(*) FROM sqlite_master", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  int log = -1, done = -1;
+  sqlite3_wal_checkpoint_v2(raw, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+  sqlite3_close(raw);
+  return {log, done};
+}
+
+// Commits never checkpoint: the log grows past SQLite's own threshold
+// (1000 pages, when a commit would copy it and start it over; 1200 jobs
+// write about 9000 here) until
+// Checkpoint (the scheduler's maintenance) copies it into the database.
+TEST_F(LeaseStoreTest, CommitsLeaveTheCheckpointToMaintenance) {
+  for (int i = 0; i < 1200; ++i) {
+    ASSERT_TRUE(store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(1), {}, 1000).ok());
+  }
+  const std::filesystem::path wal = dir_ / "yirage.db-wal";
+  // With autocheckpoint the log would start over at about 1000 frames.
+  EXPECT_GT(std::filesystem::file_size(wal), uintmax_t{3000} * 4096)
+      << "more than 3000 pages of log: no commit checkpointed";
+  ASSERT_TRUE(leases_->Checkpoint().ok());
+  const auto [log, done] = WalFrames(dir_ / "yirage.db");
+  EXPECT_GT(log, 3000);
+  EXPECT_EQ(done, log) << "every frame copied by Checkpoint";
 }
 
 TEST_F(LeaseStoreTest, ExpiredLeaseBlamesRunningCandidateAndRequeuesOthers) {

@@ -448,6 +448,7 @@ absl::Status Scheduler::MaintainOnce() {
                  expiry.leases_expired, expiry.candidates_requeued, expiry.candidates_failed);
   }
   YIRAGE_ASSIGN_OR_RETURN(MaintenanceReport report, store_->Maintain(now, expiry.jobs));
+  YIRAGE_RETURN_IF_ERROR(leases_->Checkpoint());
   for (const auto& job_id : report.jobs_finished) {
     spdlog::info("job {} finished", job_id);
     ObserveJobEnd(job_id);
