@@ -140,15 +140,33 @@ int ClientCommands::Submit(const SubmitOptions& options) {
   request.mutable_tolerance()->set_rtol(options.rtol);
   request.mutable_tolerance()->set_atol(options.atol);
   request.set_chip_id(options.chip_id);
+  request.set_request_id(options.request_id.empty() ? "cli-" + RandomHex(24) : options.request_id);
   yirage::v1::SubmitJobResponse response;
-  // Submission includes candidate generation: allow it more time.
-  auto context = ContextWithDeadline(std::max(rpc_timeout_, std::chrono::milliseconds(60000)));
-  grpc::Status status = stub_->SubmitJob(context.get(), request, &response);
+  // A submit whose reply did not come (the server unreachable a moment, or
+  // slow) is sent again with the same request_id, which finds its job
+  // rather than making a second one.
+  grpc::Status status;
+  for (int attempt = 0;; ++attempt) {
+    // Submission may include candidate generation: allow it more time.
+    auto context = ContextWithDeadline(std::max(rpc_timeout_, std::chrono::milliseconds(60000)));
+    status = stub_->SubmitJob(context.get(), request, &response);
+    const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (status.ok() || !retry || attempt == 2) break;
+    err_ << "yirage-client: submit " << options.graph_path << ": " << status.error_message()
+         << "; sending it again (request_id " << request.request_id() << ")\n";
+    std::this_thread::sleep_for(std::chrono::seconds(1 << attempt));
+  }
   if (!status.ok()) return Fail("submit " + options.graph_path, status);
+  if (response.existing() && !json_) {
+    err_ << "request_id " << request.request_id() << " was submitted before: job "
+         << response.job_id() << "\n";
+  }
   if (!options.wait) {
     if (json_) {
       out_ << nlohmann::json{{"job_id", response.job_id()},
-                             {"candidates_generated", response.candidates_generated()}}
+                             {"candidates_generated", response.candidates_generated()},
+                             {"existing", response.existing()}}
                   .dump(2)
            << "\n";
     } else {

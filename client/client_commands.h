@@ -21,6 +21,9 @@ struct SubmitOptions {
   double atol = 0;
   std::string chip_id;
   bool wait = false;
+  // The submission's id (SubmitJobRequest.request_id); empty: a random one,
+  // so that the retries of an unanswered submit find its job.
+  std::string request_id;
 };
 
 class ClientCommands {

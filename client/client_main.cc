@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
   submit_cmd->add_option("--atol", submit.atol, "absolute tolerance override")
       ->check(CLI::NonNegativeNumber);
   submit_cmd->add_option("--chip", submit.chip_id, "target chip id");
+  submit_cmd->add_option("--request-id", submit.request_id,
+                         "this submission's id: a submit repeating it returns the first job "
+                         "(default: a random one, kept across the command's own retries)");
   submit_cmd->add_flag("--wait", submit.wait, "wait for the job to end and print it");
   submit_cmd->add_flag("--json", json, "print one JSON object");
 

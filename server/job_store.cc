@@ -162,11 +162,19 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
   return std::unique_ptr<JobStore>(new JobStore(std::move(db), workers, confirm_winners));
 }
 
-absl::StatusOr<std::string> JobStore::InsertJobLocked(const yirage::v1::SubmitJobRequest& request,
-                                                      const core::Tolerance& tolerance,
-                                                      JobState state,
-                                                      const yirage::v1::SearchSummary& search,
-                                                      double now, const std::string& owner) {
+absl::StatusOr<std::string> JobStore::InsertJobLocked(
+    const yirage::v1::SubmitJobRequest& request, const core::Tolerance& tolerance, JobState state,
+    const yirage::v1::SearchSummary& search, double now, const std::string& owner, bool* existing) {
+  if (!request.request_id().empty()) {
+    // Checked and inserted under the store's lock: a racing retry of the
+    // same submission finds this one's job.
+    YIRAGE_ASSIGN_OR_RETURN(std::optional<std::string> earlier,
+                            FindSubmissionLocked(owner, request.request_id()));
+    if (earlier.has_value()) {
+      if (existing != nullptr) *existing = true;
+      return *earlier;
+    }
+  }
   std::string job_id = "job-" + RandomHex(10);
   std::string graph_bytes;
   request.graph().SerializeToString(&graph_bytes);
@@ -175,8 +183,8 @@ absl::StatusOr<std::string> JobStore::InsertJobLocked(const yirage::v1::SubmitJo
   YIRAGE_ASSIGN_OR_RETURN(
       Statement insert,
       db_->Prepare("INSERT INTO jobs (job_id, graph_name, graph, backend, chip_id, state, rtol, "
-                   "atol, budget_candidates, budget_seconds, created, seed, search, owner) "
-                   "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                   "atol, budget_candidates, budget_seconds, created, seed, search, owner, "
+                   "request_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   insert.Bind(1, job_id)
       .Bind(2, request.graph().name())
       .BindBlob(3, graph_bytes)
@@ -190,9 +198,26 @@ absl::StatusOr<std::string> JobStore::InsertJobLocked(const yirage::v1::SubmitJo
       .Bind(11, now)
       .Bind(12, seed)
       .BindBlob(13, search.SerializeAsString())
-      .Bind(14, owner);
+      .Bind(14, owner)
+      .Bind(15, request.request_id());
   YIRAGE_RETURN_IF_ERROR(insert.Run());
   return job_id;
+}
+
+absl::StatusOr<std::optional<std::string>> JobStore::FindSubmissionLocked(
+    const std::string& owner, const std::string& request_id) {
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("SELECT job_id FROM jobs WHERE owner=? AND request_id=?"));
+  s.Bind(1, owner).Bind(2, request_id);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<std::string>();
+  return std::optional<std::string>(s.ColumnText(0));
+}
+
+absl::StatusOr<std::optional<std::string>> JobStore::FindSubmission(const std::string& owner,
+                                                                    const std::string& request_id) {
+  absl::MutexLock lock(&mu_);
+  return FindSubmissionLocked(owner, request_id);
 }
 
 absl::Status JobStore::InsertCandidatesLocked(const std::string& job_id,
@@ -229,16 +254,19 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
                                                 const core::Tolerance& tolerance,
                                                 const std::vector<yirage::v1::Plan>& plans,
                                                 const yirage::v1::SearchSummary& search, double now,
-                                                const std::string& owner) {
+                                                const std::string& owner, bool* existing) {
   if (plans.empty() || !plans[0].baseline()) {
     return absl::InternalError("CreateJob: the first plan must be the baseline");
   }
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
   YIRAGE_RETURN_IF_ERROR(tx.status());
+  bool earlier = false;
   YIRAGE_ASSIGN_OR_RETURN(
       std::string job_id,
-      InsertJobLocked(request, tolerance, yirage::v1::QUEUED, search, now, owner));
+      InsertJobLocked(request, tolerance, yirage::v1::QUEUED, search, now, owner, &earlier));
+  if (existing != nullptr) *existing = earlier;
+  if (earlier) return job_id;
   YIRAGE_RETURN_IF_ERROR(InsertCandidatesLocked(job_id, plans));
   YIRAGE_RETURN_IF_ERROR(tx.Commit());
   return job_id;
@@ -246,10 +274,11 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
 
 absl::StatusOr<std::string> JobStore::CreateSearchingJob(
     const yirage::v1::SubmitJobRequest& request, const core::Tolerance& tolerance, double now,
-    const std::string& owner) {
+    const std::string& owner, bool* existing) {
   absl::MutexLock lock(&mu_);
+  if (existing != nullptr) *existing = false;
   return InsertJobLocked(request, tolerance, yirage::v1::SEARCHING, yirage::v1::SearchSummary(),
-                         now, owner);
+                         now, owner, existing);
 }
 
 absl::Status JobStore::AddCandidates(const std::string& job_id,

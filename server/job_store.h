@@ -42,19 +42,26 @@ class JobStore {
                                                         bool confirm_winners = true);
 
   // Stores a new QUEUED job and its candidates in one transaction; `owner`
-  // is the name of the token that submitted it ("" without tokens).
+  // is the name of the token that submitted it ("" without tokens). Where
+  // `owner` already submitted request.request_id (non-empty), stores
+  // nothing and returns that job's id, with `*existing` set.
   // REQUIRES: plans non-empty, plans[0] is the baseline.
   absl::StatusOr<std::string> CreateJob(const yirage::v1::SubmitJobRequest& request,
                                         const core::Tolerance& tolerance,
                                         const std::vector<yirage::v1::Plan>& plans,
                                         const yirage::v1::SearchSummary& search, double now,
-                                        const std::string& owner = "");
+                                        const std::string& owner = "", bool* existing = nullptr);
 
   // Stores a new SEARCHING job without candidates (the search runs later,
-  // off the RPC thread); AddCandidates or FailSearch ends that state.
+  // off the RPC thread); AddCandidates or FailSearch ends that state. A
+  // repeated request_id as CreateJob says.
   absl::StatusOr<std::string> CreateSearchingJob(const yirage::v1::SubmitJobRequest& request,
                                                  const core::Tolerance& tolerance, double now,
-                                                 const std::string& owner = "");
+                                                 const std::string& owner = "",
+                                                 bool* existing = nullptr);
+  // The job `owner` submitted under `request_id`, if any.
+  absl::StatusOr<std::optional<std::string>> FindSubmission(const std::string& owner,
+                                                            const std::string& request_id);
   // Stores a SEARCHING job's candidates and search summary and queues it, in
   // one transaction. FailedPrecondition (changing nothing) when the job is
   // no longer SEARCHING (cancelled meanwhile).
@@ -134,12 +141,16 @@ class JobStore {
   JobStore(std::unique_ptr<Database> db, WorkerStore* workers, bool confirm_winners)
       : db_(std::move(db)), workers_(workers), confirm_winners_(confirm_winners) {}
 
-  // The job row (state `state`, no candidates); its id.
+  // The job row (state `state`, no candidates); its id. Or the earlier
+  // job of the request's request_id (see CreateJob), `*existing` set.
   absl::StatusOr<std::string> InsertJobLocked(const yirage::v1::SubmitJobRequest& request,
                                               const core::Tolerance& tolerance,
                                               yirage::v1::JobState state,
                                               const yirage::v1::SearchSummary& search, double now,
-                                              const std::string& owner)
+                                              const std::string& owner, bool* existing)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::optional<std::string>> FindSubmissionLocked(const std::string& owner,
+                                                                  const std::string& request_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The candidates of `plans` (PENDING) and the job's baseline_candidate_id.
   absl::Status InsertCandidatesLocked(const std::string& job_id,

@@ -48,6 +48,28 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
                  std::string(status.message()));
     return status;
   };
+  if (request.request_id().size() > 128) {
+    return reject(absl::InvalidArgumentError(absl::StrCat(
+        "request_id: ", request.request_id().size(), " characters long; the limit is 128")));
+  }
+  for (unsigned char c : request.request_id()) {
+    if (c < 0x20 || c > 0x7e) {
+      return reject(absl::InvalidArgumentError(
+          "request_id: holds a control or non-ASCII character; printable ASCII only"));
+    }
+  }
+  if (!request.request_id().empty()) {
+    // A retry of a submission stored already: its job, no second search.
+    YIRAGE_ASSIGN_OR_RETURN(std::optional<std::string> earlier,
+                            store_->FindSubmission(owner, request.request_id()));
+    if (earlier.has_value()) {
+      spdlog::info("submit with request_id '{}' repeats job {}", request.request_id(), *earlier);
+      yirage::v1::SubmitJobResponse response;
+      response.set_job_id(*earlier);
+      response.set_existing(true);
+      return response;
+    }
+  }
   std::optional<yirage::v1::Chip> target;
   if (request.chip_id().size() > 128) {
     return reject(absl::InvalidArgumentError(
@@ -119,8 +141,16 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   if (options_.search_threads > 0) {
     // Stored now, searched by a search thread: the call returns at once.
     const core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
-    YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
-                            store_->CreateSearchingJob(request, tolerance, UnixNow(), owner));
+    bool existing = false;
+    YIRAGE_ASSIGN_OR_RETURN(
+        std::string job_id,
+        store_->CreateSearchingJob(request, tolerance, UnixNow(), owner, &existing));
+    if (existing) {  // a racing retry stored it first
+      yirage::v1::SubmitJobResponse response;
+      response.set_job_id(job_id);
+      response.set_existing(true);
+      return response;
+    }
     if (metrics_) metrics_->JobSubmitted();
     spdlog::info("job {} searching: graph '{}', backend {}, chip {}", job_id,
                  request.graph().name(), request.backend(),
@@ -137,8 +167,15 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = Search(request, *graph, target, &summary);
   if (!plans.ok()) return reject(plans.status());
   core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
-  YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
-                          store_->CreateJob(request, tolerance, *plans, summary, UnixNow(), owner));
+  bool existing = false;
+  YIRAGE_ASSIGN_OR_RETURN(std::string job_id, store_->CreateJob(request, tolerance, *plans, summary,
+                                                                UnixNow(), owner, &existing));
+  if (existing) {
+    yirage::v1::SubmitJobResponse response;
+    response.set_job_id(job_id);
+    response.set_existing(true);
+    return response;
+  }
   if (metrics_) metrics_->JobSubmitted();
   LogQueued(job_id, request, *plans, summary);
   yirage::v1::SubmitJobResponse response;

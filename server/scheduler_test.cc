@@ -460,6 +460,38 @@ TEST_F(SchedulerTest, SearchThreadsQueueTheJobAfterSubmitReturns) {
   scheduler_->StopMaintenance();
 }
 
+// A submit repeating an earlier one's request_id (a client's retry after a
+// lost reply) returns that job and creates none, in both search modes; the
+// id is its owner's, and bounded.
+TEST_F(SchedulerTest, ARepeatedRequestIdReturnsTheFirstJob) {
+  for (int threads : {0, 1}) {
+    options_.search_threads = threads;
+    Start();
+    yirage::v1::SubmitJobRequest request = Request(2);
+    request.set_request_id(absl::StrCat("retry-", threads));
+    auto first = scheduler_->Submit(request, "alice");
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_FALSE(first->existing());
+    auto again = scheduler_->Submit(request, "alice");
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(again->existing());
+    EXPECT_EQ(again->job_id(), first->job_id());
+    auto other_owner = scheduler_->Submit(request, "bob");
+    ASSERT_TRUE(other_owner.ok()) << other_owner.status();
+    EXPECT_FALSE(other_owner->existing()) << "request ids are their owner's";
+    EXPECT_NE(other_owner->job_id(), first->job_id());
+    auto listed = store_->ListJobs(100);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_EQ(listed->size(), threads == 0 ? 2u : 4u) << "one job a submission, not a retry";
+    request.set_request_id(std::string(129, 'x'));
+    auto too_long = scheduler_->Submit(request, "alice");
+    EXPECT_TRUE(absl::IsInvalidArgument(too_long.status())) << too_long.status();
+    EXPECT_NE(too_long.status().message().find("request_id"), std::string::npos);
+    request.set_request_id("a\nb");
+    EXPECT_TRUE(absl::IsInvalidArgument(scheduler_->Submit(request, "alice").status()));
+  }
+}
+
 // A job a stopped server left SEARCHING is searched when the next one
 // starts; one cancelled while searching stays cancelled, without candidates.
 TEST_F(SchedulerTest, SearchingJobsAreSearchedAfterARestartUnlessCancelled) {

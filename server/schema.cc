@@ -120,6 +120,11 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
        "CREATE INDEX candidates_confirming ON candidates(job_id, status) WHERE confirms <> 0",
        "CREATE INDEX candidates_pending_confirmations ON candidates(job_id) "
        "WHERE confirms <> 0 AND status = 1"},
+      // Version 12: the client's id of a submission (SubmitJobRequest.
+      // request_id), unique for its owner, so that a retried submit finds
+      // its job.
+      {"ALTER TABLE jobs ADD COLUMN request_id TEXT NOT NULL DEFAULT ''",
+       "CREATE UNIQUE INDEX jobs_by_request ON jobs(owner, request_id) WHERE request_id <> ''"},
   };
 }
 

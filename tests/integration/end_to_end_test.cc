@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/integration/process_harness.h"
@@ -217,6 +218,17 @@ TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {
   std::string job = Submit(Example("softmax"));
   EXPECT_FALSE(job.empty());
   EXPECT_EQ(server_.WaitForSearch(job)["state"], "QUEUED");  // no workers in this test
+  // A submit repeating a request id (a retry whose first reply was lost)
+  // returns the first job; the CLI says so.
+  CommandResult first = server_.Client({"submit", Example("softmax"), "--request-id", "r-1"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  CommandResult again =
+      server_.Client({"submit", Example("softmax"), "--request-id", "r-1", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.Json()["job_id"], std::string(absl::StripAsciiWhitespace(first.out)));
+  EXPECT_EQ(again.Json()["existing"], true);
+  EXPECT_EQ(server_.Client({"list", "--json"}).Json()["jobs"].size(), 2u)
+      << "softmax's first job and the one of request id r-1";
 }
 
 // Over the real worker port: results for a leased batch without its lease

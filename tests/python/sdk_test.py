@@ -379,6 +379,19 @@ class ErrorsAndJobs(unittest.TestCase):
                                     progress=lambda job: c.cancel_job(job.job_id)
                                     if not job.done else None)
 
+    def test_a_repeated_request_id_returns_the_first_job(self):
+        graph = yirage.load_graph(os.path.join(SOURCE_DIR, "examples", "graphs", "softmax.json"))
+        with yirage.Client(SERVER.address) as c:
+            before = len(c.list_jobs())
+            first = c.submit(graph, budget_candidates=1, request_id="sdk-retry-1")
+            again = c.submit(graph, budget_candidates=1, request_id="sdk-retry-1")
+            self.assertEqual(again, first)
+            self.assertEqual(len(c.list_jobs()), before + 1, "one job, not two")
+            other = c.submit(graph, budget_candidates=1)  # a fresh random request id
+            self.assertNotEqual(other, first)
+            with self.assertRaises(yirage.InvalidArgument):
+                c.submit(graph, request_id="x" * 129)
+
     def test_workers_and_chips(self):
         with yirage.Client(SERVER.address) as c:
             deadline = time.monotonic() + 30

@@ -10,6 +10,7 @@ yirage-client does (common/rpc_util.cc), on plaintext and TLS channels alike.
 
 import os
 import time
+import uuid
 
 import grpc
 
@@ -176,10 +177,15 @@ class Client:
     # ---- jobs ----
 
     def submit(self, graph, backend="cpu", budget_candidates=None, budget_seconds=None, rtol=None,
-               atol=None, chip=None, timeout=None):
+               atol=None, chip=None, timeout=None, request_id=None, retries=2):
         """Queues a job for `graph` (a KernelGraph, a graph dict, JSON text or
         a yirage.v1.Graph); returns its id. A bad graph raises
-        yirage.InvalidArgument with the server's message."""
+        yirage.InvalidArgument with the server's message.
+
+        `request_id` (default: a random one) names this submission: a submit
+        that times out or finds the server unreachable is sent again, up to
+        `retries` times, with the same id, and the server returns the job
+        the first one made rather than a second."""
         req = job_pb2.SubmitJobRequest(graph=as_graph(graph).to_proto(), backend=backend or "")
         if budget_candidates:
             req.budget_candidates = int(budget_candidates)
@@ -190,7 +196,14 @@ class Client:
             req.tolerance.atol = float(atol or 0.0)
         if chip:
             req.chip_id = chip
-        return self._call(self._jobs.SubmitJob, req, timeout, "SubmitJob").job_id
+        req.request_id = request_id or "py-" + uuid.uuid4().hex
+        for attempt in range(retries + 1):
+            try:
+                return self._call(self._jobs.SubmitJob, req, timeout, "SubmitJob").job_id
+            except (errors.Unavailable, errors.DeadlineExceeded):
+                if attempt == retries:
+                    raise
+                time.sleep(2 ** attempt)
 
     def get_job(self, job_id, timeout=None):
         return Job(self._call(self._jobs.GetJob, job_pb2.GetJobRequest(job_id=job_id), timeout,
