@@ -14,7 +14,7 @@ namespace yirage::client {
 
 struct SubmitOptions {
   std::string graph_path;
-  std::string backend = "cpu";
+  std::string backend;  // empty: the --chip's backend, else cpu (the server decides)
   int budget_candidates = 0;
   double budget_seconds = 0;
   double rtol = 0;

@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   yirage::client::SubmitOptions submit;
   auto* submit_cmd = app.add_subcommand("submit", "submit a graph (JSON file) for optimization");
   submit_cmd->add_option("graph", submit.graph_path, "graph JSON file")->required();
-  submit_cmd->add_option("--backend", submit.backend, "cpu, cuda, ...")->capture_default_str();
+  submit_cmd->add_option("--backend", submit.backend,
+                         "cpu, cuda, ... (default: the --chip's backend, else cpu)");
   submit_cmd
       ->add_option("--budget-candidates", submit.budget_candidates,
                    "evaluate at most N candidates (0 = server default)")

@@ -259,6 +259,14 @@ TEST_F(RegistryTest, EveryValidationErrorIsRefusedNamingChipAndField) {
                  "--backend", "cpu"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("is a cuda chip"), std::string::npos) << r.err;
+  // Without --backend the chip decides: a cuda job, waiting for a worker.
+  r = a_.Client(
+      {"submit", SourceDir() + "/examples/graphs/softmax.json", "--chip", "h100_sxm", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CommandResult job = a_.Client({"get", r.Json()["job_id"].get<std::string>(), "--json"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_EQ(job.Json()["backend"], "cuda") << job.out;
+  EXPECT_EQ(job.Json()["chip_id"], "h100_sxm") << job.out;
 }
 
 // /proc/cpuinfo, read independently of the probe.
