@@ -5,7 +5,9 @@
 #ifndef YIRAGE_CORE_BUILTIN_CHIPS_H_
 #define YIRAGE_CORE_BUILTIN_CHIPS_H_
 
+#include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,6 +34,14 @@ absl::StatusOr<std::vector<yirage::v1::Chip>> ParseCatalog(absl::Span<const Cata
 
 // ParseCatalog(BuiltinCatalogFiles()).
 absl::StatusOr<std::vector<yirage::v1::Chip>> BuiltinChips();
+
+// The catalog chip a chip id of the seed project names (nvidia_h100 ->
+// h100_sxm, amd_mi300x -> mi300x, intel_pvc -> max_1550, ...), or nullopt
+// for any other id. Registry lookups accept these as aliases.
+std::optional<std::string_view> SeedChipAlias(std::string_view chip_id);
+
+// Every (seed id, catalog id) pair SeedChipAlias knows.
+absl::Span<const std::pair<std::string_view, std::string_view>> SeedChipAliases();
 
 }  // namespace yirage::core
 

@@ -82,6 +82,24 @@ TEST(BuiltinChipsTest, CatalogIsValidAndCoversTheRequiredChips) {
   }
 }
 
+// Every seed alias names a catalog chip and is not itself a catalog id.
+TEST(BuiltinChipsTest, SeedAliasesNameCatalogChips) {
+  auto chips = BuiltinChips();
+  ASSERT_TRUE(chips.ok()) << chips.status();
+  std::set<std::string> ids;
+  for (const auto& c : *chips) ids.insert(c.chip_id());
+  ASSERT_FALSE(SeedChipAliases().empty());
+  for (const auto& [seed, id] : SeedChipAliases()) {
+    EXPECT_TRUE(ids.count(std::string(id))) << seed << " -> " << id;
+    EXPECT_FALSE(ids.count(std::string(seed))) << seed << " is a catalog id";
+    EXPECT_EQ(SeedChipAlias(seed), id);
+  }
+  for (const char* seed : {"nvidia_v100", "nvidia_b200", "amd_mi250x", "amd_mi300x", "intel_pvc"}) {
+    EXPECT_TRUE(SeedChipAlias(seed).has_value()) << seed;
+  }
+  EXPECT_FALSE(SeedChipAlias("h100_sxm").has_value());
+}
+
 TEST(BuiltinChipsTest, EveryFileOfDataChipsIsEmbeddedAndMarkedBuiltin) {
   std::set<std::string> files;
   for (const auto& entry :

@@ -164,6 +164,13 @@ absl::StatusOr<Chip> ChipStore::Get(const std::string& chip_id) {
   if (chip_id.empty()) return absl::InvalidArgumentError("chip_id: must be set");
   absl::MutexLock lock(&mu_);
   YIRAGE_ASSIGN_OR_RETURN(std::optional<Chip> chip, LoadLocked(chip_id));
+  if (!chip.has_value()) {
+    // A seed id (nvidia_h100, ...) names its catalog chip, unless a chip of
+    // that id was registered (looked up first).
+    if (std::optional<std::string_view> id = core::SeedChipAlias(chip_id); id.has_value()) {
+      YIRAGE_ASSIGN_OR_RETURN(chip, LoadLocked(std::string(*id)));
+    }
+  }
   if (!chip.has_value()) return absl::NotFoundError(absl::StrCat("no chip '", chip_id, "'"));
   return std::move(*chip);
 }

@@ -75,6 +75,25 @@ TEST_F(ChipStoreTest, NewDatabaseHoldsTheBuiltinCatalogOnce) {
   EXPECT_EQ(Count(), static_cast<int>(builtin->size()));
 }
 
+// The seed project's ids name their catalog chips; a chip registered
+// under such an id is its own.
+TEST_F(ChipStoreTest, SeedIdsAreAliasesOfCatalogChips) {
+  auto h100 = store_->Get("nvidia_h100");
+  ASSERT_TRUE(h100.ok()) << h100.status();
+  EXPECT_EQ(h100->chip_id(), "h100_sxm");
+  auto pvc = store_->Get("intel_pvc");
+  ASSERT_TRUE(pvc.ok()) << pvc.status();
+  EXPECT_EQ(pvc->chip_id(), "max_1550");
+  EXPECT_TRUE(absl::IsNotFound(store_->Get("nvidia_h999").status()));
+  Chip own = *h100;
+  own.set_chip_id("nvidia_h100");
+  own.set_chip_name("a user's H100");
+  own.mutable_metadata()->erase("builtin");
+  bool created = false;
+  ASSERT_TRUE(store_->Register(own, false, 2e9, &created).ok());
+  EXPECT_EQ(store_->Get("nvidia_h100")->chip_name(), "a user's H100");
+}
+
 // Start-up keeps the catalog's chips current and leaves users' chips alone.
 class ChipCatalogTest : public ChipStoreTest {
  protected:

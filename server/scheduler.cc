@@ -86,6 +86,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
                        "' in the registry (see `yirage-client chips list`)")));
     }
     if (!chip.ok()) return chip.status();
+    request.set_chip_id(chip->chip_id());  // the registry's id, where an alias named it
     if (request.backend().empty()) request.set_backend(chip->backend());
     const bool portable = request.backend() == "triton" || request.backend() == "mlir";
     if (request.backend() != chip->backend() && !portable) {

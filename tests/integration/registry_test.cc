@@ -267,6 +267,14 @@ TEST_F(RegistryTest, EveryValidationErrorIsRefusedNamingChipAndField) {
   ASSERT_EQ(job.exit_code, 0) << job.err;
   EXPECT_EQ(job.Json()["backend"], "cuda") << job.out;
   EXPECT_EQ(job.Json()["chip_id"], "h100_sxm") << job.out;
+  // The seed's id names the same chip.
+  r = a_.Client(
+      {"submit", SourceDir() + "/examples/graphs/softmax.json", "--chip", "nvidia_h100", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  job = a_.Client({"get", r.Json()["job_id"].get<std::string>(), "--json"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_EQ(job.Json()["backend"], "cuda") << job.out;
+  EXPECT_EQ(job.Json()["chip_id"], "h100_sxm") << job.out;
 }
 
 // /proc/cpuinfo, read independently of the probe.
