@@ -1,18 +1,27 @@
 // yirage-client: the command-line client of the YiRage scheduler.
+#include <cstdlib>
 #include <iostream>
 
 #include "CLI/CLI.hpp"
 #include "client/chip_commands.h"
 #include "client/client_commands.h"
 #include "common/channel_flags.h"
+#include "yirage/build_info.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"yirage-client: submit graphs to a YiRage server and read the results"};
   app.require_subcommand(1);
-  std::string server = "127.0.0.1:50051";
+  app.set_version_flag(
+      "--version", std::string("yirage-client ") + YIRAGE_VERSION + " (" + YIRAGE_GIT_SHA + ")");
+  // YIRAGE_SERVER: the address where --server is not given.
+  const char* server_env = std::getenv("YIRAGE_SERVER");
+  std::string server =
+      server_env != nullptr && *server_env != '\0' ? server_env : "127.0.0.1:50051";
   double timeout_seconds = 10;
   bool json = false;
-  app.add_option("--server", server, "server client API address")->capture_default_str();
+  app.add_option("--server", server,
+                 "server client API address (default: $YIRAGE_SERVER, else 127.0.0.1:50051)")
+      ->capture_default_str();
   app.add_option("--timeout", timeout_seconds, "deadline of each call, seconds")
       ->capture_default_str();
   app.add_flag("--json", json, "print one JSON object");
@@ -113,7 +122,13 @@ int main(int argc, char** argv) {
   chips_search_cmd->add_option("chip", chip_id)->required();
   chips_search_cmd->add_flag("--json", json, "print one JSON object");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every usage error 2.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
       yirage::MakeChannel(server, channel_options);
   if (!channel.ok()) {

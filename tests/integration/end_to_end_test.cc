@@ -229,6 +229,18 @@ TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {
   EXPECT_EQ(again.Json()["existing"], true);
   EXPECT_EQ(server_.Client({"list", "--json"}).Json()["jobs"].size(), 2u)
       << "softmax's first job and the one of request id r-1";
+  // The CLI: --version, usage errors exit 2, YIRAGE_SERVER is the default
+  // address.
+  const std::string client = BinDir() + "/yirage-client";
+  CommandResult version = RunCommand({client, "--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("yirage-client "), std::string::npos) << version.out;
+  EXPECT_EQ(RunCommand({client, "--no-such-flag", "list"}).exit_code, 2);
+  EXPECT_EQ(RunCommand({client, "submit"}).exit_code, 2) << "the graph is required";
+  CommandResult by_env = RunCommand(
+      {"/usr/bin/env", "YIRAGE_SERVER=" + server_.client_address(), client, "list", "--json"});
+  ASSERT_EQ(by_env.exit_code, 0) << by_env.err;
+  EXPECT_EQ(by_env.Json()["jobs"].size(), 2u);
 }
 
 // Over the real worker port: results for a leased batch without its lease
