@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -86,6 +87,30 @@ void ClientCommands::PrintJob(const yirage::v1::Job& job) {
        << "tolerance  rtol " << job.tolerance().rtol() << " atol " << job.tolerance().atol()
        << "\n";
   if (!job.chip_id().empty()) out_ << "chip       " << job.chip_id() << "\n";
+  // When it was submitted, started (first leased) and ended, in UTC, and
+  // how long it waited and ran.
+  auto when = [](double unix_seconds) {
+    const std::time_t t = static_cast<std::time_t>(unix_seconds);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
+    return std::string(text) + " UTC";
+  };
+  if (job.created_unix() > 0) {
+    out_ << "times      submitted " << when(job.created_unix());
+    if (job.started_unix() > 0) {
+      out_ << ", started " << Fixed(job.started_unix() - job.created_unix(), 1) << " s later";
+    }
+    if (job.finished_unix() > 0) {
+      out_ << ", ended " << Fixed(job.finished_unix() - job.created_unix(), 1)
+           << " s after submitting";
+      if (job.started_unix() > 0) {
+        out_ << " (ran " << Fixed(job.finished_unix() - job.started_unix(), 1) << " s)";
+      }
+    }
+    out_ << "\n";
+  }
   const auto& search = job.search();
   out_ << "search     " << Fixed(search.search_seconds() * 1e3, 1)
        << " ms: " << search.graphs_explored() << " rewritten graphs explored, "

@@ -241,6 +241,12 @@ TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {
       {"/usr/bin/env", "YIRAGE_SERVER=" + server_.client_address(), client, "list", "--json"});
   ASSERT_EQ(by_env.exit_code, 0) << by_env.err;
   EXPECT_EQ(by_env.Json()["jobs"].size(), 2u);
+  // `get` says when the job was submitted (not started: no worker here).
+  CommandResult shown = server_.Client({"get", job});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("times      submitted 20"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find(" UTC"), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find(", started"), std::string::npos) << shown.out;
 }
 
 // Over the real worker port: results for a leased batch without its lease

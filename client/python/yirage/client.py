@@ -135,9 +135,11 @@ class Client:
     call, in seconds (a call's `timeout=` overrides it).
     """
 
-    def __init__(self, server="127.0.0.1:50051", token=None, tls_ca=None, tls_cert=None,
+    def __init__(self, server=None, token=None, tls_ca=None, tls_cert=None,
                  tls_key=None, token_file=None, timeout=30.0, channel_options=None):
-        self.server = server
+        # As yirage-client: the address given, else $YIRAGE_SERVER, else local.
+        self.server = server or os.environ.get("YIRAGE_SERVER") or "127.0.0.1:50051"
+        server = self.server
         self.timeout = timeout
         token = resolve_token(token, token_file)
         self._metadata = (("authorization", "Bearer " + token),) if token else ()
