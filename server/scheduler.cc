@@ -48,6 +48,14 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
                  std::string(status.message()));
     return status;
   };
+  // The answer to a submit repeating an earlier one's request_id.
+  auto repeated = [&](const std::string& job_id) {
+    spdlog::info("submit with request_id '{}' repeats job {}", request.request_id(), job_id);
+    yirage::v1::SubmitJobResponse response;
+    response.set_job_id(job_id);
+    response.set_existing(true);
+    return response;
+  };
   if (request.request_id().size() > 128) {
     return reject(absl::InvalidArgumentError(absl::StrCat(
         "request_id: ", request.request_id().size(), " characters long; the limit is 128")));
@@ -63,11 +71,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     YIRAGE_ASSIGN_OR_RETURN(std::optional<std::string> earlier,
                             store_->FindSubmission(owner, request.request_id()));
     if (earlier.has_value()) {
-      spdlog::info("submit with request_id '{}' repeats job {}", request.request_id(), *earlier);
-      yirage::v1::SubmitJobResponse response;
-      response.set_job_id(*earlier);
-      response.set_existing(true);
-      return response;
+      return repeated(*earlier);
     }
   }
   std::optional<yirage::v1::Chip> target;
@@ -146,12 +150,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     YIRAGE_ASSIGN_OR_RETURN(
         std::string job_id,
         store_->CreateSearchingJob(request, tolerance, UnixNow(), owner, &existing));
-    if (existing) {  // a racing retry stored it first
-      yirage::v1::SubmitJobResponse response;
-      response.set_job_id(job_id);
-      response.set_existing(true);
-      return response;
-    }
+    if (existing) return repeated(job_id);  // a racing retry stored it first
     if (metrics_) metrics_->JobSubmitted();
     spdlog::info("job {} searching: graph '{}', backend {}, chip {}", job_id,
                  request.graph().name(), request.backend(),
@@ -171,12 +170,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   bool existing = false;
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id, store_->CreateJob(request, tolerance, *plans, summary,
                                                                 UnixNow(), owner, &existing));
-  if (existing) {
-    yirage::v1::SubmitJobResponse response;
-    response.set_job_id(job_id);
-    response.set_existing(true);
-    return response;
-  }
+  if (existing) return repeated(job_id);
   if (metrics_) metrics_->JobSubmitted();
   LogQueued(job_id, request, *plans, summary);
   yirage::v1::SubmitJobResponse response;

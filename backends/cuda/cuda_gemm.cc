@@ -147,20 +147,18 @@ std::string GemmSummary(const GemmPlan& p) {
 
 namespace {
 
-// `v = step(v);` for a step of a chain without tensor operands.
-std::string StepLine(const core::GemmMatch::Step& step, const std::string& v) {
-  using Operand = core::GemmMatch::Step::Operand;
-  if (step.operand == Operand::kScalar) {
-    const std::string other = Lit(step.scalar);
-    return absl::StrCat(
-        "    ", v, " = ",
-        step.value_first ? BinaryExpr(step.type, v, other) : BinaryExpr(step.type, other, v),
-        ";\n");
+// A step's expression of the running value `v`: a unary op, or a binary
+// one with `other` (a tensor's read; empty: the step's constant).
+std::string StepExpr(const core::GemmMatch::Step& step, const std::string& v,
+                     const std::string& other = "") {
+  if (step.operand == core::GemmMatch::Step::Operand::kNone) {
+    core::OpInfo op;
+    op.type = step.type;
+    op.gelu_tanh = step.gelu_tanh;
+    return UnaryExpr(op, v, /*fast=*/true);
   }
-  core::OpInfo op;
-  op.type = step.type;
-  op.gelu_tanh = step.gelu_tanh;
-  return absl::StrCat("    ", v, " = ", UnaryExpr(op, v, /*fast=*/true), ";\n");
+  const std::string o = other.empty() ? Lit(step.scalar) : other;
+  return step.value_first ? BinaryExpr(step.type, v, o) : BinaryExpr(step.type, o, v);
 }
 
 }  // namespace
@@ -179,11 +177,9 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
   std::vector<int> operand_args;
   for (size_t i = 0; i < m.epilogue.size(); ++i) {
     const core::GemmMatch::Step& step = m.epilogue[i];
-    std::string other;
+    std::string other;  // a tensor's read; empty for a constant or a unary op
     using Operand = core::GemmMatch::Step::Operand;
-    if (step.operand == Operand::kScalar) {
-      other = Lit(step.scalar);
-    } else if (step.operand == Operand::kRow || step.operand == Operand::kFull) {
+    if (step.operand == Operand::kRow || step.operand == Operand::kFull) {
       const std::string field = absl::StrCat("t", i);
       const std::string type = CType(graph.tensor(step.tensor).dtype);
       absl::StrAppend(&members, "  const ", type, "* __restrict__ ", field, ";\n");
@@ -195,25 +191,19 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
                                  m.n, " + col])");
       operand_args.push_back(read_arg(step.tensor));
     }
-    std::string expr;
-    if (step.operand == Operand::kNone) {
-      core::OpInfo op;
-      op.type = step.type;
-      op.gelu_tanh = step.gelu_tanh;
-      expr = UnaryExpr(op, "v", /*fast=*/true);
-    } else {
-      expr =
-          step.value_first ? BinaryExpr(step.type, "v", other) : BinaryExpr(step.type, other, "v");
-    }
-    absl::StrAppend(&body, "    v = ", expr, ";\n");
+    absl::StrAppend(&body, "    v = ", StepExpr(step, "v", other), ";\n");
   }
   const bool gated = m.b2 >= 0;
   std::string gate;
   if (gated) {
     // The two products' chains, then their join.
     std::string lines;
-    for (const core::GemmMatch::Step& step : m.gate) lines += StepLine(step, "p");
-    for (const core::GemmMatch::Step& step : m.up) lines += StepLine(step, "p2");
+    for (const core::GemmMatch::Step& step : m.gate) {
+      absl::StrAppend(&lines, "    p = ", StepExpr(step, "p"), ";\n");
+    }
+    for (const core::GemmMatch::Step& step : m.up) {
+      absl::StrAppend(&lines, "    p2 = ", StepExpr(step, "p2"), ";\n");
+    }
     gate = absl::StrCat(
         "  __device__ __forceinline__ float gate(float p, float p2) const {\n", lines,
         "    return ",
