@@ -46,11 +46,11 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s,
       db_->Prepare("INSERT INTO workers (worker_id, backend, hostname, pid, device, state, "
-                   "current_batch, first_seen, last_seen, kernels, identity) "
-                   "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                   "first_seen, last_seen, kernels, identity) "
+                   "VALUES (?,?,?,?,?,?,?,?,?,?) "
                    "ON CONFLICT(worker_id) DO UPDATE SET backend=excluded.backend, "
                    "hostname=excluded.hostname, pid=excluded.pid, device=excluded.device, "
-                   "state=excluded.state, current_batch=excluded.current_batch, "
+                   "state=excluded.state, "
                    "last_seen=excluded.last_seen, "
                    "kernels=COALESCE(excluded.kernels, workers.kernels), "
                    "identity=CASE WHEN workers.identity='' THEN excluded.identity "
@@ -62,15 +62,16 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
       .Bind(4, static_cast<int64_t>(request.pid()))
       .Bind(5, request.device_description())
       .Bind(6, state)
-      .Bind(7, executing ? request.status().executing().batch_id() : "")
-      .Bind(8, now)
-      .Bind(9, now);
+      .Bind(7, now)
+      .Bind(8, now);
+  // (The workers table's current_batch column is no longer written:
+  // List reads a worker's batch from the lease table.)
   if (request.has_kernels()) {
-    s.BindBlob(10, request.kernels().SerializeAsString());
+    s.BindBlob(9, request.kernels().SerializeAsString());
   } else {
-    s.BindNull(10);
+    s.BindNull(9);
   }
-  s.Bind(11, identity);
+  s.Bind(10, identity);
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   const bool has_kernels = row && s.ColumnInt(0) != 0;
   YIRAGE_RETURN_IF_ERROR(s.Run());  // to the statement's end
