@@ -6,9 +6,9 @@
 //
 //   yirage-schedule-sweep --backend-library PATH [--backend cuda] [--plan N]
 //       GRAPH.json SPEC...
-//   SPEC: form,stages,warps,split_k[,warp_rows[,block_rows]] (0 = the
+//   SPEC: form,stages,warps,split_k[,warp_rows[,block_rows[,tma]]] (0 = the
 //   backend's choice): StreamedMatmulSchedule.form or AttentionSchedule.merge
-//   by number, then the family's knobs.
+//   by number, then the family's knobs (tma 1: attention's TMA copies).
 //
 // Exit codes: 0 done (every plan verified), 1 a plan did not verify, 2 bad
 // arguments or a failed call, 3 no device.
@@ -40,9 +40,9 @@ int Fail(const std::string& what) {
 
 // Sets the family knobs of `schedule` from a SPEC; false when malformed.
 bool ApplySpec(const std::string& spec, yirage::v1::Schedule* schedule) {
-  int form = 0, stages = 0, warps = 0, split_k = 0, warp_rows = -1, block_rows = -1;
-  if (std::sscanf(spec.c_str(), "%d,%d,%d,%d,%d,%d", &form, &stages, &warps, &split_k, &warp_rows,
-                  &block_rows) < 4) {
+  int form = 0, stages = 0, warps = 0, split_k = 0, warp_rows = -1, block_rows = -1, tma = 0;
+  if (std::sscanf(spec.c_str(), "%d,%d,%d,%d,%d,%d,%d", &form, &stages, &warps, &split_k,
+                  &warp_rows, &block_rows, &tma) < 4) {
     return false;
   }
   if (schedule->has_streamed_matmul()) {
@@ -62,6 +62,7 @@ bool ApplySpec(const std::string& spec, yirage::v1::Schedule* schedule) {
   a->set_split_k(split_k);
   if (warp_rows >= 0) a->set_warp_rows(warp_rows);
   if (block_rows >= 0) a->set_block_rows(block_rows);
+  a->set_tma(tma != 0);
   return true;
 }
 
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   app.add_option("--backend", backend, "its name");
   app.add_option("--plan", plan_index, "the candidate to sweep (default: the first with a family)");
   app.add_option("graph", graph_path, "graph JSON")->required();
-  app.add_option("specs", specs, "form,stages,warps,split_k[,warp_rows[,block_rows]]");
+  app.add_option("specs", specs, "form,stages,warps,split_k[,warp_rows[,block_rows[,tma]]]");
   CLI11_PARSE(app, argc, argv);
 
   auto lib = BackendLibrary::LoadFile(backend, library);

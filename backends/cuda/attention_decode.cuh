@@ -21,6 +21,12 @@
 //   unused); 3 cluster, each block storing its partial rows into the
 //   merging block's shared memory; 4 in the kernel through the workspace
 //   (a cooperative launch keeps the grid co-resident).
+// TMA: the K and V tiles arrive by TMA (sm_90a) instead of cp.async: one
+// thread issues each step's copies of 64 x 64 boxes (tensor maps `tk` over
+// K as [B N][D] (KT) or [B D][N] and `tv` over V as [B N][DV], 128-byte
+// swizzle) on the stage's mbarrier, so the copy engine rather than the
+// block's few threads keeps the keys in flight; the swizzle keeps ldmatrix
+// free of bank conflicts without padded rows. Needs D and DV multiples of 64.
 // REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh and wgmma_ops.cuh before
 // this file; N a multiple of 64 * KG * SPLITS (NS = N / SPLITS); a launch
 // of RW * KG * 32 threads (in clusters of the SPLITS blocks along z for
@@ -29,27 +35,40 @@
 #define YR_ATTENTION_DECODE
 
 template <typename T, typename OT, int B, int M, int N, int D, int DV, int NS, int SPLITS, int RW,
-          int MT, int KG, int STAGES, int MERGE_KIND, bool WG, bool KT>
-static __device__ __forceinline__ void yr_attention_decode(const T* __restrict__ q,
-                                                           const T* __restrict__ k,
-                                                           const T* __restrict__ v,
-                                                           OT* __restrict__ o,
-                                                           float* __restrict__ ws, float scale) {
+          int MT, int KG, int STAGES, int MERGE_KIND, bool WG, bool KT, bool TMA = false>
+static __device__ __forceinline__ void yr_attention_decode(
+    const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, OT* __restrict__ o,
+    float* __restrict__ ws, float scale, const CUtensorMap* tk = nullptr,
+    const CUtensorMap* tv = nullptr) {
   constexpr int BN = 64;
   constexpr int NT = RW * KG * 32, WR = 16 * MT, BM = WR * RW;
   // WG: one warpgroup multiplies with wgmma straight from shared memory;
   // Q, K and V tiles (rows of 64 16-bit elements) take the 128-byte swizzle
   // (yr_swz<64>) from 1024-byte boundaries instead of padded rows.
   static_assert(!WG || (D == 64 && DV == 64 && RW == 4 && KG == 1 && MT == 1), "warpgroup form");
-  constexpr int PAD = WG ? 0 : 8;
-  constexpr int LQ = D + PAD, LV = DV + PAD;
-  constexpr int LK = KT ? D + PAD : BN + PAD;
-  constexpr int KSIZE = KT ? BN * (D + PAD) : D * (BN + PAD);
+  static_assert(!TMA || (D % 64 == 0 && DV % 64 == 0 && (long long)B * N < (1ll << 31) &&
+                         (long long)B * D < (1ll << 31)),
+                "TMA form");
+  constexpr int PAD = WG ? 0 : 8, KVPAD = WG || TMA ? 0 : 8;
+  constexpr int LQ = D + PAD, LV = DV + KVPAD;
+  constexpr int LK = KT ? D + KVPAD : BN + KVPAD;
+  constexpr int KSIZE = KT ? BN * (D + KVPAD) : D * (BN + KVPAD);
   constexpr int VSIZE = BN * LV, TILE = KSIZE + VSIZE;
-  // Element (r, c) of a Q, K or V tile whose rows are `ld` elements apart.
-  auto at = [](int r, int c, int ld) -> int {
+  // Element (r, c) of Q's rows.
+  auto at_q = [](int r, int c) -> int {
     if constexpr (WG) {
       return yr_swz<64>(r, c);
+    } else {
+      return r * LQ + c;
+    }
+  };
+  // Element (r, c) of a K or V tile whose rows are `ld` elements apart;
+  // swizzled, the tile is panels of 64 columns, each of 64-element rows of
+  // 128 bytes (TMA's 128-byte swizzle of a 64 x 64 box is yr_swz<64>; a
+  // [D][64] tile of K is D / 64 such boxes one after another).
+  auto at = [](int r, int c, int ld) -> int {
+    if constexpr (WG || TMA) {
+      return (c >> 6) * (BN * 64) + yr_swz<64>(r, c & 63);
     } else {
       return r * ld + c;
     }
@@ -58,7 +77,15 @@ static __device__ __forceinline__ void yr_attention_decode(const T* __restrict__
   constexpr int LP = DV + 4;  // partial rows in shared memory: O, m, l, pad (16-byte rows)
   extern __shared__ __align__(1024) unsigned char yr_smb[];
   T* const sq = reinterpret_cast<T*>(yr_smb);
-  T* const skv = sq + BM * LQ;  // STAGES steps of KG [K tile | V tile]
+  // TMA: the ring's mbarriers after Q, the ring from a 1024-byte boundary
+  // (the swizzle's period).
+  constexpr int QBYTES = BM * LQ * 2;
+  constexpr int RING_AT = TMA ? (QBYTES + 8 * STAGES + 1023) / 1024 * 1024 : QBYTES;
+  unsigned long long* const bars = reinterpret_cast<unsigned long long*>(yr_smb + QBYTES);
+  T* const skv = reinterpret_cast<T*>(yr_smb + RING_AT);  // STAGES steps of KG [K tile | V tile]
+  (void)bars;
+  (void)tk;
+  (void)tv;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int rw = warp % RW, kg = warp / RW;
   const int m0 = blockIdx.x * BM, b = blockIdx.y, split = blockIdx.z;
@@ -75,9 +102,9 @@ static __device__ __forceinline__ void yr_attention_decode(const T* __restrict__
   for (int x = tid; x < BM * D / 8; x += NT) {
     const int r = x / (D / 8), c = (x % (D / 8)) * 8;
     if (m0 + r < M) {
-      yr_cp_async16(sq + at(r, c, LQ), qb + (i64)r * D + c);
+      yr_cp_async16(sq + at_q(r, c), qb + (i64)r * D + c);
     } else {
-      *reinterpret_cast<uint4*>(sq + at(r, c, LQ)) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(sq + at_q(r, c)) = make_uint4(0, 0, 0, 0);
     }
   }
   // Tile copies in 16-byte chunks: each thread's chunks of a tile sit at
@@ -90,7 +117,30 @@ static __device__ __forceinline__ void yr_attention_decode(const T* __restrict__
   const T* const kthread = kb + (i64)kr * KSTRIDE + kc;
   const T* const vthread = vb + (i64)vr * DV + vc;
   // Step st: tiles st * KG + g (g < KG) into slots g of ring stage `stage`.
+  // TMA: one thread issues the step's panels, their bytes counted on the
+  // stage's mbarrier.
   auto load_step = [&](int st, int stage) {
+    if constexpr (TMA) {
+      yr_mbar_arrive_expect_tx(&bars[stage], KG * TILE * 2);
+#pragma unroll
+      for (int g = 0; g < KG; ++g) {
+        T* const sk = skv + (stage * KG + g) * TILE;
+        const int n0 = key0 + (st * KG + g) * BN, row = b * N + n0;
+#pragma unroll
+        for (int p = 0; p < D / 64; ++p) {
+          if constexpr (KT) {
+            yr_tma_load_2d(sk + p * BN * 64, tk, p * 64, row, &bars[stage]);
+          } else {
+            yr_tma_load_2d(sk + p * 64 * BN, tk, n0, b * D + p * 64, &bars[stage]);
+          }
+        }
+#pragma unroll
+        for (int p = 0; p < DV / 64; ++p) {
+          yr_tma_load_2d(sk + KSIZE + p * BN * 64, tv, p * 64, row, &bars[stage]);
+        }
+      }
+      return;
+    }
 #pragma unroll
     for (int g = 0; g < KG; ++g) {
       T* const sk = skv + (stage * KG + g) * TILE;
@@ -113,10 +163,28 @@ static __device__ __forceinline__ void yr_attention_decode(const T* __restrict__
     }
   };
   // Q rides in the first group; STAGES - 1 steps in flight before the loop.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < STEPS) load_step(s, s);
+  if constexpr (TMA) {
     yr_cp_async_commit();
+    if (tid == 0) {
+#pragma unroll
+      for (int s = 0; s < STAGES; ++s) yr_mbar_init(&bars[s], 1);
+      yr_fence_mbar_init();
+      yr_prefetch_tmap(tk);
+      yr_prefetch_tmap(tv);
+    }
+    __syncthreads();
+    if (tid == 0) {
+#pragma unroll
+      for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < STEPS) load_step(s, s);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < STEPS) load_step(s, s);
+      yr_cp_async_commit();
+    }
   }
   const int li = lane & 7, lm = lane >> 3;  // ldmatrix: row within matrix, matrix
   unsigned qa[MT][D / 16][4];
@@ -178,9 +246,9 @@ static __device__ __forceinline__ void yr_attention_decode(const T* __restrict__
         for (int nb = 0; nb < BN / 8; nb += 2) {
           unsigned bf[4];
           if constexpr (KT) {
-            yr_ldsm_x4(bf, sk + ((nb + (lm >> 1)) * 8 + li) * LK + ks * 16 + (lm & 1) * 8);
+            yr_ldsm_x4(bf, sk + at((nb + (lm >> 1)) * 8 + li, ks * 16 + (lm & 1) * 8, LK));
           } else {
-            yr_ldsm_x4_t(bf, sk + (ks * 16 + li + (lm & 1) * 8) * LK + (nb + (lm >> 1)) * 8);
+            yr_ldsm_x4_t(bf, sk + at(ks * 16 + li + (lm & 1) * 8, (nb + (lm >> 1)) * 8, LK));
           }
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
@@ -258,7 +326,7 @@ static __device__ __forceinline__ void yr_attention_decode(const T* __restrict__
 #pragma unroll
         for (int nb = 0; nb < DV / 8; nb += 2) {
           unsigned bf[4];
-          yr_ldsm_x4_t(bf, sv + (kk * 16 + li + (lm & 1) * 8) * LV + (nb + (lm >> 1)) * 8);
+          yr_ldsm_x4_t(bf, sv + at(kk * 16 + li + (lm & 1) * 8, (nb + (lm >> 1)) * 8, LV));
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
             const unsigned pa[4] = {pk[mt][2 * kk][0], pk[mt][2 * kk][1], pk[mt][2 * kk + 1][0],
@@ -282,11 +350,20 @@ static __device__ __forceinline__ void yr_attention_decode(const T* __restrict__
       yr_fence_proxy_async();
     }
     __syncthreads();
-    if (t + STAGES - 1 < STEPS) load_step(t + STAGES - 1, (t + STAGES - 1) % STAGES);
-    yr_cp_async_commit();
+    if constexpr (TMA) {
+      if (tid == 0 && t + STAGES - 1 < STEPS) load_step(t + STAGES - 1, (t + STAGES - 1) % STAGES);
+    } else {
+      if (t + STAGES - 1 < STEPS) load_step(t + STAGES - 1, (t + STAGES - 1) % STAGES);
+      yr_cp_async_commit();
+    }
   };
   for (int t = 0; t < STEPS; ++t) {
-    yr_cp_async_wait<STAGES - 2>();
+    if constexpr (TMA) {
+      if (t == 0) yr_cp_async_wait<0>();  // Q
+      yr_mbar_wait(&bars[t % STAGES], (t / STAGES) & 1);
+    } else {
+      yr_cp_async_wait<STAGES - 2>();
+    }
     refill(t);
     if (!WG && t == 0) load_q();
     float s[MT][BN / 8][4];

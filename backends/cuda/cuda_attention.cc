@@ -41,9 +41,18 @@ namespace {
 
 int64_t RowsPerBlock(const AttentionConfig& c) { return int64_t{c.warp_rows} * c.row_warps; }
 
-int64_t TileBytes(const AttentionPattern& a) {
-  const int64_t ksize = a.transpose_k ? kTileN * (a.d + 8) : a.d * (kTileN + 8);
-  return (ksize + kTileN * (a.dv + 8)) * 2;
+// A K and a V tile of the decode form; the TMA form's rows are unpadded.
+int64_t TileBytes(const AttentionPattern& a, const AttentionConfig& c) {
+  const int pad = c.tma ? 0 : 8;
+  const int64_t ksize = a.transpose_k ? kTileN * (a.d + pad) : a.d * (kTileN + pad);
+  return (ksize + kTileN * (a.dv + pad)) * 2;
+}
+
+// Bytes before the decode form's ring: Q's rows, and with TMA the ring's
+// mbarriers, up to a 1024-byte boundary (attention_decode.cuh's RING_AT).
+int64_t QueryBytes(const AttentionPattern& a, const AttentionConfig& c) {
+  const int64_t q = RowsPerBlock(c) * (a.d + 8) * 2;
+  return c.tma ? (q + 8 * c.stages + 1023) / 1024 * 1024 : q;
 }
 
 int64_t SmemBytes(const AttentionPattern& a, const AttentionConfig& c) {
@@ -53,13 +62,13 @@ int64_t SmemBytes(const AttentionPattern& a, const AttentionConfig& c) {
     // The warp-specialized form's mbarriers: four a stage and two for Q.
     return c.warp_specialized ? bytes + (int64_t{c.stages} * 4 + 2) * 8 : bytes;
   }
-  const int64_t ring = int64_t{c.stages} * c.key_groups * TileBytes(a);
+  const int64_t ring = int64_t{c.stages} * c.key_groups * TileBytes(a, c);
   const int64_t rows = RowsPerBlock(c) * (a.dv + 4) * 4;
   // Pushed: every key group's partial rows of the cluster, past the ring.
-  if (c.push_merge) return RowsPerBlock(c) * (a.d + 8) * 2 + ring + c.key_groups * rows;
+  if (c.push_merge) return QueryBytes(a, c) + ring + c.key_groups * rows;
   // Partial rows (the key groups', then the cluster's) over the drained ring.
   const int64_t partial = std::max<int64_t>(c.key_groups - 1, c.cluster_merge ? 1 : 0) * rows;
-  return RowsPerBlock(c) * (a.d + 8) * 2 + std::max(ring, partial);
+  return QueryBytes(a, c) + std::max(ring, partial);
 }
 
 }  // namespace
@@ -95,12 +104,14 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   }
   c.warp_rows = schedule.warp_rows() == 32 ? 32 : 16;
   c.wgmma = schedule.warp_rows() == 64 && target.sm == 90 && a.d == 64 && a.dv == 64;
+  c.tma = schedule.tma() && target.sm == 90 && a.d % 64 == 0 && a.dv % 64 == 0 &&
+          a.batch * std::max(a.n, a.d) < (int64_t{1} << 31);
   // 32-row warps hold twice the S and O registers (about 230 a thread):
   // at most 256 threads a block.
   const int max_warps = c.warp_rows == 32 ? kMaxWarps / 2 : kMaxWarps;
   const int rows = schedule.block_rows();
   const bool rows_ok =
-      (rows == 32 || rows == 64 || rows == 128 || rows == 256) && rows >= c.warp_rows;
+      (rows == 16 || rows == 32 || rows == 64 || rows == 128 || rows == 256) && rows >= c.warp_rows;
   c.row_warps = (rows_ok ? rows : 64) / c.warp_rows;
   if (c.wgmma) c.row_warps = 4;  // one warpgroup, one key group
   const int w = schedule.warps();
@@ -241,10 +252,29 @@ const char* AttentionPrefillWsSource() {
       ;
 }
 
-// The parameter list every attention kernel of the family takes.
-std::string KernelParams(const std::string& t, const std::string& out_type) {
-  return absl::StrCat("(const ", t, "* __restrict__ q, const ", t, "* __restrict__ k, const ", t,
+// The parameter list every attention kernel of the family takes; with
+// `tensor_maps`, K's and V's tensor maps come first (TensorMapArg).
+std::string KernelParams(const std::string& t, const std::string& out_type,
+                         bool tensor_maps = false) {
+  return absl::StrCat("(",
+                      tensor_maps ? "const __grid_constant__ CUtensorMap tk, const "
+                                    "__grid_constant__ CUtensorMap tv, "
+                                  : "",
+                      "const ", t, "* __restrict__ q, const ", t, "* __restrict__ k, const ", t,
                       "* __restrict__ v, ", out_type, "* __restrict__ o, float* __restrict__ ws)");
+}
+
+// A 2-D tensor map over `rows` rows of `cols` 16-bit elements in boxes of
+// 64 x 64 (a K or V tile's panel: K as [B N][D] or [B D][N], V as [B N][DV]).
+TensorMapArg PanelMap(int buffer, yirage::v1::DType dtype, int64_t cols, int64_t rows) {
+  TensorMapArg m;
+  m.buffer = buffer;
+  m.data_type = dtype == yirage::v1::BFLOAT16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                                              : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+  m.dims = {cols, rows};
+  m.stride_bytes = cols * 2;
+  m.box = {64, 64};
+  return m;
 }
 
 }  // namespace
@@ -322,17 +352,19 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
   absl::StrAppend(source, "// attention: B=", a.batch, " M=", a.m, " N=", a.n, " D=", a.d,
                   " DV=", a.dv, ", ", splits, " key split(s) of ", ns, " keys; ", config.row_warps,
                   " row warps of ", config.warp_rows, " rows x ", config.key_groups,
-                  " key group(s), ", config.stages, " stages; splits merge: ", merge_text, ".\n");
+                  " key group(s), ", config.stages, " stages", config.tma ? " (TMA)" : "",
+                  "; splits merge: ", merge_text, ".\n");
   absl::StrAppend(
       source, "extern \"C\" __global__ void ",
       merge_kind == 1 || merge_kind == 3 ? absl::StrCat("__cluster_dims__(1, 1, ", splits, ") ")
                                          : std::string(),
-      "__launch_bounds__(", threads, ") ", name, KernelParams(t, main_out),
+      "__launch_bounds__(", threads, ") ", name, KernelParams(t, main_out, config.tma),
       " {\n  yr_attention_decode<", t, ", ", main_out, ", ", a.batch, ", ", a.m, ", ", a.n, ", ",
       a.d, ", ", a.dv, ", ", ns, ", ", splits, ", ", config.row_warps, ", ", config.warp_rows / 16,
       ", ", config.key_groups, ", ", config.stages, ", ", merge_kind, ", ",
-      config.wgmma ? "true" : "false", ", ", a.transpose_k ? "true" : "false", ">(q, k, v, o, ws, ",
-      CudaFloatLiteral(a.scale), ");\n}\n");
+      config.wgmma ? "true" : "false", ", ", a.transpose_k ? "true" : "false", ", ",
+      config.tma ? "true" : "false", ">(q, k, v, o, ws, ", CudaFloatLiteral(a.scale),
+      config.tma ? ", &tk, &tv" : "", ");\n}\n");
   KernelLaunch main;
   main.name = name;
   main.grid[0] = (a.m + RowsPerBlock(config) - 1) / RowsPerBlock(config);
@@ -343,6 +375,11 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
   main.args = {q_arg, k_arg, v_arg, workspace ? workspace_arg : out_arg,
                workspace || config.spin_merge ? workspace_arg : out_arg};
   main.cooperative = config.spin_merge;
+  if (config.tma) {
+    main.tensor_maps = {a.transpose_k ? PanelMap(k_arg, a.dtype, a.d, a.batch * a.n)
+                                      : PanelMap(k_arg, a.dtype, a.n, a.batch * a.d),
+                        PanelMap(v_arg, a.dtype, a.dv, a.batch * a.n)};
+  }
   launches->push_back(main);
   if (workspace) {
     absl::StrAppend(source, "// merges the ", splits, " key splits of ", name,

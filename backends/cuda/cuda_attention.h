@@ -69,6 +69,10 @@ struct AttentionConfig {
   // wgmma (sm_90, D = DV = 64): S = Q K from shared memory, O += P V with P
   // from the S registers; Q, K and V tiles 128-byte swizzled.
   bool wgmma = false;
+  // The decode form's K and V tiles arrive by TMA (sm_90, D and DV
+  // multiples of 64): 64 x 64 boxes, 128-byte swizzled, that one thread
+  // requests a step on the stage's mbarrier.
+  bool tma = false;
   // The prefill form (attention_prefill.cuh): row_warps / 4 warpgroups of
   // wgmma (sm_90), each 64 query rows, over every key (one split) in tiles
   // of key_tile keys through a `stages`-deep ring; `overlap` (three or more
@@ -86,7 +90,7 @@ struct AttentionConfig {
 
 // The configuration of `pattern`'s kernel on `target` under `schedule`
 // (the kernel's AttentionSchedule):
-// warp_rows() (32; else 16), block_rows() (32, 64, 128 or 256, at least the
+// warp_rows() (32; else 16), block_rows() (16, 32, 64, 128 or 256, at least the
 // warp's rows; else 64), warps() (row warps times 1, 2 or 4 key groups, at
 // most 16, 8 with 32-row warps; else one key group), stages() (2..8; else
 // 4), split_k() (0 = automatic: the fewest splits, powers of two, that fill
@@ -97,8 +101,10 @@ struct AttentionConfig {
 // automatic splits take it where a cluster would merge fewer splits than
 // fill the chip). warp_rows() 64 asks for the warpgroup (wgmma) form where
 // it applies (sm_90, D = DV = 64): 64-row blocks of 4 warps, one key group;
-// elsewhere it is 16 (the caller refuses that request). A requested split that does not leave whole
-// pipeline steps becomes
+// elsewhere it is 16 (the caller refuses that request). tma() asks for the
+// TMA copies where they apply (sm_90, D and DV multiples of 64); elsewhere
+// the result's `tma` is false and the caller refuses the request. A requested split that does not
+// leave whole pipeline steps becomes
 // 1. The pipeline gets shallower where the chip's shared memory per block
 // cannot hold it; the cluster merge pushes rows where the shared memory
 // holds the receiving rows beside the ring.

@@ -87,6 +87,7 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
             ", ", config.row_warps, " row warps",
             config.warp_rows == 16 ? "" : absl::StrCat(" of ", config.warp_rows, " rows"), " x ",
             config.key_groups, " key group(s), ", config.stages, " stages",
+            config.tma ? " of TMA copies" : "",
             config.push_merge ? ", rows pushed to the merging block" : "");
   }
   std::string source;
@@ -352,6 +353,12 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
                            ": schedule.attention.warp_rows 64 (the wgmma form) needs sm_90 "
                            "and D = DV = 64; this is sm_",
                            target_.sm, " with D ", attention->d, ", DV ", attention->dv));
+        }
+        if (knobs.tma() && !knobs.prefill() && !PlanAttention(*attention, target_, knobs).tma) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              kernel_label(k),
+              ": schedule.attention.tma needs sm_90 and D and DV multiples of 64; this is sm_",
+              target_.sm, " with D ", attention->d, ", DV ", attention->dv));
         }
         if (knobs.prefill() && !PlanAttention(*attention, target_, knobs).prefill) {
           return absl::InvalidArgumentError(absl::StrCat(

@@ -185,6 +185,19 @@ yirage::v1::Graph WarpgroupAttentionGraph(DType dtype, bool transpose_k) {
   return b.proto();
 }
 
+// GQA decode's shape: a few query rows a key/value head (7), K given as
+// [B, N, D] with a scaled S, D = 128 and DV = 64 (two and one 64-column
+// panels for the TMA form).
+yirage::v1::Graph GqaDecodeGraph(DType dtype) {
+  GraphBuilder b("gqa_decode");
+  b.Input("Q", {6, 7, 128}, dtype).Input("K", {6, 512, 128}, dtype).Input("V", {6, 512, 64}, dtype);
+  b.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
+  b.Op("Ss", "mul", {"S"}, {F("scalar", 0.08838834764)});
+  b.Op("P", "softmax", {"Ss"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  return b.proto();
+}
+
 // Norm chains wide enough for register rows: broadcast weight, a scalar,
 // two outputs, layer norm and softmax.
 yirage::v1::Graph NormChainGraph(DType dtype) {
@@ -356,6 +369,34 @@ std::vector<Case> AllCases() {
             OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 4, 4, 2), 64), 3)),
             OneRowGroup(wa, WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 64), 4))}});
     }
+    // The decode form's TMA copies (sm_90; head dims multiples of 64):
+    // 32-row blocks of two warps merged in the kernel,
+    // automatic, in one split with two key groups; 64-row blocks through the
+    // workspace and pulled in a cluster with two key groups; 32-row warps;
+    // 16-row blocks of two key groups (and, without TMA, of one warp in
+    // two splits merged in the kernel); the warpgroup form merged in the
+    // kernel and in two pushed splits; K given as [B, N, D] and as [B, D, N].
+    if (dt != FLOAT32 && TargetOfCompiles().sm == 90) {
+      const yirage::v1::Graph gq = GqaDecodeGraph(dt);
+      cases.push_back({gq,
+                       {OneRowGroup(gq, WithTma(WithForm(WithGpu(Rows(32), 0, 2, 4), 4))),
+                        OneRowGroup(gq, WithTma(WithGpu(Rows(32), 0, 2, 4))),
+                        OneRowGroup(gq, WithTma(WithGpu(Rows(32), 1, 4, 3))),
+                        OneRowGroup(gq, WithTma(WithForm(WithGpu(Rows(64), 2, 4, 2), 2))),
+                        OneRowGroup(gq, WithTma(WithForm(WithGpu(Rows(64), 2, 8, 3), 3))),
+                        OneRowGroup(gq, WithTma(WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 32))),
+                        OneRowGroup(gq, WithTma(WithGpu(Rows(16), 1, 2, 4))),
+                        OneRowGroup(gq, WithForm(WithGpu(Rows(16), 2, 1, 3), 4))}});
+      for (bool kt : {false, true}) {
+        const yirage::v1::Graph wk = WarpgroupAttentionGraph(dt, kt);
+        cases.push_back(
+            {wk,
+             {OneRowGroup(wk, WithTma(WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 64), 4))),
+              OneRowGroup(wk, WithTma(WithWarpRows(WithGpu(Rows(64), 2, 4, 2), 64))),
+              OneRowGroup(wk, WithTma(WithGpu(Rows(64), 4, 4, 3))),
+              OneRowGroup(wk, WithTma(WithForm(WithGpu(Rows(16), 0, 2, 4), 4)))}});
+      }
+    }
     // The prefill forms (sm_90; K as [B, N, D]): query rows past the last
     // block's end (100 and 200 rows), D = DV = 64 and 128, one to three
     // warpgroups, 64- and 128-key tiles, S issued behind O += P V (three
@@ -521,9 +562,13 @@ TEST(CudaCodegenCompileTest, EveryPlanKindCompilesWithNvrtc) {
 }
 
 // NEEDS A GPU: the same plans, run and compared with the reference.
+// YIRAGE_CASE_FILTER=TEXT keeps the graphs whose name contains TEXT (a
+// quicker check of one kernel form on the device).
 TEST(CudaCodegenGpuTest, EveryPlanKindMatchesReference) {
   YR_REQUIRE_GPU();
+  const char* filter = std::getenv("YIRAGE_CASE_FILTER");
   for (const Case& c : AllCases()) {
+    if (filter != nullptr && c.graph.name().find(filter) == std::string::npos) continue;
     SCOPED_TRACE(c.graph.name());
     CheckCudaPlans(c.graph, c.plans);
   }

@@ -176,6 +176,29 @@ core::Graph PrefillGraph(int64_t heads, int64_t m, int64_t n, int64_t d) {
   return MustGraph(b.proto());
 }
 
+TEST(AttentionPlannerTest, TmaCopiesNeedSm90KeysByRowsAndPanelsOf64) {
+  yirage::v1::AttentionSchedule tma;
+  tma.set_tma(true);
+  tma.set_block_rows(32);
+  tma.set_warps(2);
+  tma.set_stages(6);
+  // GQA decode: 128 key/value heads of 4 query rows, 2048 keys, D = 128.
+  const AttentionPattern gqa = Attention(PrefillGraph(128, 4, 2048, 128));
+  const AttentionConfig c = PlanAttention(gqa, H200(), tma);
+  EXPECT_TRUE(c.tma);
+  EXPECT_EQ(c.row_warps, 2);
+  EXPECT_EQ(c.stages, 6) << "six 32 KiB stages fit 227 KiB";
+  EXPECT_FALSE(PlanAttention(gqa, A100(), tma).tma) << "no TMA before sm_90";
+  EXPECT_TRUE(PlanAttention(Attention(AttentionGraph(2, 4, 2048, 128)), H200(), tma).tma)
+      << "K given as [.., D, N]: boxes of 64 head dims by 64 keys";
+  EXPECT_FALSE(PlanAttention(Attention(PrefillGraph(8, 4, 2048, 96)), H200(), tma).tma)
+      << "D not a multiple of 64";
+  EXPECT_FALSE(PlanAttention(gqa, H200(), {}).tma) << "only when asked for";
+  // Eight stages of 32 KiB do not fit: the ring gets shallower.
+  tma.set_stages(8);
+  EXPECT_LT(PlanAttention(gqa, H200(), tma).stages, 8);
+}
+
 yirage::v1::AttentionSchedule Prefill(int rows, int key_tile, int stages) {
   yirage::v1::AttentionSchedule s;
   s.set_prefill(true);

@@ -187,6 +187,16 @@ inline yirage::v1::Schedule WithPrefillWs(yirage::v1::Schedule s, int key_tile, 
   return s;
 }
 
+// `s` with fused attention's K and V tiles by TMA (the decode form).
+inline yirage::v1::Schedule WithTma(yirage::v1::Schedule s) {
+  const int form = s.streamed_matmul().form();
+  s.mutable_attention()->set_tma(true);
+  if (form != 0) {
+    s.mutable_attention()->set_merge(static_cast<yirage::v1::AttentionSchedule::Merge>(form));
+  }
+  return s;
+}
+
 // `s` with the GEMM family's knobs (cuda_gemm.h).
 inline yirage::v1::Schedule WithGemm(yirage::v1::Schedule s, int tile_m, int tile_n, int stages,
                                      bool pingpong, int cluster_m, int cluster_n, int split_k = 0) {
@@ -265,6 +275,8 @@ inline void TypeFamilyKnobs(const core::Graph& g, yirage::v1::Plan* plan) {
       a->set_prefill(given.prefill());
       a->set_key_tile(given.key_tile());
       a->set_overlap(given.overlap());
+      a->set_warp_specialized(given.warp_specialized());
+      a->set_tma(given.tma());
     }
   }
 }

@@ -55,14 +55,6 @@
 #ifndef YR_GEMM_SM90
 #define YR_GEMM_SM90
 
-#ifndef __cuda_cuda_h__
-// NVRTC has no cuda.h: the driver's opaque tensor map (128 bytes, which
-// the host fills with cuTensorMapEncodeTiled).
-typedef struct CUtensorMap_st {
-  alignas(64) unsigned long long opaque[16];
-} CUtensorMap;
-#endif
-
 // Split-K's arguments: the last `tail` cluster tiles (0 or more than there
 // are: all) in `splits` K ranges each (1: none); `ws`: splits x BM x BN
 // floats for each block of those cluster tiles (tail x cluster of them);

@@ -26,6 +26,14 @@ static __device__ __forceinline__ void yr_wg_fence_operands(float* d, int n) {
 #pragma unroll
   for (int i = 0; i < n; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+#ifndef __cuda_cuda_h__
+// NVRTC has no cuda.h: the driver's opaque tensor map (128 bytes, which
+// the host fills with cuTensorMapEncodeTiled).
+typedef struct CUtensorMap_st {
+  alignas(64) unsigned long long opaque[16];
+} CUtensorMap;
+#endif
+
 // TMA (cp.async.bulk.tensor) and the mbarrier operations around it.
 // Shared addresses are CTA-relative; in a cluster, a multicast copy lands
 // at the same offset in each block of `mask` and completes the mbarrier at
