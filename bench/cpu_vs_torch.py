@@ -136,10 +136,13 @@ class Kernel:
 
     def __init__(self, folder, manifest):
         self.tmp = tempfile.mkdtemp(prefix="yirage_cpu_bench_")
-        shutil.copy(os.path.join(folder, manifest["source"]), self.tmp)
+        # The source, and the header it includes (exports of format /2).
+        for name in filter(None, [manifest["source"], manifest.get("header")]):
+            shutil.copy(os.path.join(folder, name), self.tmp)
         subprocess.run(manifest["build"], shell=True, cwd=self.tmp, check=True,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        self.lib = ctypes.CDLL(os.path.join(self.tmp, "libyirage_kernel.so"))
+        self.lib = ctypes.CDLL(os.path.join(self.tmp,
+                                            manifest.get("library", "libyirage_kernel.so")))
         self.entry = getattr(self.lib, manifest["entry_point"])
         self.entry.restype = ctypes.c_int
         init = getattr(self.lib, manifest["init"])

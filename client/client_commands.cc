@@ -352,9 +352,12 @@ int ClientCommands::Candidates(const std::string& job_id) {
   return 0;
 }
 
-int ClientCommands::Kernel(const std::string& job_id, const std::string& out_dir) {
+int ClientCommands::Kernel(const std::string& job_id, const std::string& out_dir,
+                           const std::string& march, int64_t candidate_id) {
   yirage::v1::GetKernelRequest request;
   request.set_job_id(job_id);
+  request.set_march(march);
+  request.set_candidate_id(candidate_id);
   yirage::v1::GetKernelResponse response;
   auto context = ContextWithDeadline(rpc_timeout_);
   grpc::Status status = stub_->GetKernel(context.get(), request, &response);
@@ -395,8 +398,12 @@ int ClientCommands::Kernel(const std::string& job_id, const std::string& out_dir
       has_build |= f.path() == "build.sh";
       has_loader |= f.path() == "yirage_kernel.py";
     }
-    if (has_build) out_ << "build it with: sh " << out_dir << "/build.sh\n";
-    if (has_loader) {
+    if (has_build) {
+      out_ << "build it with: sh " << out_dir
+           << "/build.sh (the header declares its entry points)\n"
+           << "call it from Python (NumPy or PyTorch, from " << out_dir
+           << "): import yirage_kernel; yirage_kernel.run(...)\n";
+    } else if (has_loader) {
       out_ << "call it from PyTorch (see " << out_dir << "/README.txt): import yirage_kernel; "
            << "yirage_kernel.run(...)\n";
     }

@@ -39,7 +39,10 @@ class ClientCommands {
   int List(int limit);
   int Cancel(const std::string& job_id);
   int Candidates(const std::string& job_id);
-  int Kernel(const std::string& job_id, const std::string& out_dir);
+  // Writes a job's kernel (`candidate_id` 0: the best) to `out_dir`; `march`:
+  // the CPU build's compiler target ("" native).
+  int Kernel(const std::string& job_id, const std::string& out_dir, const std::string& march = "",
+             int64_t candidate_id = 0);
   int Workers();
 
  private:

@@ -73,6 +73,15 @@ int main(int argc, char** argv) {
   kernel_cmd->add_option("job", job_id)->required();
   kernel_cmd->add_option("--out", out_dir, "output folder")->required();
   kernel_cmd->add_flag("--json", json, "print one JSON object");
+  std::string march;
+  int64_t candidate_id = 0;
+  kernel_cmd->add_option("--march", march,
+                         "CPU: the compiler target of build.sh (e.g. x86-64-v3 for a portable "
+                         "build, znver4, neoverse-v2); default: native");
+  kernel_cmd
+      ->add_option("--candidate", candidate_id,
+                   "export this candidate (any verified one; see `candidates JOB`), not the best")
+      ->check(CLI::PositiveNumber);
   auto* workers_cmd = app.add_subcommand("workers", "workers and their devices");
   workers_cmd->add_flag("--json", json, "print one JSON object");
 
@@ -158,7 +167,7 @@ int main(int argc, char** argv) {
   if (*list_cmd) return commands.List(limit);
   if (*cancel_cmd) return commands.Cancel(job_id);
   if (*candidates_cmd) return commands.Candidates(job_id);
-  if (*kernel_cmd) return commands.Kernel(job_id, out_dir);
+  if (*kernel_cmd) return commands.Kernel(job_id, out_dir, march, candidate_id);
   if (*workers_cmd) return commands.Workers();
   return 2;
 }

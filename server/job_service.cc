@@ -83,9 +83,18 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetKernel(grpc::CallbackServerContext*
                                                     yirage::v1::GetKernelResponse* response) {
   return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
-    auto best = jobs_->GetBestKernel(request->job_id());
+    if (auto s = ValidateMarch(request->march()); !s.ok()) return s;
+    if (request->candidate_id() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("candidate_id: ", request->candidate_id(),
+                                                     " (a candidate's id, or 0 for the best)"));
+    }
+    auto best = jobs_->GetKernel(request->job_id(), request->candidate_id());
     if (!best.ok()) return best.status();
-    auto files = ExportKernel(request->job_id(), *best);
+    ExportOptions options;
+    options.march = request->march();
+    // Another candidate than the best carries its id in the CPU symbols.
+    options.name_candidate = request->candidate_id() != 0;
+    auto files = ExportKernel(request->job_id(), *best, options);
     if (!files.ok()) return files.status();
     *response = std::move(*files);
     return absl::OkStatus();

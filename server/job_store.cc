@@ -607,27 +607,62 @@ absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now,
 }
 
 absl::StatusOr<JobStore::BestKernel> JobStore::GetBestKernel(const std::string& job_id) {
+  return GetKernel(job_id, 0);
+}
+
+absl::StatusOr<JobStore::BestKernel> JobStore::GetKernel(const std::string& job_id,
+                                                         int64_t candidate_id) {
   absl::MutexLock lock(&mu_);
   YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
-  if (!job.has_best()) {
-    return absl::NotFoundError(absl::StrCat("job '", job_id, "' (",
-                                            yirage::v1::JobState_Name(job.state()),
-                                            ") has no verified candidate yet"));
+  if (candidate_id == 0) {
+    if (!job.has_best()) {
+      return absl::NotFoundError(absl::StrCat("job '", job_id, "' (",
+                                              yirage::v1::JobState_Name(job.state()),
+                                              ") has no verified candidate yet"));
+    }
+    candidate_id = job.best().candidate_id();
   }
-  YIRAGE_ASSIGN_OR_RETURN(
-      Statement s,
-      db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
-                                ", source, launch FROM candidates WHERE candidate_id=?")));
-  s.Bind(1, job.best().candidate_id());
-  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return absl::InternalError("best candidate vanished");
+  auto load = [&](int64_t id) -> absl::StatusOr<Statement> {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
+                                  ", source, launch FROM candidates WHERE candidate_id=? AND "
+                                  "job_id=?")));
+    s.Bind(1, id).Bind(2, job_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) {
+      return absl::NotFoundError(
+          absl::StrCat("job '", job_id, "' has no candidate ", id, " (see `candidates JOB`)"));
+    }
+    return s;
+  };
+  YIRAGE_ASSIGN_OR_RETURN(Statement s, load(candidate_id));
   BestKernel best;
   best.candidate = ReadCandidate(s);
-  best.source = s.ColumnText(kCandidateColumnCount);
-  if (!s.ColumnIsNull(kCandidateColumnCount + 1)) {
+  if (best.candidate.confirms() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "candidate ", candidate_id, " of job '", job_id, "' is a confirmation run of candidate ",
+        best.candidate.confirms(), "; export that one"));
+  }
+  if (best.candidate.status() != yirage::v1::VERIFIED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("candidate ", candidate_id, " of job '", job_id, "' is ",
+                     yirage::v1::CandidateStatus_Name(best.candidate.status()),
+                     "; only VERIFIED candidates are exported"));
+  }
+  // A candidate that ran another's kernel may have stored no source of its
+  // own (its worker's choice): then the other's source and launches.
+  std::optional<Statement> origin;
+  if (s.ColumnText(kCandidateColumnCount).empty() && best.candidate.same_kernel_as() != 0) {
+    YIRAGE_ASSIGN_OR_RETURN(Statement o, load(best.candidate.same_kernel_as()));
+    origin.emplace(std::move(o));
+  }
+  const Statement& k = origin.has_value() ? *origin : s;
+  best.source = k.ColumnText(kCandidateColumnCount);
+  if (!k.ColumnIsNull(kCandidateColumnCount + 1)) {
     best.launch.emplace();
-    if (!best.launch->ParseFromString(s.ColumnBlob(kCandidateColumnCount + 1))) {
-      return absl::DataLossError("the best candidate's stored launch manifest is unreadable");
+    if (!best.launch->ParseFromString(k.ColumnBlob(kCandidateColumnCount + 1))) {
+      return absl::DataLossError("the candidate's stored launch manifest is unreadable");
     }
   }
   best.backend = job.backend();

@@ -104,6 +104,12 @@ class JobStore {
     std::string backend;
   };
   absl::StatusOr<BestKernel> GetBestKernel(const std::string& job_id);
+  // The same for any VERIFIED candidate of the job (`candidate_id` 0: the
+  // best). NotFound when the job has no such candidate; FailedPrecondition
+  // (saying why) when it is not VERIFIED or is a confirmation run. A
+  // candidate that ran another's kernel (same_kernel_as) and stored no
+  // source exports that one's source under its own id.
+  absl::StatusOr<BestKernel> GetKernel(const std::string& job_id, int64_t candidate_id);
 
   // Finishes the job (SUCCEEDED with a verified candidate, else FAILED) if
   // none of its candidates is PENDING or LEASED. Returns true if it finished

@@ -1,11 +1,15 @@
 #include "server/kernel_export.h"
 
+#include <algorithm>
 #include <regex>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/graph.h"
 #include "nlohmann/json.hpp"
+#include "server/cpu_python_loader.h"
 #include "server/cuda_python_loader.h"
 
 namespace yirage::server {
@@ -172,108 +176,188 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
   return response;
 }
 
-}  // namespace
+// Text safe inside a C or C++ // comment: printable ASCII, one line.
+std::string CommentSafe(const std::string& text) {
+  std::string out;
+  for (char c : text) out += (c >= 0x20 && c < 0x7f) ? c : ' ';
+  return out;
+}
 
-absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& job_id,
-                                                           const JobStore::BestKernel& best) {
-  if (best.source.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job '", job_id, "': the best candidate was stored without its source"));
+std::string TensorLine(const nlohmann::json& t) {
+  std::vector<std::string> dims;
+  for (const auto& d : t["shape"]) dims.push_back(std::to_string(d.get<int64_t>()));
+  return absl::StrCat(t["name"].get<std::string>(), ": ", t["dtype"].get<std::string>(), " [",
+                      absl::StrJoin(dims, ", "), "]");
+}
+
+// The compiler flag for a target name: -mcpu for Arm cores (GCC takes
+// their names there), -march otherwise.
+std::string TargetFlag(const std::string& march) {
+  if (march.empty()) return "-march=native";
+  for (const char* arm : {"neoverse", "cortex", "ampere", "apple", "a64fx"}) {
+    if (absl::StartsWith(march, arm)) return "-mcpu=" + march;
   }
-  auto graph = core::Graph::FromProto(best.graph);
-  if (!graph.ok()) return graph.status();
-  if (best.backend == "cuda") return ExportCudaKernel(job_id, best, *graph);
-  if (best.backend != "cpu") {
-    return absl::UnimplementedError(
-        absl::StrCat("kernel export for backend '", best.backend, "' is not available yet"));
-  }
+  return "-march=" + march;
+}
+
+// CPU: the stored source with its plan's entry points renamed, a header
+// declaring them (visible; the build hides every other symbol), the
+// manifest, a build script, a C++ caller and a Python wrapper.
+absl::StatusOr<yirage::v1::GetKernelResponse> ExportCpuKernel(const std::string& job_id,
+                                                              const JobStore::BestKernel& best,
+                                                              const core::Graph& graph,
+                                                              const ExportOptions& options) {
   // The CPU backend names each plan's entry point yirage_plan_<i>.
   std::smatch match;
   static const std::regex kEntry(R"(extern\s+"C"\s+int\s+(yirage_plan_[0-9]+)\s*\()");
   if (!std::regex_search(best.source, match, kEntry)) {
     return absl::InternalError("the stored source has no yirage_plan_<i> entry point");
   }
-  std::string entry = match[1].str();
+  const std::string plan_entry = match[1].str();
+  const std::string base =
+      CpuSymbolBase(job_id, best.candidate.candidate_id(), options.name_candidate);
+  const std::string run = base + "_run", init = base + "_init", fini = base + "_fini";
+  const std::string header = base + ".h", library = "lib" + base + ".so";
+  std::string source = best.source;
+  source = std::regex_replace(source, std::regex("\\b" + plan_entry + "_init\\b"), init);
+  source = std::regex_replace(source, std::regex("\\b" + plan_entry + "_fini\\b"), fini);
+  source = std::regex_replace(source, std::regex("\\b" + plan_entry + "\\b"), run);
+  source = absl::StrCat("// YiRage CPU kernel, job ", job_id, ", candidate ",
+                        best.candidate.candidate_id(),
+                        ". The entry points are declared (and kept "
+                        "visible) by the header.\n#include \"",
+                        header, "\"\n", source);
 
-  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
-  for (int i = 0; i < graph->num_inputs(); ++i) inputs.push_back(TensorJson(graph->tensor(i)));
-  for (int id : graph->outputs()) outputs.push_back(TensorJson(graph->tensor(id)));
-  const std::string build =
-      // The flags the CPU backend compiled and timed it with (CpuCompiler::Flags).
-      "g++ -std=c++17 -O3 -march=native -fopenmp -fno-math-errno -ffp-contract=fast -shared -fPIC "
-      "kernel.cpp -o libyirage_kernel.so";
-  nlohmann::json manifest = ManifestHeader("yirage-kernel/1", job_id, best, *graph);
+  const nlohmann::json inputs = TensorList(graph, false), outputs = TensorList(graph, true);
+  // The flags the CPU backend compiled and timed it with (CpuCompiler::Flags),
+  // for the chosen target, every symbol but the header's hidden.
+  const std::string build = absl::StrCat(
+      "g++ -std=c++17 -O3 ", TargetFlag(options.march),
+      " -fopenmp -fno-math-errno -ffp-contract=fast -fvisibility=hidden -shared -fPIC kernel.cpp "
+      "-o ",
+      library);
+  const std::string calling = absl::StrCat(
+      "call int ", init, "(void) once (allocates the scratch buffers; 0 on success), then ", run,
+      " as often as needed (0 on success; not reentrant), then void ", fini,
+      "(void) to free the scratch");
+  nlohmann::json manifest = ManifestHeader("yirage-kernel/2", job_id, best, graph);
   manifest.update({
       {"source", "kernel.cpp"},
-      {"entry_point", entry},
-      {"init", entry + "_init"},
-      {"fini", entry + "_fini"},
-      {"signature", absl::StrCat("extern \"C\" int ", entry,
-                                 "(const void* const* inputs, void* const* outputs)")},
-      {"calling",
-       absl::StrCat("call int ", entry,
-                    "_init(void) once (allocates the scratch "
-                    "buffers; 0 on success), then ",
-                    entry, " as often as needed (0 on success; not reentrant), then void ", entry,
-                    "_fini(void) to free the scratch")},
+      {"header", header},
+      {"library", library},
+      {"entry_point", run},
+      {"init", init},
+      {"fini", fini},
+      {"signature",
+       absl::StrCat("extern \"C\" int ", run, "(const void* const* inputs, void* const* outputs)")},
+      {"calling", calling},
       {"returns", "0 on success"},
       {"inputs", inputs},
       {"outputs", outputs},
       {"layout", "row-major, dense; float16/bfloat16 as IEEE 16-bit words"},
+      {"march", options.march.empty() ? "native" : options.march},
       {"build", build},
+      {"python", "import yirage_kernel; outputs = yirage_kernel.run(*inputs)"},
       {"threads", "OpenMP: set OMP_NUM_THREADS to choose"},
   });
 
+  std::string guard = absl::AsciiStrToUpper(base) + "_H_";
+  std::string h =
+      absl::StrCat("// YiRage CPU kernel for graph '", CommentSafe(graph.name()), "' (job ", job_id,
+                   ", candidate ", best.candidate.candidate_id(),
+                   "): ", CommentSafe(best.candidate.plan().description()), "\n// Build: ", build,
+                   "\n// Call: ", calling, ".\n// Inputs, in order (the `inputs` array):\n");
+  for (const auto& t : inputs) absl::StrAppend(&h, "//   ", TensorLine(t), "\n");
+  absl::StrAppend(&h, "// Outputs, in order (the `outputs` array):\n");
+  for (const auto& t : outputs) absl::StrAppend(&h, "//   ", TensorLine(t), "\n");
+  absl::StrAppend(
+      &h, "// Layout: row-major, dense; float16/bfloat16 as IEEE 16-bit words.\n#ifndef ", guard,
+      "\n#define ", guard, "\n\n#if defined(__GNUC__)\n#define ", base,
+      "_API __attribute__((visibility(\"default\")))\n#else\n#define ", base,
+      "_API\n#endif\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\nenum { ", base,
+      "_num_inputs = ", inputs.size(), ", ", base, "_num_outputs = ", outputs.size(), " };\n\n",
+      base, "_API int ", init, "(void);\n", base, "_API int ", run,
+      "(const void* const* inputs, void* const* outputs);\n", base, "_API void ", fini,
+      "(void);\n\n#ifdef __cplusplus\n}  // extern \"C\"\n#endif\n\n#endif  // ", guard, "\n");
+
   // A caller that builds against the kernel with no YiRage code.
   std::string example = absl::StrCat(
-      "// Calls the exported kernel once on zero-filled buffers.\n"
-      "// Build: ",
-      build,
-      "\n//        g++ -O2 call_example.cpp -L. -lyirage_kernel -Wl,-rpath,. "
-      "-o call_example\n"
-      "#include <cstdio>\n#include <vector>\n\n"
-      "extern \"C\" int ",
-      entry, "_init(void);\n", "extern \"C\" int ", entry,
-      "(const void* const* inputs, void* const* outputs);\n", "extern \"C\" void ", entry,
-      "_fini(void);\n\n"
-      "int main() {\n"
-      "  if (",
-      entry,
-      "_init() != 0) {\n"
-      "    std::printf(\"",
-      entry,
-      "_init failed\\n\");\n"
-      "    return 1;\n"
-      "  }\n");
+      "// Calls the exported kernel once on zero-filled buffers.\n// Build: ", build,
+      "\n//        g++ -O2 call_example.cpp -L. -l", base,
+      " -Wl,-rpath,. -o call_example\n#include <cstdio>\n#include <vector>\n\n#include \"", header,
+      "\"\n\nint main() {\n  if (", init, "() != 0) {\n    std::printf(\"", init,
+      " failed\\n\");\n    return 1;\n  }\n");
   std::vector<std::string> in_names, out_names;
-  for (const auto& t : inputs) {
-    std::string v = "in_" + t["name"].get<std::string>();
-    example +=
-        absl::StrCat("  std::vector<unsigned char> ", v, "(", t["bytes"].get<int64_t>(), ");\n");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // Generated names, not tensor names: nothing of the graph's text reaches
+    // the code but in comments.
+    const std::string v = absl::StrCat("in", i);
+    absl::StrAppend(&example, "  std::vector<unsigned char> ", v, "(",
+                    inputs[i]["bytes"].get<int64_t>(), ");  // ",
+                    CommentSafe(TensorLine(inputs[i])), "\n");
     in_names.push_back(v + ".data()");
   }
-  for (const auto& t : outputs) {
-    std::string v = "out_" + t["name"].get<std::string>();
-    example +=
-        absl::StrCat("  std::vector<unsigned char> ", v, "(", t["bytes"].get<int64_t>(), ");\n");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string v = absl::StrCat("out", i);
+    absl::StrAppend(&example, "  std::vector<unsigned char> ", v, "(",
+                    outputs[i]["bytes"].get<int64_t>(), ");  // ",
+                    CommentSafe(TensorLine(outputs[i])), "\n");
     out_names.push_back(v + ".data()");
   }
-  example +=
-      absl::StrCat("  const void* inputs[] = {", absl::StrJoin(in_names, ", "), "};\n",
-                   "  void* outputs[] = {", absl::StrJoin(out_names, ", "), "};\n",
-                   "  int rc = ", entry, "(inputs, outputs);\n", "  ", entry, "_fini();\n",
-                   "  std::printf(\"", entry, " returned %d\\n\", rc);\n", "  return rc;\n}\n");
+  absl::StrAppend(&example, "  const void* inputs[] = {", absl::StrJoin(in_names, ", "), "};\n",
+                  "  void* outputs[] = {", absl::StrJoin(out_names, ", "), "};\n",
+                  "  int rc = ", run, "(inputs, outputs);\n", "  ", fini, "();\n",
+                  "  std::printf(\"", run, " returned %d\\n\", rc);\n", "  return rc;\n}\n");
 
   yirage::v1::GetKernelResponse response;
   response.set_candidate_id(best.candidate.candidate_id());
-  AddFile(&response, "kernel.cpp", best.source);
+  AddFile(&response, "kernel.cpp", source);
+  AddFile(&response, header, h);
   AddFile(&response, "manifest.json", manifest.dump(2) + "\n");
   AddFile(&response, "call_example.cpp", example);
+  AddFile(&response, "yirage_kernel.py", CpuPythonLoaderSource());
   AddFile(&response, "build.sh",
           absl::StrCat("#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n", build,
-                       "\ng++ -O2 call_example.cpp -L. -lyirage_kernel -Wl,-rpath,'$ORIGIN' -o "
-                       "call_example\n"));
+                       "\ng++ -O2 call_example.cpp -L. -l", base,
+                       " -Wl,-rpath,'$ORIGIN' -o call_example\n"));
   return response;
+}
+
+}  // namespace
+
+std::string CpuSymbolBase(const std::string& job_id, int64_t candidate_id, bool name_candidate) {
+  std::string base = "yirage_";
+  for (char c : job_id) base += absl::ascii_isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (name_candidate) absl::StrAppend(&base, "_c", candidate_id);
+  return base;
+}
+
+absl::Status ValidateMarch(const std::string& march) {
+  const bool ok = march.size() <= 64 && std::all_of(march.begin(), march.end(), [](char c) {
+                    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                           c == '_' || c == '.';
+                  });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("march: '", march.substr(0, 80),
+                   "' is not a compiler target name (letters, digits, '-', '_' and '.', at most "
+                   "64; e.g. x86-64-v3, znver4, sapphirerapids, neoverse-v2)"));
+}
+
+absl::StatusOr<yirage::v1::GetKernelResponse> ExportKernel(const std::string& job_id,
+                                                           const JobStore::BestKernel& best,
+                                                           const ExportOptions& options) {
+  if (auto s = ValidateMarch(options.march); !s.ok()) return s;
+  if (best.source.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", job_id, "': the candidate was stored without its source"));
+  }
+  auto graph = core::Graph::FromProto(best.graph);
+  if (!graph.ok()) return graph.status();
+  if (best.backend == "cuda") return ExportCudaKernel(job_id, best, *graph);
+  if (best.backend == "cpu") return ExportCpuKernel(job_id, best, *graph, options);
+  return absl::UnimplementedError(
+      absl::StrCat("kernel export for backend '", best.backend, "' is not available yet"));
 }
 
 }  // namespace yirage::server

@@ -85,6 +85,18 @@ TEST_F(LeaseStoreTest, LeaseRecordAndFinish) {
   EXPECT_NE(best->source.find("yirage_plan_0"), std::string::npos);
   ASSERT_TRUE(best->launch.has_value()) << "the launch manifest is stored with the result";
   EXPECT_EQ(best->launch->launches(0).name(), "yr_p1_k0");
+  // Any verified candidate exports; a mismatched one, another job's or an
+  // unknown one does not, and says why.
+  const int64_t first = b.candidates(0).candidate_id();
+  auto other = store_->GetKernel(*id, first);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->candidate.candidate_id(), first);
+  EXPECT_FALSE(other->source.empty());
+  auto bad = store_->GetKernel(*id, (*batch2)->candidates(0).candidate_id());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kFailedPrecondition) << bad.status();
+  EXPECT_NE(bad.status().message().find("MISMATCH"), absl::string_view::npos);
+  EXPECT_EQ(store_->GetKernel(*id, 999999).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetKernel("job-none", first).status().code(), absl::StatusCode::kNotFound);
 }
 
 // ListWorkers' current batch is the lease table's: the batch leased to the

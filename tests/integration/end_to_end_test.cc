@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_join.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/integration/process_harness.h"
@@ -152,6 +154,59 @@ TEST_F(EndToEndTest, EveryExampleGraphSucceedsVerifiedAndExportsAKernel) {
     CommandResult call = RunCommand({out + "/call_example"});
     EXPECT_EQ(call.exit_code, 0) << call.out << call.err;
   }
+}
+
+// `kernel --candidate N --march T`: any verified candidate exports, named
+// after the job and the candidate, built for the target asked; its Python
+// wrapper runs it; a candidate that is not the job's is refused.
+TEST_F(EndToEndTest, AnyVerifiedCandidateExportsForTheTargetAsked) {
+  StartServer({"--local-workers", "cpu"});
+  CommandResult r = server_.Client(
+      {"submit", Example("softmax"), "--wait", "--json", "--budget-candidates", "3"}, seconds(300));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json job = r.Json();
+  ASSERT_EQ(job["state"], "SUCCEEDED") << r.out;
+  const std::string job_id = job["job_id"];
+  int64_t other = 0;
+  for (const auto& c : OwnCandidates(job_id)) {
+    if (c["status"] == "VERIFIED" && c["candidate_id"] != job["best"]["candidate_id"]) {
+      other = c["candidate_id"].get<int64_t>();
+    }
+  }
+  ASSERT_NE(other, 0) << "no second verified candidate";
+  const std::string out = dir_ + "/candidate";
+  CommandResult k = server_.Client({"kernel", job_id, "--out", out, "--candidate",
+                                    std::to_string(other), "--march", "x86-64-v3"});
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  std::ifstream manifest_file(out + "/manifest.json");
+  const json manifest = json::parse(manifest_file, nullptr, false);
+  ASSERT_TRUE(manifest.is_object());
+  EXPECT_EQ(manifest["candidate_id"], other);
+  std::string base = "yirage_" + job_id + "_c" + std::to_string(other);
+  std::replace(base.begin(), base.end(), '-', '_');
+  EXPECT_EQ(manifest["entry_point"], base + "_run");
+  EXPECT_NE(manifest["build"].get<std::string>().find("-march=x86-64-v3"), std::string::npos);
+  EXPECT_TRUE(std::ifstream(out + "/" + base + ".h").good());
+  CommandResult build = RunCommand({"/bin/sh", out + "/build.sh"}, seconds(180));
+  ASSERT_EQ(build.exit_code, 0) << build.out << build.err;
+  EXPECT_EQ(RunCommand({out + "/call_example"}).exit_code, 0);
+  if (RunCommand({"/usr/bin/python3", "-c", "import numpy"}).exit_code == 0) {
+    const std::vector<int64_t> shape = manifest["inputs"][0]["shape"];
+    const std::string dims = absl::StrJoin(shape, ", ");
+    CommandResult py = RunCommand(
+        {"/usr/bin/python3", "-c",
+         "import sys, numpy as np; sys.path.insert(0, '" + out +
+             "'); import yirage_kernel as k; x = np.random.rand(" + dims +
+             ").astype(np.float32); y = k.run(x); e = np.exp(4 * (x - x.max(-1, keepdims=True))); "
+             "assert np.allclose(y, e / e.sum(-1, keepdims=True), atol=1e-4), 'mismatch'"});
+    EXPECT_EQ(py.exit_code, 0) << py.out << py.err;
+  }
+  CommandResult bad = server_.Client({"kernel", job_id, "--out", out, "--candidate", "999999"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("no candidate 999999"), std::string::npos) << bad.err;
+  CommandResult march = server_.Client({"kernel", job_id, "--out", out, "--march", "a;b"});
+  EXPECT_NE(march.exit_code, 0);
+  EXPECT_NE(march.err.find("march"), std::string::npos) << march.err;
 }
 
 TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {

@@ -98,7 +98,8 @@ class Job:
 
 class KernelFiles:
     """The exported kernel of a job (GetKernel): `files` maps each path to
-    its bytes (CPU: kernel.cpp, manifest.json, build.sh, call_example.cpp;
+    its bytes (CPU: kernel.cpp, yirage_<job>.h, manifest.json, build.sh,
+    call_example.cpp, yirage_kernel.py;
     CUDA: kernel.cu, manifest.json, yirage_kernel.py, README.txt)."""
 
     def __init__(self, proto):
@@ -227,10 +228,14 @@ class Client:
                           job_pb2.ListCandidatesRequest(job_id=job_id), timeout, "ListCandidates")
         return list(resp.candidates)
 
-    def get_kernel(self, job_id, timeout=None):
-        """The job's best kernel as exported by the server (KernelFiles)."""
-        return KernelFiles(self._call(self._jobs.GetKernel, job_pb2.GetKernelRequest(job_id=job_id),
-                                      timeout, "GetKernel"))
+    def get_kernel(self, job_id, candidate=None, march=None, timeout=None):
+        """A job's kernel as exported by the server (KernelFiles): the best,
+        or `candidate` (any verified candidate id). march: the CPU build's
+        compiler target (e.g. "x86-64-v3" for a portable build; default
+        native, the machine that builds it)."""
+        request = job_pb2.GetKernelRequest(job_id=job_id, candidate_id=candidate or 0,
+                                           march=march or "")
+        return KernelFiles(self._call(self._jobs.GetKernel, request, timeout, "GetKernel"))
 
     export_kernel = get_kernel
 

@@ -1,12 +1,12 @@
 """The result of superoptimize: a Kernel with the job's result and its
 exported files, callable on tensors where the export can be run.
 
-CPU (`manifest.json` format "yirage-kernel/1"): the export's kernel.cpp is
-built with the manifest's build command (g++, OpenMP; the flags the worker
-compiled and timed it with) into a shared library, loaded with ctypes (its
-own handle, RTLD_LOCAL, so two kernels' `yirage_plan_<i>` symbols never
-mix), and called through the C entry point the manifest names, on NumPy
-arrays or CPU PyTorch tensors. CUDA ("yirage-cuda-kernel/1"): the export's
+CPU (`manifest.json` format "yirage-kernel/2", or /1 from older servers):
+the export's kernel.cpp is built with the manifest's build command (g++,
+OpenMP; the flags the worker compiled and timed it with) into a shared
+library, loaded with ctypes (its own handle, RTLD_LOCAL; the entry points
+are named after the job, yirage_<job>_run), and called through the C entry
+point the manifest names, on NumPy arrays or CPU PyTorch tensors. CUDA ("yirage-cuda-kernel/1"): the export's
 yirage_kernel.py (NVRTC and the driver API, PyTorch CUDA tensors).
 """
 
@@ -84,7 +84,7 @@ class Kernel:
         with self._lock:
             if self._runner is None:
                 fmt = self.manifest.get("format", "")
-                if fmt == "yirage-kernel/1":
+                if fmt in ("yirage-kernel/1", "yirage-kernel/2"):
                     self._runner = _CpuRunner(self.manifest, self._workdir())
                 elif fmt == "yirage-cuda-kernel/1":
                     self._runner = _CudaRunner(self._workdir())
