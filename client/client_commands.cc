@@ -211,22 +211,10 @@ int ClientCommands::Submit(const SubmitOptions& options) {
 }
 
 int ClientCommands::WaitForJob(const std::string& job_id, bool progress) {
-  bool tty = progress && isatty(fileno(stderr));
+  const bool tty = progress && isatty(fileno(stderr));
   std::string last_line;
-  for (;;) {
-    yirage::v1::GetJobRequest request;
-    request.set_job_id(job_id);
-    yirage::v1::Job job;
-    auto context = ContextWithDeadline(rpc_timeout_);
-    grpc::Status status = stub_->GetJob(context.get(), request, &job);
-    if (!status.ok()) {
-      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        // The server may be restarting; its state is durable, keep waiting.
-        std::this_thread::sleep_for(std::chrono::seconds(1));
-        continue;
-      }
-      return Fail("get " + job_id, status);
-    }
+  // Shows the job's progress; true once it has ended (then it is printed).
+  auto show = [&](const yirage::v1::Job& job) {
     if (progress) {
       std::string line = ProgressLine(job);
       if (tty) {
@@ -240,12 +228,60 @@ int ClientCommands::WaitForJob(const std::string& job_id, bool progress) {
       }
       last_line = line;
     }
-    if (IsFinal(job.state())) {
-      if (tty) err_ << "\n";
-      PrintJob(job);
-      return job.state() == yirage::v1::SUCCEEDED ? 0 : 1;
+    if (!IsFinal(job.state())) return false;
+    if (tty) err_ << "\n";
+    PrintJob(job);
+    return true;
+  };
+  // WatchJob streams each change; a stream lasts at most kWatchSpan (every
+  // call has a deadline) and is opened again while the job runs. A server
+  // without WatchJob is polled instead.
+  constexpr auto kWatchSpan = std::chrono::minutes(10);
+  bool streaming = true;
+  for (;;) {
+    yirage::v1::Job job;
+    grpc::Status status;
+    if (streaming) {
+      auto context = ContextWithDeadline(kWatchSpan);
+      yirage::v1::WatchJobRequest request;
+      request.set_job_id(job_id);
+      auto reader = stub_->WatchJob(context.get(), request);
+      yirage::v1::JobEvent event;
+      bool ended = false;
+      while (!ended && reader->Read(&event)) {
+        job = event.job();
+        ended = show(job);
+      }
+      if (ended) {
+        context->TryCancel();
+        reader->Finish();
+        return job.state() == yirage::v1::SUCCEEDED ? 0 : 1;
+      }
+      status = reader->Finish();
+      if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+        streaming = false;  // an older server
+        continue;
+      }
+      if (status.ok() || status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) continue;
+    } else {
+      yirage::v1::GetJobRequest request;
+      request.set_job_id(job_id);
+      auto context = ContextWithDeadline(rpc_timeout_);
+      status = stub_->GetJob(context.get(), request, &job);
+      if (status.ok()) {
+        if (show(job)) return job.state() == yirage::v1::SUCCEEDED ? 0 : 1;
+        std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 500));
+        continue;
+      }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 500));
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      // The server may be restarting; its state is durable, keep waiting.
+      if (progress && !tty) err_ << "server unreachable (" << server_ << "); retrying\n";
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    if (tty) err_ << "\n";
+    return Fail("watch " + job_id, status);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
+#include "server/job_watch.h"
 #include "server/kernel_export.h"
 #include "server/serve_unary.h"
 
@@ -15,7 +16,27 @@ absl::Status RequireJobId(const std::string& job_id) {
   return absl::OkStatus();
 }
 
+// A stream that ends at once with `status` (a refused WatchJob).
+class RefusedJobWatch : public grpc::ServerWriteReactor<yirage::v1::JobEvent> {
+ public:
+  explicit RefusedJobWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+// How often a watch reads its job: well under a person's notice, a read of
+// one row and an index probe a watcher.
+constexpr std::chrono::milliseconds kWatchInterval{250};
+
 }  // namespace
+
+grpc::ServerWriteReactor<yirage::v1::JobEvent>* JobServiceImpl::WatchJob(
+    grpc::CallbackServerContext* context, const yirage::v1::WatchJobRequest* request) {
+  if (absl::StatusOr<Caller> caller = auth_->Authorize(*context, kClientAccess); !caller.ok()) {
+    return new RefusedJobWatch(ToGrpc(caller.status()));
+  }
+  if (auto s = RequireJobId(request->job_id()); !s.ok()) return new RefusedJobWatch(ToGrpc(s));
+  return new JobWatchReactor(context, jobs_, request->job_id(), kWatchInterval);
+}
 
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                     const yirage::v1::SubmitJobRequest* request,

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "tests/integration/process_harness.h"
 #include "tests/process_util.h"
+#include "yirage/v1/job.grpc.pb.h"
 #include "yirage/v1/worker.grpc.pb.h"
 
 namespace yirage::testing {
@@ -207,6 +208,87 @@ TEST_F(EndToEndTest, AnyVerifiedCandidateExportsForTheTargetAsked) {
   CommandResult march = server_.Client({"kernel", job_id, "--out", out, "--march", "a;b"});
   EXPECT_NE(march.exit_code, 0);
   EXPECT_NE(march.err.find("march"), std::string::npos) << march.err;
+}
+
+// WatchJob: a snapshot, then each candidate as it finishes, the best as it
+// changes and the final state last; the stream then closes OK. An unknown
+// job is NOT_FOUND; a watch whose deadline passes first says so.
+TEST_F(EndToEndTest, WatchJobStreamsEveryChangeUntilTheJobEnds) {
+  StartServer({"--local-workers", "cpu"});
+  auto jobs = yirage::v1::JobService::NewStub(
+      grpc::CreateChannel(server_.client_address(), grpc::InsecureChannelCredentials()));
+  const std::string job_id = Submit(Example("softmax"), {"--budget-candidates", "4"});
+  ASSERT_FALSE(job_id.empty());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + seconds(240));
+  yirage::v1::WatchJobRequest request;
+  request.set_job_id(job_id);
+  auto reader = jobs->WatchJob(&context, request);
+  std::vector<yirage::v1::JobEvent> events;
+  yirage::v1::JobEvent event;
+  while (reader->Read(&event)) events.push_back(event);
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.front().kind(), yirage::v1::JobEvent::SNAPSHOT);
+  EXPECT_EQ(events.back().kind(), yirage::v1::JobEvent::STATE);
+  const yirage::v1::Job& last = events.back().job();
+  EXPECT_EQ(last.state(), yirage::v1::SUCCEEDED);
+  std::set<int64_t> reported;
+  int bests = 0;
+  for (const auto& e : events) {
+    if (e.kind() == yirage::v1::JobEvent::CANDIDATE) {
+      EXPECT_TRUE(reported.insert(e.candidate().candidate_id()).second) << "reported twice";
+      EXPECT_NE(e.candidate().status(), yirage::v1::PENDING);
+      EXPECT_NE(e.candidate().status(), yirage::v1::LEASED);
+    }
+    bests += e.kind() == yirage::v1::JobEvent::BEST;
+  }
+  // Every candidate finished after the snapshot is reported once.
+  const int at_snapshot = events.front().job().candidates_evaluated();
+  EXPECT_EQ(at_snapshot + static_cast<int>(reported.size()), last.candidates_evaluated());
+  if (at_snapshot == 0) {
+    EXPECT_GE(bests, 1);
+  }
+  // A finished job: its snapshot, then the stream closes.
+  {
+    grpc::ClientContext again;
+    again.set_deadline(std::chrono::system_clock::now() + seconds(10));
+    auto r = jobs->WatchJob(&again, request);
+    int n = 0;
+    while (r->Read(&event)) ++n;
+    EXPECT_TRUE(r->Finish().ok());
+    EXPECT_EQ(n, 1);
+    EXPECT_EQ(event.kind(), yirage::v1::JobEvent::SNAPSHOT);
+  }
+  {
+    grpc::ClientContext unknown;
+    unknown.set_deadline(std::chrono::system_clock::now() + seconds(10));
+    yirage::v1::WatchJobRequest none;
+    none.set_job_id("job-none");
+    auto r = jobs->WatchJob(&unknown, none);
+    while (r->Read(&event)) {
+    }
+    EXPECT_EQ(r->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  // A job that cannot run (no worker of its backend) outlives a 1 s watch.
+  const std::string stuck = Submit(Example("softmax"), {"--backend", "hip"});
+  ASSERT_FALSE(stuck.empty());
+  {
+    grpc::ClientContext brief;
+    brief.set_deadline(std::chrono::system_clock::now() + seconds(1));
+    yirage::v1::WatchJobRequest w;
+    w.set_job_id(stuck);
+    auto r = jobs->WatchJob(&brief, w);
+    int n = 0;
+    while (r->Read(&event)) ++n;
+    EXPECT_EQ(r->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    EXPECT_GE(n, 1);
+  }
+  // The CLI's watch follows the stream to the end.
+  CommandResult watched = server_.Client({"watch", job_id, "--json"}, seconds(30));
+  EXPECT_EQ(watched.exit_code, 0) << watched.err;
+  EXPECT_EQ(watched.Json()["state"], "SUCCEEDED") << watched.out;
 }
 
 TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {

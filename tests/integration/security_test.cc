@@ -193,6 +193,16 @@ TEST_F(SecurityTest, EveryRpcChecksTokenAndRole) {
          }
          return reader->Finish().error_code();
        }},
+      {"WatchJob", true, false, true,
+       [&](grpc::ClientContext* context) {
+         yirage::v1::WatchJobRequest watch;
+         watch.set_job_id("job-none");
+         auto reader = jobs->WatchJob(context, watch);
+         yirage::v1::JobEvent event;
+         while (reader->Read(&event)) {
+         }
+         return reader->Finish().error_code();  // NOT_FOUND once let in
+       }},
       {"Synchronize", false, true, false, Unary(workers.get(), &WS::Synchronize, sync)},
   };
   const std::vector<std::pair<std::string, std::string>> callers = {

@@ -186,6 +186,25 @@ class BuilderAndFormat(unittest.TestCase):
             self.assertIn(job.state, yirage.TERMINAL_STATES)
             self.assertNotEqual(job.state, "FAILED", job.message)
 
+    def test_watch_follows_the_stream_to_the_end(self):
+        with yirage.Client(SERVER.address) as c:
+            with open(os.path.join(SOURCE_DIR, "examples", "graphs", "softmax.json")) as f:
+                softmax = f.read()
+            job_id = c.submit(softmax, budget_candidates=3)
+            seen = list(c.watch(job_id, timeout=120))
+            self.assertGreaterEqual(len(seen), 2)
+            self.assertEqual(seen[-1].state, "SUCCEEDED", seen[-1].message)
+            self.assertTrue(all(not j.done for j in seen[:-1]), [j.state for j in seen])
+            evaluated = [j.proto.candidates_evaluated for j in seen]
+            self.assertEqual(evaluated, sorted(evaluated), "counts only grow")
+            # A job that cannot run (no worker of its backend): the watch's
+            # timeout ends it.
+            stuck = c.submit(softmax, backend="hip")
+            with self.assertRaises(yirage.DeadlineExceeded):
+                for _ in c.watch(stuck, timeout=1.5):
+                    pass
+            c.cancel_job(stuck)
+
     def test_round_trip_examples(self):
         paths = sorted(glob.glob(os.path.join(SOURCE_DIR, "examples", "graphs", "**", "*.json"),
                                  recursive=True))

@@ -245,15 +245,53 @@ class Client:
                                "ListWorkers").workers)
 
     def watch(self, job_id, poll_interval=0.5, timeout=None):
-        """Yields the job each time it changes (state, counts, best), first
-        its current state, and stops after it ends (SUCCEEDED, FAILED or
-        CANCELLED). This is the one place progress comes from: it polls
-        GetJob today and will follow the server's WatchJob stream once the
-        server has it. timeout: give up (DeadlineExceeded) after this many
-        seconds; None waits as long as the job runs."""
+        """Yields the job each time it changes (state, a candidate finishing,
+        the best), first its current state, and stops after it ends
+        (SUCCEEDED, FAILED or CANCELLED). Follows the server's WatchJob
+        stream (opened again every 10 minutes, and after the server was
+        unreachable); a server without it is polled every poll_interval
+        seconds. timeout: give up (DeadlineExceeded) after this many seconds;
+        None waits as long as the job runs."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        last = None
+
+        def left():
+            return None if deadline is None else deadline - time.monotonic()
+
+        def expired(job):
+            return errors.DeadlineExceeded(
+                "job %s still %s after %.0f s" % (job_id, job.state if job else "unknown",
+                                                  timeout), rpc="watch")
+
+        last, job, streaming = None, None, True
         while True:
+            if deadline is not None and left() <= 0:
+                raise expired(job)
+            if streaming:
+                span = 600.0 if deadline is None else max(0.001, min(600.0, left()))
+                stream = self._jobs.WatchJob(job_pb2.WatchJobRequest(job_id=job_id),
+                                             timeout=span, metadata=self._metadata)
+                try:
+                    for event in stream:
+                        job = Job(event.job)
+                        key = event.job.SerializeToString(deterministic=True)
+                        if key != last:
+                            last = key
+                            yield job
+                        if job.done:
+                            stream.cancel()
+                            return
+                    continue  # the server closed the stream early: watch again
+                except grpc.RpcError as e:
+                    code = e.code()
+                    if code == grpc.StatusCode.UNIMPLEMENTED:
+                        streaming = False  # an older server
+                        continue
+                    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                        continue  # the span ended (or the caller's timeout: checked above)
+                    if code == grpc.StatusCode.UNAVAILABLE:
+                        time.sleep(1.0)  # the server may be restarting
+                        continue
+                    raise errors.from_rpc_error(e, rpc="WatchJob") from None
             job = self.get_job(job_id)
             key = job.proto.SerializeToString(deterministic=True)
             if key != last:
@@ -261,10 +299,6 @@ class Client:
                 yield job
             if job.done:
                 return
-            if deadline is not None and time.monotonic() >= deadline:
-                raise errors.DeadlineExceeded(
-                    "job %s still %s after %.0f s" % (job_id, job.state, timeout),
-                    rpc="watch")
             time.sleep(poll_interval)
 
     def wait(self, job_id, poll_interval=0.5, timeout=None):
