@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "client/job_json.h"
+#include "client/progress_line.h"
 #include "common/rpc_util.h"
 #include "core/graph_json.h"
 
@@ -26,22 +27,6 @@ std::string Fixed(double v, int digits) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(digits) << v;
   return os.str();
-}
-
-std::string ProgressLine(const yirage::v1::Job& job) {
-  int total = job.candidates_generated();
-  int done = total - job.candidates_pending();
-  std::string line = job.job_id() + " " + yirage::v1::JobState_Name(job.state()) + " " +
-                     std::to_string(done) + "/" + std::to_string(total) + " candidates (" +
-                     std::to_string(job.candidates_failed()) + " failed)";
-  if (job.has_best()) {
-    line += " best " + Fixed(job.best().time_us(), 1) + " us, " + Fixed(job.best().speedup(), 2) +
-            "x over baseline";
-  }
-  // An unfinished job says why it is not progressing ("waiting: no connected
-  // worker for backend 'hip'").
-  if (job.message().rfind("waiting:", 0) == 0) line += "; " + job.message();
-  return line;
 }
 
 }  // namespace
@@ -216,17 +201,13 @@ int ClientCommands::WaitForJob(const std::string& job_id, bool progress) {
   // Shows the job's progress; true once it has ended (then it is printed).
   auto show = [&](const yirage::v1::Job& job) {
     if (progress) {
-      std::string line = ProgressLine(job);
       if (tty) {
-        int total = std::max(1, job.candidates_generated());
-        int done = total - job.candidates_pending();
-        int width = 30, filled = width * done / total;
-        err_ << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
-             << line << "\033[K" << std::flush;
-      } else if (line != last_line) {
+        err_ << "\r" << TerminalProgressLine(job, UnixNow(), TerminalColumns(fileno(stderr)))
+             << "\033[K" << std::flush;
+      } else if (std::string line = PlainProgressLine(job); line != last_line) {
         err_ << line << "\n";
+        last_line = line;
       }
-      last_line = line;
     }
     if (!IsFinal(job.state())) return false;
     if (tty) err_ << "\n";
@@ -274,9 +255,20 @@ int ClientCommands::WaitForJob(const std::string& job_id, bool progress) {
         continue;
       }
     }
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      // The server may be restarting; its state is durable, keep waiting.
-      if (progress && !tty) err_ << "server unreachable (" << server_ << "); retrying\n";
+    // The server may be restarting (a stream it ends as it stops reads as
+    // CANCELLED here, not the job's state); its state is durable: keep
+    // waiting, and say so.
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        status.error_code() == grpc::StatusCode::CANCELLED) {
+      if (progress) {
+        const std::string note = "server " + server_ + " unreachable; retrying (the job is kept)";
+        if (tty) {
+          err_ << "\r" << note << "\033[K" << std::flush;
+        } else if (last_line != note) {
+          err_ << note << "\n";
+          last_line = note;
+        }
+      }
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }

@@ -289,6 +289,10 @@ TEST_F(EndToEndTest, WatchJobStreamsEveryChangeUntilTheJobEnds) {
   CommandResult watched = server_.Client({"watch", job_id, "--json"}, seconds(30));
   EXPECT_EQ(watched.exit_code, 0) << watched.err;
   EXPECT_EQ(watched.Json()["state"], "SUCCEEDED") << watched.out;
+  // Without --json (and no terminal) it writes plain progress lines.
+  CommandResult plain = server_.Client({"watch", job_id}, seconds(30));
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.err.find(job_id + " SUCCEEDED 4/4 candidates"), std::string::npos) << plain.err;
 }
 
 TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {

@@ -288,8 +288,10 @@ class Client:
                         continue
                     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                         continue  # the span ended (or the caller's timeout: checked above)
-                    if code == grpc.StatusCode.UNAVAILABLE:
-                        time.sleep(1.0)  # the server may be restarting
+                    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                        # The server may be restarting (a stream it ends as
+                        # it stops reads as CANCELLED); the job is kept.
+                        time.sleep(1.0)
                         continue
                     raise errors.from_rpc_error(e, rpc="WatchJob") from None
             job = self.get_job(job_id)
