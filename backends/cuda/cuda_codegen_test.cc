@@ -712,8 +712,9 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
       const std::string at =
           PlanSource(wa, OneRowGroup(wa, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 64)));
       EXPECT_NE(at.find("wgmma.m64n64k16, one warpgroup"), std::string::npos) << at;
-      // attention_decode.cuh's template with WG true and K N-major (KT false).
-      EXPECT_NE(at.find(", true, false>(q, k, v, o, ws, "), std::string::npos) << at;
+      // attention_decode.cuh's template with WG true, K N-major (KT false)
+      // and cp.async copies (TMA false).
+      EXPECT_NE(at.find(", true, false, false>(q, k, v, o, ws, "), std::string::npos) << at;
     }
     // The registers form with 16-warp blocks (one an SM): its 2 K splits a
     // cluster, no workspace or counters; 4-warp blocks sum through memory.
