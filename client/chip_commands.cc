@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "client/text_table.h"
 #include "common/rpc_util.h"
 #include "core/chip.h"
 #include "nlohmann/json.hpp"
@@ -79,20 +80,16 @@ int ChipCommands::List(const ChipListOptions& options) {
     out_ << json{{"chips", list}}.dump(2) << "\n";
     return 0;
   }
-  out_ << std::left << std::setw(32) << "CHIP" << std::setw(8) << "VENDOR" << std::setw(6) << "KIND"
-       << std::setw(11) << "BACKEND" << std::setw(10) << "ARCH" << std::setw(6) << "CUS"
-       << std::setw(9) << "MEM GB" << std::setw(9) << "GB/S"
-       << "NAME\n";
+  TextTable table({"CHIP", "VENDOR", "KIND", "BACKEND", "ARCH", "CUS", "MEM GB", "GB/S", "NAME"});
   for (const Chip& c : response.chips()) {
     std::string name = c.chip_name();
     auto it = c.metadata().find("detected");
     if (it != c.metadata().end()) name += " [detected]";
-    out_ << std::left << std::setw(32) << c.chip_id() << std::setw(8) << c.vendor() << std::setw(6)
-         << c.category() << std::setw(11) << c.backend() << std::setw(10) << c.arch_code()
-         << std::setw(6) << c.compute().num_compute_units() << std::setw(9)
-         << Num(c.memory().capacity_gb()) << std::setw(9) << Num(c.memory().bandwidth_gbps())
-         << name << "\n";
+    table.Add({c.chip_id(), c.vendor(), c.category(), c.backend(), c.arch_code(),
+               std::to_string(c.compute().num_compute_units()), Num(c.memory().capacity_gb()),
+               Num(c.memory().bandwidth_gbps()), name});
   }
+  table.Print(out_);
   out_ << response.chips_size() << " chip(s)\n";
   return 0;
 }

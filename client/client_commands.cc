@@ -13,6 +13,7 @@
 
 #include "client/job_json.h"
 #include "client/progress_line.h"
+#include "client/text_table.h"
 #include "common/rpc_util.h"
 #include "core/graph_json.h"
 
@@ -303,19 +304,17 @@ int ClientCommands::List(int limit) {
     out_ << nlohmann::json{{"jobs", jobs}}.dump(2) << "\n";
     return 0;
   }
-  out_ << std::left << std::setw(18) << "JOB" << std::setw(20) << "GRAPH" << std::setw(11)
-       << "STATE" << std::setw(12) << "CANDIDATES"
-       << "BEST\n";
+  TextTable table({"JOB", "GRAPH", "STATE", "CANDIDATES", "BEST"});
   for (const auto& job : response.jobs()) {
     std::string best = job.has_best() ? Fixed(job.best().time_us(), 1) + " us (" +
                                             Fixed(job.best().speedup(), 2) + "x)"
                                       : "-";
-    out_ << std::left << std::setw(18) << job.job_id() << std::setw(20) << job.graph_name()
-         << std::setw(11) << yirage::v1::JobState_Name(job.state()) << std::setw(12)
-         << (std::to_string(job.candidates_evaluated()) + "/" +
-             std::to_string(job.candidates_generated()))
-         << best << "\n";
+    table.Add({job.job_id(), job.graph_name(), yirage::v1::JobState_Name(job.state()),
+               std::to_string(job.candidates_evaluated()) + "/" +
+                   std::to_string(job.candidates_generated()),
+               best});
   }
+  table.Print(out_);
   return 0;
 }
 
@@ -346,10 +345,7 @@ int ClientCommands::Candidates(const std::string& job_id) {
   // STATUS is the numeric check on the device; PROOF is the fingerprint
   // check of a rewritten graph against the job's graph ("original": no
   // rewrite, nothing to prove).
-  out_ << std::left << std::setw(8) << "ID" << std::setw(10) << "STATUS" << std::setw(12)
-       << "TIME_US" << std::setw(9) << "SPEEDUP" << std::setw(11) << "MAX_ABS" << std::setw(14)
-       << "PROOF"
-       << "PLAN / ERROR\n";
+  TextTable table({"ID", "STATUS", "TIME_US", "SPEEDUP", "MAX_ABS", "PROOF", "PLAN / ERROR"});
   for (const auto& c : response.candidates()) {
     bool timed = c.time_us() > 0;
     std::string proof = "original";
@@ -363,20 +359,21 @@ int ClientCommands::Candidates(const std::string& job_id) {
       }
       proof = p.str();
     }
-    out_ << std::left << std::setw(8) << c.candidate_id() << std::setw(10)
-         << yirage::v1::CandidateStatus_Name(c.status()) << std::setw(12)
-         << (timed ? Fixed(c.time_us(), 2) : "-") << std::setw(9)
-         << (timed && c.baseline_time_us() > 0 ? Fixed(c.baseline_time_us() / c.time_us(), 2) : "-")
-         << std::setw(11)
-         << (c.status() == yirage::v1::VERIFIED || c.status() == yirage::v1::MISMATCH
-                 ? Fixed(c.max_abs_error(), 6)
-                 : "-")
-         << std::setw(14) << proof << c.plan().description();
-    if (c.same_kernel_as() != 0) out_ << "  (same kernel as " << c.same_kernel_as() << ")";
-    if (c.confirms() != 0) out_ << "  (confirms #" << c.confirms() << ")";
-    if (!c.error().empty()) out_ << "  ! " << c.error().substr(0, 160);
-    out_ << "\n";
+    std::string last = c.plan().description();
+    if (c.same_kernel_as() != 0)
+      last += "  (same kernel as " + std::to_string(c.same_kernel_as()) + ")";
+    if (c.confirms() != 0) last += "  (confirms #" + std::to_string(c.confirms()) + ")";
+    if (!c.error().empty()) last += "  ! " + c.error().substr(0, 160);
+    table.Add(
+        {std::to_string(c.candidate_id()), yirage::v1::CandidateStatus_Name(c.status()),
+         timed ? Fixed(c.time_us(), 2) : "-",
+         timed && c.baseline_time_us() > 0 ? Fixed(c.baseline_time_us() / c.time_us(), 2) : "-",
+         c.status() == yirage::v1::VERIFIED || c.status() == yirage::v1::MISMATCH
+             ? Fixed(c.max_abs_error(), 6)
+             : "-",
+         proof, last});
   }
+  table.Print(out_);
   return 0;
 }
 
@@ -451,9 +448,7 @@ int ClientCommands::Workers() {
     out_ << nlohmann::json{{"workers", list}}.dump(2) << "\n";
     return 0;
   }
-  out_ << std::left << std::setw(40) << "WORKER" << std::setw(8) << "BACKEND" << std::setw(11)
-       << "STATE" << std::setw(11) << "CONNECTED" << std::setw(34) << "CHIP"
-       << "DEVICE\n";
+  TextTable table({"WORKER", "BACKEND", "STATE", "CONNECTED", "CHIP", "DEVICE"});
   for (const auto& w : response.workers()) {
     nlohmann::json device = WorkerToJson(w)["device"];
     std::string name =
@@ -464,10 +459,10 @@ int ClientCommands::Workers() {
             : (device.is_object() && device.contains("name") && device["name"].is_string()
                    ? device["name"].get<std::string>()
                    : "");
-    out_ << std::left << std::setw(40) << w.worker_id() << std::setw(8) << w.backend()
-         << std::setw(11) << w.state() << std::setw(11) << (w.connected() ? "yes" : "no")
-         << std::setw(34) << (w.chip_id().empty() ? "-" : w.chip_id()) << name << "\n";
+    table.Add({w.worker_id(), w.backend(), w.state(), w.connected() ? "yes" : "no",
+               w.chip_id().empty() ? "-" : w.chip_id(), name});
   }
+  table.Print(out_);
   return 0;
 }
 
