@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
   int64_t candidate_id = 0;
   kernel_cmd->add_option("--march", march,
                          "CPU: the compiler target of build.sh (e.g. x86-64-v3 for a portable "
-                         "build, znver4, neoverse-v2); default: native");
+                         "build, znver4, neoverse-v2); default: the CPU of the worker that timed "
+                         "it");
   kernel_cmd
       ->add_option("--candidate", candidate_id,
                    "export this candidate (any verified one; see `candidates JOB`), not the best")

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
+#include "nlohmann/json.hpp"
 #include "server/job_watch.h"
 #include "server/kernel_export.h"
 #include "server/serve_unary.h"
@@ -22,6 +23,25 @@ class RefusedJobWatch : public grpc::ServerWriteReactor<yirage::v1::JobEvent> {
   explicit RefusedJobWatch(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
 };
+
+}  // namespace
+
+std::string JobServiceImpl::WorkerMarch(const std::string& worker_id) {
+  if (worker_id.empty()) return "";
+  auto workers = workers_->List(UnixNow());
+  if (!workers.ok()) return "";
+  for (const auto& w : *workers) {
+    if (w.worker_id() != worker_id) continue;
+    const nlohmann::json d = nlohmann::json::parse(w.device_description(), nullptr, false);
+    if (!d.is_object() || !d.contains("compiler") || !d["compiler"].is_object()) return "";
+    const nlohmann::json& m = d["compiler"].value("march", nlohmann::json());
+    if (!m.is_string() || !ValidateMarch(m.get<std::string>()).ok()) return "";
+    return m.get<std::string>();
+  }
+  return "";
+}
+
+namespace {
 
 // How often a watch reads its job: well under a person's notice, a read of
 // one row and an index probe a watcher.
@@ -113,6 +133,12 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetKernel(grpc::CallbackServerContext*
     if (!best.ok()) return best.status();
     ExportOptions options;
     options.march = request->march();
+    if (options.march.empty() && best->backend == "cpu") {
+      // The default target: what -march=native named on the worker that
+      // timed the candidate (its probe says), so the export builds the code
+      // that was measured; native where the worker is gone or did not say.
+      options.march = WorkerMarch(best->candidate.worker_id());
+    }
     // Another candidate than the best carries its id in the CPU symbols.
     options.name_candidate = request->candidate_id() != 0;
     auto files = ExportKernel(request->job_id(), *best, options);

@@ -45,6 +45,10 @@ class JobServiceImpl final : public yirage::v1::JobService::CallbackService {
       grpc::CallbackServerContext* context, const yirage::v1::WatchJobRequest* request) override;
 
  private:
+  // The -march the CPU worker `worker_id` compiles for (its probe's
+  // compiler.march); "" when unknown.
+  std::string WorkerMarch(const std::string& worker_id);
+
   Scheduler* const scheduler_;
   JobStore* const jobs_;
   WorkerStore* const workers_;

@@ -17,8 +17,9 @@ namespace yirage::server {
 // How an export is made.
 struct ExportOptions {
   // The CPU build's target: a GCC -march value (-mcpu for Arm cores such as
-  // neoverse-v2), e.g. the worker chip's arch_code or the portable
-  // x86-64-v3; "" builds for the machine that runs build.sh (native).
+  // neoverse-v2), e.g. what -march=native named on the worker that timed
+  // it, or the portable x86-64-v3; "" builds for the machine that runs
+  // build.sh (native).
   std::string march;
   // The candidate is not the job's best: the CPU symbols also carry its id
   // (yirage_<job>_c<candidate>_run), so that two exports of one job link

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace yirage::backends::cpu {
@@ -64,6 +65,27 @@ absl::StatusOr<std::string> CpuCompiler::Version(const std::string& log) const {
                      run->timed_out ? " (timed out)" : "", ": ", run->diagnostics));
   }
   return run->diagnostics.substr(0, run->diagnostics.find('\n'));
+}
+
+std::string CpuCompiler::NativeMarch(const std::string& log) const {
+  absl::StatusOr<CompilerRun> run = Run({path_, "-march=native", "-Q", "--help=target"}, log, 20);
+  if (!run.ok() || !run->ok) return "";
+  return ParseNativeMarch(run->diagnostics);
+}
+
+std::string ParseNativeMarch(const std::string& help) {
+  // The line "  -march=<spaces and tabs><name>".
+  const size_t at = help.find("  -march=");
+  if (at == std::string::npos) return "";
+  size_t b = at + 9;
+  while (b < help.size() && (help[b] == ' ' || help[b] == '\t')) ++b;
+  size_t e = b;
+  while (e < help.size() && (absl::ascii_isalnum(static_cast<unsigned char>(help[e])) ||
+                             help[e] == '-' || help[e] == '_' || help[e] == '.')) {
+    ++e;
+  }
+  const std::string name = help.substr(b, e - b);
+  return name == "native" ? "" : name;
 }
 
 namespace {

@@ -50,12 +50,21 @@ class CpuCompiler {
   // missing or fails.
   absl::StatusOr<std::string> Version(const std::string& log) const;
 
+  // What -march=native names on this machine (GCC: `-march=native -Q
+  // --help=target`, e.g. "znver4"), the target exports default to; "" when
+  // the compiler does not say (clang).
+  std::string NativeMarch(const std::string& log) const;
+
  private:
   absl::StatusOr<CompilerRun> Run(const std::vector<std::string>& args, const std::string& log,
                                   double timeout_seconds) const;
 
   std::string path_;
 };
+
+// The -march name in the output of `g++ -march=native -Q --help=target`
+// ("" when there is none).
+std::string ParseNativeMarch(const std::string& help);
 
 }  // namespace yirage::backends::cpu
 

@@ -116,3 +116,24 @@ TEST_F(CpuCompilerTest, TheCompilerDiesWithItsCaller) {
 
 }  // namespace
 }  // namespace yirage::backends::cpu
+
+namespace yirage::backends::cpu {
+namespace {
+
+TEST(CpuNativeMarchTest, TheNativeMarchIsReadFromGccsTargetHelp) {
+  EXPECT_EQ(ParseNativeMarch("The following options are target specific:\n"
+                             "  -m128bit-long-double        \t\t[enabled]\n"
+                             "  -march=                     \t\tznver4\n"
+                             "  -mtune=                     \t\tznver4\n"),
+            "znver4");
+  EXPECT_EQ(ParseNativeMarch("  -march=  \t x86-64-v3\n"), "x86-64-v3");
+  EXPECT_EQ(ParseNativeMarch("clang has no such listing"), "");
+  EXPECT_EQ(ParseNativeMarch("  -march=\t\tnative\n"), "") << "not resolved";
+  // The compiler here, where it is GCC, names a real target.
+  CpuCompiler compiler(CpuCompiler::DefaultPath());
+  const std::string march = compiler.NativeMarch(::testing::TempDir() + "/march.log");
+  EXPECT_NE(march, "native");
+}
+
+}  // namespace
+}  // namespace yirage::backends::cpu

@@ -155,7 +155,10 @@ std::string ProbeJson(const CpuCompiler& compiler, const std::string& scratch_di
   absl::StatusOr<std::string> version = compiler.Version(log);
   j["compiler"] = {{"path", compiler.path()},
                    {"version", version.ok() ? *version : std::string()},
-                   {"flags", CpuCompiler::Flags()}};
+                   {"flags", CpuCompiler::Flags()},
+                   // What -march=native compiles for here: exported kernels
+                   // are built for it unless their user asks otherwise.
+                   {"march", version.ok() ? compiler.NativeMarch(log) : std::string()}};
   *usable = version.ok();
   if (!version.ok()) {
     j["reason"] = absl::StrCat("the C++ compiler the CPU backend needs is unusable: ",

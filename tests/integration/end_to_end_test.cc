@@ -150,6 +150,11 @@ TEST_F(EndToEndTest, EveryExampleGraphSucceedsVerifiedAndExportsAKernel) {
     ASSERT_TRUE(manifest.is_object());
     EXPECT_EQ(manifest["candidate_id"], job["best"]["candidate_id"]);
     EXPECT_FALSE(manifest["inputs"].empty());
+    // Built for what -march=native named on the worker (GCC names it).
+    if (RunCommand({"/bin/sh", "-c", "g++ -march=native -Q --help=target | grep -q -- -march="})
+            .exit_code == 0) {
+      EXPECT_NE(manifest["march"], "native") << manifest.dump(2);
+    }
     CommandResult build = RunCommand({"/bin/sh", out + "/build.sh"}, seconds(180));
     ASSERT_EQ(build.exit_code, 0) << build.out << build.err;
     CommandResult call = RunCommand({out + "/call_example"});
