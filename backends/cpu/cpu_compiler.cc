@@ -68,7 +68,7 @@ absl::StatusOr<std::string> CpuCompiler::Version(const std::string& log) const {
 }
 
 std::string CpuCompiler::NativeMarch(const std::string& log) const {
-  absl::StatusOr<CompilerRun> run = Run({path_, "-march=native", "-Q", "--help=target"}, log, 20);
+  absl::StatusOr<CompilerRun> run = Run({path_, "-march=native", "-Q", "--help=target"}, log, 5);
   if (!run.ok() || !run->ok) return "";
   return ParseNativeMarch(run->diagnostics);
 }

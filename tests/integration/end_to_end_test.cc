@@ -783,13 +783,16 @@ TEST_F(EndToEndTest, SigtermDrainsTheBatchAndGivesTheRestBack) {
 
 // SIGTERM while a compile outlasts --drain-seconds: the worker gives up,
 // gives the batch back and exits at once, and its compiler (a stand-in that
-// hangs, with a child of its own as the driver has cc1plus) dies with it.
+// hangs on a compile, with a child of its own as the driver has cc1plus)
+// dies with it.
 TEST_F(EndToEndTest, DrainThatRunsOutGivesTheBatchBackAndLeavesNoCompiler) {
   const std::string compiler = dir_ + "/hanging-cc";
   {
     std::ofstream script(compiler);
     script << "#!/bin/sh\n"
            << "[ \"$1\" = --version ] && { echo 'hanging-cc 1.0'; exit 0; }\n"
+           // The probe's target query, answered as clang does (no listing).
+           << "[ \"$1\" = -march=native ] && exit 1\n"
            << "d=$(dirname \"$0\"); sleep 300 & echo $! > \"$d/child.pid\"\n"
            << "echo $$ > \"$d/driver.pid\"; wait\n";
   }
