@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -16,22 +17,7 @@ namespace yirage::client {
 namespace {
 
 std::string Phase(const yirage::v1::Job& job) {
-  switch (job.state()) {
-    case yirage::v1::SEARCHING:
-      return "searching";
-    case yirage::v1::QUEUED:
-      return "queued";
-    case yirage::v1::RUNNING:
-      return "running";
-    case yirage::v1::SUCCEEDED:
-      return "succeeded";
-    case yirage::v1::FAILED:
-      return "failed";
-    case yirage::v1::CANCELLED:
-      return "cancelled";
-    default:
-      return yirage::v1::JobState_Name(job.state());
-  }
+  return absl::AsciiStrToLower(yirage::v1::JobState_Name(job.state()));
 }
 
 int Done(const yirage::v1::Job& job) {

@@ -124,7 +124,6 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetKernel(grpc::CallbackServerContext*
                                                     yirage::v1::GetKernelResponse* response) {
   return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
-    if (auto s = ValidateMarch(request->march()); !s.ok()) return s;
     if (request->candidate_id() < 0) {
       return absl::InvalidArgumentError(absl::StrCat("candidate_id: ", request->candidate_id(),
                                                      " (a candidate's id, or 0 for the best)"));

@@ -1,13 +1,12 @@
 """The result of superoptimize: a Kernel with the job's result and its
 exported files, callable on tensors where the export can be run.
 
-CPU (`manifest.json` format "yirage-kernel/2", or /1 from older servers):
-the export's kernel.cpp is built with the manifest's build command (g++,
-OpenMP; the flags the worker compiled and timed it with) into a shared
-library, loaded with ctypes (its own handle, RTLD_LOCAL; the entry points
-are named after the job, yirage_<job>_run), and called through the C entry
-point the manifest names, on NumPy arrays or CPU PyTorch tensors. CUDA ("yirage-cuda-kernel/1"): the export's
-yirage_kernel.py (NVRTC and the driver API, PyTorch CUDA tensors).
+CPU (`manifest.json` format "yirage-kernel/2") and CUDA
+("yirage-cuda-kernel/1"): the export's own yirage_kernel.py runs it (CPU:
+builds kernel.cpp with the manifest's build command, loads it with ctypes,
+RTLD_LOCAL, on NumPy arrays or CPU PyTorch tensors; CUDA: NVRTC and the
+driver API on PyTorch CUDA tensors). A "yirage-kernel/1" export (older
+servers, no wrapper) is built and called by the SDK itself.
 """
 
 import ctypes
@@ -84,10 +83,10 @@ class Kernel:
         with self._lock:
             if self._runner is None:
                 fmt = self.manifest.get("format", "")
-                if fmt in ("yirage-kernel/1", "yirage-kernel/2"):
+                if fmt == "yirage-kernel/1":  # from servers before the export's own wrapper
                     self._runner = _CpuRunner(self.manifest, self._workdir())
-                elif fmt == "yirage-cuda-kernel/1":
-                    self._runner = _CudaRunner(self._workdir())
+                elif fmt in ("yirage-kernel/2", "yirage-cuda-kernel/1"):
+                    self._runner = _ExportRunner(self._workdir())
                 else:
                     raise NotImplementedError(
                         "the kernel of job %s (backend '%s') cannot be called from Python: its "
@@ -100,17 +99,18 @@ class Kernel:
             self.job_id, self.backend, self.best_time_us, self.speedup)
 
 
-class _CudaRunner:
-    """The CUDA export's own loader, yirage_kernel.py (it reads kernel.cu and
-    manifest.json beside itself; run(*tensors) on PyTorch CUDA tensors)."""
+class _ExportRunner:
+    """The export's own loader, yirage_kernel.py (it reads manifest.json and
+    the source beside itself; run(*inputs)): CUDA on PyTorch CUDA tensors,
+    CPU on NumPy arrays or CPU tensors (it builds the library first)."""
 
     def __init__(self, workdir):
         path = os.path.join(workdir, "yirage_kernel.py")
         if not os.path.exists(path):
-            raise NotImplementedError("the CUDA export has no yirage_kernel.py to run it with")
+            raise NotImplementedError("the export has no yirage_kernel.py to run it with")
         spec = importlib.util.spec_from_file_location("yirage_kernel_%x" % id(self), path)
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)  # needs PyTorch (import torch) and a CUDA driver
+        spec.loader.exec_module(module)  # CUDA: needs PyTorch and a CUDA driver
         self._module = module
 
     def __call__(self, inputs):
