@@ -255,41 +255,29 @@ TEST_F(EndToEndTest, WatchJobStreamsEveryChangeUntilTheJobEnds) {
   if (at_snapshot == 0) {
     EXPECT_GE(bests, 1);
   }
+  // Watches `id` for at most `secs`: the events read (the last in `event`)
+  // and how the stream ended.
+  auto watch = [&](const std::string& id, int secs, int* n) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + seconds(secs));
+    yirage::v1::WatchJobRequest w;
+    w.set_job_id(id);
+    auto r = jobs->WatchJob(&context, w);
+    *n = 0;
+    while (r->Read(&event)) ++*n;
+    return r->Finish().error_code();
+  };
+  int n = 0;
   // A finished job: its snapshot, then the stream closes.
-  {
-    grpc::ClientContext again;
-    again.set_deadline(std::chrono::system_clock::now() + seconds(10));
-    auto r = jobs->WatchJob(&again, request);
-    int n = 0;
-    while (r->Read(&event)) ++n;
-    EXPECT_TRUE(r->Finish().ok());
-    EXPECT_EQ(n, 1);
-    EXPECT_EQ(event.kind(), yirage::v1::JobEvent::SNAPSHOT);
-  }
-  {
-    grpc::ClientContext unknown;
-    unknown.set_deadline(std::chrono::system_clock::now() + seconds(10));
-    yirage::v1::WatchJobRequest none;
-    none.set_job_id("job-none");
-    auto r = jobs->WatchJob(&unknown, none);
-    while (r->Read(&event)) {
-    }
-    EXPECT_EQ(r->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
-  }
+  EXPECT_EQ(watch(job_id, 10, &n), grpc::StatusCode::OK);
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(event.kind(), yirage::v1::JobEvent::SNAPSHOT);
+  EXPECT_EQ(watch("job-none", 10, &n), grpc::StatusCode::NOT_FOUND);
   // A job that cannot run (no worker of its backend) outlives a 1 s watch.
   const std::string stuck = Submit(Example("softmax"), {"--backend", "hip"});
   ASSERT_FALSE(stuck.empty());
-  {
-    grpc::ClientContext brief;
-    brief.set_deadline(std::chrono::system_clock::now() + seconds(1));
-    yirage::v1::WatchJobRequest w;
-    w.set_job_id(stuck);
-    auto r = jobs->WatchJob(&brief, w);
-    int n = 0;
-    while (r->Read(&event)) ++n;
-    EXPECT_EQ(r->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-    EXPECT_GE(n, 1);
-  }
+  EXPECT_EQ(watch(stuck, 1, &n), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_GE(n, 1);
   // The CLI's watch follows the stream to the end.
   CommandResult watched = server_.Client({"watch", job_id, "--json"}, seconds(30));
   EXPECT_EQ(watched.exit_code, 0) << watched.err;
