@@ -112,7 +112,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListCandidates(
     yirage::v1::ListCandidatesResponse* response) {
   return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
     if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
-    auto candidates = jobs_->ListCandidates(request->job_id());
+    auto candidates = jobs_->ListCandidates(request->job_id(), /*with_work=*/true);
     if (!candidates.ok()) return candidates.status();
     for (auto& c : *candidates) *response->add_candidates() = std::move(c);
     return absl::OkStatus();

@@ -7,8 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
 #include "core/chip.h"
+#include "core/graph.h"
+#include "core/plan_work.h"
 #include "core/status_macros.h"
 #include "server/schema.h"
+#include "spdlog/spdlog.h"
 
 namespace yirage::server {
 namespace {
@@ -544,18 +547,49 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
   return jobs;
 }
 
-absl::StatusOr<std::vector<Candidate>> JobStore::ListCandidates(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  YIRAGE_RETURN_IF_ERROR(LoadJobLocked(job_id).status());
-  YIRAGE_ASSIGN_OR_RETURN(Statement s, db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
-                                                                 " FROM candidates WHERE job_id=? "
-                                                                 "ORDER BY ordinal")));
-  s.Bind(1, job_id);
+absl::StatusOr<std::vector<Candidate>> JobStore::ListCandidates(const std::string& job_id,
+                                                                bool with_work) {
   std::vector<Candidate> out;
-  for (;;) {
-    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out.push_back(ReadCandidate(s));
+  yirage::v1::Graph graph_proto;
+  {
+    absl::MutexLock lock(&mu_);
+    YIRAGE_RETURN_IF_ERROR(LoadJobLocked(job_id).status());
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
+                                                      " FROM candidates WHERE job_id=? "
+                                                      "ORDER BY ordinal")));
+    s.Bind(1, job_id);
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      out.push_back(ReadCandidate(s));
+    }
+    if (!with_work || out.empty()) return out;
+    YIRAGE_ASSIGN_OR_RETURN(Statement g, db_->Prepare("SELECT graph FROM jobs WHERE job_id=?"));
+    g.Bind(1, job_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool row, g.Step());
+    if (!row || !graph_proto.ParseFromString(g.ColumnBlob(0))) {
+      return absl::DataLossError(absl::StrCat("job '", job_id, "': stored graph unreadable"));
+    }
+  }
+  // Outside the lock: parsing graphs and resolving plans is the caller's
+  // time, not the store's.
+  absl::StatusOr<core::Graph> graph = core::Graph::FromProto(graph_proto);
+  if (!graph.ok()) {
+    spdlog::warn("job {}: no plan work: its graph: {}", job_id,
+                 std::string(graph.status().message()));
+    return out;
+  }
+  for (Candidate& c : out) {
+    absl::StatusOr<core::PlanWork> work = core::ComputePlanWork(*graph, c.plan());
+    if (!work.ok()) {
+      spdlog::warn("job {} candidate {}: no plan work: {}", job_id, c.candidate_id(),
+                   std::string(work.status().message()));
+      continue;
+    }
+    c.mutable_work()->set_flops(work->flops);
+    c.mutable_work()->set_bytes(work->bytes);
+    c.mutable_work()->set_dtype(work->dtype);
   }
   return out;
 }

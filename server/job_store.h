@@ -86,7 +86,12 @@ class JobStore {
   absl::StatusOr<yirage::v1::Job> GetJob(const std::string& job_id, double now);
   absl::StatusOr<std::vector<yirage::v1::Job>> ListJobs(int limit);
   absl::StatusOr<std::vector<yirage::v1::Job>> ListJobs(int limit, double now);
-  absl::StatusOr<std::vector<yirage::v1::Candidate>> ListCandidates(const std::string& job_id);
+  // The job's candidates in order. `with_work`: each with its plan's work
+  // (Candidate.work: flops, bytes, dtype; core/plan_work.h), computed from
+  // the stored plan and the job's graph after the store's lock is released;
+  // a plan that does not fit its graph is left without (and logged).
+  absl::StatusOr<std::vector<yirage::v1::Candidate>> ListCandidates(const std::string& job_id,
+                                                                    bool with_work = false);
   // Cancels a QUEUED or RUNNING job: its pending and leased candidates are
   // SKIPPED and its batches withdrawn. FailedPrecondition for a finished job;
   // with `owner`, PermissionDenied (changing nothing) for a job another

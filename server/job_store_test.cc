@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "core/candidate_test_graphs.h"
+#include "core/graph.h"
+#include "core/plan_work.h"
 #include "gtest/gtest.h"
 #include "server/store_test_util.h"
 
@@ -165,6 +168,68 @@ TEST_F(JobStoreTest, AFailedBaselineFailsTheJobSayingWhy) {
   auto renewed = leases_->RenewLease("w1", (*batch)->batch_id(), (*batch)->lease_token(), 0, 1004);
   ASSERT_TRUE(renewed.ok());
   EXPECT_FALSE(*renewed) << "its batch was withdrawn";
+}
+
+// ListCandidates with_work: each candidate's flops and bytes (core's count,
+// from the stored plan and the job's graph); without it, none. A plan that
+// does not fit its graph is listed without work.
+TEST_F(JobStoreTest, ListCandidatesWithWorkCountsEachPlansFlopsAndBytes) {
+  yirage::v1::SubmitJobRequest request = MakeRequest();
+  *request.mutable_graph() = core::testing::RmsNormLinearProto();  // Y = (rms_norm(X) * G) @ W
+  auto kernel = [](yirage::v1::Plan* plan, std::vector<std::string> ops,
+                   std::vector<std::string> in, std::vector<std::string> out) {
+    auto* k = plan->add_kernels();
+    k->set_name("k" + std::to_string(plan->kernels_size()));
+    k->set_kind(yirage::v1::KERNEL_ROW);
+    for (auto& o : ops) k->add_ops(o);
+    for (auto& t : in) k->add_inputs(t);
+    for (auto& t : out) k->add_outputs(t);
+  };
+  yirage::v1::Plan baseline, fused, broken;
+  baseline.set_baseline(true);
+  kernel(&baseline, {"N"}, {"X"}, {"N"});
+  kernel(&baseline, {"S"}, {"N", "G"}, {"S"});
+  kernel(&baseline, {"Y"}, {"S", "W"}, {"Y"});
+  kernel(&fused, {"N", "S", "Y"}, {"X", "G", "W"}, {"Y"});
+  kernel(&broken, {"Y"}, {"S", "W"}, {"Y"});  // N and S computed nowhere
+  auto id = store_->CreateJob(request, {1e-2, 1e-2}, {baseline, fused, broken}, {}, 1000);
+  ASSERT_TRUE(id.ok()) << id.status();
+
+  auto plain = store_->ListCandidates(*id);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_EQ(plain->size(), 3u);
+  for (const auto& c : *plain) EXPECT_FALSE(c.has_work());
+
+  auto listed = store_->ListCandidates(*id, /*with_work=*/true);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 3u);
+  auto graph = core::Graph::FromProto(request.graph());
+  ASSERT_TRUE(graph.ok());
+  for (int i = 0; i < 2; ++i) {
+    const yirage::v1::Candidate& c = (*listed)[i];
+    ASSERT_TRUE(c.has_work()) << i;
+    auto expected = core::ComputePlanWork(*graph, c.plan());
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    EXPECT_DOUBLE_EQ(c.work().flops(), expected->flops);
+    EXPECT_DOUBLE_EQ(c.work().bytes(), expected->bytes);
+    EXPECT_EQ(c.work().dtype(), yirage::v1::FLOAT16);
+    EXPECT_GT(c.work().flops(), 2.0 * 16 * 6144 * 4096 - 1);
+  }
+  // Fusing keeps the flops and drops the intermediates' traffic.
+  EXPECT_DOUBLE_EQ((*listed)[0].work().flops(), (*listed)[1].work().flops());
+  EXPECT_DOUBLE_EQ((*listed)[1].work().bytes(), 2.0 * (16 * 4096 + 4096 + 4096 * 6144 + 16 * 6144));
+  EXPECT_GT((*listed)[0].work().bytes(), (*listed)[1].work().bytes());
+  EXPECT_FALSE((*listed)[2].has_work());
+
+  // A job whose stored graph does not build lists its candidates without.
+  auto other = store_->CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(2), {}, 1000);
+  ASSERT_TRUE(other.ok());
+  auto without = store_->ListCandidates(*other, /*with_work=*/true);
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_EQ(without->size(), 2u);
+  EXPECT_FALSE((*without)[0].has_work());
+  EXPECT_EQ(store_->ListCandidates("job-missing", true).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 }  // namespace
