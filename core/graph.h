@@ -126,6 +126,14 @@ class Graph {
   const yirage::v1::Graph& proto() const { return proto_; }
   const std::string& name() const { return proto_.name(); }
 
+  // Sets the tolerance proto() carries (a job's resolved one, which the
+  // search and the backends read to choose reduced-precision forms).
+  // REQUIRES: both finite and >= 0.
+  void SetTolerance(double rtol, double atol) {
+    proto_.mutable_tolerance()->set_rtol(rtol);
+    proto_.mutable_tolerance()->set_atol(atol);
+  }
+
   // Tensor ids: graph inputs first (in declaration order), then one per op
   // (op i's output is tensor num_inputs() + i).
   int num_tensors() const { return static_cast<int>(tensors_.size()); }

@@ -106,6 +106,33 @@ TEST(KernelFamilyTest, GemmTakesAMatmulAndItsElementwiseEpilogue) {
   EXPECT_FALSE(WithinLimits(limits, yirage::v1::GEMM, *g, {0, 1, 2, 3, 4}));
 }
 
+// Reduced-precision forms (TF32) take B as rows only, and only where the
+// job's tolerance is loose enough.
+TEST(KernelFamilyTest, GemmLimitsOnBLayoutAndTolerance) {
+  auto build = [](bool transpose_b, double rtol) {
+    yirage::v1::AttrValue t;
+    t.set_b(transpose_b);
+    GraphProtoBuilder b("gemm_f32");
+    b.Input("A", {128, 64}, yirage::v1::FLOAT32);
+    b.Input("B", transpose_b ? std::vector<int64_t>{96, 64} : std::vector<int64_t>{64, 96},
+            yirage::v1::FLOAT32);
+    b.Op("Y", "matmul", {"A", "B"}, {{"transpose_b", t}}).Output("Y");
+    yirage::v1::Graph proto = b.proto();
+    proto.mutable_tolerance()->set_rtol(rtol);
+    absl::StatusOr<Graph> g = Graph::FromProto(proto);
+    EXPECT_TRUE(g.ok()) << g.status();
+    return *std::move(g);
+  };
+  yirage::v1::MatchLimits tf32;
+  tf32.set_b_by_rows(true);
+  tf32.set_min_rtol(1e-3);
+  EXPECT_TRUE(WithinLimits(tf32, yirage::v1::GEMM, build(true, 1e-2), {0}));
+  EXPECT_TRUE(WithinLimits(tf32, yirage::v1::GEMM, build(true, 1e-3), {0})) << "inclusive";
+  EXPECT_FALSE(WithinLimits(tf32, yirage::v1::GEMM, build(true, 1e-4), {0})) << "rtol too tight";
+  EXPECT_FALSE(WithinLimits(tf32, yirage::v1::GEMM, build(false, 1e-2), {0})) << "B as [K, N]";
+  EXPECT_TRUE(WithinLimits(yirage::v1::MatchLimits(), yirage::v1::GEMM, build(false, 0), {0}));
+}
+
 // Every intermediate feeds the next op only: a value also read elsewhere
 // (or a graph output) ends the match.
 TEST(KernelFamilyTest, GemmIntermediatesStayInTheChain) {

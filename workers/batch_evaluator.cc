@@ -145,6 +145,9 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
   // Plan 0 is the baseline; plan i+1 is candidate i.
   yirage::v1::CompileRequest request;
   *request.mutable_graph() = batch.graph();
+  // The job's tolerance (its override, else the graph file's, else the
+  // default), which backends read to choose reduced-precision forms (TF32).
+  *request.mutable_graph()->mutable_tolerance() = batch.tolerance();
   *request.add_plans() = batch.baseline();
   for (const auto& c : batch.candidates()) *request.add_plans() = c.plan();
   auto compile_start = std::chrono::steady_clock::now();

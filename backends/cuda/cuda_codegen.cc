@@ -162,7 +162,7 @@ absl::Status EmitLibraryMatmul(PlanContext& ctx, const KernelPlan& kernel, int k
   LibraryMatmulCall call;
   call.dtype = g.tensor(lm.a).dtype;
   // float32 graphs take TF32 tensor cores only where their tolerance allows.
-  call.tf32 = call.dtype == yirage::v1::FLOAT32 && g.proto().tolerance().rtol() >= 1e-3;
+  call.tf32 = call.dtype == yirage::v1::FLOAT32 && g.proto().tolerance().rtol() >= kTf32MinRtol;
   call.transpose_b = lm.transpose_b;
   call.batch = lm.batch;
   call.m = lm.m;

@@ -82,6 +82,10 @@ struct PlanBuffer {
   std::string what;        // for messages
 };
 
+// float32 products may run on TF32 tensor cores (10 mantissa bits, as
+// float16's) where the job's rtol is at least this.
+inline constexpr double kTf32MinRtol = 1e-3;
+
 // What a KERNEL_LIBRARY kernel asks of the library, in our row-major terms.
 // (cuda_cublaslt.h runs it.) Its launch arguments are, in order: A, B, C, bias, D, workspace (C is
 // D when there is no residual, bias is D when there is no bias).

@@ -292,6 +292,29 @@ struct Case {
 
 // Every kind of plan: GENERIC per op, ROW per op, whole-graph ROW groups with
 // several schedules (rows, cols, tiles, vector widths, warps, split-K).
+// The GEMM family's points (cuda_families.cc), as hand-made schedules.
+std::vector<yirage::v1::Schedule> GemmPoints() {
+  return {WithGemm(Rows(4), 128, 256, 4, false, 2, 1), WithGemm(Rows(4), 128, 128, 6, true, 2, 1),
+          WithGemm(Rows(4), 128, 256, 4, false, 1, 1), WithGemm(Rows(4), 256, 128, 4, false, 1, 2),
+          WithGemm(Rows(4), 128, 128, 6, false, 2, 1)};
+}
+
+// float32 GEMM chains that the TF32 form takes (B as [N, K], rtol 1e-2):
+// M, N and K off the tiles (K 100: a multiple of 4, not of 8 or 32), more
+// tiles than blocks, and split-K on a deep K (1 x 3 tiles of 128 x 256
+// over 132 multiprocessors).
+std::vector<yirage::v1::Graph> Tf32GemmGraphs() {
+  std::vector<yirage::v1::Graph> graphs;
+  for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{
+           {65, 200, 100}, {129, 264, 136}, {4093, 264, 72}, {100, 520, 2056}}) {
+    yirage::v1::Graph g = GemmGraph(FLOAT32, m, n, k, true);
+    g.mutable_tolerance()->set_rtol(1e-2);
+    g.mutable_tolerance()->set_atol(1e-2);
+    graphs.push_back(g);
+  }
+  return graphs;
+}
+
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (DType dt : {FLOAT32, FLOAT16, BFLOAT16}) {
@@ -424,10 +447,7 @@ std::vector<Case> AllCases() {
       // not multiples of 64), B as [K, N] and [N, K], each point's tiles and
       // clusters, more tiles than blocks (4093 rows), the epilogue of bias,
       // activation, scalar and residual and the plain product.
-      const std::vector<yirage::v1::Schedule> points = {
-          WithGemm(Rows(4), 128, 256, 4, false, 2, 1), WithGemm(Rows(4), 128, 128, 6, true, 2, 1),
-          WithGemm(Rows(4), 128, 256, 4, false, 1, 1), WithGemm(Rows(4), 256, 128, 4, false, 1, 2),
-          WithGemm(Rows(4), 128, 128, 6, false, 2, 1)};
+      const std::vector<yirage::v1::Schedule> points = GemmPoints();
       const std::vector<std::tuple<int, int, int, bool>> shapes = {{65, 200, 72, false},
                                                                    {129, 200, 136, true},
                                                                    {4093, 264, 136, false},
@@ -468,6 +488,15 @@ std::vector<Case> AllCases() {
       const yirage::v1::Graph tail_split = GemmGraph(dt, 1500, 1536, 264, false);
       const yirage::v1::Schedule two = WithGemm(Rows(4), 128, 128, 6, true, 1, 1, 2);
       cases.push_back({tail_split, {{Row({"p", "pb", "act", "half", "c"}, two), Row({"d"}, two)}}});
+    }
+    if (dt == FLOAT32 && TargetOfCompiles().sm == 90) {
+      for (const yirage::v1::Graph& gg : Tf32GemmGraphs()) {
+        std::vector<std::vector<KernelSpec>> plans;
+        for (const yirage::v1::Schedule& point : GemmPoints()) {
+          plans.push_back({Row({"p", "pb", "act", "half", "c"}, point), Row({"d"}, point)});
+        }
+        cases.push_back({gg, plans});
+      }
     }
     // Register rows: one row a block, several (the last block's rows past
     // the end: 6 rows in blocks of 4, 5 in blocks of 2), a block's warps
@@ -559,6 +588,29 @@ TEST(CudaCodegenCompileTest, EveryPlanKindCompilesWithNvrtc) {
     plans += compiled.response.plans_size();
   }
   std::printf("[ compiled ] %d hand-made plans with NVRTC\n", plans);
+}
+
+// CPU-only (CI): float32 GEMM chains within a loose tolerance are planned
+// on the GEMM kernel through TF32, not the row kernels; a tight tolerance
+// keeps them in float32.
+TEST(CudaCodegenCompileTest, Tf32GemmWhereTheToleranceAllows) {
+  if (TargetOfCompiles().sm != 90) GTEST_SKIP() << "the GEMM family is sm_90's";
+  yirage::v1::Graph g = Tf32GemmGraphs().front();
+  absl::StatusOr<core::Graph> graph = core::Graph::FromProto(g);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const std::vector<KernelSpec> spec = {Row({"p", "pb", "act", "half", "c"}, GemmPoints()[0]),
+                                        Row({"d"}, GemmPoints()[0])};
+  Compiled loose;
+  CompileThroughAbi(g, MakePlans(*graph, {spec}), &loose);
+  ExpectAllCompiled(loose);
+  EXPECT_NE(loose.response.plans(0).source().find("yr_gemm_sm90_cfg<float"), std::string::npos);
+  g.mutable_tolerance()->set_rtol(1e-4);
+  graph = core::Graph::FromProto(g);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Compiled tight;
+  CompileThroughAbi(g, MakePlans(*graph, {spec}), &tight);
+  ExpectAllCompiled(tight);
+  EXPECT_EQ(tight.response.plans(0).source().find("yr_gemm_sm90_cfg"), std::string::npos);
 }
 
 // NEEDS A GPU: the same plans, run and compared with the reference.

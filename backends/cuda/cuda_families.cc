@@ -95,6 +95,23 @@ void AddGemmPoint(yirage::v1::KernelFamily* family, int tile_m, int tile_n, int 
                                 stages, " cluster ", cluster_m, "x", cluster_n));
 }
 
+// The GEMM family's points (both dtype forms).
+void AddGemmPoints(yirage::v1::KernelFamily* gemm) {
+  // bench/micro/gemm.cu on an H200: cooperative 128 x 256 tiles in 2-block
+  // clusters lead on large K; ping-pong 128 x 128 hides the epilogue where
+  // K is short; the other two shapes are the runners-up.
+  AddGemmPoint(gemm, 128, 256, 4, false, 2, 1);
+  AddGemmPoint(gemm, 128, 128, 6, true, 2, 1);
+  AddGemmPoint(gemm, 128, 256, 4, false, 1, 1);
+  AddGemmPoint(gemm, 256, 128, 4, false, 1, 2);
+  // Fewer tiles than multiprocessors (M of a few hundred rows): the
+  // smaller tiles without a cluster, split-K where they do not fill the
+  // chip; cooperative, so that a block with one tile has both consumers
+  // at work (ping-pong gives a lone tile to one of them).
+  AddGemmPoint(gemm, 128, 128, 6, true, 1, 1);
+  AddGemmPoint(gemm, 128, 128, 6, false, 2, 1);
+}
+
 }  // namespace
 
 yirage::v1::MatchLimits StreamedMatmulLimits() {
@@ -289,19 +306,18 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
         "matmuls above decode sizes with their elementwise epilogue fused (bias, activations, "
         "scales, residuals): TMA, wgmma, warp-specialized and persistent (sm_90)");
     *gemm->mutable_limits() = GemmLimits();
-    // bench/micro/gemm.cu on an H200: cooperative 128 x 256 tiles in 2-block
-    // clusters lead on large K; ping-pong 128 x 128 hides the epilogue where
-    // K is short; the other two shapes are the runners-up.
-    AddGemmPoint(gemm, 128, 256, 4, false, 2, 1);
-    AddGemmPoint(gemm, 128, 128, 6, true, 2, 1);
-    AddGemmPoint(gemm, 128, 256, 4, false, 1, 1);
-    AddGemmPoint(gemm, 256, 128, 4, false, 1, 2);
-    // Fewer tiles than multiprocessors (M of a few hundred rows): the
-    // smaller tiles without a cluster, split-K where they do not fill the
-    // chip; cooperative, so that a block with one tile has both consumers
-    // at work (ping-pong gives a lone tile to one of them).
-    AddGemmPoint(gemm, 128, 128, 6, true, 1, 1);
-    AddGemmPoint(gemm, 128, 128, 6, false, 2, 1);
+    AddGemmPoints(gemm);
+    // The same kernel on float32 through TF32 (a stage holds half the K of
+    // a 16-bit one, in the same bytes), where the job's tolerance allows.
+    yirage::v1::KernelFamily* tf32 = kernels.add_families();
+    tf32->set_name("gemm_tf32");
+    tf32->set_pattern(yirage::v1::GEMM);
+    tf32->set_doc(
+        "float32 matmuls with B given as [N, K] (nn.Linear weights) on TF32 tensor cores where "
+        "the job's rtol is at least 1e-3, their elementwise epilogue fused: the gemm family's "
+        "kernel (sm_90)");
+    *tf32->mutable_limits() = GemmTf32Limits();
+    AddGemmPoints(tf32);
   }
   return kernels;
 }

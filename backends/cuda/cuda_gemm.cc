@@ -21,13 +21,18 @@ const char* GemmSource() {
       ;
 }
 
-// yr_gemm_sm90_cfg::smem_bytes: the ring (1024-aligned), its mbarriers,
-// a word a consumer.
+// yr_gemm_sm90_cfg::smem_bytes: the ring (1024-aligned; a stage holds a
+// 128-byte row of K for each of the tile's rows of A and B), its
+// mbarriers, a word a consumer.
 int64_t RingBytes(int tile_m, int tile_n, int stages) {
-  return 1024 + int64_t{stages} * (tile_m + tile_n) * 64 * 2 + 2 * int64_t{stages} * 8 + 16;
+  return 1024 + int64_t{stages} * (tile_m + tile_n) * 128 + 2 * int64_t{stages} * 8 + 16;
 }
 
-// Split-K's K ranges have at least this many 64-deep K blocks: with
+// Element bytes and K elements a stage (yr_gemm_sm90_cfg::bk).
+int64_t ElemBytes(yirage::v1::DType dtype) { return dtype == yirage::v1::FLOAT32 ? 4 : 2; }
+int64_t StageK(yirage::v1::DType dtype) { return 128 / ElemBytes(dtype); }
+
+// Split-K's K ranges have at least this many K blocks (a stage's K): with
 // fewer, writing and adding a range's float partial sums (a tile of
 // floats) costs about what its products save.
 constexpr int64_t kMinKBlocksPerSplit = 16;
@@ -35,8 +40,14 @@ constexpr int64_t kMinKBlocksPerSplit = 16;
 constexpr int64_t kMaxSplits = 16;
 
 std::string TmaDataType(yirage::v1::DType dtype) {
-  return dtype == yirage::v1::BFLOAT16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
-                                       : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+  switch (dtype) {
+    case yirage::v1::BFLOAT16:
+      return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
+    case yirage::v1::FLOAT32:
+      return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+    default:
+      return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+  }
 }
 
 }  // namespace
@@ -52,11 +63,24 @@ yirage::v1::MatchLimits GemmLimits() {
   return limits;
 }
 
+yirage::v1::MatchLimits GemmTf32Limits() {
+  yirage::v1::MatchLimits limits;
+  limits.add_dtypes(yirage::v1::FLOAT32);
+  limits.set_b_by_rows(true);  // wgmma reads tf32 operands K-major only
+  limits.set_min_rtol(kTf32MinRtol);
+  limits.set_k_multiple(4);  // TMA: A's and B's rows in multiples of 16 bytes
+  limits.set_min_rows(65);
+  return limits;
+}
+
 std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int>& ops,
                                  yirage::v1::DType out_dtype, const CudaTarget& target,
                                  const yirage::v1::GemmSchedule& knobs) {
   if (target.sm != 90) return std::nullopt;  // TMA, wgmma and setmaxnreg: sm_90a
-  if (!core::WithinLimits(GemmLimits(), yirage::v1::GEMM, graph, ops)) return std::nullopt;
+  if (!core::WithinLimits(GemmLimits(), yirage::v1::GEMM, graph, ops) &&
+      !core::WithinLimits(GemmTf32Limits(), yirage::v1::GEMM, graph, ops)) {
+    return std::nullopt;
+  }
   std::optional<core::GemmMatch> match = core::MatchGemm(graph, ops);
   if (!match.has_value()) return std::nullopt;
   GemmPlan plan;
@@ -109,7 +133,7 @@ std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int
   const int cluster = plan.cluster_m * plan.cluster_n;
   const int64_t ctiles = CeilDiv(tiles_m, plan.cluster_m) * CeilDiv(tiles_n, plan.cluster_n);
   const int64_t max_clusters = std::max(1, target.sm_count / cluster);
-  const int64_t kblocks = CeilDiv(plan.match.k, 64);
+  const int64_t kblocks = CeilDiv(plan.match.k, StageK(plan.dtype));
   if (knobs.split_k() < 0 || knobs.split_k() > std::min(kblocks, kMaxSplits)) return std::nullopt;
   const int64_t last_wave = ctiles % max_clusters;
   if (knobs.split_k() != 0) {
@@ -243,24 +267,26 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
     launch.args.push_back(workspace_arg);
     launch.args.push_back(counter_arg);
   }
-  // A: dims {K, M}, box {64, tile rows a block copies}; B: [N, K] like A, or
-  // [K, N] in 64-column panels of 64 rows.
+  // A: dims {K, M}, box {a stage's K, tile rows a block copies}; B: [N, K]
+  // like A, or [K, N] in 64-column panels of 64 rows (16-bit types only).
+  const int64_t elem = ElemBytes(plan.dtype);
+  const int bk = static_cast<int>(StageK(plan.dtype));
   TensorMapArg a;
   a.buffer = read_arg(m.a);
   a.data_type = TmaDataType(plan.dtype);
   a.dims = {m.k, m.m};
-  a.stride_bytes = m.k * 2;
-  a.box = {64, plan.tile_m / plan.cluster_n};
+  a.stride_bytes = m.k * elem;
+  a.box = {bk, plan.tile_m / plan.cluster_n};
   TensorMapArg b;
   b.buffer = read_arg(m.b);
   b.data_type = a.data_type;
   if (m.transpose_b) {
     b.dims = {m.k, m.n};
-    b.stride_bytes = m.k * 2;
-    b.box = {64, plan.tile_n / (gated ? 2 : 1) / plan.cluster_m};
+    b.stride_bytes = m.k * elem;
+    b.box = {bk, plan.tile_n / (gated ? 2 : 1) / plan.cluster_m};
   } else {
     b.dims = {m.n, m.k};
-    b.stride_bytes = m.n * 2;
+    b.stride_bytes = m.n * elem;
     b.box = {64, 64};
   }
   launch.tensor_maps = {a, b};

@@ -23,7 +23,7 @@ namespace yirage::backends::cuda {
 
 struct GemmPlan {
   core::GemmMatch match;
-  yirage::v1::DType dtype = yirage::v1::FLOAT16;  // A, B and C
+  yirage::v1::DType dtype = yirage::v1::FLOAT16;  // A, B and C (FLOAT32: TF32 products)
   int tile_m = 128, tile_n = 256, stages = 4;
   bool pingpong = false;
   int cluster_m = 2, cluster_n = 1;
@@ -39,14 +39,19 @@ struct GemmPlan {
 // kernels in that dtype), more rows than the streamed matmul takes, K a
 // multiple of 8 and N of 8 (TMA: row strides in multiples of 16 bytes).
 yirage::v1::MatchLimits GemmLimits();
+// float32 chains through TF32 tensor cores (the family "gemm_tf32"): B given
+// as [N, K] (wgmma reads tf32 operands K-major), the job's rtol at least
+// kTf32MinRtol, K a multiple of 4.
+yirage::v1::MatchLimits GemmTf32Limits();
 
 // The plan for `ops` on `target` under `knobs` (unset: the backend's
 // choice: 128 x 256 tiles, 4 stages, 2-block clusters along M), or nullopt
 // when the chain, its shapes or the knobs do not fit: sm_90, the chain
-// within GemmLimits(), its output `out_dtype` (the kernel stores A's
-// dtype), tiles of 128 x 128 (ping-pong or cooperative), 128 x 256 or
+// within GemmLimits() or GemmTf32Limits(), its output `out_dtype` (the
+// kernel stores A's dtype), tiles of 128 x 128 (ping-pong or cooperative), 128 x 256 or
 // 256 x 128 (cooperative), clusters of at most 2 blocks, the ring within
-// the target's shared memory, and at most one K range a 64-deep K block.
+// the target's shared memory, and at most one K range a K block (a
+// stage's 128-byte row of K: 64 16-bit elements, 32 floats).
 // A cluster along an axis with one tile turns to the other axis (or to
 // one block): its second block would have nothing to compute. Split-K cuts
 // the cluster tiles of the last, partial wave over the multiprocessors

@@ -12,6 +12,7 @@
 #include "backends/cuda/cuda_streamed_matmul.h"
 #include "backends/cuda/cuda_test_util.h"
 #include "core/graph.h"
+#include "core/kernel_family.h"
 #include "gtest/gtest.h"
 
 namespace yirage::backends::cuda {
@@ -316,15 +317,19 @@ TEST(AttentionPlannerTest, KeyGroupsShrinkToWhatSharedMemoryHolds) {
   EXPECT_EQ(c.stages, 2);
 }
 
-// Y = relu(X @ W + bias) (W [K, N], or [N, K] where `nk`), `dtype` in and out.
-core::Graph GemmChain(int64_t m, int64_t n, int64_t k, bool nk, yirage::v1::DType dtype = FLOAT16) {
+// Y = relu(X @ W + bias) (W [K, N], or [N, K] where `nk`), `dtype` in and
+// out, the graph's rtol `rtol`.
+core::Graph GemmChain(int64_t m, int64_t n, int64_t k, bool nk, yirage::v1::DType dtype = FLOAT16,
+                      double rtol = 0) {
   GraphBuilder b("gemm");
   b.Input("X", {m, k}, dtype)
       .Input("W", nk ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, dtype)
       .Input("bias", {n}, dtype);
   b.Op("P", "matmul", {"X", "W"}, {testing::B("transpose_b", nk)});
   b.Op("Q", "add", {"P", "bias"}).Op("Y", "relu", {"Q"}).Output("Y");
-  return MustGraph(b.proto());
+  yirage::v1::Graph proto = b.proto();
+  proto.mutable_tolerance()->set_rtol(rtol);
+  return MustGraph(proto);
 }
 
 yirage::v1::GemmSchedule GemmKnobs(int tm, int tn, int stages, bool pingpong, int cm, int cn) {
@@ -506,10 +511,41 @@ TEST(GemmPlannerTest, RefusesWhatTheTemplateCannotRun) {
       << "TMA row strides: K a multiple of 8";
 }
 
+// float32 through TF32: B as [N, K], the tolerance loose enough, K a
+// multiple of 4; a stage holds 32 of K, so split-K counts 32-deep blocks.
+TEST(GemmPlannerTest, Tf32WhereTheToleranceAllowsAndBIsByRows) {
+  using yirage::v1::FLOAT32;
+  const core::Graph g = GemmChain(512, 4096, 4096, true, FLOAT32, 1e-2);
+  std::optional<GemmPlan> p = PlanGemm(g, AllOps(g), FLOAT32, H200(), GemmKnobs(128, 128, 6, false, 1, 1));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->dtype, FLOAT32);
+  EXPECT_EQ(p->smem_bytes, 1024 + 6 * 256 * 128 + 6 * 16 + 16) << "the same bytes a stage";
+  // 4 x 32 tiles of 128 x 128 on 132 multiprocessors: one partial wave of
+  // 128, cut in one K range (132 / 128); 4096 / 32 = 128 K blocks allow it.
+  EXPECT_EQ(p->splits, 1);
+  const core::Graph skinny = GemmChain(128, 1024, 8192, true, FLOAT32, 1e-2);
+  p = PlanGemm(skinny, AllOps(skinny), FLOAT32, H200(), GemmKnobs(128, 128, 6, false, 1, 1));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->splits, 16) << "8 tiles, 256 K blocks of 32: 16 ranges of 16 blocks";
+  EXPECT_TRUE(PlanGemm(GemmChain(512, 512, 100, true, FLOAT32, 1e-2),
+                       AllOps(GemmChain(512, 512, 100, true, FLOAT32, 1e-2)), FLOAT32, H200(), {})
+                  .has_value())
+      << "K a multiple of 4 (16-byte rows)";
+  const core::Graph odd_k = GemmChain(512, 512, 102, true, FLOAT32, 1e-2);
+  EXPECT_FALSE(PlanGemm(odd_k, AllOps(odd_k), FLOAT32, H200(), {}).has_value());
+  const core::Graph kn = GemmChain(512, 512, 512, false, FLOAT32, 1e-2);
+  EXPECT_FALSE(PlanGemm(kn, AllOps(kn), FLOAT32, H200(), {}).has_value())
+      << "B as [K, N]: wgmma reads tf32 K-major only";
+  const core::Graph tight = GemmChain(512, 512, 512, true, FLOAT32, 1e-4);
+  EXPECT_FALSE(PlanGemm(tight, AllOps(tight), FLOAT32, H200(), {}).has_value())
+      << "rtol 1e-4: float32 products stay float32";
+}
+
 TEST(GemmPlannerTest, DescribedOnSm90AfterTheOtherFamilies) {
   const yirage::v1::BackendKernels h200 = DescribeKernels(H200());
-  ASSERT_GE(h200.families_size(), 3);
-  const yirage::v1::KernelFamily& gemm = h200.families(h200.families_size() - 1);
+  ASSERT_GE(h200.families_size(), 4);
+  const yirage::v1::KernelFamily& gemm = h200.families(h200.families_size() - 2);
+  EXPECT_EQ(gemm.name(), "gemm");
   EXPECT_EQ(gemm.pattern(), yirage::v1::GEMM);
   EXPECT_EQ(gemm.limits().min_rows(), 65);
   for (const yirage::v1::SchedulePoint& point : gemm.points()) {
@@ -517,6 +553,22 @@ TEST(GemmPlannerTest, DescribedOnSm90AfterTheOtherFamilies) {
     const core::Graph g = GemmChain(4096, 4096, 4096, false);
     EXPECT_TRUE(PlanGemm(g, AllOps(g), FLOAT16, H200(), point.schedule().gemm()).has_value());
   }
+  const yirage::v1::KernelFamily& tf32 = h200.families(h200.families_size() - 1);
+  EXPECT_EQ(tf32.name(), "gemm_tf32");
+  EXPECT_EQ(tf32.pattern(), yirage::v1::GEMM);
+  for (const yirage::v1::SchedulePoint& point : tf32.points()) {
+    SCOPED_TRACE(point.label());
+    const core::Graph g = GemmChain(4096, 4096, 4096, true, yirage::v1::FLOAT32, 1e-2);
+    EXPECT_TRUE(
+        PlanGemm(g, AllOps(g), yirage::v1::FLOAT32, H200(), point.schedule().gemm()).has_value());
+  }
+  // A float32 chain is the TF32 family's, a 16-bit one the gemm family's.
+  const core::Graph f32 = GemmChain(1024, 1024, 1024, true, yirage::v1::FLOAT32, 1e-2);
+  EXPECT_EQ(core::MatchFamily(h200, f32, AllOps(f32)), h200.families_size() - 1);
+  const core::Graph f16 = GemmChain(1024, 1024, 1024, true);
+  EXPECT_EQ(core::MatchFamily(h200, f16, AllOps(f16)), h200.families_size() - 2);
+  const core::Graph tight = GemmChain(1024, 1024, 1024, true, yirage::v1::FLOAT32, 1e-4);
+  EXPECT_EQ(core::MatchFamily(h200, tight, AllOps(tight)), -1) << "rtol 1e-4: no TF32";
   const yirage::v1::BackendKernels a100 = DescribeKernels(A100());
   for (const yirage::v1::KernelFamily& f : a100.families()) {
     EXPECT_NE(f.pattern(), yirage::v1::GEMM);

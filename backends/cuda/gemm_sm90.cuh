@@ -2,12 +2,14 @@
 //   C[r, c] = epi(sum_k A[r, k] B[k, c], r, c), rounded to T on the store,
 // A M x K row-major, B K x N row-major or (B_NK) N x K row-major (an
 // nn.Linear weight), C M x N with row stride ldc; T __half or
-// __nv_bfloat16, float accumulation. After the design of CUTLASS's sm90
+// __nv_bfloat16, or float through TF32 tensor cores (B_NK only: wgmma reads
+// tf32 operands K-major); float accumulation. After the design of CUTLASS's sm90
 // warp-specialized kernels:
 // - 384 threads: a producer warpgroup whose one thread issues the TMA copies
 //   (setmaxnreg down to 40) and two consumer warpgroups issuing wgmma from
 //   shared memory (setmaxnreg up to 232).
-// - K steps of 64: A's and B's tiles arrive by TMA with 128-byte swizzle
+// - K steps of a 128-byte row (64 16-bit elements or 32 floats, four
+//   wgmma k steps of 32 bytes): A's and B's tiles arrive by TMA with 128-byte swizzle
 //   (the layout wgmma reads) in a STAGES-deep ring. Each stage has a "full"
 //   mbarrier (the producer's expect_tx, completed by the copies' bytes) and
 //   an "empty" one (an arrival from each consumer warpgroup that reads the
@@ -36,7 +38,7 @@
 //   of blocks may be resident at once; the last one leaves the counter
 //   zero for the next launch.
 // - Any M, N and K >= 1 with the TMA's rule that row strides be multiples
-//   of 16 bytes: K % 8 == 0, and N % 8 == 0 for B K x N. Copies past the
+//   of 16 bytes: K % 8 == 0 (float: K % 4), and N % 8 == 0 for B K x N. Copies past the
 //   edges read zeros (the K tail adds nothing); stores are bounds-checked.
 // - Gated (GATED, SwiGLU's shape): two B operands of one shape, B and B2;
 //   a block's BN columns of products are BN / 2 of A @ B, then the same
@@ -79,7 +81,9 @@ template <typename T, int BM, int BN, int STAGES, bool B_NK, bool PINGPONG = fal
           int CN = 1, int GROUP = 8, bool GATED = false>
 struct yr_gemm_sm90_cfg {
   using elem = T;
-  static constexpr int bm = BM, bn = BN, bk = 64, stages = STAGES, cm = CM, cn = CN;
+  // K elements a stage: a 128-byte row (64 16-bit elements, 32 floats).
+  static constexpr int bm = BM, bn = BN, bk = 128 / static_cast<int>(sizeof(T));
+  static constexpr int stages = STAGES, cm = CM, cn = CN;
   static constexpr int group = GROUP;
   static constexpr bool b_nk = B_NK, pingpong = PINGPONG, gated = GATED;
   static constexpr int on = GATED ? BN / 2 : BN;  // C's columns a tile
@@ -87,9 +91,9 @@ struct yr_gemm_sm90_cfg {
   static constexpr int threads = 384;
   static constexpr int wm = PINGPONG ? BM : BM / 2;  // a consumer's rows
   static constexpr int mi = wm / 64;                 // its m64 wgmmas a k16 step
-  static constexpr int a_stage = BM * 64 * 2;        // bytes a stage
-  static constexpr int b_stage = BN * 64 * 2;
-  // TMA boxes {64 columns, rows}: a block copies 1 / CN of A's tile rows
+  static constexpr int a_stage = BM * 128;  // bytes a stage
+  static constexpr int b_stage = BN * 128;
+  // TMA boxes {bk columns, rows}: a block copies 1 / CN of A's tile rows
   // and 1 / CM of B's tile (its rows for B_NK, of each operand's half when
   // GATED; its 64-column panels of the 64 rows of K for B K x N).
   static constexpr int a_box_rows = BM / CN;
@@ -98,7 +102,8 @@ struct yr_gemm_sm90_cfg {
   // the full and empty mbarriers, then a word for each consumer (split-K's
   // "last to arrive").
   static constexpr int smem_bytes = 1024 + STAGES * (a_stage + b_stage) + 2 * STAGES * 8 + 16;
-  static_assert(sizeof(T) == 2, "T: __half or __nv_bfloat16");
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "T: __half, __nv_bfloat16 or float (TF32)");
+  static_assert(sizeof(T) == 2 || B_NK, "float (TF32): B given as N x K (wgmma reads tf32 K-major)");
   static_assert(wm % 64 == 0 && mi >= 1, "BM: a multiple of 64 rows a consumer");
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
   static_assert(mi * BN / 2 <= 128, "at most 128 accumulators a thread");
@@ -164,8 +169,8 @@ static __device__ __forceinline__ void yr_gemm_quad_transpose(unsigned (&v)[4], 
   }
 }
 
-// The kernel body. `a`, `b`: tensor maps of A (dims {K, M}, box {64,
-// a_box_rows}) and B (B_NK: dims {K, N}, box {64, b_box_rows}; else dims
+// The kernel body. `a`, `b`: tensor maps of A (dims {K, M}, box {bk,
+// a_box_rows}) and B (B_NK: dims {K, N}, box {bk, b_box_rows}; else dims
 // {N, K}, box {64, 64}), 128-byte swizzle, zeros out of bounds; `a` and
 // `b` must be the kernel's __grid_constant__ parameters; `split` as
 // yr_gemm_split says, the grid from yr_gemm_sm90_grid with its splits.
@@ -199,7 +204,8 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
   const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + ON - 1) / ON;
   const int ctiles_m = (tiles_m + CM - 1) / CM, ctiles_n = (tiles_n + CN - 1) / CN;
   const int ctiles = ctiles_m * ctiles_n;
-  const int kblocks = (k + 63) / 64;
+  constexpr int BK = Cfg::bk;
+  const int kblocks = (k + BK - 1) / BK;
   // Units of work: the first `whole` cluster tiles a unit each, then the
   // split ones' S ranges: unit u >= whole is range (u - whole) % S, K
   // blocks [kb_begin(u), kb_end(u)), of cluster tile whole + (u - whole) / S.
@@ -261,7 +267,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
         const int st = pos % STAGES;
         yr_mbar_wait(&empty[st], ((pos / STAGES) & 1) ^ 1);
         yr_mbar_arrive_expect_tx(&full[st], Cfg::a_stage + Cfg::b_stage);
-        const int kc = kb * 64;
+        const int kc = kb * BK;
         unsigned char* const da = sa + st * Cfg::a_stage + rn * Cfg::a_box_rows * 128;
         const int ra = tm * BM + rn * Cfg::a_box_rows;
         if constexpr (CN > 1) {
@@ -452,8 +458,33 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
       // pair is one 4-byte store where aligned, else two.
       const int q = lane % 4;
       const int col0 = tn * ON + 2 * q;
-      if ((ldc % 8 == 0) && (reinterpret_cast<unsigned long long>(c) % 16 == 0) &&
-          tn * ON + ON <= n) {
+      if constexpr (sizeof(T) == 4) {
+        // float: a pair is one 8-byte store where aligned (a quad's four
+        // pairs fill a 32-byte sector), else two.
+        const bool pairs = (ldc % 2 == 0) && (reinterpret_cast<unsigned long long>(c) % 8 == 0);
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = tm * BM + row_off + i * 64 + warp * 16 + lane / 4 + 8 * h;
+            if (r >= m) continue;
+            float* const crow = reinterpret_cast<float*>(c) + static_cast<i64>(r) * ldc;
+#pragma unroll
+            for (int j = 0; j < ON / 8; ++j) {
+              const int col = col0 + 8 * j;
+              const float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
+              if (pairs && col + 1 < n) {
+                *reinterpret_cast<float2*>(crow + col) =
+                    make_float2(epi(v0, r, col), epi(v1, r, col + 1));
+              } else {
+                if (col < n) crow[col] = epi(v0, r, col);
+                if (col + 1 < n) crow[col + 1] = epi(v1, r, col + 1);
+              }
+            }
+          }
+        }
+      } else if ((ldc % 8 == 0) && (reinterpret_cast<unsigned long long>(c) % 16 == 0) &&
+                 tn * ON + ON <= n) {
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
 #pragma unroll

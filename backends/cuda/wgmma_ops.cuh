@@ -6,7 +6,8 @@
 //     K-major.
 //   yr_wgmma_rs<N, T, B_MN_MAJOR>(d, a, b_desc[, accumulate]): A from
 //     registers, each warp's 16 rows as the four m16n8k16 A fragments.
-// T is __half or __nv_bfloat16. B is K-major (rows of K contiguous) unless
+// T is __half or __nv_bfloat16, or float (TF32, k8 steps, ss with B
+// K-major only). B is K-major (rows of K contiguous) unless
 // B_MN_MAJOR (rows of N contiguous). `accumulate` false overwrites D.
 // d holds N / 2 floats a thread in the m64nNk16 accumulator layout (the
 // m16n8 layout of each warp's 16 rows, N / 8 tiles of 4). N is 64, 128 or 256.
@@ -96,6 +97,26 @@ YR_WGMMA_OP(128, __nv_bfloat16, "bf16", 64, 65, 66, 67, "{%64, %65, %66, %67}", 
 YR_WGMMA_OP(256, __half, "f16", 128, 129, 130, 131, "{%128, %129, %130, %131}", 132, 133, 134)
 YR_WGMMA_OP(256, __nv_bfloat16, "bf16", 128, 129, 130, 131, "{%128, %129, %130, %131}", 132, 133, 134)
 #undef YR_WGMMA_OP
+
+// float in shared memory as TF32 (m64nNk8: a k8 step is 32 bytes, as a k16
+// step of 16-bit types): both operands K-major, the instruction has no
+// transpose; ss only.
+#define YR_WGMMA_TF32(N, SS_A, SS_B, SS_SC)                                                     \
+  template <>                                                                                   \
+  struct yr_wgmma_op<N, float, false> {                                                         \
+    static __device__ __forceinline__ void ss(float* d, unsigned long long a,                   \
+                                              unsigned long long b, int scale_d) {              \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SS_SC ", 0;\n"                        \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " YR_WG_REGS_##N      \
+                   ", %" #SS_A ", %" #SS_B ", p, 1, 1;\n}\n"                                     \
+                   : YR_WG_D_##N                                                                \
+                   : "l"(a), "l"(b), "r"(scale_d));                                             \
+    }                                                                                           \
+  };
+YR_WGMMA_TF32(64, 32, 33, 34)
+YR_WGMMA_TF32(128, 64, 65, 66)
+YR_WGMMA_TF32(256, 128, 129, 130)
+#undef YR_WGMMA_TF32
 
 template <int N, typename T, bool B_MN_MAJOR>
 static __device__ __forceinline__ void yr_wgmma_ss(float* d, unsigned long long a,

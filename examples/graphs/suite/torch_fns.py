@@ -127,6 +127,9 @@ TORCH_FNS = {
     "kb2_gemm_softmax_fp16_m1024_k4096_n8192": lambda X, W: torch.softmax(F.linear(X, W), dim=-1),
     "kb2_gemm_bias_gelu_tanh_fp32_m512_k4096_n4096":
         lambda X, W, Bias: F.gelu(F.linear(X, W, Bias), approximate="tanh"),
+    # KernelBench level 2, 59_Matmul_Swish_Scaling (nn.Linear, x * sigmoid(x), * 2.0)
+    "kb2_gemm_swish_scale_fp32_m1024_k8192_n8192":
+        lambda X, W, Bias: F.silu(F.linear(X, W, Bias)) * 2.0,
     # LLM blocks: Llama-3-8B, Qwen2.5-7B, Mixtral-8x7B
     "llama3_8b_qkv_decode_m16": matmul,
     "llama3_8b_qkv_prefill_m2048": matmul,
