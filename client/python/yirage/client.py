@@ -54,10 +54,12 @@ def _read(path):
 
 class Job:
     """A snapshot of a job (the yirage.v1.Job message, `proto`), with its
-    state as a string ("QUEUED", "RUNNING", "SUCCEEDED", ...)."""
+    state as a string ("QUEUED", "RUNNING", "SUCCEEDED", ...). `client`: the
+    Client that read it (job.roofline() asks it for the candidates)."""
 
-    def __init__(self, proto):
+    def __init__(self, proto, client=None):
         self.proto = proto
+        self._client = client
 
     @property
     def job_id(self):
@@ -82,9 +84,35 @@ class Job:
         """The best verified candidate (BestResult) or None."""
         return self.proto.best if self.proto.HasField("best") else None
 
+    def roofline(self, path=None, client=None, chip=None, peak_tflops=None,
+                 bandwidth_gbps=None, dpi=150):
+        """The job's candidates on its chip's roofline, drawn with matplotlib
+        (Agg): each verified candidate at its arithmetic intensity against
+        its achieved TFLOP/s, the best and the baseline marked, under the
+        memory and compute roofs of the registry's entry for the job's chip
+        (or `chip`); `peak_tflops` / `bandwidth_gbps` supply or override
+        them. Writes the image to `path` (PNG) where given and returns the
+        matplotlib Figure. `client`: the Client to ask (default: the one
+        that read this job; opened again with the same settings if closed).
+        See yirage.roofline and docs/python-sdk.md."""
+        return self.roofline_data(client, chip, peak_tflops, bandwidth_gbps).plot(path, dpi=dpi)
+
+    def roofline_data(self, client=None, chip=None, peak_tflops=None, bandwidth_gbps=None):
+        """The numbers behind roofline(): a yirage.roofline.Roofline (points
+        with intensity and tflops, roofs, what was left out)."""
+        from . import roofline
+        client = client or self._client
+        if client is None:
+            raise ValueError("job %s: roofline() needs a client (this Job was not read through "
+                             "one): pass client=yirage.Client(...)" % self.job_id)
+        if client.closed:
+            with client.reopened() as fresh:
+                return roofline.fetch(fresh, self.job_id, chip, peak_tflops, bandwidth_gbps)
+        return roofline.fetch(client, self.job_id, chip, peak_tflops, bandwidth_gbps)
+
     def __getattr__(self, name):
         # Every field of the message: candidates_generated, backend, chip_id...
-        if name == "proto":
+        if name in ("proto", "_client"):
             raise AttributeError(name)
         return getattr(self.proto, name)
 
@@ -138,6 +166,10 @@ class Client:
 
     def __init__(self, server=None, token=None, tls_ca=None, tls_cert=None,
                  tls_key=None, token_file=None, timeout=30.0, channel_options=None):
+        self._settings = dict(server=server, token=token, tls_ca=tls_ca, tls_cert=tls_cert,
+                              tls_key=tls_key, token_file=token_file, timeout=timeout,
+                              channel_options=channel_options)
+        self.closed = False
         # As yirage-client: the address given, else $YIRAGE_SERVER, else local.
         self.server = server or os.environ.get("YIRAGE_SERVER") or "127.0.0.1:50051"
         server = self.server
@@ -162,7 +194,12 @@ class Client:
         self._registry = registry_pb2_grpc.RegistryServiceStub(self._channel)
 
     def close(self):
+        self.closed = True
         self._channel.close()
+
+    def reopened(self):
+        """A new Client with this one's settings (server, token, TLS, timeout)."""
+        return Client(**self._settings)
 
     def __enter__(self):
         return self
@@ -210,23 +247,34 @@ class Client:
 
     def get_job(self, job_id, timeout=None):
         return Job(self._call(self._jobs.GetJob, job_pb2.GetJobRequest(job_id=job_id), timeout,
-                              "GetJob"))
+                              "GetJob"), self)
 
     def list_jobs(self, limit=0, timeout=None):
         """Jobs, newest first (limit 0: the server's default)."""
         resp = self._call(self._jobs.ListJobs, job_pb2.ListJobsRequest(limit=limit), timeout,
                           "ListJobs")
-        return [Job(j) for j in resp.jobs]
+        return [Job(j, self) for j in resp.jobs]
 
     def cancel_job(self, job_id, timeout=None):
         return Job(self._call(self._jobs.CancelJob, job_pb2.CancelJobRequest(job_id=job_id),
-                              timeout, "CancelJob"))
+                              timeout, "CancelJob"), self)
 
     def candidates(self, job_id, timeout=None):
         """Every candidate of the job (yirage.v1.Candidate messages)."""
         resp = self._call(self._jobs.ListCandidates,
                           job_pb2.ListCandidatesRequest(job_id=job_id), timeout, "ListCandidates")
         return list(resp.candidates)
+
+    def roofline(self, job_id, path=None, chip=None, peak_tflops=None, bandwidth_gbps=None,
+                 dpi=150):
+        """Job `job_id`'s candidates on its chip's roofline (Job.roofline):
+        writes the image to `path` where given; returns the matplotlib Figure."""
+        return self.roofline_data(job_id, chip, peak_tflops, bandwidth_gbps).plot(path, dpi=dpi)
+
+    def roofline_data(self, job_id, chip=None, peak_tflops=None, bandwidth_gbps=None):
+        """The numbers behind roofline(): a yirage.roofline.Roofline."""
+        from . import roofline
+        return roofline.fetch(self, job_id, chip, peak_tflops, bandwidth_gbps)
 
     def get_kernel(self, job_id, candidate=None, march=None, timeout=None):
         """A job's kernel as exported by the server (KernelFiles): the best,
@@ -272,7 +320,7 @@ class Client:
                                              timeout=span, metadata=self._metadata)
                 try:
                     for event in stream:
-                        job = Job(event.job)
+                        job = Job(event.job, self)
                         key = event.job.SerializeToString(deterministic=True)
                         if key != last:
                             last = key

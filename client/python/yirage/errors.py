@@ -1,6 +1,17 @@
 """Exceptions of the SDK: one class per gRPC status code the server returns."""
 
-import grpc
+try:
+    import grpc
+    _StatusCode = grpc.StatusCode
+except ImportError:
+    # Without grpcio the package still builds graphs, converts their JSON and
+    # draws roofline plots of saved data (yirage.roofline); only the RPCs need it.
+    import enum
+    _StatusCode = enum.Enum("StatusCode", [
+        "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+        "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+        "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+        "UNAUTHENTICATED"])
 
 
 class YirageError(Exception):
@@ -23,67 +34,67 @@ class YirageError(Exception):
 
 
 class Cancelled(YirageError):
-    code = grpc.StatusCode.CANCELLED
+    code = _StatusCode.CANCELLED
 
 
 class Unknown(YirageError):
-    code = grpc.StatusCode.UNKNOWN
+    code = _StatusCode.UNKNOWN
 
 
 class InvalidArgument(YirageError, ValueError):
-    code = grpc.StatusCode.INVALID_ARGUMENT
+    code = _StatusCode.INVALID_ARGUMENT
 
 
 class DeadlineExceeded(YirageError, TimeoutError):
-    code = grpc.StatusCode.DEADLINE_EXCEEDED
+    code = _StatusCode.DEADLINE_EXCEEDED
 
 
 class NotFound(YirageError, LookupError):
-    code = grpc.StatusCode.NOT_FOUND
+    code = _StatusCode.NOT_FOUND
 
 
 class AlreadyExists(YirageError):
-    code = grpc.StatusCode.ALREADY_EXISTS
+    code = _StatusCode.ALREADY_EXISTS
 
 
 class PermissionDenied(YirageError, PermissionError):
-    code = grpc.StatusCode.PERMISSION_DENIED
+    code = _StatusCode.PERMISSION_DENIED
 
 
 class ResourceExhausted(YirageError):
-    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    code = _StatusCode.RESOURCE_EXHAUSTED
 
 
 class FailedPrecondition(YirageError):
-    code = grpc.StatusCode.FAILED_PRECONDITION
+    code = _StatusCode.FAILED_PRECONDITION
 
 
 class Aborted(YirageError):
-    code = grpc.StatusCode.ABORTED
+    code = _StatusCode.ABORTED
 
 
 class OutOfRange(YirageError):
-    code = grpc.StatusCode.OUT_OF_RANGE
+    code = _StatusCode.OUT_OF_RANGE
 
 
 class Unimplemented(YirageError, NotImplementedError):
-    code = grpc.StatusCode.UNIMPLEMENTED
+    code = _StatusCode.UNIMPLEMENTED
 
 
 class Internal(YirageError):
-    code = grpc.StatusCode.INTERNAL
+    code = _StatusCode.INTERNAL
 
 
 class Unavailable(YirageError, ConnectionError):
-    code = grpc.StatusCode.UNAVAILABLE
+    code = _StatusCode.UNAVAILABLE
 
 
 class DataLoss(YirageError):
-    code = grpc.StatusCode.DATA_LOSS
+    code = _StatusCode.DATA_LOSS
 
 
 class Unauthenticated(YirageError, PermissionError):
-    code = grpc.StatusCode.UNAUTHENTICATED
+    code = _StatusCode.UNAUTHENTICATED
 
 
 _BY_CODE = {cls.code: cls for cls in (
@@ -94,7 +105,7 @@ _BY_CODE = {cls.code: cls for cls in (
 
 def from_rpc_error(err, rpc=None):
     """The typed exception for a grpc.RpcError (grpc.Call)."""
-    code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+    code = err.code() if hasattr(err, "code") else _StatusCode.UNKNOWN
     details = err.details() if hasattr(err, "details") else str(err)
     cls = _BY_CODE.get(code, YirageError)
     return cls(details or "", code=code, rpc=rpc)

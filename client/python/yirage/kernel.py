@@ -72,6 +72,11 @@ class Kernel:
         """Writes the exported files to out_dir (as `yirage-client kernel`)."""
         return self._kernel_files.write(out_dir)
 
+    def roofline(self, path=None, **kwargs):
+        """The job's candidates on its chip's roofline (yirage.Job.roofline):
+        writes the image to `path` where given; returns the matplotlib Figure."""
+        return self.job.roofline(path, **kwargs)
+
     def _workdir(self):
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="yirage-kernel-%s-" % self.job_id)
