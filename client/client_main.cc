@@ -5,6 +5,7 @@
 #include "CLI/CLI.hpp"
 #include "client/chip_commands.h"
 #include "client/client_commands.h"
+#include "client/roofline_command.h"
 #include "common/channel_flags.h"
 #include "yirage/build_info.h"
 
@@ -83,6 +84,28 @@ int main(int argc, char** argv) {
       ->add_option("--candidate", candidate_id,
                    "export this candidate (any verified one; see `candidates JOB`), not the best")
       ->check(CLI::PositiveNumber);
+  yirage::client::RooflineOptions roofline;
+  auto* roofline_cmd = app.add_subcommand(
+      "roofline",
+      "draw a job's candidates on its chip's roofline, as an image (Python with matplotlib)");
+  roofline_cmd->add_option("job", roofline.job_id)->required();
+  roofline_cmd
+      ->add_option("--out", roofline.out, "the image to write (PNG; .svg or .pdf by extension)")
+      ->required();
+  roofline_cmd->add_option("--chip", roofline.chip_id,
+                           "draw this registry chip's roofs (default: the job's chip)");
+  roofline_cmd
+      ->add_option("--peak-tflops", roofline.peak_tflops,
+                   "compute roof, TFLOP/s (default: the chip's peak for the graph's dtype)")
+      ->check(CLI::PositiveNumber);
+  roofline_cmd
+      ->add_option("--bandwidth-gbps", roofline.bandwidth_gbps,
+                   "memory roof, GB/s (default: the chip's memory bandwidth)")
+      ->check(CLI::PositiveNumber);
+  roofline_cmd->add_option("--dpi", roofline.dpi, "the image's resolution")
+      ->check(CLI::Range(30, 1200))
+      ->capture_default_str();
+  roofline_cmd->add_flag("--json", json, "print the points and roofs as one JSON object");
   auto* workers_cmd = app.add_subcommand("workers", "workers and their devices");
   workers_cmd->add_flag("--json", json, "print one JSON object");
 
@@ -170,5 +193,11 @@ int main(int argc, char** argv) {
   if (*candidates_cmd) return commands.Candidates(job_id);
   if (*kernel_cmd) return commands.Kernel(job_id, out_dir, march, candidate_id);
   if (*workers_cmd) return commands.Workers();
+  if (*roofline_cmd) {
+    yirage::client::RooflineCommand command(
+        server, *channel, std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000)), json,
+        std::cout, std::cerr);
+    return command.Run(roofline);
+  }
   return 2;
 }

@@ -73,6 +73,13 @@ nlohmann::json CandidateToJson(const yirage::v1::Candidate& c) {
   shown.clear_graph();
   (void)google::protobuf::util::MessageToJsonString(shown, &plan_json, options);
   nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, /*allow_exceptions=*/false);
+  // What the plan computes and moves (the server's count), null without.
+  nlohmann::json work;
+  if (c.has_work()) {
+    work = {{"flops", c.work().flops()},
+            {"bytes", c.work().bytes()},
+            {"dtype", yirage::v1::DType_Name(c.work().dtype())}};
+  }
   return {{"candidate_id", c.candidate_id()},
           {"status", yirage::v1::CandidateStatus_Name(c.status())},
           {"description", c.plan().description()},
@@ -98,6 +105,7 @@ nlohmann::json CandidateToJson(const yirage::v1::Candidate& c) {
           {"numeric_check", c.status() == yirage::v1::VERIFIED   ? "passed"
                             : c.status() == yirage::v1::MISMATCH ? "failed"
                                                                  : "not run"},
+          {"work", work},
           {"plan", plan}};
 }
 
