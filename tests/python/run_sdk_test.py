@@ -11,7 +11,9 @@
    its build step generates the protobuf and gRPC modules.
 3. Runs tests/python/sdk_test.py with the venv's python: the builder, the
    graph JSON format, superoptimize on the CPU backend, typed errors, jobs,
-   workers, chips and tokens, against a real yirage-server.
+   workers, chips, tokens and roofline plots (the SDK's and yirage-client's;
+   the plots themselves skip without python3-matplotlib), against a real
+   yirage-server.
 
 Exit 0 = pass, 1 = fail, 77 = skipped (python3-grpcio, python3-protobuf,
 python3-numpy or the venv module missing).

@@ -7,6 +7,7 @@ import contextlib
 import glob
 import io
 import json
+import math
 import os
 import re
 import signal
@@ -20,6 +21,7 @@ import unittest
 import numpy as np
 
 import yirage
+import yirage.v1.graph_pb2
 import yirage.v1.job_pb2
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -121,6 +123,14 @@ def cli(*args, timeout=60):
     p = subprocess.run([os.path.join(BIN_DIR, "yirage-client"), "--server", SERVER.address]
                        + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=timeout)
+    return p.returncode, p.stdout
+
+
+def cli_env(env, *args, timeout=60):
+    """cli() with `env` added to the environment."""
+    p = subprocess.run([os.path.join(BIN_DIR, "yirage-client"), "--server", SERVER.address]
+                       + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout, env=dict(os.environ, **env))
     return p.returncode, p.stdout
 
 
@@ -429,6 +439,198 @@ class ErrorsAndJobs(unittest.TestCase):
             self.assertEqual(len(exported), len(chips))
             with self.assertRaises(yirage.NotFound):
                 c.get_chip("no_such_chip")
+
+
+def png_size(path):
+    """(width, height) of a PNG file; AssertionError when it is not one."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", "%s: not a PNG" % path
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def has_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+class Roofline(unittest.TestCase):
+    """The roofline plot: Candidate.work from the server, the SDK's
+    job.roofline() and `yirage-client roofline` on a small CPU job."""
+
+    @classmethod
+    def setUpClass(cls):
+        g = yirage.new_kernel_graph("roofline_rms_norm_linear")
+        X = g.new_input(dims=(16, 256), dtype=yirage.float32, name="X")
+        G = g.new_input(dims=(256,), dtype=yirage.float32, name="G")
+        W = g.new_input(dims=(256, 256), dtype=yirage.float32, name="W")
+        g.mark_output(g.matmul(g.rms_norm(X, G, eps=1e-6), W, name="Y"))
+        with yirage.Client(SERVER.address) as c:
+            cls.job_id = c.submit(g, budget_candidates=6)
+            cls.job = c.wait(cls.job_id, timeout=300)
+        log("roofline job %s: %r" % (cls.job_id, cls.job))
+
+    def setUp(self):
+        self.assertEqual(self.job.state, "SUCCEEDED", self.job.message)
+
+    def check_png(self, path):
+        self.assertTrue(os.path.exists(path), path)
+        width, height = png_size(path)
+        size = os.path.getsize(path)
+        self.assertGreaterEqual(width, 800)
+        self.assertGreaterEqual(height, 500)
+        self.assertTrue(20000 < size < 5000000, "%s: %d bytes" % (path, size))
+
+    def check_points(self, points, best_id):
+        self.assertTrue(points)
+        for p in points:
+            for key in ("intensity", "tflops", "flops", "bytes", "time_us"):
+                self.assertTrue(p[key] > 0 and math.isfinite(p[key]), (key, p))
+            self.assertAlmostEqual(p["intensity"], p["flops"] / p["bytes"],
+                                   delta=1e-9 * p["intensity"])
+            self.assertAlmostEqual(p["tflops"], p["flops"] / p["time_us"] / 1e6,
+                                   delta=1e-9 * p["tflops"])
+        self.assertEqual([p["candidate_id"] for p in points if p["best"]], [best_id])
+        self.assertEqual(sum(1 for p in points if p["baseline"]), 1)
+
+    def test_candidates_carry_their_work(self):
+        with yirage.Client(SERVER.address) as c:
+            cands = c.candidates(self.job_id)
+        verified = [x for x in cands if yirage.v1.job_pb2.CandidateStatus.Name(x.status)
+                    == "VERIFIED" and not x.confirms]
+        self.assertTrue(verified)
+        base = [x for x in cands if x.plan.baseline][0]
+        matmul = 2.0 * 16 * 256 * 256
+        for x in verified:
+            self.assertTrue(x.HasField("work"), x.candidate_id)
+            self.assertGreaterEqual(x.work.flops, matmul)
+            # At least the graph's inputs and output once; at most the baseline's traffic.
+            self.assertGreaterEqual(x.work.bytes, 4.0 * (16 * 256 + 256 + 256 * 256 + 16 * 256))
+            if not x.plan.HasField("graph"):
+                self.assertLessEqual(x.work.bytes, base.work.bytes)
+                self.assertEqual(x.work.flops, base.work.flops)
+            self.assertEqual(yirage.v1.graph_pb2.DType.Name(x.work.dtype), "FLOAT32")
+        rc, out = cli("--json", "candidates", self.job_id)
+        self.assertEqual(rc, 0, out)
+        listed = json.loads(out)
+        rows = listed["candidates"] if isinstance(listed, dict) else listed
+        self.assertTrue(any(r["work"] and r["work"]["flops"] >= matmul for r in rows))
+
+    @unittest.skipUnless(has_matplotlib(), "needs matplotlib (python3-matplotlib)")
+    def test_sdk_roofline(self):
+        path = os.path.join(WORK, "sdk-roofline.png")
+        with yirage.Client(SERVER.address) as c:
+            job = c.get_job(self.job_id)
+            data = c.roofline_data(self.job_id)
+        self.assertEqual(data.job_id, self.job_id)
+        self.assertEqual(data.graph_name, "roofline_rms_norm_linear")
+        self.assertEqual(data.dtype, "float32")
+        self.assertEqual(data.chip_id, job.chip_id)
+        self.check_points([p.to_dict() for p in data.points], job.best.candidate_id)
+        # The client is closed: the job opens another with its settings.
+        fig = job.roofline(path, peak_tflops=0.5, bandwidth_gbps=20)
+        self.check_png(path)
+        ax = fig.axes[0]
+        self.assertEqual((ax.get_xscale(), ax.get_yscale()), ("log", "log"))
+        self.assertIn("FLOP", ax.get_xlabel())
+        self.assertIn("TFLOP/s", ax.get_ylabel())
+        texts = " ".join(t.get_text() for t in fig.texts)
+        self.assertIn(self.job_id, texts)
+        self.assertIn("roofline_rms_norm_linear", texts)
+        labels = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+        self.assertIn("memory roof: 20 GB/s", labels)
+        self.assertIn("0.5 TFLOP/s", labels)
+        self.assertIn("best #%d" % job.best.candidate_id, labels)
+
+        # Roofs from the registry: a chip registered with its figures.
+        chip = {"chip_id": "roofline_test_cpu", "chip_name": "Roofline test CPU",
+                "vendor": "other", "category": "cpu", "backend": "cpu",
+                "memory": {"capacity_gb": 16, "bandwidth_gbps": 25.6, "memory_type": "DDR5"},
+                "compute": {"num_compute_units": 2, "peak_tflops_fp32": 0.2}}
+        with yirage.Client(SERVER.address) as c:
+            c.register_chip(json.dumps(chip), overwrite=True)
+            data = c.roofline_data(self.job_id, chip="roofline_test_cpu")
+            fig = c.roofline(self.job_id, chip="roofline_test_cpu")
+        self.assertEqual((data.bandwidth_gbps, data.peak_tflops), (25.6, 0.2))
+        self.assertAlmostEqual(data.ridge, 0.2 * 1e3 / 25.6)
+        self.assertFalse([n for n in data.notes if "not drawn" in n], data.notes)
+        self.assertEqual(fig.axes[0].get_xscale(), "log")
+
+        # A dtype's peak missing from the registry: said, and not drawn.
+        with yirage.Client(SERVER.address) as c:
+            c.register_chip(json.dumps(dict(chip, compute={"num_compute_units": 2})),
+                            overwrite=True)
+            data = c.roofline_data(self.job_id, chip="roofline_test_cpu")
+            c.delete_chip("roofline_test_cpu")
+        self.assertIsNone(data.peak_tflops)
+        self.assertTrue([n for n in data.notes if "fp32 peak" in n and "not drawn" in n],
+                        data.notes)
+
+    def test_sdk_without_matplotlib_says_what_to_install(self):
+        saved = {k: v for k, v in sys.modules.items() if k.split(".")[0] == "matplotlib"}
+        try:
+            for k in saved:
+                del sys.modules[k]
+            sys.modules["matplotlib"] = None  # import matplotlib raises ImportError
+            with yirage.Client(SERVER.address) as c:
+                with self.assertRaises(ImportError) as cm:
+                    c.roofline(self.job_id)
+            self.assertIn("python3-matplotlib", str(cm.exception))
+        finally:
+            del sys.modules["matplotlib"]
+            sys.modules.update(saved)
+
+    @unittest.skipUnless(has_matplotlib(), "needs matplotlib (python3-matplotlib)")
+    def test_cli_roofline(self):
+        path = os.path.join(WORK, "cli-roofline.png")
+        rc, out = cli("roofline", self.job_id, "--out", path, timeout=120)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("wrote %s" % path, out)
+        self.assertIn("best", out)
+        self.check_png(path)
+        sys.stderr.write(out)
+        os.remove(path)
+        rc, out = cli("--json", "roofline", self.job_id, "--out", path, "--peak-tflops", "0.5",
+                      "--bandwidth-gbps", "20", timeout=120)
+        self.assertEqual(rc, 0, out)
+        self.check_png(path)
+        data = json.loads(out)
+        self.assertEqual(data["job_id"], self.job_id)
+        self.assertEqual((data["peak_tflops"], data["bandwidth_gbps"]), (0.5, 20))
+        self.check_points(data["points"], self.job.best.candidate_id)
+        with yirage.Client(SERVER.address) as c:
+            sdk = c.roofline_data(self.job_id)
+        self.assertEqual(sorted(p["candidate_id"] for p in data["points"]),
+                         sorted(p.candidate_id for p in sdk.points))
+
+    def test_cli_roofline_errors(self):
+        png = os.path.join(WORK, "never.png")
+        for args in (("roofline", self.job_id), ("roofline", "--out", png),
+                     ("roofline", self.job_id, "--out", png, "--peak-tflops", "-1")):
+            rc, out = cli(*args)
+            self.assertEqual(rc, 2, (args, out))
+        rc, out = cli("roofline", "job-doesnotexist", "--out", png)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("job-doesnotexist", out)
+        # No interpreter: says so and what to install.
+        rc, out = cli_env({"YIRAGE_PYTHON": "/nonexistent/python3"}, "roofline", self.job_id,
+                          "--out", png)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("cannot run /nonexistent/python3", out)
+        self.assertIn("python3-matplotlib", out)
+        # An interpreter without matplotlib (a stand-in package that fails to import).
+        fake = os.path.join(WORK, "no-matplotlib")
+        os.makedirs(os.path.join(fake, "matplotlib"), exist_ok=True)
+        with open(os.path.join(fake, "matplotlib", "__init__.py"), "w") as f:
+            f.write("raise ImportError(\"No module named 'matplotlib'\")\n")
+        rc, out = cli_env({"PYTHONPATH": fake, "YIRAGE_PYTHON": "/usr/bin/python3"}, "roofline",
+                          self.job_id, "--out", png)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("python3-matplotlib", out)
+        self.assertFalse(os.path.exists(png))
 
 
 class Tokens(unittest.TestCase):
