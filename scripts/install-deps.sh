@@ -12,7 +12,8 @@
 # read the rendered manifests.
 #   scripts/install-deps.sh [--bench]
 # python3-grpcio, python3-protobuf, python3-setuptools, python3-venv and
-# python3-numpy: the Python SDK (client/python) and its test (tests/python).
+# python3-numpy: the Python SDK (client/python) and its test (tests/python);
+# python3-matplotlib: its roofline plots (`yirage-client roofline` too).
 # prometheus ships promtool, which checks the server's /metrics text in the
 # integration tests (they skip that check without it).
 # --bench also installs python3-torch (PyTorch 1.13, CPU), which
@@ -25,6 +26,7 @@ PKGS=(build-essential cmake pkg-config git
       clang-format openssl clang libclang-rt-14-dev
       libopenblas0-pthread prometheus
       python3-grpcio python3-protobuf python3-setuptools python3-venv python3-numpy
+      python3-matplotlib
       libamdhip64-dev libze-dev libze1)
 if [ "${1:-}" = "--bench" ]; then PKGS+=(python3-torch); fi
 HERE=$(cd "$(dirname "$0")" && pwd)
