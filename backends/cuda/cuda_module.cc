@@ -261,10 +261,9 @@ absl::Status CudaModule::Prepare(int plan) {
                                  static_cast<cuuint32_t>(t.box[1])};
       const cuuint32_t element_strides[2] = {1, 1};
       const CUtensorMapDataType type =
-          t.data_type == "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-          : t.data_type == "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
-              ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-              : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+          t.data_type == "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+          : t.data_type == "CU_TENSOR_MAP_DATA_TYPE_FLOAT32" ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
       CUtensorMap map;
       if (CUresult rc = cu.cuTensorMapEncodeTiled(
               &map, type, 2, reinterpret_cast<void*>(base), dims, strides, box, element_strides,

@@ -516,7 +516,8 @@ TEST(GemmPlannerTest, RefusesWhatTheTemplateCannotRun) {
 TEST(GemmPlannerTest, Tf32WhereTheToleranceAllowsAndBIsByRows) {
   using yirage::v1::FLOAT32;
   const core::Graph g = GemmChain(512, 4096, 4096, true, FLOAT32, 1e-2);
-  std::optional<GemmPlan> p = PlanGemm(g, AllOps(g), FLOAT32, H200(), GemmKnobs(128, 128, 6, false, 1, 1));
+  std::optional<GemmPlan> p =
+      PlanGemm(g, AllOps(g), FLOAT32, H200(), GemmKnobs(128, 128, 6, false, 1, 1));
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->dtype, FLOAT32);
   EXPECT_EQ(p->smem_bytes, 1024 + 6 * 256 * 128 + 6 * 16 + 16) << "the same bytes a stage";
