@@ -496,8 +496,7 @@ std::vector<Case> AllCases() {
       for (size_t i = 0; i < tf32.size(); ++i) {
         std::vector<std::vector<KernelSpec>> plans;
         for (size_t p : {i, (i + 1) % points.size()}) {
-          plans.push_back(
-              {Row({"p", "pb", "act", "half", "c"}, points[p]), Row({"d"}, points[p])});
+          plans.push_back({Row({"p", "pb", "act", "half", "c"}, points[p]), Row({"d"}, points[p])});
         }
         cases.push_back({tf32[i], plans});
       }
