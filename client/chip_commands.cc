@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "client/call_failure.h"
 #include "client/text_table.h"
 #include "common/rpc_util.h"
 #include "core/chip.h"
@@ -43,14 +44,7 @@ ChipCommands::ChipCommands(const std::string& server, std::shared_ptr<grpc::Chan
       err_(err) {}
 
 int ChipCommands::Fail(const std::string& what, const grpc::Status& status) {
-  std::string prefix;
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    prefix = "server unavailable at " + server_ + ": ";
-  } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    prefix = "deadline exceeded talking to " + server_ + ": ";
-  }
-  err_ << "yirage-client: " << what << ": " << prefix << status.error_message() << "\n";
-  return 1;
+  return ReportCallFailure(err_, server_, what, status);
 }
 
 bool ChipCommands::ReadFile(const std::string& path, std::string* text) {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "client/call_failure.h"
 #include "client/job_json.h"
 #include "client/progress_line.h"
 #include "client/text_table.h"
@@ -43,19 +44,7 @@ ClientCommands::ClientCommands(const std::string& server, std::shared_ptr<grpc::
       err_(err) {}
 
 int ClientCommands::Fail(const std::string& what, const grpc::Status& status) {
-  std::string code;
-  switch (status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-      code = "server unavailable at " + server_ + ": ";
-      break;
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      code = "deadline exceeded talking to " + server_ + ": ";
-      break;
-    default:
-      break;
-  }
-  err_ << "yirage-client: " << what << ": " << code << status.error_message() << "\n";
-  return 1;
+  return ReportCallFailure(err_, server_, what, status);
 }
 
 void ClientCommands::PrintJob(const yirage::v1::Job& job) {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "client/call_failure.h"
 #include "common/rpc_util.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -97,14 +98,7 @@ RooflineCommand::RooflineCommand(const std::string& server, std::shared_ptr<grpc
       err_(err) {}
 
 int RooflineCommand::Fail(const std::string& what, const grpc::Status& status) {
-  std::string where;
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    where = "server unavailable at " + server_ + ": ";
-  } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    where = "deadline exceeded talking to " + server_ + ": ";
-  }
-  err_ << "yirage-client: " << what << ": " << where << status.error_message() << "\n";
-  return 1;
+  return ReportCallFailure(err_, server_, what, status);
 }
 
 int RooflineCommand::Run(const RooflineOptions& options) {
