@@ -164,10 +164,9 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     return response;
   }
   yirage::v1::SearchSummary summary;
-  core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
-  graph->SetTolerance(tolerance.rtol, tolerance.atol);  // what the families' limits read
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = Search(request, *graph, target, &summary);
   if (!plans.ok()) return reject(plans.status());
+  core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
   bool existing = false;
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id, store_->CreateJob(request, tolerance, *plans, summary,
                                                                 UnixNow(), owner, &existing));
@@ -181,8 +180,10 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
 }
 
 absl::StatusOr<std::vector<yirage::v1::Plan>> Scheduler::Search(
-    const yirage::v1::SubmitJobRequest& request, const core::Graph& graph,
+    const yirage::v1::SubmitJobRequest& request, core::Graph& graph,
     const std::optional<yirage::v1::Chip>& target, yirage::v1::SearchSummary* summary) {
+  const core::Tolerance tolerance = core::ResolveTolerance(graph, request.tolerance());
+  graph.SetTolerance(tolerance.rtol, tolerance.atol);
   core::SearchOptions search;
   search.backend = request.backend();
   search.max_candidates = request.budget_candidates() > 0 ? request.budget_candidates() : 0;
@@ -283,9 +284,6 @@ void Scheduler::RunSearch(const std::string& job_id) {
   absl::StatusOr<core::Graph> graph =
       core::Graph::FromProto(request->graph(), options_.graph_limits);
   if (!graph.ok()) return fail(graph.status());
-  // The job's tolerance, which the families' limits read (TF32 forms).
-  const core::Tolerance tolerance = core::ResolveTolerance(*graph, request->tolerance());
-  graph->SetTolerance(tolerance.rtol, tolerance.atol);
   // The chip Submit resolved (a chip deleted since: the generator's defaults).
   std::optional<yirage::v1::Chip> target;
   if (!request->chip_id().empty() && chips_ != nullptr) {

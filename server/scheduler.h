@@ -76,9 +76,11 @@ class Scheduler {
  private:
   // The candidates of `request` (validated; `graph` built from it) for the
   // chip `target` (none: the generator's defaults) and what the search did.
-  // InvalidArgument when the generator refuses the graph.
+  // Sets the job's resolved tolerance on `graph` first: the families' limits
+  // read it (reduced-precision forms such as TF32). InvalidArgument when the
+  // generator refuses the graph.
   absl::StatusOr<std::vector<yirage::v1::Plan>> Search(
-      const yirage::v1::SubmitJobRequest& request, const core::Graph& graph,
+      const yirage::v1::SubmitJobRequest& request, core::Graph& graph,
       const std::optional<yirage::v1::Chip>& target, yirage::v1::SearchSummary* summary);
   void LogQueued(const std::string& job_id, const yirage::v1::SubmitJobRequest& request,
                  const std::vector<yirage::v1::Plan>& plans,
