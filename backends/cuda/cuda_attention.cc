@@ -269,8 +269,7 @@ std::string KernelParams(const std::string& t, const std::string& out_type,
 TensorMapArg PanelMap(int buffer, yirage::v1::DType dtype, int64_t cols, int64_t rows) {
   TensorMapArg m;
   m.buffer = buffer;
-  m.data_type = dtype == yirage::v1::BFLOAT16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
-                                              : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+  m.data_type = TmaDataType(dtype);
   m.dims = {cols, rows};
   m.stride_bytes = cols * 2;
   m.box = {64, 64};

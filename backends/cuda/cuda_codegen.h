@@ -114,6 +114,18 @@ struct TensorMapArg {
   std::vector<int> box;       // {inner, outer}
 };
 
+// TensorMapArg::data_type for a tensor of `dtype`.
+inline std::string TmaDataType(yirage::v1::DType dtype) {
+  switch (dtype) {
+    case yirage::v1::BFLOAT16:
+      return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
+    case yirage::v1::FLOAT32:
+      return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+    default:
+      return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+  }
+}
+
 struct KernelLaunch {
   std::string name;  // the __global__ function
   int64_t grid[3] = {1, 1, 1};

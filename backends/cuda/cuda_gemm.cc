@@ -39,17 +39,6 @@ constexpr int64_t kMinKBlocksPerSplit = 16;
 // More ranges than this add partial sums without filling more of the chip.
 constexpr int64_t kMaxSplits = 16;
 
-std::string TmaDataType(yirage::v1::DType dtype) {
-  switch (dtype) {
-    case yirage::v1::BFLOAT16:
-      return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
-    case yirage::v1::FLOAT32:
-      return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
-    default:
-      return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
-  }
-}
-
 }  // namespace
 
 yirage::v1::MatchLimits GemmLimits() {
