@@ -22,7 +22,8 @@ the largest difference from PyTorch's result. After each flush the stream idles
 
 The PyTorch function of a graph comes from TORCH_FNS below (by the graph's
 name without its _b<N> suffix), else from examples/graphs/suite/torch_fns.py
-(by the exact graph name). FLOPs come from the graph's JSON, found by name in
+(by the exact graph name), else from the graph itself, one torch call per op
+(bench/graph_torch.py). FLOPs come from the graph's JSON, found by name in
 --graphs-dir (default: examples/graphs/suite and examples/graphs/bench); the
 peak is --peak-tflops for graphs with 16-bit tensors, --peak-tflops-tf32 for
 float32 graphs with matmuls (TF32 is allowed on the PyTorch side),
@@ -43,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from bench_graphs import load_graph_jsons, positive_inputs, speedup_summary
+from graph_torch import torch_fn
 
 torch.backends.cuda.matmul.allow_tf32 = True
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -310,6 +312,9 @@ def main():
         fn = TORCH_FNS.get(base) or suite_fns.get(graph)
         graph_json = graphs.get(graph)
         row = {"case": graph, "plan": manifest.get("plan", "")}
+        if fn is None and graph_json is not None:
+            fn = torch_fn(graph_json)  # one torch call per op (bench/graph_torch.py)
+            row["torch_from"] = "graph"
         inputs = out = expected = kernel = compiled = None
         try:
             inputs = make_inputs(manifest["inputs"], positive_inputs(graph_json))

@@ -6,7 +6,8 @@ transposed, attention, concat and slice, several outputs) at odd sizes and in
 each dtype, so that the whole system (search, rewrites, every backend's
 kernels) meets graphs that no test and no benchmark was written for.
 
-    bench/random_graphs.py OUT_DIR [--count N] [--seed S] [--max-elements E]
+    bench/random_graphs.py OUT_DIR [--count N] [--seed S] [--max-elements E] [--min-elements E]
+        [--max-k K]
 
 Deterministic for a seed. Inputs come from the worker's generator (values
 of magnitude about 1), so the ops are chosen to stay finite: no log, sqrt or
@@ -115,13 +116,20 @@ class Builder:
         self.g["outputs"].append(x)
 
 
+MIN_ELEMENTS = 16  # --min-elements
+
+
 def dims(rng, rank, max_elements):
+    """A shape of `rank` dims from DIMS with MIN_ELEMENTS to max_elements
+    elements (rank 1: any size in that range, as DIMS alone may not reach it)."""
     while True:
         shape = [rng.choice(DIMS) for _ in range(rank)]
+        if rank == 1 and MIN_ELEMENTS > DIMS[-1]:
+            shape = [rng.randint(MIN_ELEMENTS, max(MIN_ELEMENTS, max_elements))]
         count = 1
         for d in shape:
             count *= d
-        if 16 <= count <= max_elements:
+        if MIN_ELEMENTS <= count <= max_elements:
             return shape
 
 
@@ -227,7 +235,13 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-elements", type=int, default=1 << 20)
     ap.add_argument("--max-k", type=int, default=1024)
+    ap.add_argument("--min-elements", type=int, default=16,
+                    help="the least elements of a generated tensor shape (not of matmul, "
+                         "attention and reduced shapes); large values leave out tiny "
+                         "launch-bound graphs")
     args = ap.parse_args()
+    global MIN_ELEMENTS
+    MIN_ELEMENTS = args.min_elements
     os.makedirs(args.out_dir, exist_ok=True)
     rng = random.Random(args.seed)
     for i in range(args.count):

@@ -20,13 +20,15 @@
 #   reduce_rows       - last-axis sums by threads a row, rows a block and
 #                       loads in flight, over short to very long rows
 #   elementwise_store - a flat relu by load and store cache policy
+#   reduce_columns    - middle-axis sums by row splits, loads in flight and
+#                       block shape, next to a flat read of the same bytes
 #   decode_streams    - split-KV decode attention's K/V streams by copy
 #                       engine (cp.async, bulk copies), split count and grid order
 set -euo pipefail
 ARCH=${1:-sm_90a}
 shift || true
 ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback attention_prefill
-  gemm reduce_rows elementwise_store decode_streams)
+  gemm reduce_rows elementwise_store decode_streams reduce_columns)
 # Extra link flags of the benchmarks that need libraries.
 declare -A LIBS=([gemm]="-lcuda -lcublas")
 NAMES=("$@")
