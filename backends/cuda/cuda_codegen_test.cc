@@ -224,6 +224,32 @@ yirage::v1::Graph WideRowsGraph(DType dtype) {
   return b.proto();
 }
 
+// Last-axis reductions over few, long rows (split rows: each row over
+// several blocks, the last to finish combining): an elementwise prologue
+// with a broadcast operand over 3 rows of 40000 (16-byte loads), a max over
+// one odd row of 99999 (element loads) and a mean over 2 rows of 50001.
+yirage::v1::Graph SplitRowsGraph(DType dtype) {
+  GraphBuilder b("split_rows");
+  b.Input("x", {3, 40000}, dtype).Input("w", {40000}, dtype);
+  b.Input("y", {99999}, dtype).Input("z", {2, 50001}, dtype);
+  b.Op("xw", "mul", {"x", "w"}).Op("xa", "abs", {"xw"});
+  b.Op("sx", "reduce_sum", {"xa"}, {I("axis", -1), B("keepdim", false)}).Output("sx");
+  b.Op("my", "reduce_max", {"y"}, {I("axis", 0), B("keepdim", true)}).Output("my");
+  b.Op("az", "reduce_mean", {"z"}, {I("axis", -1), B("keepdim", true)}).Output("az");
+  return b.proto();
+}
+
+// A norm followed by elementwise ops at a width register rows do not take
+// (1000): the whole group in whole rows, no column tiles; two outputs.
+yirage::v1::Graph NormTailGraph(DType dtype) {
+  GraphBuilder b("norm_tail");
+  b.Input("x", {7, 1000}, dtype).Input("r", {7, 1000}, dtype);
+  b.Input("w", {1000}, dtype).Input("bias", {1000}, dtype);
+  b.Op("h", "add", {"x", "r"}).Output("h").Op("n", "layer_norm", {"h", "w", "bias"});
+  b.Op("a", "abs", {"n"}).Op("y", "maximum", {"a"}, {F("scalar", 0.3)}).Output("y");
+  return b.proto();
+}
+
 // Reductions over a middle and the first axis (the column-reduction
 // kernel): rows split over two blocks and combined (600 and 1000 rows),
 // one split (16 rows), column vectors short of a warp.
@@ -512,6 +538,11 @@ std::vector<Case> AllCases() {
     cases.push_back({wr, {OneRowGroup(wr, Rows(1)), OneRowGroup(wr, Rows(2))}});
     const yirage::v1::Graph cr = ColumnReduceGraph(dt);
     cases.push_back({cr, {AllGeneric(cr)}});
+    const yirage::v1::Graph sr = SplitRowsGraph(dt);
+    cases.push_back(
+        {sr, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)), Row({"az"}, Rows(1))}}});
+    const yirage::v1::Graph nt = NormTailGraph(dt);
+    cases.push_back({nt, {OneRowGroup(nt, Rows(1)), OneRowGroup(nt, Rows(4))}});
     // The flat kernel: its own unroll, 3 and 8 items a thread a round.
     const yirage::v1::Graph fl = FlatChainGraph(dt);
     cases.push_back({fl,
@@ -616,6 +647,33 @@ TEST(CudaCodegenCompileTest, Tf32GemmWhereTheToleranceAllows) {
   EXPECT_EQ(tight.response.plans(0).source().find("yr_gemm_sm90_cfg"), std::string::npos);
 }
 
+// CPU-only (CI): few long rows reduce in split rows (each of the three
+// reductions); a norm followed by elementwise ops without a matmul has no
+// column-tile phase (each tile's block would redo the norm).
+TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
+  const yirage::v1::Graph sr = SplitRowsGraph(FLOAT16);
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(sr);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Compiled split;
+  CompileThroughAbi(sr,
+                    MakePlans(*g, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)),
+                                    Row({"az"}, Rows(1))}}),
+                    &split);
+  ExpectAllCompiled(split);
+  const std::string& src = split.response.plans(0).source();
+  EXPECT_NE(src.find("3 row(s) of 40000, split rows (4 blocks a row"), std::string::npos) << src;
+  EXPECT_NE(src.find("1 row(s) of 99999, split rows"), std::string::npos);
+  EXPECT_NE(src.find("2 row(s) of 50001, split rows"), std::string::npos);
+  const yirage::v1::Graph nt = NormTailGraph(FLOAT16);
+  g = core::Graph::FromProto(nt);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Compiled whole;
+  CompileThroughAbi(nt, MakePlans(*g, {OneRowGroup(nt, Rows(1))}), &whole);
+  ExpectAllCompiled(whole);
+  EXPECT_EQ(whole.response.plans(0).source().find("tile phase"), std::string::npos)
+      << whole.response.plans(0).source();
+}
+
 // NEEDS A GPU: the same plans, run and compared with the reference.
 // YIRAGE_CASE_FILTER=TEXT keeps the graphs whose name contains TEXT (a
 // quicker check of one kernel form on the device).
@@ -627,6 +685,15 @@ TEST(CudaCodegenGpuTest, EveryPlanKindMatchesReference) {
     SCOPED_TRACE(c.graph.name());
     CheckCudaPlans(c.graph, c.plans);
   }
+}
+
+// NEEDS A GPU: split rows' counters are left zero for the next launch:
+// three launches with other inputs each time.
+TEST(CudaCodegenGpuTest, SplitRowsHoldAcrossLaunches) {
+  YR_REQUIRE_GPU();
+  const yirage::v1::Graph sr = SplitRowsGraph(BFLOAT16);
+  CheckCudaPlans(
+      sr, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)), Row({"az"}, Rows(1))}}, {}, 3);
 }
 
 // NEEDS A GPU: attention's key splits merged in the kernel (the blocks of a

@@ -62,6 +62,9 @@ class RowKernelEmitter {
     read_past_l1_ = std::all_of(outputs.begin(), outputs.end(),
                                 [&](int t) { return info_.row_width[group_pos_.at(t)] == 1; });
     if (CanUseFlatElementwise()) return EmitFlatElementwise(outputs, inject_fault, out);
+    if (const int64_t splits = SplitRowBlocks(outputs); splits > 1) {
+      return EmitSplitRows(outputs, splits, inject_fault, out);
+    }
     if (CanUseRegisterRows()) return EmitRegisterRows(outputs, inject_fault, out);
     Plan();
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
@@ -336,6 +339,169 @@ class RowKernelEmitter {
     return absl::OkStatus();
   }
 
+  // ---- Split rows ----
+  // A last-axis reduction (after elementwise ops of its input's shape) over
+  // rows too few and too long for a block each (a sum over one row of 2M
+  // elements: one block reading it all). Each row splits into ranges of at
+  // least kSplitRowItems items (8 elements) a block, for about four blocks
+  // an SM; a block reduces its range (16-byte loads read past L1,
+  // kSplitRowUnroll in flight a thread) to a partial, and the last block of
+  // the row to finish (a per-row counter, left zero) reduces the row's
+  // partials, in a fixed order, and stores the result.
+  static constexpr int kSplitRowThreads = 256;
+  static constexpr int kSplitRowUnroll = 4;
+  static constexpr int64_t kSplitRowItems = kSplitRowThreads * kSplitRowUnroll;
+
+  // Blocks a row when the group runs in split rows, else 1.
+  int64_t SplitRowBlocks(const std::vector<int>& outputs) const {
+    const size_t last = ops_.size() - 1;
+    const OpInfo& red = g_.op(ops_[last]);
+    if (!core::IsReduction(red.type) || info_.row_width[last] != 1) return 1;
+    if (outputs.size() != 1 || outputs[0] != red.output) return 1;
+    const std::vector<int64_t>& shape = g_.tensor(red.inputs[0]).shape;
+    for (size_t j = 0; j < last; ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (!core::IsElementwise(op.type) || g_.tensor(op.output).shape != shape) return 1;
+    }
+    const int64_t width = shape.back();
+    const int64_t vec = width % 8 == 0 ? 8 : 1;
+    const int64_t sms = std::max(1, ctx_.target.sm_count);
+    const int64_t splits =
+        std::min(CeilDiv(4 * sms, info_.num_rows), width / (kSplitRowItems * vec));
+    return std::max<int64_t>(1, splits);
+  }
+
+  absl::Status EmitSplitRows(const std::vector<int>& outputs, int64_t splits, bool inject_fault,
+                             Code* out) {
+    const size_t last = ops_.size() - 1;
+    const OpInfo& red = g_.op(ops_[last]);
+    const std::vector<int64_t>& shape = g_.tensor(red.inputs[0]).shape;
+    const int64_t width = shape.back();
+    const int64_t rows = info_.num_rows;
+    const int vec = width % 8 == 0 ? 8 : 1;
+    const int64_t chunk = CeilDiv(CeilDiv(width, splits), vec) * vec;
+    splits = CeilDiv(width, chunk);
+    const std::vector<int> operands = OutsideOperands();
+    auto full = [&](int t) { return vec == 8 && g_.tensor(t).shape == shape; };
+    const bool mx = red.type == OpType::kReduceMax;
+    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
+    std::vector<std::string> params;
+    KernelLaunch launch = StartLaunch(outputs, &params);
+    const int ws = ctx_.AddBuffer(rows * splits * 4, false, name + " split-row partials");
+    const int cnt = ctx_.AddBuffer(rows * 4, true, name + " split-row counters");
+    params.push_back("float* __restrict__ ws");
+    launch.args.push_back(ctx_.PlanBufferId(ws));
+    params.push_back("unsigned* __restrict__ cnt");
+    launch.args.push_back(ctx_.PlanBufferId(cnt));
+    launch.grid[0] = splits;
+    launch.grid[1] = rows;
+    launch.block = kSplitRowThreads;
+    constexpr int kThreads = kSplitRowThreads;
+    constexpr int kUnroll = kSplitRowUnroll;
+    Code& c = *out;
+    c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ", rows,
+        " row(s) of ", width, ", split rows (", splits, " blocks a row of ", chunk, " elements, ",
+        vec, " a thread, unroll ", kUnroll, ")");
+    c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
+        absl::StrJoin(params, ", "), ") {");
+    c.Open("{");
+    c.L("__shared__ float red[", kThreads / 32, "];");
+    c.L("__shared__ unsigned last_block;");
+    if (inject_fault) c.Line(FaultLine());
+    c.L("const i64 row = blockIdx.y;");
+    c.L("const i64 c0 = (i64)blockIdx.x * ", chunk, "LL;");
+    c.L("const i64 c1 = c0 + ", chunk, "LL < ", width, "LL ? c0 + ", chunk, "LL : ", width, "LL;");
+    c.L("float acc = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
+    c.L("for (i64 cb = c0 + threadIdx.x * ", vec, "; cb < c1; cb += ", kThreads * kUnroll * vec,
+        ") {");
+    c.Open("{");
+    for (int t : operands) {
+      if (full(t))
+        c.L("uint4 raw", t, "[", kUnroll, "][", ctx_.ReadType(t) == "float" ? 2 : 1, "];");
+    }
+    auto open_items = [&] {
+      c.L("#pragma unroll");
+      c.L("for (int u = 0; u < ", kUnroll, "; ++u) {");
+      c.Open("{");
+      c.L("const i64 col = cb + u * ", kThreads * vec, ";");
+      c.L("if (col >= c1) break;");
+      c.L("const i64 e = row * ", width, "LL + col;");
+    };
+    open_items();
+    for (int t : operands) {
+      if (!full(t)) continue;
+      c.L("raw", t, "[u][0] = yr_ld16_once(", ctx_.Var(t), " + e);");
+      if (ctx_.ReadType(t) == "float")
+        c.L("raw", t, "[u][1] = yr_ld16_once(", ctx_.Var(t), " + e + 4);");
+    }
+    c.Close();
+    c.Line("}");
+    open_items();
+    for (int t : operands) {
+      c.L("float in", t, "[", vec, "];");
+      if (full(t)) {
+        c.L("yr_stage16(in", t, ", raw", t, "[u][0], ", ctx_.Var(t), ");");
+        if (ctx_.ReadType(t) == "float") {
+          c.L("yr_stage16(in", t, " + 4, raw", t, "[u][1], ", ctx_.Var(t), ");");
+        }
+        continue;
+      }
+      const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
+      c.L("#pragma unroll");
+      c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
+          OffsetExpr(shape, strides, "e + q"), ");");
+    }
+    auto operand = [&](size_t j, int slot) {
+      const int t = g_.op(ops_[j]).inputs[slot];
+      return info_.in_group[j][slot] ? absl::StrCat("v", group_pos_.at(t), "[q]")
+                                     : absl::StrCat("in", t, "[q]");
+    };
+    for (size_t j = 0; j < last; ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      const std::string value =
+          core::IsUnaryElementwise(op.type)
+              ? UnaryExpr(op, operand(j, 0))
+              : BinaryExpr(op.type, operand(j, 0), op.has_scalar ? Lit(op.scalar) : operand(j, 1));
+      c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
+          std::string(core::OpTypeName(op.type)));
+      c.L("#pragma unroll");
+      c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", value, ";");
+    }
+    c.L("#pragma unroll");
+    c.L("for (int q = 0; q < ", vec, "; ++q) acc = ",
+        mx ? absl::StrCat("yr_max(acc, ", operand(last, 0), ")")
+           : absl::StrCat("acc + ", operand(last, 0)),
+        ";");
+    c.Close();
+    c.Line("}");
+    c.Close();
+    c.Line("}");
+    const std::string reduce = mx ? "yr_gmax" : "yr_gsum";
+    c.L("acc = ", reduce, "<", kThreads, ">(acc, red);");
+    c.L("if (threadIdx.x == 0) ws[row * ", splits, "LL + blockIdx.x] = acc;");
+    c.L("__threadfence();");
+    c.L("__syncthreads();");
+    c.L("if (threadIdx.x == 0) last_block = atomicAdd(&cnt[row], 1u) == ", splits - 1,
+        "u ? 1u : 0u;");
+    c.L("__syncthreads();");
+    c.L("if (last_block == 0u) return;");
+    c.L("__threadfence();");
+    c.L("// the row's partials, each thread a fixed subset, then the block");
+    c.L("float v = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
+    c.L("for (int s = threadIdx.x; s < ", splits, "; s += ", kThreads,
+        ") v = ", mx ? "yr_max(v, " : "v + (", "__ldcg(ws + row * ", splits, "LL + s));");
+    c.L("v = ", reduce, "<", kThreads, ">(v, red);");
+    c.Open("if (threadIdx.x == 0) {");
+    if (red.type == OpType::kReduceMean) c.L("v = v / ", width, ".0f;");
+    EmitStores(dsts_[red.output], "row", "v", &c);
+    c.L("cnt[row] = 0u;  // ready for the next launch");
+    c.Close();
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
   // The row width a register-rows kernel walks: its ops' widths, a
   // reduction's being the width it reads.
   int64_t RegisterRowsWidth() const {
@@ -588,6 +754,16 @@ class RowKernelEmitter {
         if (full) f_[group_pos_.at(op.inputs[s])] = true;
       }
     }
+    // The tile phase splits a row's columns over blocks that each redo the
+    // whole-row phase: worth it for a matmul's N tiles only. Without one, a
+    // group with whole-row ops (a norm, softmax or reduction followed by
+    // elementwise ops) computes everything in whole rows, once.
+    const bool any_full = std::find(f_.begin(), f_.end(), true) != f_.end();
+    bool tile_matmul = false;
+    for (size_t j = 0; j < n; ++j) {
+      tile_matmul = tile_matmul || (!f_[j] && g_.op(ops_[j]).type == OpType::kMatmul);
+    }
+    if (any_full && !tile_matmul) f_.assign(n, true);
     int64_t t_width = 0;
     int64_t min_k = 1LL << 40;
     bool t_matmul = false;
