@@ -53,6 +53,44 @@ double TensorBytes(const Graph& graph, int tensor) {
   return element_bytes * static_cast<double>(info.num_elements());
 }
 
+namespace {
+
+bool IsRowNorm(OpType type) {
+  return type == OpType::kRmsNorm || type == OpType::kLayerNorm || type == OpType::kSoftmax;
+}
+
+// Blocks a row when the backend splits the group's rows
+// (RowKernels.split_row_min_width: see backend.proto), else 1.
+int64_t SplitRowBlocks(const Graph& graph, const yirage::v1::KernelPlan& kernel,
+                       const std::vector<int>& ops, const RowGroupInfo& row,
+                       const yirage::v1::RowKernels& row_kernels, int64_t threads) {
+  const int64_t min_width = row_kernels.split_row_min_width();
+  if (min_width <= 0 || ops.empty()) return 1;
+  const OpInfo& tail = graph.op(ops.back());
+  size_t stat = ops.size();
+  if (IsReduction(tail.type)) {
+    if (kernel.outputs_size() != 1 || kernel.outputs(0) != graph.tensor(tail.output).name) return 1;
+    stat = ops.size() - 1;
+  } else {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!IsRowNorm(graph.op(ops[i]).type)) continue;
+      if (stat != ops.size()) return 1;  // a second norm
+      stat = i;
+    }
+    if (stat == ops.size()) return 1;
+  }
+  const std::vector<int64_t>& in = graph.tensor(graph.op(ops[stat]).inputs[0]).shape;
+  const int64_t width = in.empty() ? 1 : in.back();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (i != stat && (!IsElementwise(graph.op(ops[i]).type) || row.row_width[i] != width)) return 1;
+  }
+  const int64_t rows = std::max<int64_t>(1, row.num_rows);
+  const int64_t splits = std::min(CeilDiv(4 * threads, rows), width / min_width);
+  return splits >= (IsReduction(tail.type) ? 2 : 3) ? splits : 1;
+}
+
+}  // namespace
+
 double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kernel,
                           const RowGroupInfo* row, const SearchOptions& options) {
   std::vector<int> ops;
@@ -123,14 +161,26 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
     }
     flops += op_flops;
   }
-  // Block buffers that do not fit in the cache spill: written and read back.
-  if (static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
+  // Split rows (RowKernels.split_row_min_width): few long rows, each over
+  // several blocks, nothing held in block buffers.
+  const yirage::v1::RowKernels& row_kernels = options.kernels.row();
+  const int64_t splits = SplitRowBlocks(graph, kernel, ops, *row, row_kernels, threads);
+  bool norm_split = false;
+  if (splits > 1) {
+    for (int op : ops) norm_split |= IsRowNorm(graph.op(op).type);
+    // A norm reads its inputs again in a second kernel.
+    if (norm_split) {
+      for (const std::string& name : kernel.inputs()) {
+        if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
+      }
+    }
+  } else if (static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
+    // Block buffers that do not fit in the cache spill: written and read back.
     traffic += 2.0 * kByteCost * static_cast<double>(rows) * row_width_sum * 4.0;
   }
   // Rows the backend holds in registers (RowKernels.register_row_*): one
   // width, one row a block, elementwise ops, norms and softmax.
   const int64_t width = row->row_width.empty() ? 0 : row->row_width[0];
-  const yirage::v1::RowKernels& row_kernels = options.kernels.row();
   if (row_kernels.register_row_min_width() > 0 && !cols && block_rows == 1 &&
       width >= row_kernels.register_row_min_width() &&
       width % std::max(1, row_kernels.register_row_multiple()) == 0) {
@@ -147,10 +197,10 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   const int vector_width = std::clamp(schedule.vector_width(), 1, simd);
   const double compute = kFlopCost * flops * static_cast<double>(simd) / vector_width;
 
-  const int64_t work = cols ? col_tiles : blocks;
+  const int64_t work = splits > 1 ? rows * splits : cols ? col_tiles : blocks;
   const double imbalance =
       static_cast<double>(CeilDiv(work, threads) * threads) / static_cast<double>(work);
-  return kKernelOverhead + (traffic + compute) * imbalance +
+  return kKernelOverhead * (norm_split ? 2 : 1) + (traffic + compute) * imbalance +
          kWorkItemOverhead * static_cast<double>(CeilDiv(work, threads));
 }
 

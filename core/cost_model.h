@@ -23,6 +23,11 @@
 //    a one-row-per-block chain of elementwise ops, norms and softmaxes of
 //    one row width, wide enough), no staging through shared memory: its
 //    compute costs kRegisterRowsGain as much.
+//  * split rows (RowKernels.split_row_min_width): a last-axis reduction or
+//    one norm or softmax among elementwise ops over few long rows runs each
+//    row over S = min(ceil(4T / rows), width / min_width) blocks (at least
+//    2, 3 for norms); its work items are rows * S, no block buffer spills,
+//    and a norm pays a second kernel overhead and its inputs' traffic again.
 //  * imbalance: work items W (row blocks for PARALLEL_ROWS, N tiles for
 //    PARALLEL_COLS) over T threads: ceil(W / T) * T / W, which is 1 when the
 //    threads are evenly busy and T / W when W < T. Each round of work items

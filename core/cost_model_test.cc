@@ -1,5 +1,6 @@
 #include "core/cost_model.h"
 
+#include <string>
 #include <vector>
 
 #include "core/candidate_test_graphs.h"
@@ -92,6 +93,46 @@ TEST_F(CostModelTest, GenericKernelsCostMoreThanRowKernels) {
   ASSERT_TRUE(row.ok());
   EXPECT_GT(EstimateKernelCost(graph_, kernel, nullptr, {}),
             EstimateKernelCost(graph_, kernel, &*row, {}));
+}
+
+// Few long rows: where the backend splits rows over blocks
+// (RowKernels.split_row_min_width), a softmax over 2 rows of 131072 is 32
+// work items, not 2; a sum over them too; many rows do not split.
+TEST(CostModelSplitRowsTest, FewLongRowsSplitWhereTheBackendSplitsThem) {
+  auto cost = [](const yirage::v1::Graph& proto, const std::string& op, int split_min) {
+    const Graph g = MustBuild(proto);
+    KernelPlan kernel;
+    kernel.set_name("k0");
+    kernel.set_kind(yirage::v1::KERNEL_ROW);
+    kernel.add_ops(op);
+    kernel.add_inputs("X");
+    kernel.add_outputs(op);
+    kernel.mutable_schedule()->set_block_rows(1);
+    kernel.mutable_schedule()->set_vector_width(8);
+    absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(g, std::vector<int>{g.FindOp(op)});
+    EXPECT_TRUE(row.ok()) << row.status();
+    SearchOptions options;
+    options.num_threads = 132;
+    options.cache_bytes = int64_t{50} << 20;
+    options.kernels.mutable_row()->set_split_row_min_width(split_min);
+    return EstimateKernelCost(g, kernel, &*row, options);
+  };
+  auto graph = [](const std::string& op, int64_t rows, yirage::v1::AttrValue axis) {
+    return testing::GraphProtoBuilder("g")
+        .Input("X", {rows, 131072}, yirage::v1::FLOAT16)
+        .Op("P", op, {"X"}, {{"axis", axis}})
+        .Output("P")
+        .proto();
+  };
+  const yirage::v1::AttrValue last = testing::IntAttr(-1);
+  for (const char* op : {"softmax", "reduce_sum"}) {
+    SCOPED_TRACE(op);
+    const double whole = cost(graph(op, 2, last), "P", 0);
+    const double split = cost(graph(op, 2, last), "P", 8192);
+    EXPECT_LT(split * 4, whole);
+    // 2048 rows: no split, the same cost either way.
+    EXPECT_DOUBLE_EQ(cost(graph(op, 2048, last), "P", 8192), cost(graph(op, 2048, last), "P", 0));
+  }
 }
 
 TEST(CostModelDefaultsTest, UnknownTargetValuesUseDefaults) {

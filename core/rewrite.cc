@@ -459,6 +459,76 @@ OpNode Reduce(const std::string& name, const std::string& op, const std::string&
   return n;
 }
 
+// slice(concat(A_1..A_n, a), b, s, e): along the concat's axis (b == a),
+// the pieces of the inputs that [s, e) covers, concatenated when more than
+// one; along another axis, concat(slice(A_1, b, s, e), ...). The slice then
+// reads only what it keeps instead of the whole concat.
+Protos SliceThroughConcat(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& sl = g.op(j);
+    if (sl.type != OpType::kSlice) continue;
+    const int c = g.tensor(sl.inputs[0]).producer;
+    if (c < 0 || g.op(c).type != OpType::kConcat) continue;
+    const OpInfo& cat = g.op(c);
+    std::vector<std::string> taken;
+    std::vector<OpNode> ops;
+    std::vector<std::string> pieces;
+    if (sl.axis == cat.axis) {
+      int64_t off = 0;
+      bool all_whole = true;
+      for (int in : cat.inputs) {
+        const int64_t w = g.tensor(in).shape[cat.axis];
+        const int64_t b = std::max(sl.slice_start, off), e = std::min(sl.slice_end, off + w);
+        if (b < e) {
+          const bool whole = b == off && e == off + w;
+          all_whole = all_whole && whole;
+          if (whole) {
+            pieces.push_back(TName(g, in));
+          } else {
+            const std::string p = FreshName(g, absl::StrCat(sl.name, "_p"), &taken);
+            ops.push_back(Slice(p, TName(g, in), cat.axis, b - off, e - off));
+            pieces.push_back(p);
+          }
+        }
+        off += w;
+      }
+      if (pieces.empty() || (all_whole && pieces.size() == cat.inputs.size())) continue;
+      if (pieces.size() == 1) {
+        // One input covers the range: the slice reads it directly, unless
+        // that leaves another input unread (a graph reads every input).
+        const TensorInfo& joined = g.tensor(cat.output);
+        const bool cat_stays = joined.is_graph_output || joined.consumers.size() > 1;
+        bool inputs_read = true;
+        for (int in : cat.inputs) {
+          inputs_read &= cat_stays || TName(g, in) == pieces[0] ||
+                         g.tensor(in).consumers.size() > 1 || g.tensor(in).is_graph_output;
+        }
+        if (!inputs_read) continue;
+        if (ops.empty()) {
+          const int in = g.FindTensor(pieces[0]);
+          ops.push_back(Slice(sl.name, pieces[0], cat.axis, 0, g.tensor(in).shape[cat.axis]));
+        } else {
+          ops.back().set_name(sl.name);
+        }
+        out.push_back(ReplaceOps(g, {j}, ops));
+        continue;
+      }
+    } else {
+      for (int in : cat.inputs) {
+        const std::string p = FreshName(g, absl::StrCat(sl.name, "_p"), &taken);
+        ops.push_back(Slice(p, TName(g, in), sl.axis, sl.slice_start, sl.slice_end));
+        pieces.push_back(p);
+      }
+    }
+    OpNode joined = MakeOp(sl.name, "concat", pieces);
+    SetInt(&joined, "axis", cat.axis);
+    ops.push_back(joined);
+    out.push_back(ReplaceOps(g, {j}, ops));
+  }
+  return out;
+}
+
 // softmax(S) @ V with S = [scale *] (Q @ K) split into `parts` blocks of keys
 // (see the header). One graph per part count in {2, 4} that divides the key
 // length into blocks of at least kMinKeyBlock keys.
@@ -718,6 +788,7 @@ const std::vector<RewriteRule>& DefaultRewriteRules() {
       {"one_pass_variance", OnePassVariance},
       {"split_key_axis", SplitKeyAxis},
       {"defer_layer_norm", DeferLayerNorm},
+      {"slice_through_concat", SliceThroughConcat},
   };
   return *rules;
 }

@@ -51,6 +51,11 @@
 //    composing the rules above (no rule distributes a matmul over the mean
 //    subtraction or the bias add). Numerically the subtraction can cancel
 //    when |mean| >> std (like one_pass_variance); the device check decides.
+//  * slice_through_concat: slice(concat(A_1..A_n, a), a, s, e) -> the
+//    pieces of the A_i that [s, e) covers (one: a slice of it; several:
+//    their concat); slice(concat(A_1..A_n, a), b != a, s, e) ->
+//    concat(slice(A_1, b, s, e), ..., a). The slice then reads only what it
+//    keeps (a split of a fused projection, a window of a joined sequence).
 // Several reductions over the same rows (norm_transformer's two rms_norms)
 // end up in one KERNEL_ROW kernel once expanded: the partitioner fuses them
 // (asserted by core/rewrite_test.cc MultiReduction tests), so there is no

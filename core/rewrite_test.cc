@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/candidate_generator.h"
 #include "core/candidate_test_graphs.h"
@@ -182,6 +183,66 @@ TEST(SplitKeyAxis, BoundedToLongKeyAxes) {
     EXPECT_TRUE(fp.equivalent) << fp.message;
     EXPECT_LT(ReferenceDistance(g128, s, 5), 1e-9);
   }
+}
+
+// slice(concat(A, B)) along the concat's axis and across it: the slice
+// reads only the pieces it keeps; every form fingerprint-verified and
+// float64-equal; a slice keeping every input whole is left alone.
+Graph SliceOfConcat(int cat_axis, int slice_axis, int64_t start, int64_t end, bool cat_used) {
+  using testing::IntAttr;
+  testing::GraphProtoBuilder b("slice_of_concat");
+  b.Input("A", {8, 4})
+      .Input("B", cat_axis == 0 ? std::vector<int64_t>{6, 4} : std::vector<int64_t>{8, 6});
+  b.Op("C", "concat", {"A", "B"}, {{"axis", IntAttr(cat_axis)}});
+  b.Op("S", "slice", {"C"},
+       {{"axis", IntAttr(slice_axis)}, {"start", IntAttr(start)}, {"end", IntAttr(end)}});
+  b.Op("Y", "exp", {"S"}).Output("Y");
+  if (cat_used) b.Output("C");
+  absl::StatusOr<Graph> g = Graph::FromProto(b.proto());
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+TEST(SliceThroughConcat, ReadsOnlyThePiecesKept) {
+  struct Case {
+    int cat_axis, slice_axis;
+    int64_t start, end;
+    bool cat_used;
+    int concats, slices;  // in the rewritten graph
+  };
+  for (const Case& c : {Case{0, 0, 9, 12, true, 1, 1},    // inside B; C kept
+                        Case{0, 0, 8, 14, true, 1, 1},    // B whole; C kept
+                        Case{0, 0, 1, 7, true, 1, 1},     // inside A; C kept
+                        Case{0, 0, 5, 10, false, 1, 2},   // across both
+                        Case{0, 1, 1, 3, false, 1, 2},    // another axis
+                        Case{1, 1, 2, 9, false, 1, 2},    // axis 1, across
+                        Case{1, 0, 3, 5, true, 2, 2}}) {  // axis 0 of an axis-1 concat
+    SCOPED_TRACE(absl::StrCat(c.cat_axis, " ", c.slice_axis, " ", c.start, " ", c.end));
+    const Graph g = SliceOfConcat(c.cat_axis, c.slice_axis, c.start, c.end, c.cat_used);
+    const std::vector<Graph> r = ApplyRule(g, "slice_through_concat");
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(CountOps(r[0], OpType::kConcat), c.concats);
+    EXPECT_EQ(CountOps(r[0], OpType::kSlice), c.slices);
+    const FingerprintResult fp = CheckFingerprintEquivalent(g, r[0]);
+    EXPECT_TRUE(fp.equivalent) << fp.message;
+    EXPECT_EQ(ReferenceDistance(g, r[0], 17), 0.0);
+  }
+  EXPECT_TRUE(ApplyRule(SliceOfConcat(0, 0, 0, 14, false), "slice_through_concat").empty());
+  // Inside B with nothing else reading C: A would go unread, so no rewrite.
+  EXPECT_TRUE(ApplyRule(SliceOfConcat(0, 0, 9, 12, false), "slice_through_concat").empty());
+  // A wrong piece (B's range shifted by one) is rejected.
+  const Graph g = SliceOfConcat(0, 0, 9, 12, true);
+  testing::GraphProtoBuilder wrong("slice_of_concat");
+  wrong.Input("A", {8, 4}).Input("B", {6, 4});
+  wrong.Op("C", "concat", {"A", "B"}, {{"axis", testing::IntAttr(0)}});
+  wrong.Op("S", "slice", {"B"},
+           {{"axis", testing::IntAttr(0)},
+            {"start", testing::IntAttr(2)},
+            {"end", testing::IntAttr(5)}});
+  wrong.Op("Y", "exp", {"S"}).Output("Y").Output("C");
+  absl::StatusOr<Graph> w = Graph::FromProto(wrong.proto());
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_FALSE(CheckFingerprintEquivalent(g, *w).equivalent);
 }
 
 struct LayerNormCase {

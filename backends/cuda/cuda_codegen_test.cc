@@ -239,6 +239,22 @@ yirage::v1::Graph SplitRowsGraph(DType dtype) {
   return b.proto();
 }
 
+// Norms and softmax over few, long rows (split rows: range statistics,
+// then every range combines its row's and stores): a scaled softmax over 2
+// rows of 65536 (16-byte loads), a layer_norm with weight and bias over
+// one odd row of 99999 (element loads) followed by gelu, both stored, and
+// a residual add (stored) into an rms_norm over 3 rows of 49152.
+yirage::v1::Graph SplitNormsGraph(DType dtype) {
+  GraphBuilder b("split_norms");
+  b.Input("s", {2, 65536}, dtype).Input("y", {1, 99999}, dtype);
+  b.Input("wy", {99999}, dtype).Input("by", {99999}, dtype);
+  b.Input("x", {3, 49152}, dtype).Input("r", {3, 49152}, dtype).Input("wx", {49152}, dtype);
+  b.Op("st", "mul", {"s"}, {F("scalar", 0.7)}).Op("p", "softmax", {"st"}).Output("p");
+  b.Op("ny", "layer_norm", {"y", "wy", "by"}).Output("ny").Op("gy", "gelu", {"ny"}).Output("gy");
+  b.Op("h", "add", {"x", "r"}).Output("h").Op("nx", "rms_norm", {"h", "wx"}).Output("nx");
+  return b.proto();
+}
+
 // A norm followed by elementwise ops at a width register rows do not take
 // (1000): the whole group in whole rows, no column tiles; two outputs.
 yirage::v1::Graph NormTailGraph(DType dtype) {
@@ -543,6 +559,9 @@ std::vector<Case> AllCases() {
         {sr, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)), Row({"az"}, Rows(1))}}});
     const yirage::v1::Graph nt = NormTailGraph(dt);
     cases.push_back({nt, {OneRowGroup(nt, Rows(1)), OneRowGroup(nt, Rows(4))}});
+    const yirage::v1::Graph sn = SplitNormsGraph(dt);
+    cases.push_back(
+        {sn, {{Row({"st", "p"}, Rows(1)), Row({"ny", "gy"}, Rows(1)), Row({"h", "nx"}, Rows(1))}}});
     // The flat kernel: its own unroll, 3 and 8 items a thread a round.
     const yirage::v1::Graph fl = FlatChainGraph(dt);
     cases.push_back({fl,
@@ -612,7 +631,9 @@ std::vector<Case> AllCases() {
 // CPU-only (CI): every plan of every case compiles with NVRTC.
 TEST(CudaCodegenCompileTest, EveryPlanKindCompilesWithNvrtc) {
   int plans = 0;
+  const char* filter = std::getenv("YIRAGE_CASE_FILTER");  // as in the GPU test below
   for (const Case& c : AllCases()) {
+    if (filter != nullptr && c.graph.name().find(filter) == std::string::npos) continue;
     SCOPED_TRACE(c.graph.name());
     absl::StatusOr<core::Graph> g = core::Graph::FromProto(c.graph);
     ASSERT_TRUE(g.ok()) << g.status();
@@ -648,8 +669,8 @@ TEST(CudaCodegenCompileTest, Tf32GemmWhereTheToleranceAllows) {
 }
 
 // CPU-only (CI): few long rows reduce in split rows (each of the three
-// reductions); a norm followed by elementwise ops without a matmul has no
-// column-tile phase (each tile's block would redo the norm).
+// reductions) and norm in split rows (each of the three norms); a norm followed by elementwise ops
+// without a matmul has no column-tile phase (each tile's block would redo the norm).
 TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
   const yirage::v1::Graph sr = SplitRowsGraph(FLOAT16);
   absl::StatusOr<core::Graph> g = core::Graph::FromProto(sr);
@@ -661,7 +682,7 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
                     &split);
   ExpectAllCompiled(split);
   const std::string& src = split.response.plans(0).source();
-  EXPECT_NE(src.find("3 row(s) of 40000, split rows (4 blocks a row"), std::string::npos) << src;
+  EXPECT_NE(src.find("3 row(s) of 40000, split rows, reduction (4 blocks a row"), std::string::npos) << src;
   EXPECT_NE(src.find("1 row(s) of 99999, split rows"), std::string::npos);
   EXPECT_NE(src.find("2 row(s) of 50001, split rows"), std::string::npos);
   const yirage::v1::Graph nt = NormTailGraph(FLOAT16);
@@ -672,6 +693,22 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
   ExpectAllCompiled(whole);
   EXPECT_EQ(whole.response.plans(0).source().find("tile phase"), std::string::npos)
       << whole.response.plans(0).source();
+  const yirage::v1::Graph sn = SplitNormsGraph(FLOAT16);
+  g = core::Graph::FromProto(sn);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Compiled norms;
+  CompileThroughAbi(sn,
+                    MakePlans(*g, {{Row({"st", "p"}, Rows(1)), Row({"ny", "gy"}, Rows(1)),
+                                    Row({"h", "nx"}, Rows(1))}}),
+                    &norms);
+  ExpectAllCompiled(norms);
+  const std::string& ns = norms.response.plans(0).source();
+  for (const char* form : {"2 row(s) of 65536, split rows, statistics (8 blocks a row",
+                           "2 row(s) of 65536, split rows, apply (8 blocks a row",
+                           "1 row(s) of 99999, split rows, statistics (97 blocks a row",
+                           "3 row(s) of 49152, split rows, apply (6 blocks a row"}) {
+    EXPECT_NE(ns.find(form), std::string::npos) << form << "\n" << ns;
+  }
 }
 
 // NEEDS A GPU: the same plans, run and compared with the reference.

@@ -62,8 +62,8 @@ class RowKernelEmitter {
     read_past_l1_ = std::all_of(outputs.begin(), outputs.end(),
                                 [&](int t) { return info_.row_width[group_pos_.at(t)] == 1; });
     if (CanUseFlatElementwise()) return EmitFlatElementwise(outputs, inject_fault, out);
-    if (const int64_t splits = SplitRowBlocks(outputs); splits > 1) {
-      return EmitSplitRows(outputs, splits, inject_fault, out);
+    if (const SplitRows sr = PlanSplitRows(outputs); sr.splits > 1) {
+      return EmitSplitRows(outputs, sr, inject_fault, out);
     }
     if (CanUseRegisterRows()) return EmitRegisterRows(outputs, inject_fault, out);
     Plan();
@@ -193,15 +193,14 @@ class RowKernelEmitter {
     return pow2;
   }
 
-  // Elementwise groups whose ops all have the group's full shape run as one
-  // flat, grid-stride kernel over the elements (8 a thread, 16-byte loads and
-  // stores of every operand of that shape, broadcast operands indexed),
-  // whatever the row schedule: the grid is sized from the chip.
   // The tensors the group's ops read from memory, each once, in first-use
   // order.
-  std::vector<int> OutsideOperands() const {
+  std::vector<int> OutsideOperands() const { return OutsideOperandsOf(ops_.size()); }
+
+  // The tensors ops [0, n) read from memory, each once, in first-use order.
+  std::vector<int> OutsideOperandsOf(size_t n) const {
     std::vector<int> tensors;
-    for (size_t j = 0; j < ops_.size(); ++j) {
+    for (size_t j = 0; j < n; ++j) {
       const OpInfo& op = g_.op(ops_[j]);
       for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
         const int t = op.inputs[slot];
@@ -212,6 +211,10 @@ class RowKernelEmitter {
     return tensors;
   }
 
+  // Elementwise groups whose ops all have the group's full shape run as one
+  // flat, grid-stride kernel over the elements (8 a thread, 16-byte loads and
+  // stores of every operand of that shape, broadcast operands indexed),
+  // whatever the row schedule: the grid is sized from the chip.
   bool CanUseFlatElementwise() const {
     const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
     for (int op : ops_) {
@@ -340,83 +343,115 @@ class RowKernelEmitter {
   }
 
   // ---- Split rows ----
-  // A last-axis reduction (after elementwise ops of its input's shape) over
-  // rows too few and too long for a block each (a sum over one row of 2M
-  // elements: one block reading it all). Each row splits into ranges of at
-  // least kSplitRowItems items (8 elements) a block, for about four blocks
-  // an SM; a block reduces its range (16-byte loads read past L1,
-  // kSplitRowUnroll in flight a thread) to a partial, and the last block of
-  // the row to finish (a per-row counter, left zero) reduces the row's
-  // partials, in a fixed order, and stores the result.
+  // Rows too few and too long for a block each (a sum over one row of 2M
+  // elements, a softmax over a vocabulary-wide row: one block reading it
+  // all) split into ranges of at least kSplitRowItems items (8 elements) a
+  // block, for about four blocks an SM. 16-byte loads read past L1,
+  // kSplitRowUnroll items in flight a thread. Two forms:
+  //  - a last-axis reduction after elementwise ops of its input's shape: a
+  //    block reduces its range to a partial, and the last block of the row
+  //    to finish (a per-row counter, left zero) reduces the row's partials,
+  //    in a fixed order, and stores the result;
+  //  - one norm or softmax among elementwise ops of its shape: a first
+  //    kernel stores each range's statistics (softmax: max and the sum of
+  //    exponentials below it; layer_norm: count, mean and squared
+  //    deviations, merged as Chan et al.; rms_norm: the sum of squares),
+  //    a second combines the row's statistics in a fixed order in every
+  //    block, computes its range again and stores it.
   static constexpr int kSplitRowThreads = 256;
   static constexpr int kSplitRowUnroll = 4;
   static constexpr int64_t kSplitRowItems = kSplitRowThreads * kSplitRowUnroll;
 
-  // Blocks a row when the group runs in split rows, else 1.
-  int64_t SplitRowBlocks(const std::vector<int>& outputs) const {
+  static bool IsNorm(OpType type) {
+    return type == OpType::kRmsNorm || type == OpType::kLayerNorm || type == OpType::kSoftmax;
+  }
+
+  // The split-row form of the group: the shape of the row space, the op
+  // whose statistics need the whole row (the reduction or the norm), and
+  // blocks a row (1: the group does not run in split rows).
+  struct SplitRows {
+    std::vector<int64_t> shape;
+    size_t stat_op = 0;
+    int64_t splits = 1;
+  };
+
+  SplitRows PlanSplitRows(const std::vector<int>& outputs) const {
+    SplitRows sr;
     const size_t last = ops_.size() - 1;
-    const OpInfo& red = g_.op(ops_[last]);
-    if (!core::IsReduction(red.type) || info_.row_width[last] != 1) return 1;
-    if (outputs.size() != 1 || outputs[0] != red.output) return 1;
-    const std::vector<int64_t>& shape = g_.tensor(red.inputs[0]).shape;
-    for (size_t j = 0; j < last; ++j) {
-      const OpInfo& op = g_.op(ops_[j]);
-      if (!core::IsElementwise(op.type) || g_.tensor(op.output).shape != shape) return 1;
+    const OpInfo& tail = g_.op(ops_[last]);
+    if (core::IsReduction(tail.type)) {
+      if (info_.row_width[last] != 1) return sr;
+      if (outputs.size() != 1 || outputs[0] != tail.output) return sr;
+      sr.stat_op = last;
+    } else {
+      int norms = 0;
+      for (size_t j = 0; j < ops_.size(); ++j) {
+        if (IsNorm(g_.op(ops_[j]).type)) {
+          sr.stat_op = j;
+          ++norms;
+        }
+      }
+      if (norms != 1) return sr;
     }
-    const int64_t width = shape.back();
+    sr.shape = g_.tensor(g_.op(ops_[sr.stat_op]).inputs[0]).shape;
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (j == sr.stat_op) continue;
+      const OpInfo& op = g_.op(ops_[j]);
+      if (!core::IsElementwise(op.type) || g_.tensor(op.output).shape != sr.shape) return sr;
+    }
+    const int64_t width = sr.shape.back();
     const int64_t vec = width % 8 == 0 ? 8 : 1;
     const int64_t sms = std::max(1, ctx_.target.sm_count);
     const int64_t splits =
         std::min(CeilDiv(4 * sms, info_.num_rows), width / (kSplitRowItems * vec));
-    return std::max<int64_t>(1, splits);
+    // A norm reads its rows twice over two launches: only worth it where a
+    // block a row leaves most of the chip idle.
+    const int64_t min_splits = core::IsReduction(tail.type) ? 2 : 3;
+    if (splits >= min_splits) sr.splits = splits;
+    return sr;
   }
 
-  absl::Status EmitSplitRows(const std::vector<int>& outputs, int64_t splits, bool inject_fault,
-                             Code* out) {
-    const size_t last = ops_.size() - 1;
-    const OpInfo& red = g_.op(ops_[last]);
-    const std::vector<int64_t>& shape = g_.tensor(red.inputs[0]).shape;
+  // Whether operand `t` of the row space `shape` loads 16 bytes at a time:
+  // contiguous along the row, rows starting 16-byte aligned.
+  bool SplitVectorOperand(int t, const std::vector<int64_t>& shape, int vec) const {
+    if (vec != 8) return false;
+    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
+    if (strides.back() != 1) return false;
+    for (size_t d = 0; d + 1 < strides.size(); ++d) {
+      if (strides[d] % 8 != 0) return false;
+    }
+    return true;
+  }
+
+  // Operand `slot` of group op j inside a split-row item loop.
+  std::string SplitOperand(size_t j, int slot) const {
+    const int t = g_.op(ops_[j]).inputs[slot];
+    return info_.in_group[j][slot] ? absl::StrCat("v", group_pos_.at(t), "[q]")
+                                   : absl::StrCat("in", t, "[q]");
+  }
+
+  // The loop of a split-row block over its columns [c0, c1) of row `row`
+  // (variables in scope): each item's `operands` (those ops [0, n) read
+  // from outside the group, and more) loaded (the
+  // whole round's 16-byte loads first), the elementwise ops among them
+  // computed into v<j>[vec] (the op at `special`, if below n, by
+  // `special_value`, an expression of q), then `body`.
+  template <typename Body>
+  void EmitSplitItems(const std::vector<int64_t>& shape, int vec, const std::vector<int>& operands,
+                      size_t n, size_t special, const std::string& special_value, Body body,
+                      Code& c) const {
     const int64_t width = shape.back();
-    const int64_t rows = info_.num_rows;
-    const int vec = width % 8 == 0 ? 8 : 1;
-    const int64_t chunk = CeilDiv(CeilDiv(width, splits), vec) * vec;
-    splits = CeilDiv(width, chunk);
-    const std::vector<int> operands = OutsideOperands();
-    auto full = [&](int t) { return vec == 8 && g_.tensor(t).shape == shape; };
-    const bool mx = red.type == OpType::kReduceMax;
-    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
-    std::vector<std::string> params;
-    KernelLaunch launch = StartLaunch(outputs, &params);
-    const int ws = ctx_.AddBuffer(rows * splits * 4, false, name + " split-row partials");
-    const int cnt = ctx_.AddBuffer(rows * 4, true, name + " split-row counters");
-    params.push_back("float* __restrict__ ws");
-    launch.args.push_back(ctx_.PlanBufferId(ws));
-    params.push_back("unsigned* __restrict__ cnt");
-    launch.args.push_back(ctx_.PlanBufferId(cnt));
-    launch.grid[0] = splits;
-    launch.grid[1] = rows;
-    launch.block = kSplitRowThreads;
     constexpr int kThreads = kSplitRowThreads;
     constexpr int kUnroll = kSplitRowUnroll;
-    Code& c = *out;
-    c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ", rows,
-        " row(s) of ", width, ", split rows (", splits, " blocks a row of ", chunk, " elements, ",
-        vec, " a thread, unroll ", kUnroll, ")");
-    c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
-        absl::StrJoin(params, ", "), ") {");
-    c.Open("{");
-    c.L("__shared__ float red[", kThreads / 32, "];");
-    c.L("__shared__ unsigned last_block;");
-    if (inject_fault) c.Line(FaultLine());
-    c.L("const i64 row = blockIdx.y;");
-    c.L("const i64 c0 = (i64)blockIdx.x * ", chunk, "LL;");
-    c.L("const i64 c1 = c0 + ", chunk, "LL < ", width, "LL ? c0 + ", chunk, "LL : ", width, "LL;");
-    c.L("float acc = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
+    auto offset = [&](int t) {
+      if (g_.tensor(t).shape == shape) return std::string("e");
+      return OffsetExpr(shape, BroadcastStrides(g_.tensor(t).shape, shape), "e");
+    };
     c.L("for (i64 cb = c0 + threadIdx.x * ", vec, "; cb < c1; cb += ", kThreads * kUnroll * vec,
         ") {");
     c.Open("{");
     for (int t : operands) {
-      if (full(t))
+      if (SplitVectorOperand(t, shape, vec))
         c.L("uint4 raw", t, "[", kUnroll, "][", ctx_.ReadType(t) == "float" ? 2 : 1, "];");
     }
     auto open_items = [&] {
@@ -429,17 +464,17 @@ class RowKernelEmitter {
     };
     open_items();
     for (int t : operands) {
-      if (!full(t)) continue;
-      c.L("raw", t, "[u][0] = yr_ld16_once(", ctx_.Var(t), " + e);");
-      if (ctx_.ReadType(t) == "float")
-        c.L("raw", t, "[u][1] = yr_ld16_once(", ctx_.Var(t), " + e + 4);");
+      if (!SplitVectorOperand(t, shape, vec)) continue;
+      const std::string at = absl::StrCat(ctx_.Var(t), " + ", offset(t));
+      c.L("raw", t, "[u][0] = yr_ld16_once(", at, ");");
+      if (ctx_.ReadType(t) == "float") c.L("raw", t, "[u][1] = yr_ld16_once(", at, " + 4);");
     }
     c.Close();
     c.Line("}");
     open_items();
     for (int t : operands) {
       c.L("float in", t, "[", vec, "];");
-      if (full(t)) {
+      if (SplitVectorOperand(t, shape, vec)) {
         c.L("yr_stage16(in", t, ", raw", t, "[u][0], ", ctx_.Var(t), ");");
         if (ctx_.ReadType(t) == "float") {
           c.L("yr_stage16(in", t, " + 4, raw", t, "[u][1], ", ctx_.Var(t), ");");
@@ -451,54 +486,244 @@ class RowKernelEmitter {
       c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
           OffsetExpr(shape, strides, "e + q"), ");");
     }
-    auto operand = [&](size_t j, int slot) {
-      const int t = g_.op(ops_[j]).inputs[slot];
-      return info_.in_group[j][slot] ? absl::StrCat("v", group_pos_.at(t), "[q]")
-                                     : absl::StrCat("in", t, "[q]");
-    };
-    for (size_t j = 0; j < last; ++j) {
+    for (size_t j = 0; j < n; ++j) {
       const OpInfo& op = g_.op(ops_[j]);
-      const std::string value =
-          core::IsUnaryElementwise(op.type)
-              ? UnaryExpr(op, operand(j, 0))
-              : BinaryExpr(op.type, operand(j, 0), op.has_scalar ? Lit(op.scalar) : operand(j, 1));
+      std::string value;
+      if (j == special) {
+        value = special_value;
+      } else if (core::IsUnaryElementwise(op.type)) {
+        value = UnaryExpr(op, SplitOperand(j, 0));
+      } else {
+        value = BinaryExpr(op.type, SplitOperand(j, 0),
+                           op.has_scalar ? Lit(op.scalar) : SplitOperand(j, 1));
+      }
       c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
           std::string(core::OpTypeName(op.type)));
       c.L("#pragma unroll");
       c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", value, ";");
     }
-    c.L("#pragma unroll");
-    c.L("for (int q = 0; q < ", vec, "; ++q) acc = ",
-        mx ? absl::StrCat("yr_max(acc, ", operand(last, 0), ")")
-           : absl::StrCat("acc + ", operand(last, 0)),
-        ";");
+    body();
     c.Close();
     c.Line("}");
     c.Close();
     c.Line("}");
-    const std::string reduce = mx ? "yr_gmax" : "yr_gsum";
-    c.L("acc = ", reduce, "<", kThreads, ">(acc, red);");
-    c.L("if (threadIdx.x == 0) ws[row * ", splits, "LL + blockIdx.x] = acc;");
-    c.L("__threadfence();");
-    c.L("__syncthreads();");
-    c.L("if (threadIdx.x == 0) last_block = atomicAdd(&cnt[row], 1u) == ", splits - 1,
-        "u ? 1u : 0u;");
-    c.L("__syncthreads();");
-    c.L("if (last_block == 0u) return;");
-    c.L("__threadfence();");
-    c.L("// the row's partials, each thread a fixed subset, then the block");
-    c.L("float v = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
-    c.L("for (int s = threadIdx.x; s < ", splits, "; s += ", kThreads,
-        ") v = ", mx ? "yr_max(v, " : "v + (", "__ldcg(ws + row * ", splits, "LL + s));");
-    c.L("v = ", reduce, "<", kThreads, ">(v, red);");
-    c.Open("if (threadIdx.x == 0) {");
-    if (red.type == OpType::kReduceMean) c.L("v = v / ", width, ".0f;");
-    EmitStores(dsts_[red.output], "row", "v", &c);
-    c.L("cnt[row] = 0u;  // ready for the next launch");
-    c.Close();
-    c.Close();
-    c.Line("}");
-    ctx_.code->launches.push_back(std::move(launch));
+  }
+
+  absl::Status EmitSplitRows(const std::vector<int>& outputs, const SplitRows& sr,
+                             bool inject_fault, Code* out) {
+    const OpInfo& stat = g_.op(ops_[sr.stat_op]);
+    const std::vector<int64_t>& shape = sr.shape;
+    const int64_t width = shape.back();
+    const int64_t rows = info_.num_rows;
+    const int vec = width % 8 == 0 ? 8 : 1;
+    const int64_t chunk = CeilDiv(CeilDiv(width, sr.splits), vec) * vec;
+    const int64_t splits = CeilDiv(width, chunk);
+    const bool reduce = core::IsReduction(stat.type);
+    // Floats of statistics a range.
+    const int nstat = !reduce && stat.type == OpType::kLayerNorm ? 3
+                      : !reduce && stat.type == OpType::kSoftmax ? 2
+                                                                 : 1;
+    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
+    const int ws = ctx_.AddBuffer(rows * splits * nstat * 4, false, name + " split-row partials");
+    constexpr int kThreads = kSplitRowThreads;
+    const std::string x = SplitOperand(sr.stat_op, 0);
+    Code& c = *out;
+    auto open_kernel = [&](const std::string& kname, const std::vector<std::string>& params,
+                           const std::string& what) {
+      c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ", rows,
+          " row(s) of ", width, ", split rows, ", what, " (", splits, " blocks a row of ", chunk,
+          " elements, ", vec, " a thread, unroll ", kSplitRowUnroll, ")");
+      c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", kname, "(",
+          absl::StrJoin(params, ", "), ") {");
+      c.Open("{");
+      c.L("__shared__ float red[", kThreads / 32, "];");
+      if (inject_fault) c.Line(FaultLine());
+      c.L("const i64 row = blockIdx.y;");
+      c.L("const i64 c0 = (i64)blockIdx.x * ", chunk, "LL;");
+      c.L("const i64 c1 = c0 + ", chunk, "LL < ", width, "LL ? c0 + ", chunk, "LL : ", width,
+          "LL;");
+    };
+    auto close_kernel = [&](KernelLaunch launch) {
+      c.Close();
+      c.Line("}");
+      launch.grid[0] = splits;
+      launch.grid[1] = rows;
+      launch.block = kThreads;
+      ctx_.code->launches.push_back(std::move(launch));
+    };
+    const std::string ninf = "-__int_as_float(0x7f800000)";
+    const std::string part = absl::StrCat("ws + (row * ", splits, "LL + blockIdx.x) * ", nstat);
+
+    // First (or only) kernel: each range's statistics.
+    std::vector<std::string> params;
+    KernelLaunch launch = StartLaunch(reduce ? outputs : std::vector<int>{}, &params);
+    if (!reduce) launch.name = name + "_stats";
+    params.push_back("float* __restrict__ ws");
+    launch.args.push_back(ctx_.PlanBufferId(ws));
+    int cnt = -1;
+    if (reduce) {
+      cnt = ctx_.AddBuffer(rows * 4, true, name + " split-row counters");
+      params.push_back("unsigned* __restrict__ cnt");
+      launch.args.push_back(ctx_.PlanBufferId(cnt));
+    }
+    open_kernel(launch.name, params, reduce ? "reduction" : "statistics");
+    const bool mx = stat.type == OpType::kReduceMax;
+    if (reduce) {
+      c.L("float acc = ", mx ? ninf : "0.0f", ";");
+    } else if (stat.type == OpType::kSoftmax) {
+      c.L("float m = ", ninf, ", s = 0.0f;");
+    } else if (stat.type == OpType::kLayerNorm) {
+      c.L("float n = 0.0f, mean = 0.0f, m2 = 0.0f;");
+    } else {
+      c.L("float ss = 0.0f;");
+    }
+    std::vector<int> stat_operands = OutsideOperandsOf(sr.stat_op);
+    if (!info_.in_group[sr.stat_op][0]) {
+      const int t = stat.inputs[0];
+      if (std::find(stat_operands.begin(), stat_operands.end(), t) == stat_operands.end())
+        stat_operands.push_back(t);
+    }
+    EmitSplitItems(
+        shape, vec, stat_operands, sr.stat_op, sr.stat_op, "",
+        [&] {
+          if (reduce) {
+            c.L("#pragma unroll");
+            c.L("for (int q = 0; q < ", vec, "; ++q) acc = ",
+                mx ? absl::StrCat("yr_max(acc, ", x, ")") : absl::StrCat("acc + ", x), ";");
+          } else if (stat.type == OpType::kSoftmax) {
+            // Online: the sum is kept relative to the running max, rescaled
+            // once an item.
+            c.Open("{");
+            c.L("float mn = m;");
+            c.L("#pragma unroll");
+            c.L("for (int q = 0; q < ", vec, "; ++q) mn = yr_max(mn, ", x, ");");
+            c.Open(absl::StrCat("if (mn != ", ninf, ") {"));
+            c.L("s *= expf(m - mn);");
+            c.L("#pragma unroll");
+            c.L("for (int q = 0; q < ", vec, "; ++q) s += expf(", x, " - mn);");
+            c.Close();
+            c.L("m = mn;");
+            c.Close();
+          } else if (stat.type == OpType::kLayerNorm) {
+            // The item's mean and squared deviations, merged into the thread's.
+            c.Open("{");
+            c.L("float s8 = 0.0f, q8 = 0.0f;");
+            c.L("#pragma unroll");
+            c.L("for (int q = 0; q < ", vec, "; ++q) s8 += ", x, ";");
+            c.L("const float m8 = s8 / ", vec, ".0f;");
+            c.L("#pragma unroll");
+            c.L("for (int q = 0; q < ", vec, "; ++q) q8 += (", x, " - m8) * (", x, " - m8);");
+            c.L("const float nn = n + ", vec, ".0f, d = m8 - mean;");
+            c.L("mean += d * (", vec, ".0f / nn);");
+            c.L("m2 += q8 + d * d * (n * ", vec, ".0f / nn);");
+            c.L("n = nn;");
+            c.Close();
+          } else {
+            c.L("#pragma unroll");
+            c.L("for (int q = 0; q < ", vec, "; ++q) ss += ", x, " * ", x, ";");
+          }
+        },
+        c);
+    if (reduce) {
+      const std::string fn = mx ? "yr_gmax" : "yr_gsum";
+      c.L("acc = ", fn, "<", kThreads, ">(acc, red);");
+      c.L("__shared__ unsigned last_block;");
+      c.L("if (threadIdx.x == 0) *(", part, ") = acc;");
+      c.L("__threadfence();");
+      c.L("__syncthreads();");
+      c.L("if (threadIdx.x == 0) last_block = atomicAdd(&cnt[row], 1u) == ", splits - 1,
+          "u ? 1u : 0u;");
+      c.L("__syncthreads();");
+      c.L("if (last_block == 0u) return;");
+      c.L("__threadfence();");
+      c.L("// the row's partials, each thread a fixed subset, then the block");
+      c.L("float v = ", mx ? ninf : "0.0f", ";");
+      c.L("for (int p = threadIdx.x; p < ", splits, "; p += ", kThreads,
+          ") v = ", mx ? "yr_max(v, " : "v + (", "__ldcg(ws + row * ", splits, "LL + p));");
+      c.L("v = ", fn, "<", kThreads, ">(v, red);");
+      c.Open("if (threadIdx.x == 0) {");
+      if (stat.type == OpType::kReduceMean) c.L("v = v / ", width, ".0f;");
+      EmitStores(dsts_[stat.output], "row", "v", &c);
+      c.L("cnt[row] = 0u;  // ready for the next launch");
+      c.Close();
+      close_kernel(std::move(launch));
+      return absl::OkStatus();
+    }
+    if (stat.type == OpType::kSoftmax) {
+      c.L("const float bm = yr_gmax<", kThreads, ">(m, red);");
+      c.L("const float bs = yr_gsum<", kThreads, ">(m == ", ninf,
+          " ? 0.0f : s * expf(m - bm), red);");
+      c.L("if (threadIdx.x == 0) { float* p = ", part, "; p[0] = bm; p[1] = bs; }");
+    } else if (stat.type == OpType::kLayerNorm) {
+      c.L("const float bn = yr_gsum<", kThreads, ">(n, red);");
+      c.L("const float bmean = bn > 0.0f ? yr_gsum<", kThreads, ">(n * mean, red) / bn : 0.0f;");
+      c.L("const float bm2 = yr_gsum<", kThreads,
+          ">(m2 + n * (mean - bmean) * (mean - bmean), red);");
+      c.L("if (threadIdx.x == 0) { float* p = ", part, "; p[0] = bn; p[1] = bmean; p[2] = bm2; }");
+    } else {
+      c.L("ss = yr_gsum<", kThreads, ">(ss, red);");
+      c.L("if (threadIdx.x == 0) *(", part, ") = ss;");
+    }
+    close_kernel(std::move(launch));
+
+    // Second kernel: the row's statistics, then the range again, stored.
+    std::vector<std::string> params2;
+    KernelLaunch apply = StartLaunch(outputs, &params2);
+    params2.push_back("const float* __restrict__ ws");
+    apply.args.push_back(ctx_.PlanBufferId(ws));
+    open_kernel(apply.name, params2, "apply");
+    c.L("// the row's statistics, each thread a fixed subset, then the block");
+    c.L("const float* const rs = ws + row * ", splits * nstat, "LL;");
+    std::string value;
+    if (stat.type == OpType::kSoftmax) {
+      c.L("float pm = ", ninf, ";");
+      c.L("for (int p = threadIdx.x; p < ", splits, "; p += ", kThreads,
+          ") pm = yr_max(pm, rs[2 * p]);");
+      c.L("const float rm = yr_gmax<", kThreads, ">(pm, red);");
+      c.L("float ps = 0.0f;");
+      c.L("for (int p = threadIdx.x; p < ", splits, "; p += ", kThreads,
+          ") ps += rs[2 * p] == ", ninf, " ? 0.0f : rs[2 * p + 1] * expf(rs[2 * p] - rm);");
+      c.L("const float inv = 1.0f / yr_gsum<", kThreads, ">(ps, red);");
+      value = absl::StrCat("expf(", x, " - rm) * inv");
+    } else if (stat.type == OpType::kLayerNorm) {
+      c.L("float pw = 0.0f;");
+      c.L("for (int p = threadIdx.x; p < ", splits, "; p += ", kThreads,
+          ") pw += rs[3 * p] * rs[3 * p + 1];");
+      c.L("const float mean = yr_gsum<", kThreads, ">(pw, red) / ", width, ".0f;");
+      c.L("float pv = 0.0f;");
+      c.L("for (int p = threadIdx.x; p < ", splits, "; p += ", kThreads,
+          ") pv += rs[3 * p + 2] + rs[3 * p] * (rs[3 * p + 1] - mean) * (rs[3 * p + 1] - mean);");
+      c.L("const float inv = 1.0f / sqrtf(yr_gsum<", kThreads, ">(pv, red) / ", width, ".0f + ",
+          Lit(stat.eps), ");");
+      value = absl::StrCat("(", x, " - mean) * inv");
+    } else {
+      c.L("float pss = 0.0f;");
+      c.L("for (int p = threadIdx.x; p < ", splits, "; p += ", kThreads, ") pss += rs[p];");
+      c.L("const float inv = 1.0f / sqrtf(yr_gsum<", kThreads, ">(pss, red) / ", width, ".0f + ",
+          Lit(stat.eps), ");");
+      value = absl::StrCat(x, " * inv");
+    }
+    if (stat.type != OpType::kSoftmax) {
+      if (stat.inputs.size() > 1)
+        value = absl::StrCat("(", value, ") * ", SplitOperand(sr.stat_op, 1));
+      if (stat.inputs.size() > 2) value = absl::StrCat(value, " + ", SplitOperand(sr.stat_op, 2));
+    }
+    EmitSplitItems(
+        shape, vec, OutsideOperandsOf(ops_.size()), ops_.size(), sr.stat_op, value,
+        [&] {
+          for (int t : outputs) {
+            const size_t j = group_pos_.at(t);
+            for (const std::string& d : dsts_[t]) {
+              if (vec == 8) {
+                c.L("yr_st8(", d, " + e, v", j, ");");
+              } else {
+                c.L("yr_st(", d, ", e, v", j, "[0]);");
+              }
+            }
+          }
+        },
+        c);
+    close_kernel(std::move(apply));
     return absl::OkStatus();
   }
 

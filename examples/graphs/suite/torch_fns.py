@@ -153,6 +153,9 @@ TORCH_FNS = {
     "llama3_8b_gqa_decode_b16_n2048": gqa_decode,
     "qwen25_7b_gqa_decode_b8_n4096": gqa_decode,
     "silu_mul_fp16_256x14336": lambda A, B: F.silu(A) * B,
+    # Sampling at decode: float32 logits over the vocabulary, temperature 0.7
+    "llama3_8b_sampling_softmax_b1": lambda X: torch.softmax(X * (1 / 0.7), dim=-1),
+    "qwen25_7b_sampling_softmax_b8": lambda X: torch.softmax(X * (1 / 0.7), dim=-1),
 }
 
 
