@@ -682,7 +682,8 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
                     &split);
   ExpectAllCompiled(split);
   const std::string& src = split.response.plans(0).source();
-  EXPECT_NE(src.find("3 row(s) of 40000, split rows, reduction (4 blocks a row"), std::string::npos) << src;
+  EXPECT_NE(src.find("3 row(s) of 40000, split rows, reduction (4 blocks a row"), std::string::npos)
+      << src;
   EXPECT_NE(src.find("1 row(s) of 99999, split rows"), std::string::npos);
   EXPECT_NE(src.find("2 row(s) of 50001, split rows"), std::string::npos);
   const yirage::v1::Graph nt = NormTailGraph(FLOAT16);
