@@ -132,7 +132,11 @@ for g in "${GRAPHS[@]}"; do
   if ! timeout "${JOB_SECONDS:-600}" "${CLIENT[@]}" --server "$C" submit "$g" --backend cuda --budget-candidates "${BUDGET:-12}" --wait \
       >"$OUT/$name.submit.log" 2>&1; then
     record_seconds "$gname" "$(python3 -c "import time; print(time.time() - $start)")"
-    echo "== $name: job failed"; tail -5 "$OUT/$name.submit.log"; continue
+    echo "== $name: job failed"; tail -5 "$OUT/$name.submit.log"
+    # A worker that is gone says why in its log.
+    yy yirage-client --server "$C" workers 2>/dev/null | grep -q cuda ||
+      { echo "-- the CUDA worker is gone; its log ends:"; tail -15 "$OUT/worker.log"; }
+    continue
   fi
   wall=$(python3 -c "import time; print(time.time() - $start)")
   # The newest job of this graph; its seconds from submission to the end (the

@@ -96,7 +96,7 @@ TEST_F(CostModelTest, GenericKernelsCostMoreThanRowKernels) {
 }
 
 // Few long rows: where the backend splits rows over blocks
-// (RowKernels.split_row_min_width), a softmax over 2 rows of 131072 is 32
+// (RowKernels.split_row_min_width), a softmax over 2 rows of 131072 is 128
 // work items, not 2; a sum over them too; many rows do not split.
 TEST(CostModelSplitRowsTest, FewLongRowsSplitWhereTheBackendSplitsThem) {
   auto cost = [](const yirage::v1::Graph& proto, const std::string& op, int split_min) {
@@ -128,10 +128,10 @@ TEST(CostModelSplitRowsTest, FewLongRowsSplitWhereTheBackendSplitsThem) {
   for (const char* op : {"softmax", "reduce_sum"}) {
     SCOPED_TRACE(op);
     const double whole = cost(graph(op, 2, last), "P", 0);
-    const double split = cost(graph(op, 2, last), "P", 8192);
+    const double split = cost(graph(op, 2, last), "P", 2048);
     EXPECT_LT(split * 4, whole);
     // 2048 rows: no split, the same cost either way.
-    EXPECT_DOUBLE_EQ(cost(graph(op, 2048, last), "P", 8192), cost(graph(op, 2048, last), "P", 0));
+    EXPECT_DOUBLE_EQ(cost(graph(op, 2048, last), "P", 2048), cost(graph(op, 2048, last), "P", 0));
   }
 }
 

@@ -682,7 +682,8 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
                     &split);
   ExpectAllCompiled(split);
   const std::string& src = split.response.plans(0).source();
-  EXPECT_NE(src.find("3 row(s) of 40000, split rows, reduction (4 blocks a row"), std::string::npos)
+  EXPECT_NE(src.find("3 row(s) of 40000, split rows, reduction (19 blocks a row"),
+            std::string::npos)
       << src;
   EXPECT_NE(src.find("1 row(s) of 99999, split rows"), std::string::npos);
   EXPECT_NE(src.find("2 row(s) of 50001, split rows"), std::string::npos);
@@ -704,10 +705,10 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
                     &norms);
   ExpectAllCompiled(norms);
   const std::string& ns = norms.response.plans(0).source();
-  for (const char* form : {"2 row(s) of 65536, split rows, statistics (8 blocks a row",
-                           "2 row(s) of 65536, split rows, apply (8 blocks a row",
-                           "1 row(s) of 99999, split rows, statistics (97 blocks a row",
-                           "3 row(s) of 49152, split rows, apply (6 blocks a row"}) {
+  for (const char* form : {"2 row(s) of 65536, split rows, statistics (32 blocks a row",
+                           "2 row(s) of 65536, split rows, apply (32 blocks a row",
+                           "1 row(s) of 99999, split rows, statistics (390 blocks a row",
+                           "3 row(s) of 49152, split rows, apply (24 blocks a row"}) {
     EXPECT_NE(ns.find(form), std::string::npos) << form << "\n" << ns;
   }
 }

@@ -182,8 +182,8 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // rows of one width, at least 256 and a multiple of 8 (16-byte loads).
   row->set_register_row_min_width(256);
   row->set_register_row_multiple(8);
-  // cuda_row_kernel.cc PlanSplitRows: 1024 items of 8 elements a block.
-  row->set_split_row_min_width(8192);
+  // cuda_row_kernel.cc PlanSplitRows: 256 items of 8 elements a block.
+  row->set_split_row_min_width(2048);
   // cuBLASLt's heuristic ranks several algorithms; the top three are timed.
   kernels.mutable_library()->set_algorithms(3);
   if (target.sm < 80) return kernels;  // the families use cp.async and mma.sync

@@ -345,9 +345,11 @@ class RowKernelEmitter {
   // ---- Split rows ----
   // Rows too few and too long for a block each (a sum over one row of 2M
   // elements, a softmax over a vocabulary-wide row: one block reading it
-  // all) split into ranges of at least kSplitRowItems items (8 elements) a
-  // block, for about four blocks an SM. 16-byte loads read past L1,
-  // kSplitRowUnroll items in flight a thread. Two forms:
+  // all) split into ranges of at least kSplitRowItems items (8 elements, a
+  // round of the block's threads) a block, for about four blocks an SM:
+  // rows of a few hundred KB are latency-bound, and more blocks keep more
+  // loads in flight. 16-byte loads read past L1, kSplitRowUnroll items in
+  // flight a thread. Two forms:
   //  - a last-axis reduction after elementwise ops of its input's shape: a
   //    block reduces its range to a partial, and the last block of the row
   //    to finish (a per-row counter, left zero) reduces the row's partials,
@@ -360,7 +362,7 @@ class RowKernelEmitter {
   //    block, computes its range again and stores it.
   static constexpr int kSplitRowThreads = 256;
   static constexpr int kSplitRowUnroll = 4;
-  static constexpr int64_t kSplitRowItems = kSplitRowThreads * kSplitRowUnroll;
+  static constexpr int64_t kSplitRowItems = kSplitRowThreads;
 
   static bool IsNorm(OpType type) {
     return type == OpType::kRmsNorm || type == OpType::kLayerNorm || type == OpType::kSoftmax;
@@ -405,9 +407,13 @@ class RowKernelEmitter {
     const int64_t splits =
         std::min(CeilDiv(4 * sms, info_.num_rows), width / (kSplitRowItems * vec));
     // A norm reads its rows twice over two launches: only worth it where a
-    // block a row leaves most of the chip idle.
-    const int64_t min_splits = core::IsReduction(tail.type) ? 2 : 3;
-    if (splits >= min_splits) sr.splits = splits;
+    // block a row leaves most of the chip idle, or where register rows do
+    // not hold the row (the whole-row form then stages it in memory).
+    if (core::IsReduction(tail.type)) {
+      if (splits >= 2) sr.splits = splits;
+    } else if (splits >= 8 || (splits >= 3 && !CanUseRegisterRows())) {
+      sr.splits = splits;
+    }
     return sr;
   }
 
