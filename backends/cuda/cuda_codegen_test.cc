@@ -255,6 +255,23 @@ yirage::v1::Graph SplitNormsGraph(DType dtype) {
   return b.proto();
 }
 
+// Concats and slices along the row in one group (gather elements: each
+// output element from its input elements): a rank-1 concat of 300001 and
+// 200003 elements sliced and scaled, and a [5, 1000] row joined with
+// [5, 24], stored, sliced, a broadcast row added.
+yirage::v1::Graph GatherGraph(DType dtype) {
+  GraphBuilder b("gather");
+  b.Input("a", {300001}, dtype).Input("b", {200003}, dtype);
+  b.Input("x", {5, 1000}, dtype).Input("y", {5, 24}, dtype).Input("z", {1000}, dtype);
+  b.Op("ab", "concat", {"a", "b"}, {I("axis", 0)});
+  b.Op("s", "slice", {"ab"}, {I("axis", 0), I("start", 250000), I("end", 400000)});
+  b.Op("m", "mul", {"s"}, {F("scalar", 1.5)}).Output("m");
+  b.Op("xy", "concat", {"x", "y"}, {I("axis", 1)}).Output("xy");
+  b.Op("xs", "slice", {"xy"}, {I("axis", 1), I("start", 10), I("end", 1010)});
+  b.Op("o", "add", {"xs", "z"}).Output("o");
+  return b.proto();
+}
+
 // A norm followed by elementwise ops at a width register rows do not take
 // (1000): the whole group in whole rows, no column tiles; two outputs.
 yirage::v1::Graph NormTailGraph(DType dtype) {
@@ -559,6 +576,10 @@ std::vector<Case> AllCases() {
         {sr, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)), Row({"az"}, Rows(1))}}});
     const yirage::v1::Graph nt = NormTailGraph(dt);
     cases.push_back({nt, {OneRowGroup(nt, Rows(1)), OneRowGroup(nt, Rows(4))}});
+    const yirage::v1::Graph ga = GatherGraph(dt);
+    cases.push_back({ga,
+                     {{Row({"ab", "s", "m"}, Rows(1)), Row({"xy", "xs", "o"}, Rows(1))},
+                      {Row({"ab", "s", "m"}, Cols(64)), Row({"xy", "xs", "o"}, Rows(4))}}});
     const yirage::v1::Graph sn = SplitNormsGraph(dt);
     cases.push_back(
         {sn, {{Row({"st", "p"}, Rows(1)), Row({"ny", "gy"}, Rows(1)), Row({"h", "nx"}, Rows(1))}}});
@@ -669,7 +690,8 @@ TEST(CudaCodegenCompileTest, Tf32GemmWhereTheToleranceAllows) {
 }
 
 // CPU-only (CI): few long rows reduce in split rows (each of the three
-// reductions) and norm in split rows (each of the three norms); a norm followed by elementwise ops
+// reductions) and norm in split rows (each of the three norms); concats
+// and slices gather elements over the whole grid; a norm followed by elementwise ops
 // without a matmul has no column-tile phase (each tile's block would redo the norm).
 TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
   const yirage::v1::Graph sr = SplitRowsGraph(FLOAT16);
@@ -695,6 +717,17 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
   ExpectAllCompiled(whole);
   EXPECT_EQ(whole.response.plans(0).source().find("tile phase"), std::string::npos)
       << whole.response.plans(0).source();
+  const yirage::v1::Graph ga = GatherGraph(FLOAT16);
+  g = core::Graph::FromProto(ga);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Compiled gather;
+  CompileThroughAbi(
+      ga, MakePlans(*g, {{Row({"ab", "s", "m"}, Cols(64)), Row({"xy", "xs", "o"}, Rows(1))}}),
+      &gather);
+  ExpectAllCompiled(gather);
+  const std::string& gs = gather.response.plans(0).source();
+  EXPECT_NE(gs.find("1 rows, gather elements (586 blocks"), std::string::npos) << gs;
+  EXPECT_NE(gs.find("5 rows, gather elements"), std::string::npos) << gs;
   const yirage::v1::Graph sn = SplitNormsGraph(FLOAT16);
   g = core::Graph::FromProto(sn);
   ASSERT_TRUE(g.ok()) << g.status();

@@ -62,6 +62,7 @@ class RowKernelEmitter {
     read_past_l1_ = std::all_of(outputs.begin(), outputs.end(),
                                 [&](int t) { return info_.row_width[group_pos_.at(t)] == 1; });
     if (CanUseFlatElementwise()) return EmitFlatElementwise(outputs, inject_fault, out);
+    if (CanUseGatherElements()) return EmitGatherElements(outputs, inject_fault, out);
     if (const SplitRows sr = PlanSplitRows(outputs); sr.splits > 1) {
       return EmitSplitRows(outputs, sr, inject_fault, out);
     }
@@ -336,6 +337,118 @@ class RowKernelEmitter {
     c.Line("}");
     c.Close();
     c.Line("}");
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
+  // ---- Gather elements ----
+  // Groups of concats and slices along the row (and elementwise ops): every
+  // output element is an expression of input elements at shifted columns,
+  // so the kernel runs over output elements, the grid sized from the chip,
+  // and each op is a device lambda of (row, column) that calls its
+  // producers at the columns it reads. The whole-row form would stage each
+  // row in one block: one block for a rank-1 concat of 16M elements. Only
+  // for rows fewer than about four blocks an SM: with more, whole rows keep
+  // the chip busy and load 16 bytes at a time.
+  bool CanUseGatherElements() const {
+    if (info_.num_rows >= 4 * static_cast<int64_t>(std::max(1, ctx_.target.sm_count))) return false;
+    bool moves = false;
+    for (int op : ops_) {
+      const OpType type = g_.op(op).type;
+      if (type == OpType::kConcat || type == OpType::kSlice) {
+        moves = true;
+      } else if (!core::IsElementwise(type)) {
+        return false;
+      }
+    }
+    return moves;
+  }
+
+  // Reads tensor `t` (a kernel input) at row `r`, column `c` of the space
+  // [lead..., w], broadcasting where its dims are 1.
+  std::string GatherLoad(int t, int64_t w, const std::string& r, const std::string& c) const {
+    std::vector<int64_t> space = info_.lead_dims;
+    space.push_back(w);
+    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+    const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
+    std::string at = info_.lead_dims.empty() ? "0LL" : OffsetExpr(info_.lead_dims, lead, r);
+    if (strides.back() != 0) absl::StrAppend(&at, " + (", c, ") * ", strides.back(), "LL");
+    return absl::StrCat("yr_ld(", ctx_.Var(t), ", ", at, ")");
+  }
+
+  // Operand `slot` of group op j at row `r`, column `c` of the op's input
+  // space (width `w`).
+  std::string GatherOperand(size_t j, int slot, int64_t w, const std::string& r,
+                            const std::string& c) const {
+    const int t = g_.op(ops_[j]).inputs[slot];
+    if (!info_.in_group[j][slot]) return GatherLoad(t, w, r, c);
+    const size_t p = group_pos_.at(t);
+    return absl::StrCat("f", p, "(", r, ", ", info_.row_width[p] == 1 ? "0" : c, ")");
+  }
+
+  absl::Status EmitGatherElements(const std::vector<int>& outputs, bool inject_fault, Code* out) {
+    constexpr int kThreads = 256;
+    int64_t most = 1;
+    for (int t : outputs) most = std::max(most, info_.num_rows * info_.row_width[group_pos_.at(t)]);
+    const int64_t sms = std::max(1, ctx_.target.sm_count);
+    const int64_t blocks = std::clamp<int64_t>(CeilDiv(most, kThreads), 1, 16 * sms);
+    const std::string name = KernelName(ctx_.plan_index, kernel_index_);
+    std::vector<std::string> params;
+    KernelLaunch launch = StartLaunch(outputs, &params);
+    launch.grid[0] = blocks;
+    launch.block = kThreads;
+    Code& c = *out;
+    c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
+        info_.num_rows, " rows, gather elements (", blocks, " blocks, grid-stride)");
+    c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
+        absl::StrJoin(params, ", "), ") {");
+    c.Open("{");
+    if (inject_fault) c.Line(FaultLine());
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      const int64_t w = info_.row_width[j];
+      c.L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)));
+      c.Open(absl::StrCat("auto f", j, " = [&](i64 r, i64 c) -> float {"));
+      c.L("(void)r;");
+      c.L("(void)c;");
+      if (op.type == OpType::kSlice) {
+        const int64_t in_w = g_.tensor(op.inputs[0]).shape.back();
+        c.L("return ", GatherOperand(j, 0, in_w, "r", absl::StrCat("c + ", op.slice_start)), ";");
+      } else if (op.type == OpType::kConcat) {
+        int64_t off = 0;
+        for (size_t k = 0; k < op.inputs.size(); ++k) {
+          const int64_t wk = g_.tensor(op.inputs[k]).shape.back();
+          const std::string v =
+              GatherOperand(j, static_cast<int>(k), wk, "r", absl::StrCat("c - ", off));
+          if (k + 1 < op.inputs.size()) {
+            c.L("if (c < ", off + wk, "LL) return ", v, ";");
+          } else {
+            c.L("return ", v, ";");
+          }
+          off += wk;
+        }
+      } else if (core::IsUnaryElementwise(op.type)) {
+        c.L("return ", UnaryExpr(op, GatherOperand(j, 0, w, "r", "c")), ";");
+      } else {
+        c.L("return ",
+            BinaryExpr(op.type, GatherOperand(j, 0, w, "r", "c"),
+                       op.has_scalar ? Lit(op.scalar) : GatherOperand(j, 1, w, "r", "c")),
+            ";");
+      }
+      c.Close("};");
+    }
+    c.L("const i64 step = (i64)gridDim.x * ", kThreads, ";");
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      const int64_t w = info_.row_width[j];
+      c.Open(absl::StrCat("for (i64 e = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; e < ",
+                          info_.num_rows * w, "LL; e += step) {"));
+      c.L("const float v = f", j, "(e / ", w, "LL, e % ", w, "LL);");
+      EmitStores(dsts_[t], "e", "v", &c);
+      c.Close();
+    }
     c.Close();
     c.Line("}");
     ctx_.code->launches.push_back(std::move(launch));
