@@ -55,10 +55,6 @@ double TensorBytes(const Graph& graph, int tensor) {
 
 namespace {
 
-bool IsRowNorm(OpType type) {
-  return type == OpType::kRmsNorm || type == OpType::kLayerNorm || type == OpType::kSoftmax;
-}
-
 // Blocks a row when the backend splits the group's rows
 // (RowKernels.split_row_min_width: see backend.proto), else 1.
 int64_t SplitRowBlocks(const Graph& graph, const yirage::v1::KernelPlan& kernel,
@@ -73,7 +69,7 @@ int64_t SplitRowBlocks(const Graph& graph, const yirage::v1::KernelPlan& kernel,
     stat = ops.size() - 1;
   } else {
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (!IsRowNorm(graph.op(ops[i]).type)) continue;
+      if (!IsNormOrSoftmax(graph.op(ops[i]).type)) continue;
       if (stat != ops.size()) return 1;  // a second norm
       stat = i;
     }
@@ -86,7 +82,10 @@ int64_t SplitRowBlocks(const Graph& graph, const yirage::v1::KernelPlan& kernel,
   }
   const int64_t rows = std::max<int64_t>(1, row.num_rows);
   const int64_t splits = std::min(CeilDiv(4 * threads, rows), width / min_width);
-  return splits >= (IsReduction(tail.type) ? 2 : 3) ? splits : 1;
+  // As the CUDA backend: a norm, read twice over two kernels, splits where
+  // that gives 8 blocks a row (it also splits at 3 where register rows do
+  // not hold the row, which the model does not know).
+  return splits >= (IsReduction(tail.type) ? 2 : 8) ? splits : 1;
 }
 
 }  // namespace
@@ -165,16 +164,15 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   // several blocks, nothing held in block buffers.
   const yirage::v1::RowKernels& row_kernels = options.kernels.row();
   const int64_t splits = SplitRowBlocks(graph, kernel, ops, *row, row_kernels, threads);
-  bool norm_split = false;
-  if (splits > 1) {
-    for (int op : ops) norm_split |= IsRowNorm(graph.op(op).type);
-    // A norm reads its inputs again in a second kernel.
-    if (norm_split) {
-      for (const std::string& name : kernel.inputs()) {
-        if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
-      }
+  // A split norm (the group does not end in its reduction) reads its
+  // inputs again in a second kernel.
+  const bool norm_split = splits > 1 && !IsReduction(graph.op(ops.back()).type);
+  if (norm_split) {
+    for (const std::string& name : kernel.inputs()) {
+      if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
     }
-  } else if (static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
+  }
+  if (splits == 1 && static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
     // Block buffers that do not fit in the cache spill: written and read back.
     traffic += 2.0 * kByteCost * static_cast<double>(rows) * row_width_sum * 4.0;
   }
@@ -187,9 +185,7 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
     bool registers = true;
     for (size_t i = 0; i < ops.size() && registers; ++i) {
       const OpType type = graph.op(ops[i]).type;
-      registers =
-          row->row_width[i] == width && (IsElementwise(type) || type == OpType::kRmsNorm ||
-                                         type == OpType::kLayerNorm || type == OpType::kSoftmax);
+      registers = row->row_width[i] == width && (IsElementwise(type) || IsNormOrSoftmax(type));
     }
     if (registers) flops *= kRegisterRowsGain;
   }

@@ -26,7 +26,7 @@
 //  * split rows (RowKernels.split_row_min_width): a last-axis reduction or
 //    one norm or softmax among elementwise ops over few long rows runs each
 //    row over S = min(ceil(4T / rows), width / min_width) blocks (at least
-//    2, 3 for norms); its work items are rows * S, no block buffer spills,
+//    2, 8 for norms); its work items are rows * S, no block buffer spills,
 //    and a norm pays a second kernel overhead and its inputs' traffic again.
 //  * imbalance: work items W (row blocks for PARALLEL_ROWS, N tiles for
 //    PARALLEL_COLS) over T threads: ceil(W / T) * T / W, which is 1 when the

@@ -426,6 +426,10 @@ bool IsElementwise(OpType type) { return IsUnaryElementwise(type) || IsBinaryEle
 
 bool IsReduction(OpType type) { return SpecOf(type).kind == OpKind::kReduction; }
 
+bool IsNormOrSoftmax(OpType type) {
+  return SpecOf(type).kind == OpKind::kNorm || SpecOf(type).kind == OpKind::kSoftmax;
+}
+
 int64_t TensorInfo::num_elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

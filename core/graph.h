@@ -56,8 +56,9 @@ bool ParseOpType(std::string_view name, OpType* type);
 std::string_view OpTypeName(OpType type);
 bool IsUnaryElementwise(OpType type);
 bool IsBinaryElementwise(OpType type);
-bool IsElementwise(OpType type);  // unary or binary
-bool IsReduction(OpType type);    // reduce_sum/mean/max
+bool IsElementwise(OpType type);    // unary or binary
+bool IsReduction(OpType type);      // reduce_sum/mean/max
+bool IsNormOrSoftmax(OpType type);  // rms_norm/layer_norm/softmax: statistics of the whole row
 
 struct TensorInfo {
   std::string name;

@@ -212,6 +212,59 @@ class RowKernelEmitter {
     return tensors;
   }
 
+  // Operand `slot` of group op j inside an item loop (flat, split rows):
+  // the producer's registers v<p>[q], or the staged input in<t>[q].
+  std::string ItemOperand(size_t j, int slot) const {
+    const int t = g_.op(ops_[j]).inputs[slot];
+    return info_.in_group[j][slot] ? absl::StrCat("v", group_pos_.at(t), "[q]")
+                                   : absl::StrCat("in", t, "[q]");
+  }
+
+  // Elementwise group op j's value at item register q; `fast`: the
+  // approximate exponential and division of 16-bit results.
+  std::string ItemElementwise(size_t j, bool fast) const {
+    const OpInfo& op = g_.op(ops_[j]);
+    if (core::IsUnaryElementwise(op.type)) {
+      return UnaryExpr(op, ItemOperand(j, 0),
+                       fast && core::DTypeSize(g_.tensor(op.output).dtype) == 2);
+    }
+    return BinaryExpr(op.type, ItemOperand(j, 0),
+                      op.has_scalar ? Lit(op.scalar) : ItemOperand(j, 1));
+  }
+
+  // Stages operand `t` of item `u` (element `e` of the space `shape`) into
+  // in<t>[vec]: from its 16-byte loads raw<t>[u] where `vectorized`, else
+  // element by element.
+  void EmitStageItem(int t, bool vectorized, const std::vector<int64_t>& shape, int vec,
+                     Code& c) const {
+    c.L("float in", t, "[", vec, "];");
+    if (vectorized) {
+      c.L("yr_stage16(in", t, ", raw", t, "[u][0], ", ctx_.Var(t), ");");
+      if (ctx_.ReadType(t) == "float") {
+        c.L("yr_stage16(in", t, " + 4, raw", t, "[u][1], ", ctx_.Var(t), ");");
+      }
+      return;
+    }
+    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
+    c.L("#pragma unroll");
+    c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
+        OffsetExpr(shape, strides, "e + q"), ");");
+  }
+
+  // Stores each output's item registers at element `e`.
+  void EmitItemStores(const std::vector<int>& outputs, int vec, Code& c) {
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      for (const std::string& d : dsts_[t]) {
+        if (vec == 8) {
+          c.L("yr_st8(", d, " + e, v", j, ");");
+        } else {
+          c.L("yr_st(", d, ", e, v", j, "[0]);");
+        }
+      }
+    }
+  }
+
   // Elementwise groups whose ops all have the group's full shape run as one
   // flat, grid-stride kernel over the elements (8 a thread, 16-byte loads and
   // stores of every operand of that shape, broadcast operands indexed),
@@ -293,46 +346,15 @@ class RowKernelEmitter {
     c.Close();
     c.Line("}");
     open_items();
-    for (int t : operands) {
-      c.L("float in", t, "[", vec, "];");
-      if (full(t)) {
-        c.L("yr_stage16(in", t, ", raw", t, "[u][0], ", ctx_.Var(t), ");");
-        if (ctx_.ReadType(t) == "float") {
-          c.L("yr_stage16(in", t, " + 4, raw", t, "[u][1], ", ctx_.Var(t), ");");
-        }
-        continue;
-      }
-      const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
-      c.L("#pragma unroll");
-      c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
-          OffsetExpr(shape, strides, "e + q"), ");");
-    }
+    for (int t : operands) EmitStageItem(t, full(t), shape, vec, c);
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
-      auto operand = [&](int slot) {
-        const int t = op.inputs[slot];
-        return info_.in_group[j][slot] ? absl::StrCat("v", group_pos_.at(t), "[q]")
-                                       : absl::StrCat("in", t, "[q]");
-      };
-      const std::string value =
-          core::IsUnaryElementwise(op.type)
-              ? UnaryExpr(op, operand(0), core::DTypeSize(g_.tensor(op.output).dtype) == 2)
-              : BinaryExpr(op.type, operand(0), op.has_scalar ? Lit(op.scalar) : operand(1));
       c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
           std::string(core::OpTypeName(op.type)));
       c.L("#pragma unroll");
-      c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", value, ";");
+      c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", ItemElementwise(j, true), ";");
     }
-    for (int t : outputs) {
-      const size_t j = group_pos_.at(t);
-      for (const std::string& d : dsts_[t]) {
-        if (vec == 8) {
-          c.L("yr_st8(", d, " + e, v", j, ");");
-        } else {
-          c.L("yr_st(", d, ", e, v", j, "[0]);");
-        }
-      }
-    }
+    EmitItemStores(outputs, vec, c);
     c.Close();
     c.Line("}");
     c.Close();
@@ -477,10 +499,6 @@ class RowKernelEmitter {
   static constexpr int kSplitRowUnroll = 4;
   static constexpr int64_t kSplitRowItems = kSplitRowThreads;
 
-  static bool IsNorm(OpType type) {
-    return type == OpType::kRmsNorm || type == OpType::kLayerNorm || type == OpType::kSoftmax;
-  }
-
   // The split-row form of the group: the shape of the row space, the op
   // whose statistics need the whole row (the reduction or the norm), and
   // blocks a row (1: the group does not run in split rows).
@@ -501,7 +519,7 @@ class RowKernelEmitter {
     } else {
       int norms = 0;
       for (size_t j = 0; j < ops_.size(); ++j) {
-        if (IsNorm(g_.op(ops_[j]).type)) {
+        if (core::IsNormOrSoftmax(g_.op(ops_[j]).type)) {
           sr.stat_op = j;
           ++norms;
         }
@@ -540,13 +558,6 @@ class RowKernelEmitter {
       if (strides[d] % 8 != 0) return false;
     }
     return true;
-  }
-
-  // Operand `slot` of group op j inside a split-row item loop.
-  std::string SplitOperand(size_t j, int slot) const {
-    const int t = g_.op(ops_[j]).inputs[slot];
-    return info_.in_group[j][slot] ? absl::StrCat("v", group_pos_.at(t), "[q]")
-                                   : absl::StrCat("in", t, "[q]");
   }
 
   // The loop of a split-row block over its columns [c0, c1) of row `row`
@@ -591,35 +602,14 @@ class RowKernelEmitter {
     c.Close();
     c.Line("}");
     open_items();
-    for (int t : operands) {
-      c.L("float in", t, "[", vec, "];");
-      if (SplitVectorOperand(t, shape, vec)) {
-        c.L("yr_stage16(in", t, ", raw", t, "[u][0], ", ctx_.Var(t), ");");
-        if (ctx_.ReadType(t) == "float") {
-          c.L("yr_stage16(in", t, " + 4, raw", t, "[u][1], ", ctx_.Var(t), ");");
-        }
-        continue;
-      }
-      const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
-      c.L("#pragma unroll");
-      c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
-          OffsetExpr(shape, strides, "e + q"), ");");
-    }
+    for (int t : operands) EmitStageItem(t, SplitVectorOperand(t, shape, vec), shape, vec, c);
     for (size_t j = 0; j < n; ++j) {
       const OpInfo& op = g_.op(ops_[j]);
-      std::string value;
-      if (j == special) {
-        value = special_value;
-      } else if (core::IsUnaryElementwise(op.type)) {
-        value = UnaryExpr(op, SplitOperand(j, 0));
-      } else {
-        value = BinaryExpr(op.type, SplitOperand(j, 0),
-                           op.has_scalar ? Lit(op.scalar) : SplitOperand(j, 1));
-      }
       c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
           std::string(core::OpTypeName(op.type)));
       c.L("#pragma unroll");
-      c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", value, ";");
+      c.L("for (int q = 0; q < ", vec, "; ++q) v", j,
+          "[q] = ", j == special ? special_value : ItemElementwise(j, false), ";");
     }
     body();
     c.Close();
@@ -639,13 +629,11 @@ class RowKernelEmitter {
     const int64_t splits = CeilDiv(width, chunk);
     const bool reduce = core::IsReduction(stat.type);
     // Floats of statistics a range.
-    const int nstat = !reduce && stat.type == OpType::kLayerNorm ? 3
-                      : !reduce && stat.type == OpType::kSoftmax ? 2
-                                                                 : 1;
+    const int nstat = stat.type == OpType::kLayerNorm ? 3 : stat.type == OpType::kSoftmax ? 2 : 1;
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     const int ws = ctx_.AddBuffer(rows * splits * nstat * 4, false, name + " split-row partials");
     constexpr int kThreads = kSplitRowThreads;
-    const std::string x = SplitOperand(sr.stat_op, 0);
+    const std::string x = ItemOperand(sr.stat_op, 0);
     Code& c = *out;
     auto open_kernel = [&](const std::string& kname, const std::vector<std::string>& params,
                            const std::string& what) {
@@ -679,9 +667,8 @@ class RowKernelEmitter {
     if (!reduce) launch.name = name + "_stats";
     params.push_back("float* __restrict__ ws");
     launch.args.push_back(ctx_.PlanBufferId(ws));
-    int cnt = -1;
     if (reduce) {
-      cnt = ctx_.AddBuffer(rows * 4, true, name + " split-row counters");
+      const int cnt = ctx_.AddBuffer(rows * 4, true, name + " split-row counters");
       params.push_back("unsigned* __restrict__ cnt");
       launch.args.push_back(ctx_.PlanBufferId(cnt));
     }
@@ -824,24 +811,12 @@ class RowKernelEmitter {
     }
     if (stat.type != OpType::kSoftmax) {
       if (stat.inputs.size() > 1)
-        value = absl::StrCat("(", value, ") * ", SplitOperand(sr.stat_op, 1));
-      if (stat.inputs.size() > 2) value = absl::StrCat(value, " + ", SplitOperand(sr.stat_op, 2));
+        value = absl::StrCat("(", value, ") * ", ItemOperand(sr.stat_op, 1));
+      if (stat.inputs.size() > 2) value = absl::StrCat(value, " + ", ItemOperand(sr.stat_op, 2));
     }
     EmitSplitItems(
         shape, vec, OutsideOperandsOf(ops_.size()), ops_.size(), sr.stat_op, value,
-        [&] {
-          for (int t : outputs) {
-            const size_t j = group_pos_.at(t);
-            for (const std::string& d : dsts_[t]) {
-              if (vec == 8) {
-                c.L("yr_st8(", d, " + e, v", j, ");");
-              } else {
-                c.L("yr_st(", d, ", e, v", j, "[0]);");
-              }
-            }
-          }
-        },
-        c);
+        [&] { EmitItemStores(outputs, vec, c); }, c);
     close_kernel(std::move(apply));
     return absl::OkStatus();
   }
