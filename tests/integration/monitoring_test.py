@@ -433,12 +433,16 @@ def main():
         log("prometheus: %s" % base)
         run_jobs(args.bin_dir, server, fails)
         # The job gauges refresh every maintenance pass (0.5 s): wait until
-        # Prometheus has scraped at least 3 times since the jobs ended.
+        # Prometheus has scraped since the jobs ended, and at least 3 times
+        # in all (rate() needs two samples; on a loaded machine the first
+        # scrape can come after the jobs end).
         ended = time.time()
         deadline = time.monotonic() + 20
         while True:
             ok, res = prom_query(base, 'timestamp(up{job="yirage-server"} == 1)')
-            if ok and res and float(res[0]["value"][1]) >= ended + 2.5 * SCRAPE_INTERVAL_S:
+            ok_n, n = prom_query(base, 'count_over_time(up{job="yirage-server"}[1m])')
+            if (ok and res and float(res[0]["value"][1]) >= ended + 2.5 * SCRAPE_INTERVAL_S
+                    and ok_n and n and float(n[0]["value"][1]) >= 3):
                 break
             if time.monotonic() > deadline:
                 fails.add("prometheus did not scrape the server (up: %s)" % (res,))
