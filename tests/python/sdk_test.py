@@ -552,7 +552,8 @@ class Roofline(unittest.TestCase):
         labels = " ".join(t.get_text() for t in ax.get_legend().get_texts())
         self.assertIn("memory roof: 20 GB/s", labels)
         self.assertIn("0.5 TFLOP/s", labels)
-        self.assertIn("best #%d" % job.best.candidate_id, labels)
+        # On a 2-core machine the baseline can win the timing: its mark says so.
+        self.assertRegex(labels, r"best( = baseline)? #%d\b" % job.best.candidate_id)
 
         # Roofs from the registry: a chip registered with its figures.
         chip = {"chip_id": "roofline_test_cpu", "chip_name": "Roofline test CPU",
