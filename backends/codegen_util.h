@@ -70,12 +70,19 @@ inline std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& shape,
   return strides;
 }
 
-// A 64-bit expression for the offset of the element whose multi-index in
-// `space` decomposes the flat index `var` (a 64-bit expression), given
-// per-dim strides.
+// The offset of the element whose multi-index in `space` decomposes the
+// flat index `var`, given per-dim strides: a 64-bit expression of a 64-bit
+// `var`. With `narrow`, the arithmetic is 32-bit unsigned (division and
+// modulo by a constant take a few instructions rather than a 64-bit
+// sequence), for index spaces and offsets below 2^31, which the caller
+// checks; the result is still an i64.
 inline std::string OffsetExpr(const std::vector<int64_t>& space,
-                              const std::vector<int64_t>& strides, const std::string& var) {
+                              const std::vector<int64_t>& strides, const std::string& var,
+                              bool narrow = false) {
   const int rank = static_cast<int>(space.size());
+  const std::string x = narrow ? absl::StrCat("(unsigned)(", var, ")") : var;
+  const char* k = narrow ? "u" : "LL";
+  const std::string cast = narrow ? "(i64)" : "";
   std::vector<int64_t> inner(rank, 1);
   for (int d = rank - 2; d >= 0; --d) inner[d] = inner[d + 1] * space[d + 1];
   // Contiguous over the whole space (times a constant): a single product.
@@ -90,14 +97,14 @@ inline std::string OffsetExpr(const std::vector<int64_t>& space,
   std::vector<std::string> terms;
   for (int d = 0; d < rank; ++d) {
     if (strides[d] == 0 || space[d] == 1) continue;
-    std::string t = inner[d] == 1 ? absl::StrCat("(", var, ")")
-                                  : absl::StrCat("((", var, ") / ", inner[d], "LL)");
-    if (d > 0) t = absl::StrCat("(", t, " % ", space[d], "LL)");
-    if (strides[d] != 1) t = absl::StrCat(t, " * ", strides[d], "LL");
+    std::string t =
+        inner[d] == 1 ? absl::StrCat("(", x, ")") : absl::StrCat("((", x, ") / ", inner[d], k, ")");
+    if (d > 0) t = absl::StrCat("(", t, " % ", space[d], k, ")");
+    if (strides[d] != 1) t = absl::StrCat(t, " * ", strides[d], k);
     terms.push_back(t);
   }
   if (terms.empty()) return "0LL";
-  return absl::StrCat("(", absl::StrJoin(terms, " + "), ")");
+  return absl::StrCat(cast, "(", absl::StrJoin(terms, " + "), ")");
 }
 
 // Binary elementwise ops on float expressions; maximum/minimum call the

@@ -255,6 +255,33 @@ yirage::v1::Graph SplitNormsGraph(DType dtype) {
   return b.proto();
 }
 
+// Norms, softmax and reductions over axes other than the last (lanes along
+// the axis): columns of a warp with lanes spanning 8 warps (softmax over
+// the first axis), one column a unit of 8 warps or 4 (an axis followed by a
+// size-1 dim: a contiguous row), a unit of one warp (255 rows), two columns
+// of 16 lanes (inner 3), a layer_norm over a middle axis with a weight and
+// a bias that broadcast; copies along a first and a middle axis, 4 elements
+// at a time (inner 12 and 8) and one (inner 3).
+yirage::v1::Graph AxisLanesGraph(DType dtype) {
+  GraphBuilder b("axis_lanes");
+  b.Input("a", {40, 6, 33}, dtype).Input("r", {7, 2000, 1}, dtype);
+  b.Input("s", {50, 255, 1}, dtype).Input("m", {9, 70, 3}, dtype);
+  b.Input("t", {4, 5, 1000, 1}, dtype).Input("l", {3, 300, 5}, dtype);
+  b.Input("lw", {300, 1}, dtype).Input("lb", {3, 1, 5}, dtype);
+  b.Input("c0", {30, 12}, dtype).Input("c1", {20, 12}, dtype).Input("k", {6, 50, 8}, dtype);
+  b.Input("q0", {4, 2, 3}, dtype).Input("q1", {4, 5, 3}, dtype);
+  b.Op("pa", "softmax", {"a"}, {I("axis", 0)}).Output("pa");
+  b.Op("nr", "rms_norm", {"r"}, {I("axis", 1)}).Output("nr");
+  b.Op("ss", "reduce_sum", {"s"}, {I("axis", -2), B("keepdim", true)}).Output("ss");
+  b.Op("mm", "reduce_max", {"m"}, {I("axis", 1)}).Output("mm");
+  b.Op("pt", "softmax", {"t"}, {I("axis", 2)}).Output("pt");
+  b.Op("nl", "layer_norm", {"l", "lw", "lb"}, {I("axis", 1)}).Output("nl");
+  b.Op("cc", "concat", {"c0", "c1"}, {I("axis", 0)}).Output("cc");
+  b.Op("ks", "slice", {"k"}, {I("axis", 1), I("start", 3), I("end", 40)}).Output("ks");
+  b.Op("qc", "concat", {"q0", "q1"}, {I("axis", 1)}).Output("qc");
+  return b.proto();
+}
+
 // Concats and slices along the row in one group (gather elements: each
 // output element from its input elements): a rank-1 concat of 300001 and
 // 200003 elements sliced and scaled, and a [5, 1000] row joined with
@@ -571,6 +598,8 @@ std::vector<Case> AllCases() {
     cases.push_back({wr, {OneRowGroup(wr, Rows(1)), OneRowGroup(wr, Rows(2))}});
     const yirage::v1::Graph cr = ColumnReduceGraph(dt);
     cases.push_back({cr, {AllGeneric(cr)}});
+    const yirage::v1::Graph al = AxisLanesGraph(dt);
+    cases.push_back({al, {AllGeneric(al)}});
     const yirage::v1::Graph sr = SplitRowsGraph(dt);
     cases.push_back(
         {sr, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)), Row({"az"}, Rows(1))}}});

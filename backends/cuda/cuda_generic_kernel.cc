@@ -191,6 +191,199 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   return true;
 }
 
+// Norms, softmax and reductions over an axis (any axis: the first, a middle
+// one, the last, or one followed only by size-1 dims) as `outer` slabs of d
+// rows of `inner` columns. Each output column (o, n) takes `lanes` threads
+// along the axis, next to `cx` neighbouring columns: the cx columns make the
+// loads coalesce where inner > 1, the lanes where inner is 1 (a row
+// contiguous in memory, which one thread a column would walk alone). Lanes
+// combine through warp shuffles, then shared memory across the unit's warps;
+// norms and softmax read the row again for each of their passes (from L1 or
+// L2). The block is 256 threads: units of cx x lanes threads, all powers of
+// two. Takes every shape; the plain loop form remains for elementwise ops,
+// concat, slice and matmul.
+void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
+                   bool inject_fault, Code* code) {
+  constexpr int kThreads = kGenericThreads;
+  const Graph& g = ctx.graph;
+  const OpInfo& op = g.op(op_id);
+  const int in = op.inputs[0];
+  const std::vector<int64_t>& shape = g.tensor(in).shape;
+  const int64_t outer = Numel(Slice(shape, 0, op.axis));
+  const int64_t d = shape[op.axis];
+  const int64_t inner = Numel(Slice(shape, op.axis + 1, shape.size()));
+  auto pow2_floor = [](int64_t v) {
+    int64_t p = 1;
+    while (p * 2 <= v) p *= 2;
+    return p;
+  };
+  auto pow2_ceil = [](int64_t v) {
+    int64_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+  };
+  // About 8 elements a lane; fewer columns a unit (down to 8: 32-byte
+  // sectors still fill) while the grid would leave SMs idle.
+  const int64_t sms = std::max(1, ctx.target.sm_count);
+  int64_t cx = std::min<int64_t>(32, pow2_floor(inner));
+  int64_t lanes = 1, col_tiles = 1, per_block = 1, blocks = 1;
+  for (;;) {
+    lanes = std::min<int64_t>(kThreads / cx, pow2_ceil(CeilDiv(d, 8)));
+    col_tiles = CeilDiv(inner, cx);
+    per_block = kThreads / (cx * lanes);
+    blocks = CeilDiv(outer * col_tiles, per_block);
+    if (cx <= 8 || blocks >= 2 * sms) break;
+    cx /= 2;
+  }
+  const int64_t unit = cx * lanes;                  // threads a unit
+  const int64_t warps = unit > 32 ? unit / 32 : 1;  // warps a unit
+  const int64_t units = outer * col_tiles;
+  const std::string name = KernelName(ctx.plan_index, kernel_index);
+  KernelLaunch launch;
+  launch.name = name;
+  launch.block = kThreads;
+  launch.grid[0] = blocks;
+  std::vector<std::string> params;
+  for (const std::string& t : kernel.inputs()) {
+    ctx.AddReadParam(g.FindTensor(t), &params, &launch.args);
+  }
+  const std::vector<std::string> dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
+  const std::vector<int64_t>& out = g.tensor(op.output).shape;
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
+          CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
+          core::ShapeToString(out), ", lanes along the axis (", outer, " x ", d, " x ", inner, ": ",
+          cx, " columns x ", lanes, " lanes a unit, ", per_block, " unit(s) a block)");
+  code->L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
+          absl::StrJoin(params, ", "), ") {");
+  code->Open("{");
+  if (inject_fault) code->Line(FaultLine());
+  const bool pair = op.type == OpType::kSoftmax;
+  if (warps > 1) {
+    code->L("__shared__ float red0[", kThreads / 32, "][", cx, "];");
+    if (pair) code->L("__shared__ float red1[", kThreads / 32, "][", cx, "];");
+  }
+  code->L("const int cxi = threadIdx.x % ", cx, ";");
+  code->L("const int ryi = (threadIdx.x / ", cx, ") % ", lanes, ";");
+  code->L("const int ul = threadIdx.x / ", unit, ";");
+  code->L("const i64 u = (i64)blockIdx.x * ", per_block, " + ul;");
+  code->L("const i64 o = u / ", col_tiles, "LL;");
+  code->L("const i64 n = (u % ", col_tiles, "LL) * ", cx, " + cxi;");
+  code->L("const bool live = u < ", units, "LL && n < ", inner, "LL;");
+  code->L("const i64 base = o * ", d * inner, "LL + n;");
+  const std::string x = absl::StrCat("yr_ld(", ctx.Var(in), ", base + c * ", inner, "LL)");
+  // Lanes of no column start past the end (no `if` between a loop and its
+  // unroll pragma).
+  code->L("const i64 c0 = live ? (i64)ryi : ", d, "LL;");
+  const std::string loop = absl::StrCat("for (i64 c = c0; c < ", d, "LL; c += ", lanes, ")");
+  // Combines `v` (and `w`, for softmax's pair) over the unit's lanes of
+  // this column; every lane of the unit ends with the result.
+  auto combine_lanes = [&](const std::string& how) {
+    // how: "sum", "max" or "softmax" (v = running max, w = sum below it).
+    auto merge = [&](const std::string& a, const std::string& b, const std::string& a2,
+                     const std::string& b2) {
+      if (how == "sum") return absl::StrCat(a, " += ", b, ";");
+      if (how == "max") return absl::StrCat(a, " = yr_max(", a, ", ", b, ");");
+      return absl::StrCat("{ const float m_ = yr_max(", a, ", ", b, "); ", a2, " = (", a,
+                          " == m_ ? ", a2, " : ", a2, " * expf(", a, " - m_)) + (", b, " == m_ ? ",
+                          b2, " : ", b2, " * expf(", b, " - m_)); ", a, " = m_; }");
+    };
+    const int64_t span = std::min<int64_t>(unit, 32);
+    for (int64_t off = cx; off < span; off *= 2) {
+      code->Open("{");
+      code->L("const float v2 = __shfl_xor_sync(0xffffffffu, v, ", off, ");");
+      if (pair) code->L("const float w2 = __shfl_xor_sync(0xffffffffu, w, ", off, ");");
+      code->L(merge("v", "v2", "w", "w2"));
+      code->Close();
+    }
+    if (warps > 1) {
+      // The unit is `warps` whole warps; lanes 0..cx-1 of each hold its columns.
+      code->L("__syncthreads();  // red0/red1 free from the previous combine");
+      code->L("if ((threadIdx.x & 31) < ", cx, ") {");
+      code->L("  red0[threadIdx.x / 32][threadIdx.x & 31] = v;");
+      if (pair) code->L("  red1[threadIdx.x / 32][threadIdx.x & 31] = w;");
+      code->L("}");
+      code->L("__syncthreads();");
+      code->L("v = red0[ul * ", warps, "][cxi];");
+      if (pair) code->L("w = red1[ul * ", warps, "][cxi];");
+      code->Open(absl::StrCat("for (int y = 1; y < ", warps, "; ++y) {"));
+      code->L("const float v2 = red0[ul * ", warps, " + y][cxi];");
+      if (pair) code->L("const float w2 = red1[ul * ", warps, " + y][cxi];");
+      code->L(merge("v", "v2", "w", "w2"));
+      code->Close();
+    }
+  };
+  auto store = [&](const std::string& index, const std::string& value) {
+    EmitStores(dsts, index, value, code);
+  };
+  // The flat index of row c of this column, for the norms' stores.
+  const std::string q = "base + c * " + std::to_string(inner) + "LL";
+  auto norm_store = [&](const std::string& value) {
+    code->L("#pragma unroll 4");
+    code->Open(absl::StrCat(loop, " {"));
+    code->L("const i64 q = ", q, ";");
+    std::string v = value;
+    for (size_t k = 1; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      const std::string p = absl::StrCat("yr_ld(", ctx.Var(t), ", ",
+                                         OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out),
+                                                    "q", Numel(out) < (int64_t{1} << 31)),
+                                         ")");
+      v = k == 1 ? absl::StrCat("(", v, ") * ", p) : absl::StrCat(v, " + ", p);
+    }
+    code->L("const float y = ", v, ";");
+    store("q", "y");
+    code->Close();
+  };
+  if (core::IsReduction(op.type)) {
+    const bool mx = op.type == OpType::kReduceMax;
+    code->L("float v = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
+    code->L("#pragma unroll 4");
+    code->L(loop, " v = ", mx ? absl::StrCat("yr_max(v, ", x, ")") : absl::StrCat("v + ", x), ";");
+    combine_lanes(mx ? "max" : "sum");
+    if (op.type == OpType::kReduceMean) code->L("v = v / ", d, ".0f;");
+    code->Open("if (live && ryi == 0) {");
+    store(absl::StrCat("o * ", inner, "LL + n"), "v");
+    code->Close();
+  } else if (op.type == OpType::kSoftmax) {
+    code->L("float v = -__int_as_float(0x7f800000), w = 0.0f;");
+    code->Open(absl::StrCat(loop, " {"));
+    code->L("const float xv = ", x, ";");
+    code->L("if (xv > v) { w = w * expf(v - xv) + 1.0f; v = xv; } else { w += expf(xv - v); }");
+    code->Close();
+    combine_lanes("softmax");
+    code->L("const float inv = 1.0f / w;");
+    norm_store(absl::StrCat("expf(", x, " - v) * inv"));
+  } else if (op.type == OpType::kRmsNorm) {
+    code->L("float v = 0.0f;");
+    code->L("#pragma unroll 4");
+    code->Open(absl::StrCat(loop, " {"));
+    code->L("const float xv = ", x, ";");
+    code->L("v += xv * xv;");
+    code->Close();
+    combine_lanes("sum");
+    code->L("const float inv = 1.0f / sqrtf(v / ", d, ".0f + ", Lit(op.eps), ");");
+    norm_store(absl::StrCat(x, " * inv"));
+  } else {  // layer_norm: the mean, then the squared deviations from it
+    code->L("float v = 0.0f;");
+    code->L("#pragma unroll 4");
+    code->L(loop, " v += ", x, ";");
+    combine_lanes("sum");
+    code->L("const float mean = v / ", d, ".0f;");
+    code->L("v = 0.0f;");
+    code->L("#pragma unroll 4");
+    code->Open(absl::StrCat(loop, " {"));
+    code->L("const float dv = ", x, " - mean;");
+    code->L("v += dv * dv;");
+    code->Close();
+    combine_lanes("sum");
+    code->L("const float inv = 1.0f / sqrtf(v / ", d, ".0f + ", Lit(op.eps), ");");
+    norm_store(absl::StrCat("(", x, " - mean) * inv"));
+  }
+  code->Close();
+  code->Line("}");
+  ctx.code->launches.push_back(std::move(launch));
+}
+
 }  // namespace
 
 void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
@@ -198,6 +391,10 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
   const Graph& g = ctx.graph;
   const OpInfo& op = g.op(op_id);
   if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, inject_fault, code)) return;
+  if (core::IsReduction(op.type) || core::IsNormOrSoftmax(op.type)) {
+    EmitAxisLanes(ctx, kernel, kernel_index, op_id, inject_fault, code);
+    return;
+  }
   const std::vector<int64_t>& out = g.tensor(op.output).shape;
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   KernelLaunch launch;
@@ -224,7 +421,9 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const int t = op.inputs[k];
       body.L("const float x", k, " = ",
-             ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "e")), ";");
+             ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "e",
+                              total < (int64_t{1} << 31))),
+             ";");
     }
     std::string value;
     if (core::IsUnaryElementwise(op.type)) {
@@ -236,107 +435,44 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
     body.L("const float v = ", value, ";");
     EmitStores(dsts, "e", "v", &body);
     body.Close();
-  } else if (core::IsReduction(op.type)) {
-    int64_t outer, d, inner;
-    axis_view(g.tensor(op.inputs[0]).shape, &outer, &d, &inner);
-    total = outer * inner;
-    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
-    body.L("const i64 o = e / ", inner, "LL;");
-    body.L("const i64 n = e % ", inner, "LL;");
-    const std::string x = ld(op.inputs[0], absl::StrCat("(o * ", d, "LL + c) * ", inner, "LL + n"));
-    if (op.type == OpType::kReduceMax) {
-      body.L("float acc = -__int_as_float(0x7f800000);");
-      body.L("for (i64 c = 0; c < ", d, "; ++c) acc = yr_max(acc, ", x, ");");
-    } else {
-      body.L("float acc = 0.0f;");
-      body.L("for (i64 c = 0; c < ", d, "; ++c) acc += ", x, ";");
-      if (op.type == OpType::kReduceMean) body.L("acc /= ", d, ".0f;");
-    }
-    EmitStores(dsts, "e", "acc", &body);
-    body.Close();
-  } else if (op.type == OpType::kRmsNorm || op.type == OpType::kLayerNorm ||
-             op.type == OpType::kSoftmax) {
-    int64_t outer, d, inner;
-    axis_view(out, &outer, &d, &inner);
-    total = outer * inner;
-    const std::string idx = absl::StrCat("(o * ", d, "LL + c) * ", inner, "LL + n");
-    const std::string x = ld(op.inputs[0], idx);
-    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
-    body.L("const i64 o = e / ", inner, "LL;");
-    body.L("const i64 n = e % ", inner, "LL;");
-    std::string value;
-    if (op.type == OpType::kSoftmax) {
-      body.L("float mx = -__int_as_float(0x7f800000);");
-      body.L("for (i64 c = 0; c < ", d, "; ++c) mx = yr_max(mx, ", x, ");");
-      body.L("float sum = 0.0f;");
-      body.L("for (i64 c = 0; c < ", d, "; ++c) sum += expf(", x, " - mx);");
-      body.L("const float inv = 1.0f / sum;");
-      value = absl::StrCat("expf(", x, " - mx) * inv");
-    } else if (op.type == OpType::kRmsNorm) {
-      body.L("float ss = 0.0f;");
-      body.Open(absl::StrCat("for (i64 c = 0; c < ", d, "; ++c) {"));
-      body.L("const float v = ", x, ";");
-      body.L("ss += v * v;");
-      body.Close();
-      body.L("const float inv = 1.0f / sqrtf(ss / ", d, ".0f + ", Lit(op.eps), ");");
-      value = absl::StrCat(x, " * inv");
-    } else {
-      body.L("float sum = 0.0f;");
-      body.L("for (i64 c = 0; c < ", d, "; ++c) sum += ", x, ";");
-      body.L("const float mean = sum / ", d, ".0f;");
-      body.L("float var = 0.0f;");
-      body.Open(absl::StrCat("for (i64 c = 0; c < ", d, "; ++c) {"));
-      body.L("const float dv = ", x, " - mean;");
-      body.L("var += dv * dv;");
-      body.Close();
-      body.L("const float inv = 1.0f / sqrtf(var / ", d, ".0f + ", Lit(op.eps), ");");
-      value = absl::StrCat("(", x, " - mean) * inv");
-    }
-    body.Open(absl::StrCat("for (i64 c = 0; c < ", d, "; ++c) {"));
-    body.L("const i64 q = ", idx, ";");
-    std::string v = value;
-    for (size_t k = 1; k < op.inputs.size(); ++k) {
-      const int t = op.inputs[k];
-      const std::string p = ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "q"));
-      v = k == 1 ? absl::StrCat("(", v, ") * ", p) : absl::StrCat(v, " + ", p);
-    }
-    body.L("const float v = ", v, ";");
-    EmitStores(dsts, "q", "v", &body);
-    body.Close();
-    body.Close();
-  } else if (op.type == OpType::kConcat) {
+  } else if (op.type == OpType::kConcat || op.type == OpType::kSlice) {
+    // Copies of runs of `inner` elements: 4 at a time where runs are whole
+    // vectors (a concat of KV caches along the sequence axis), so that the
+    // index arithmetic and the memory requests are a quarter.
     int64_t outer, dout, inner;
     axis_view(out, &outer, &dout, &inner);
-    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
+    const int vw = inner % 4 == 0 ? 4 : 1;
+    body.Open(
+        absl::StrCat("for (i64 e = i0 * ", vw, "; e < ", total, "LL; e += step * ", vw, ") {"));
     body.L("const i64 o = e / ", dout * inner, "LL;");
     body.L("const i64 c = (e / ", inner, "LL) % ", dout, "LL;");
     body.L("const i64 n = e % ", inner, "LL;");
-    body.L("float v;");
-    int64_t off = 0;
-    for (size_t k = 0; k < op.inputs.size(); ++k) {
-      const int t = op.inputs[k];
-      const int64_t dk = g.tensor(t).shape[op.axis];
-      body.L(k == 0 ? "" : "else ",
-             k + 1 < op.inputs.size() ? absl::StrCat("if (c < ", off + dk, "LL) ") : "", "v = ",
-             ld(t, absl::StrCat("(o * ", dk, "LL + (c - ", off, "LL)) * ", inner, "LL + n")), ";");
-      off += dk;
+    body.L("float v[", vw, "];");
+    auto copy = [&](int t, const std::string& index) {
+      if (vw == 4) return absl::StrCat("yr_ld4(", ctx.Var(t), " + ", index, ", v);");
+      return absl::StrCat("v[0] = yr_ld(", ctx.Var(t), ", ", index, ");");
+    };
+    if (op.type == OpType::kConcat) {
+      int64_t off = 0;
+      for (size_t k = 0; k < op.inputs.size(); ++k) {
+        const int t = op.inputs[k];
+        const int64_t dk = g.tensor(t).shape[op.axis];
+        body.L(k == 0 ? "" : "else ",
+               k + 1 < op.inputs.size() ? absl::StrCat("if (c < ", off + dk, "LL) ") : "",
+               copy(t, absl::StrCat("(o * ", dk, "LL + (c - ", off, "LL)) * ", inner, "LL + n")));
+        off += dk;
+      }
+    } else {
+      const int64_t din = g.tensor(op.inputs[0]).shape[op.axis];
+      body.L(copy(op.inputs[0], absl::StrCat("(o * ", din, "LL + ", op.slice_start, "LL + c) * ",
+                                             inner, "LL + n")));
     }
-    EmitStores(dsts, "e", "v", &body);
+    for (const std::string& dst : dsts) {
+      body.L(vw == 4 ? absl::StrCat("yr_st4(", dst, ", e, v);")
+                     : absl::StrCat("yr_st(", dst, ", e, v[0]);"));
+    }
     body.Close();
-  } else if (op.type == OpType::kSlice) {
-    int64_t outer, dout, inner;
-    axis_view(out, &outer, &dout, &inner);
-    const int64_t din = g.tensor(op.inputs[0]).shape[op.axis];
-    body.Open(absl::StrCat("for (i64 e = i0; e < ", total, "LL; e += step) {"));
-    body.L("const i64 o = e / ", dout * inner, "LL;");
-    body.L("const i64 c = (e / ", inner, "LL) % ", dout, "LL;");
-    body.L("const i64 n = e % ", inner, "LL;");
-    body.L("const float v = ",
-           ld(op.inputs[0],
-              absl::StrCat("(o * ", din, "LL + ", op.slice_start, "LL + c) * ", inner, "LL + n")),
-           ";");
-    EmitStores(dsts, "e", "v", &body);
-    body.Close();
+    total /= vw;  // the grid covers vectors
   } else if (op.type == OpType::kMatmul) {
     const std::vector<int64_t>& a = g.tensor(op.inputs[0]).shape;
     const std::vector<int64_t>& b = g.tensor(op.inputs[1]).shape;

@@ -31,6 +31,7 @@ using ::yirage::backends::BinaryExpr;
 using ::yirage::backends::BroadcastStrides;
 using ::yirage::backends::CeilDiv;
 using ::yirage::backends::CommentText;
+using ::yirage::backends::Numel;
 using ::yirage::backends::OffsetExpr;
 using ::yirage::backends::Slice;
 using yirage::v1::KernelPlan;
@@ -246,9 +247,10 @@ class RowKernelEmitter {
       return;
     }
     const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
+    const bool narrow = Numel(shape) < (int64_t{1} << 31);
     c.L("#pragma unroll");
     c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
-        OffsetExpr(shape, strides, "e + q"), ");");
+        OffsetExpr(shape, strides, "e + q", narrow), ");");
   }
 
   // Stores each output's item registers at element `e`.

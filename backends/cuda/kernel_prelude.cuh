@@ -50,6 +50,18 @@ static __device__ __forceinline__ void yr_ld4(const __nv_bfloat16* p, float* out
   const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
   out[0] = a.x; out[1] = a.y; out[2] = b.x; out[3] = b.y;
 }
+// Vector stores of 4 values at element i (a multiple of 4).
+static __device__ __forceinline__ void yr_st4(float* p, i64 i, const float* v) {
+  *reinterpret_cast<float4*>(p + i) = make_float4(v[0], v[1], v[2], v[3]);
+}
+static __device__ __forceinline__ void yr_st4(__half* p, i64 i, const float* v) {
+  __half2 h[2] = {__floats2half2_rn(v[0], v[1]), __floats2half2_rn(v[2], v[3])};
+  *reinterpret_cast<uint2*>(p + i) = *reinterpret_cast<const uint2*>(h);
+}
+static __device__ __forceinline__ void yr_st4(__nv_bfloat16* p, i64 i, const float* v) {
+  __nv_bfloat162 h[2] = {__floats2bfloat162_rn(v[0], v[1]), __floats2bfloat162_rn(v[2], v[3])};
+  *reinterpret_cast<uint2*>(p + i) = *reinterpret_cast<const uint2*>(h);
+}
 // Tensor-core path: 16-bit stores of staged A, cp.async copies of B.
 static __device__ __forceinline__ void yr_sth(__half* p, float v) { *p = __float2half_rn(v); }
 static __device__ __forceinline__ void yr_sth(__nv_bfloat16* p, float v) {
