@@ -61,7 +61,10 @@ void ClientCommands::PrintJob(const yirage::v1::Job& job) {
        << job.candidates_pending() << " pending\n"
        << "tolerance  rtol " << job.tolerance().rtol() << " atol " << job.tolerance().atol()
        << "\n";
-  if (!job.chip_id().empty()) out_ << "chip       " << job.chip_id() << "\n";
+  if (!job.chip_id().empty()) {
+    out_ << "chip       " << job.chip_id()
+         << (job.chip_bound() ? " (runs only on workers of this chip)" : "") << "\n";
+  }
   // When it was submitted, started (first leased) and ended, in UTC, and
   // how long it waited and ran.
   auto when = [](double unix_seconds) {
@@ -140,6 +143,7 @@ int ClientCommands::Submit(const SubmitOptions& options) {
   request.mutable_tolerance()->set_rtol(options.rtol);
   request.mutable_tolerance()->set_atol(options.atol);
   request.set_chip_id(options.chip_id);
+  request.set_any_chip(options.any_chip);
   request.set_request_id(options.request_id.empty() ? "cli-" + RandomHex(24) : options.request_id);
   yirage::v1::SubmitJobResponse response;
   // A submit whose reply did not come (the server unreachable a moment, or

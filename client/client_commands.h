@@ -20,6 +20,7 @@ struct SubmitOptions {
   double rtol = 0;
   double atol = 0;
   std::string chip_id;
+  bool any_chip = false;  // SubmitJobRequest.any_chip
   bool wait = false;
   // The submission's id (SubmitJobRequest.request_id); empty: a random one,
   // so that the retries of an unanswered submit find its job.

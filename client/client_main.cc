@@ -46,7 +46,14 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   submit_cmd->add_option("--atol", submit.atol, "absolute tolerance override")
       ->check(CLI::NonNegativeNumber);
-  submit_cmd->add_option("--chip", submit.chip_id, "target chip id");
+  auto* chip_opt = submit_cmd->add_option(
+      "--chip", submit.chip_id,
+      "target chip id (or a seed alias): the job runs only on workers of that chip");
+  submit_cmd
+      ->add_flag("--any-chip", submit.any_chip,
+                 "with --chip: any worker of the backend may run the job (the chip steers "
+                 "the search only)")
+      ->needs(chip_opt);
   submit_cmd->add_option("--request-id", submit.request_id,
                          "this submission's id: a submit repeating it returns the first job "
                          "(default: a random one, kept across the command's own retries)");

@@ -392,6 +392,31 @@ TEST_F(ConfirmationTest, OnlyAWorkerOfTheJobsChipConfirms) {
   EXPECT_EQ(Get(next).best().confirmation().worker_id(), "w3");
 }
 
+// A job that names its chip is leased only to workers of that chip (not to
+// one of another chip, nor to one whose chip is unknown) and waits saying
+// so; with any_chip any worker of the backend takes it.
+TEST_F(ConfirmationTest, AJobBoundToItsChipIsLeasedOnlyToWorkersOfIt) {
+  Connect("w1", 1000, "chip-b");
+  Connect("w2", 1000);
+  const std::string bound = Create(1, "chip-a");
+  EXPECT_TRUE(Get(bound).chip_bound());
+  EXPECT_EQ(Lease("w1", 1001).candidates_size(), 0);
+  EXPECT_EQ(Lease("w2", 1001).candidates_size(), 0);
+  EXPECT_EQ(Get(bound).message(),
+            "waiting: no connected worker for backend 'cpu' and chip 'chip-a' (the job is bound "
+            "to its chip)");
+  yirage::v1::SubmitJobRequest request = MakeRequest();
+  request.set_chip_id("chip-a");
+  request.set_any_chip(true);
+  auto free = store_->CreateJob(request, {1e-2, 1e-2}, MakePlans(1), {}, 1001);
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_FALSE(Get(*free).chip_bound());
+  EXPECT_EQ(Lease("w1", 1002).job_id(), *free);
+  Connect("w3", 1003, "chip-a");
+  EXPECT_EQ(Get(bound).message(), "");
+  EXPECT_EQ(Lease("w3", 1003).job_id(), bound);
+}
+
 // A job out of time still runs its confirmation: the budget skips only
 // ordinary candidates.
 TEST_F(ConfirmationTest, TheTimeBudgetDoesNotSkipAConfirmation) {

@@ -23,7 +23,7 @@ using yirage::v1::JobState;
 
 constexpr char kJobColumns[] =
     "job_id, graph_name, backend, state, rtol, atol, budget_candidates, budget_seconds, "
-    "created, started, finished, message, search, chip_id, owner";
+    "created, started, finished, message, search, chip_id, owner, chip_bound";
 
 constexpr char kCandidateColumns[] =
     "candidate_id, job_id, plan, status, time_us, baseline_time_us, max_abs_error, "
@@ -96,6 +96,7 @@ Job ReadJob(const Statement& s, int first = 0) {
   job.mutable_search()->ParseFromString(s.ColumnBlob(first + 12));
   job.set_chip_id(s.ColumnText(first + 13));
   job.set_owner(s.ColumnText(first + 14));
+  job.set_chip_bound(s.ColumnInt(first + 15) != 0);
   return job;
 }
 
@@ -187,7 +188,7 @@ absl::StatusOr<std::string> JobStore::InsertJobLocked(
       Statement insert,
       db_->Prepare("INSERT INTO jobs (job_id, graph_name, graph, backend, chip_id, state, rtol, "
                    "atol, budget_candidates, budget_seconds, created, seed, search, owner, "
-                   "request_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                   "request_id, chip_bound) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   insert.Bind(1, job_id)
       .Bind(2, request.graph().name())
       .BindBlob(3, graph_bytes)
@@ -202,7 +203,8 @@ absl::StatusOr<std::string> JobStore::InsertJobLocked(
       .Bind(12, seed)
       .BindBlob(13, search.SerializeAsString())
       .Bind(14, owner)
-      .Bind(15, request.request_id());
+      .Bind(15, request.request_id())
+      .Bind(16, int64_t{!request.chip_id().empty() && !request.any_chip()});
   YIRAGE_RETURN_IF_ERROR(insert.Run());
   return job_id;
 }
@@ -338,7 +340,7 @@ absl::StatusOr<yirage::v1::SubmitJobRequest> JobStore::SearchRequest(const std::
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s,
       db_->Prepare("SELECT state, graph, backend, chip_id, rtol, atol, budget_candidates, "
-                   "budget_seconds FROM jobs WHERE job_id=?"));
+                   "budget_seconds, chip_bound FROM jobs WHERE job_id=?"));
   s.Bind(1, job_id);
   YIRAGE_ASSIGN_OR_RETURN(bool found, s.Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
@@ -351,6 +353,7 @@ absl::StatusOr<yirage::v1::SubmitJobRequest> JobStore::SearchRequest(const std::
   }
   request.set_backend(s.ColumnText(2));
   request.set_chip_id(s.ColumnText(3));
+  request.set_any_chip(s.ColumnInt(8) == 0);
   request.mutable_tolerance()->set_rtol(s.ColumnDouble(4));
   request.mutable_tolerance()->set_atol(s.ColumnDouble(5));
   request.set_budget_candidates(static_cast<int32_t>(s.ColumnInt(6)));
@@ -435,18 +438,22 @@ absl::Status JobStore::AnnotateWaitingLocked(Job* job, double now,
     return absl::OkStatus();
   }
   int workers = 0;
-  const auto known = connected != nullptr ? connected->find(job->backend())
+  // A chip-bound job waits for a worker of its chip.
+  const std::string chip = job->chip_bound() ? job->chip_id() : "";
+  const std::string key = absl::StrCat(job->backend(), "/", chip);
+  const auto known = connected != nullptr ? connected->find(key)
                                           : absl::flat_hash_map<std::string, int>::iterator();
   if (connected != nullptr && known != connected->end()) {
     workers = known->second;
   } else {
     // WorkerStore has its own lock and never calls back into this store.
-    YIRAGE_ASSIGN_OR_RETURN(workers, workers_->CountConnected(now, job->backend()));
-    if (connected != nullptr) (*connected)[job->backend()] = workers;
+    YIRAGE_ASSIGN_OR_RETURN(workers, workers_->CountConnected(now, job->backend(), chip));
+    if (connected != nullptr) (*connected)[key] = workers;
   }
   if (workers == 0) {
-    job->set_message(
-        absl::StrCat("waiting: no connected worker for backend '", job->backend(), "'"));
+    job->set_message(absl::StrCat(
+        "waiting: no connected worker for backend '", job->backend(), "'",
+        chip.empty() ? "" : absl::StrCat(" and chip '", chip, "' (the job is bound to its chip)")));
   }
   return absl::OkStatus();
 }

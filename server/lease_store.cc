@@ -256,7 +256,9 @@ absl::StatusOr<std::optional<LeaseStore::LeasedBlobs>> LeaseStore::LeaseBatchLoc
     if (row) chip_id = s.ColumnText(0);
   }
   // Oldest runnable job of this backend that still has a pending candidate
-  // this worker may run: time left in the job's budget (confirmations are
+  // this worker may run: of the worker's chip where the job is bound to its
+  // chip (a worker of no known chip takes none of those), time left in the
+  // job's budget (confirmations are
   // exempt: they are few and decide the answer), not excluded from it (a
   // confirmation never goes to the worker whose result it checks), and for
   // a confirmation the job's chip.
@@ -269,6 +271,7 @@ absl::StatusOr<std::optional<LeaseStore::LeasedBlobs>> LeaseStore::LeaseBatchLoc
                    "(j.budget_seconds <= 0 OR j.started = 0 OR j.started + j.budget_seconds > ?2), "
                    "(j.chip_id = '' OR ?5 = '' OR j.chip_id = ?5) "
                    "FROM jobs j INDEXED BY jobs_runnable WHERE j.state IN (1, 2) AND j.backend=?1 "
+                   "AND (j.chip_bound = 0 OR j.chip_id = ?5) "
                    "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?3 "
                    "AND c.exclude_worker<>?4 "
                    "AND (c.confirms = 0 OR j.chip_id = '' OR ?5 = '' OR j.chip_id = ?5) "

@@ -72,7 +72,8 @@ class LeaseStore {
   // Leases the next batch of pending candidates for a worker of `backend`
   // from the runnable job leased from least recently (then the oldest), so
   // that jobs take turns; the job becomes RUNNING. The batch carries a new
-  // secret Batch.lease_token. A confirmation candidate (JobStore) is never
+  // secret Batch.lease_token. A job bound to its chip (Job.chip_bound) goes
+  // only to workers of that registry chip. A confirmation candidate (JobStore) is never
   // leased to the worker it excludes, nor to a worker of another registry
   // chip than its job's (where both have one), and it is leased past the
   // job's time budget. nullopt when there is no work.

@@ -124,7 +124,10 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
   }
   if (!target.has_value() && chips_ != nullptr) {
     YIRAGE_ASSIGN_OR_RETURN(target, ConnectedWorkersChip(request.backend()));
-    if (target.has_value()) request.set_chip_id(target->chip_id());
+    if (target.has_value()) {
+      request.set_chip_id(target->chip_id());
+      request.set_any_chip(true);  // the server's choice binds nothing
+    }
   }
   // The graph's tensors must fit the target's memory as well as the cap.
   core::GraphLimits limits = options_.graph_limits;
@@ -256,9 +259,12 @@ void Scheduler::LogQueued(const std::string& job_id, const yirage::v1::SubmitJob
       summary.rewritten_plans(), summary.search_seconds() * 1e3, summary.graphs_explored(),
       summary.rewrites_verified(), summary.rewrites_rejected(), summary.fingerprint_checks());
   // Accepted either way (a worker may connect later), but say it waits.
-  if (auto workers = workers_->CountConnected(UnixNow(), request.backend());
+  const bool bound = !request.chip_id().empty() && !request.any_chip();
+  if (auto workers =
+          workers_->CountConnected(UnixNow(), request.backend(), bound ? request.chip_id() : "");
       workers.ok() && *workers == 0) {
-    spdlog::warn("job {} waiting: no connected worker for backend '{}'", job_id, request.backend());
+    spdlog::warn("job {} waiting: no connected worker for backend '{}'{}", job_id,
+                 request.backend(), bound ? " and chip '" + request.chip_id() + "'" : "");
   }
 }
 

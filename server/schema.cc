@@ -125,6 +125,9 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
       // its job.
       {"ALTER TABLE jobs ADD COLUMN request_id TEXT NOT NULL DEFAULT ''",
        "CREATE UNIQUE INDEX jobs_by_request ON jobs(owner, request_id) WHERE request_id <> ''"},
+      // Version 13: a job leased only to workers of its chip
+      // (SubmitJobRequest.any_chip).
+      {"ALTER TABLE jobs ADD COLUMN chip_bound INTEGER NOT NULL DEFAULT 0"},
   };
 }
 

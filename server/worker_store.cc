@@ -143,12 +143,13 @@ absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> WorkerStore::List(double now
   return out;
 }
 
-absl::StatusOr<int> WorkerStore::CountConnected(double now, const std::string& backend) {
+absl::StatusOr<int> WorkerStore::CountConnected(double now, const std::string& backend,
+                                                const std::string& chip_id) {
   absl::MutexLock lock(&mu_);
   YIRAGE_ASSIGN_OR_RETURN(Statement s,
                           db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ? AND "
-                                       "(?2 = '' OR backend = ?2)"));
-  s.Bind(1, now - options_.worker_timeout_seconds).Bind(2, backend);
+                                       "(?2 = '' OR backend = ?2) AND (?3 = '' OR chip_id = ?3)"));
+  s.Bind(1, now - options_.worker_timeout_seconds).Bind(2, backend).Bind(3, chip_id);
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   return row ? static_cast<int>(s.ColumnInt(0)) : 0;
 }

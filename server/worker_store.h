@@ -56,8 +56,9 @@ class WorkerStore {
   // current_batch the latest batch leased to it that is still leased.
   absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> List(double now);
   // Workers heard of within worker_timeout_seconds of `now`; of one backend
-  // unless `backend` is empty.
-  absl::StatusOr<int> CountConnected(double now, const std::string& backend = "");
+  // unless `backend` is empty, of registry chip `chip_id` unless it is empty.
+  absl::StatusOr<int> CountConnected(double now, const std::string& backend = "",
+                                     const std::string& chip_id = "");
   // The connected workers (as CountConnected) by backend; backends with none
   // are left out.
   absl::StatusOr<std::map<std::string, int>> CountConnectedByBackend(double now);

@@ -393,5 +393,65 @@ TEST_F(RegistryTest, CpuDetectionMatchesProcCpuinfo) {
   EXPECT_EQ(Chips(a_).size(), chips);
 }
 
+// A job that names its chip runs only on workers of that chip; --any-chip
+// lets any worker of the backend run it; a job without --chip targets the
+// workers' chip and is bound to nothing.
+TEST_F(RegistryTest, AJobForAChipRunsOnlyOnWorkersOfThatChip) {
+  Start(a_, "a.db", {"--local-workers", "cpu"});
+  std::string worker_chip;
+  auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  while (std::chrono::steady_clock::now() < deadline && worker_chip.empty()) {
+    json list = a_.Client({"workers", "--json"}).Json();
+    if (list.is_object() && !list["workers"].empty()) worker_chip = list["workers"][0]["chip_id"];
+    if (worker_chip.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_FALSE(worker_chip.empty()) << "no worker reported a chip";
+  const json other = json::parse(R"({
+    "chip_id": "bound_test_cpu", "chip_name": "Bound test CPU", "vendor": "other",
+    "category": "cpu", "backend": "cpu",
+    "memory": {"capacity_gb": 16, "bandwidth_gbps": 25.6, "memory_type": "DDR5"},
+    "compute": {"num_compute_units": 2, "peak_tflops_fp32": 0.2}
+  })");
+  ASSERT_EQ(a_.Client({"chips", "register", Write("other.json", other.dump())}).exit_code, 0);
+  const std::string graph = SourceDir() + "/examples/graphs/softmax.json";
+  auto submit = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"submit", graph, "--json", "--budget-candidates", "2"});
+    CommandResult r = a_.Client(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? r.Json()["job_id"].get<std::string>() : std::string();
+  };
+  auto wait = [&](const std::string& job_id) {
+    CommandResult r = a_.Client({"watch", job_id, "--json"});
+    return r.Json().is_object() ? r.Json() : json::object();
+  };
+  // Bound to a chip no worker has: it waits, and says for what.
+  const std::string bound = submit({"--chip", "bound_test_cpu"});
+  // Bound to the worker's chip, and free to go anywhere: both run.
+  const std::string own = submit({"--chip", worker_chip});
+  const std::string any = submit({"--chip", "bound_test_cpu", "--any-chip"});
+  const std::string plain = submit({});
+  for (const std::string& job_id : {own, any, plain}) {
+    json job = wait(job_id);
+    EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
+  }
+  json job = a_.Client({"get", bound, "--json"}).Json();
+  EXPECT_EQ(job["state"], "QUEUED") << job.dump();
+  EXPECT_EQ(job["chip_bound"], true) << job.dump();
+  EXPECT_EQ(job["message"],
+            "waiting: no connected worker for backend 'cpu' and chip 'bound_test_cpu' (the job "
+            "is bound to its chip)")
+      << job.dump();
+  EXPECT_EQ(job["candidates_evaluated"], 0) << job.dump();
+  CommandResult text = a_.Client({"get", bound});
+  EXPECT_NE(text.out.find("bound_test_cpu (runs only on workers of this chip)"), std::string::npos)
+      << text.out;
+  EXPECT_EQ(a_.Client({"get", own, "--json"}).Json()["chip_bound"], true);
+  EXPECT_FALSE(a_.Client({"get", any, "--json"}).Json().value("chip_bound", false));
+  EXPECT_FALSE(a_.Client({"get", plain, "--json"}).Json().value("chip_bound", false));
+  // --any-chip without --chip is a usage error.
+  CommandResult r = a_.Client({"submit", graph, "--any-chip"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 }  // namespace
 }  // namespace yirage::testing

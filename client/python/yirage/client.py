@@ -217,7 +217,7 @@ class Client:
     # ---- jobs ----
 
     def submit(self, graph, backend="cpu", budget_candidates=None, budget_seconds=None, rtol=None,
-               atol=None, chip=None, timeout=None, request_id=None, retries=2):
+               atol=None, chip=None, timeout=None, request_id=None, retries=2, any_chip=False):
         """Queues a job for `graph` (a KernelGraph, a graph dict, JSON text or
         a yirage.v1.Graph); returns its id. A bad graph raises
         yirage.InvalidArgument with the server's message.
@@ -225,7 +225,10 @@ class Client:
         `request_id` (default: a random one) names this submission: a submit
         that times out or finds the server unreachable is sent again, up to
         `retries` times, with the same id, and the server returns the job
-        the first one made rather than a second."""
+        the first one made rather than a second.
+
+        `chip` (a registry id or alias) binds the job to workers of that chip;
+        `any_chip=True` lets any worker of the backend run it."""
         req = job_pb2.SubmitJobRequest(graph=as_graph(graph).to_proto(), backend=backend or "")
         if budget_candidates:
             req.budget_candidates = int(budget_candidates)
@@ -236,6 +239,7 @@ class Client:
             req.tolerance.atol = float(atol or 0.0)
         if chip:
             req.chip_id = chip
+            req.any_chip = bool(any_chip)
         req.request_id = request_id or "py-" + uuid.uuid4().hex
         for attempt in range(retries + 1):
             try:

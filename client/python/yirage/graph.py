@@ -462,7 +462,7 @@ class KernelGraph:
     def superoptimize(self, backend="cpu", server="127.0.0.1:50051", budget_seconds=None,
                       budget_candidates=None, rtol=None, atol=None, chip=None, progress=True,
                       client=None, token=None, token_file=None, tls_ca=None, poll_interval=0.5,
-                      timeout=None):
+                      timeout=None, any_chip=False):
         """Submits the graph, reports progress until the job ends (a tqdm bar
         where tqdm imports, else a line per change), and returns a
         yirage.Kernel with the result. Raises yirage.JobFailed when the job
@@ -476,7 +476,7 @@ class KernelGraph:
             return superoptimize(client, self, backend=backend, budget_seconds=budget_seconds,
                                  budget_candidates=budget_candidates, rtol=rtol, atol=atol,
                                  chip=chip, progress=progress, poll_interval=poll_interval,
-                                 timeout=timeout)
+                                 timeout=timeout, any_chip=any_chip)
         finally:
             if own:
                 client.close()

@@ -284,11 +284,12 @@ class _Progress:
 
 def superoptimize(client, graph, backend="cpu", budget_seconds=None, budget_candidates=None,
                   rtol=None, atol=None, chip=None, progress=True, poll_interval=0.5,
-                  timeout=None):
+                  timeout=None, any_chip=False):
     """Submits `graph` with `client`, follows it (Client.watch) and returns
     the Kernel of a SUCCEEDED job; raises JobFailed otherwise."""
     job_id = client.submit(graph, backend=backend, budget_candidates=budget_candidates,
-                           budget_seconds=budget_seconds, rtol=rtol, atol=atol, chip=chip)
+                           budget_seconds=budget_seconds, rtol=rtol, atol=atol, chip=chip,
+                           any_chip=any_chip)
     bar = _Progress(progress)
     job = None
     try:
