@@ -370,6 +370,75 @@ int ClientCommands::Candidates(const std::string& job_id) {
   return 0;
 }
 
+int ClientCommands::Tree(const std::string& job_id) {
+  yirage::v1::GetTrialTreeRequest request;
+  request.set_job_id(job_id);
+  yirage::v1::TrialTree tree;
+  auto context = ContextWithDeadline(rpc_timeout_);
+  grpc::Status status = stub_->GetTrialTree(context.get(), request, &tree);
+  if (!status.ok()) return Fail("tree " + job_id, status);
+  if (json_) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const yirage::v1::TrialNode& n : tree.nodes()) {
+      nlohmann::json j = {
+          {"node_id", n.node_id()},
+          {"parent_id", n.parent_id()},
+          {"kind", yirage::v1::TrialNode::Kind_Name(n.kind())},
+          {"label", n.label()},
+          {"rewrites", std::vector<std::string>(n.rewrites().begin(), n.rewrites().end())},
+          {"candidates", n.candidates()},
+          {"verified", n.verified()},
+          {"best_speedup", n.best_speedup()}};
+      if (n.kind() == yirage::v1::TrialNode::CANDIDATE) {
+        j["candidate_id"] = n.candidate_id();
+        j["status"] = yirage::v1::CandidateStatus_Name(n.status());
+        j["time_us"] = n.time_us();
+        j["speedup"] = n.speedup();
+        j["baseline"] = n.baseline();
+        j["best"] = n.best();
+        if (!n.error().empty()) j["error"] = n.error();
+      }
+      nodes.push_back(std::move(j));
+    }
+    out_ << nlohmann::json{{"job_id", tree.job_id()}, {"nodes", nodes}}.dump(2) << "\n";
+    return 0;
+  }
+  // Box-drawing prefixes: a node's ancestors say whether more of their
+  // siblings follow (a bar) or not (blank).
+  const int count = tree.nodes_size();
+  std::vector<int> last_child(count, -1);
+  for (const yirage::v1::TrialNode& n : tree.nodes()) {
+    if (n.parent_id() >= 0) last_child[n.parent_id()] = n.node_id();
+  }
+  std::vector<std::string> child_prefix(count);
+  for (const yirage::v1::TrialNode& n : tree.nodes()) {
+    std::string line;
+    if (n.parent_id() >= 0) {
+      const bool last = last_child[n.parent_id()] == n.node_id();
+      line = child_prefix[n.parent_id()] + (last ? "└─ " : "├─ ");
+      child_prefix[n.node_id()] = child_prefix[n.parent_id()] + (last ? "   " : "│  ");
+    }
+    if (n.kind() == yirage::v1::TrialNode::CANDIDATE) {
+      line += "#" + std::to_string(n.candidate_id()) + " " + n.label();
+      line += "  " + yirage::v1::CandidateStatus_Name(n.status());
+      if (n.status() == yirage::v1::VERIFIED) {
+        line += "  " + Fixed(n.time_us(), 2) + " us  " + Fixed(n.speedup(), 2) + "x";
+      }
+      if (n.baseline()) line += "  (baseline)";
+      if (n.best()) line += "  <- best";
+      if (!n.error().empty()) line += "  ! " + n.error().substr(0, 120);
+    } else {
+      if (n.kind() == yirage::v1::TrialNode::GRAPH && n.parent_id() >= 0) line += "rewrite ";
+      line += n.label() + "  (" + std::to_string(n.candidates()) + " candidate" +
+              (n.candidates() == 1 ? "" : "s") + ", " + std::to_string(n.verified()) + " verified";
+      if (n.verified() > 0) line += ", best " + Fixed(n.best_speedup(), 2) + "x";
+      line += ")";
+    }
+    out_ << line << "\n";
+  }
+  return 0;
+}
+
 int ClientCommands::Kernel(const std::string& job_id, const std::string& out_dir,
                            const std::string& march, int64_t candidate_id) {
   yirage::v1::GetKernelRequest request;

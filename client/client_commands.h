@@ -40,6 +40,9 @@ class ClientCommands {
   int List(int limit);
   int Cancel(const std::string& job_id);
   int Candidates(const std::string& job_id);
+  // The job's trial tree: graphs by rewrite, their partitions, and each
+  // candidate's schedule and result (GetTrialTree).
+  int Tree(const std::string& job_id);
   // Writes a job's kernel (`candidate_id` 0: the best) to `out_dir`; `march`:
   // the CPU build's compiler target ("" native).
   int Kernel(const std::string& job_id, const std::string& out_dir, const std::string& march = "",

@@ -77,6 +77,10 @@ int main(int argc, char** argv) {
   auto* candidates_cmd = app.add_subcommand("candidates", "every candidate of a job");
   candidates_cmd->add_option("job", job_id)->required();
   candidates_cmd->add_flag("--json", json, "print one JSON object");
+  auto* tree_cmd = app.add_subcommand(
+      "tree", "a job's trial tree: its graphs by rewrite, their partitions, each candidate");
+  tree_cmd->add_option("job", job_id)->required();
+  tree_cmd->add_flag("--json", json, "print one JSON object");
   auto* kernel_cmd = app.add_subcommand("kernel", "write the best kernel of a job to a folder");
   kernel_cmd->add_option("job", job_id)->required();
   kernel_cmd->add_option("--out", out_dir, "output folder")->required();
@@ -198,6 +202,7 @@ int main(int argc, char** argv) {
   if (*list_cmd) return commands.List(limit);
   if (*cancel_cmd) return commands.Cancel(job_id);
   if (*candidates_cmd) return commands.Candidates(job_id);
+  if (*tree_cmd) return commands.Tree(job_id);
   if (*kernel_cmd) return commands.Kernel(job_id, out_dir, march, candidate_id);
   if (*workers_cmd) return commands.Workers();
   if (*roofline_cmd) {

@@ -8,6 +8,7 @@
 #include "server/job_watch.h"
 #include "server/kernel_export.h"
 #include "server/serve_unary.h"
+#include "server/trial_tree.h"
 
 namespace yirage::server {
 namespace {
@@ -115,6 +116,20 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListCandidates(
     auto candidates = jobs_->ListCandidates(request->job_id(), /*with_work=*/true);
     if (!candidates.ok()) return candidates.status();
     for (auto& c : *candidates) *response->add_candidates() = std::move(c);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::GetTrialTree(
+    grpc::CallbackServerContext* context, const yirage::v1::GetTrialTreeRequest* request,
+    yirage::v1::TrialTree* response) {
+  return ServeUnary(context, *auth_, kClientAccess, [&](const Caller&) -> absl::Status {
+    if (auto s = RequireJobId(request->job_id()); !s.ok()) return s;
+    auto job = jobs_->GetJob(request->job_id());
+    if (!job.ok()) return job.status();
+    auto candidates = jobs_->ListCandidates(request->job_id(), /*with_work=*/false);
+    if (!candidates.ok()) return candidates.status();
+    *response = BuildTrialTree(*job, *candidates);
     return absl::OkStatus();
   });
 }

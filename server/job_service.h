@@ -39,6 +39,10 @@ class JobServiceImpl final : public yirage::v1::JobService::CallbackService {
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
                                         const yirage::v1::ListWorkersRequest* request,
                                         yirage::v1::ListWorkersResponse* response) override;
+  // The job's trial tree (server/trial_tree.h).
+  grpc::ServerUnaryReactor* GetTrialTree(grpc::CallbackServerContext* context,
+                                         const yirage::v1::GetTrialTreeRequest* request,
+                                         yirage::v1::TrialTree* response) override;
   // Streams the job's events (server/job_watch.h); the caller's deadline
   // bounds it.
   grpc::ServerWriteReactor<yirage::v1::JobEvent>* WatchJob(

@@ -174,6 +174,8 @@ TEST_F(SecurityTest, EveryRpcChecksTokenAndRole) {
       {"ListCandidates", true, false, true,
        Unary(jobs.get(), &JS::ListCandidates, list_candidates)},
       {"GetKernel", true, false, true, Unary(jobs.get(), &JS::GetKernel, get_kernel)},
+      {"GetTrialTree", true, false, true,
+       Unary(jobs.get(), &JS::GetTrialTree, no_job(yirage::v1::GetTrialTreeRequest()))},
       {"ListWorkers", false, false, true, Unary(jobs.get(), &JS::ListWorkers, {})},
       {"RegisterChip", false, false, true, Unary(chips.get(), &RS::RegisterChip, {})},
       {"GetChip", true, false, true, Unary(chips.get(), &RS::GetChip, get_chip)},

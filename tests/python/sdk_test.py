@@ -505,6 +505,43 @@ class Roofline(unittest.TestCase):
         self.assertEqual([p["candidate_id"] for p in points if p["best"]], [best_id])
         self.assertEqual(sum(1 for p in points if p["baseline"]), 1)
 
+    def test_trial_tree(self):
+        with yirage.Client(SERVER.address) as c:
+            cands = [x for x in c.candidates(self.job_id) if not x.confirms]
+            tree = c.trial_tree(self.job_id)
+            job = c.get_job(self.job_id)
+            self.assertEqual(str(job.tree()), str(tree))
+            with self.assertRaises(yirage.NotFound):
+                c.trial_tree("job-doesnotexist")
+        by_id = {x.candidate_id: x for x in cands}
+        leaves = tree.candidates()
+        self.assertEqual(sorted(n.candidate_id for n in leaves), sorted(by_id))
+        self.assertEqual(tree.root.parent_id, -1)
+        self.assertEqual(tree.root.candidates, len(cands))
+        kinds = yirage.v1.job_pb2.TrialNode
+        for n in tree.nodes:
+            self.assertLess(n.parent_id, n.node_id)
+        for leaf in leaves:
+            plan = by_id[leaf.candidate_id].plan
+            path = tree.path(leaf)
+            # original graph, one level a rewrite, the partition, the leaf
+            self.assertEqual(len(path), len(plan.rewrites) + 3, str(tree))
+            self.assertEqual([p.label for p in path[1:-2]], list(plan.rewrites))
+            self.assertEqual(path[-2].kind, kinds.PARTITION)
+            self.assertEqual(path[-2].label.count("["), len(plan.kernels))
+            self.assertEqual(leaf.best, leaf.candidate_id == job.best.candidate_id)
+        self.assertIn("rewrite ", str(tree))  # the rms_norm is expanded in some candidates
+        rc, out = cli("tree", self.job_id)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(out.strip("\n").split("\n"), str(tree).split("\n"))
+        rc, out = cli("--json", "tree", self.job_id)
+        self.assertEqual(rc, 0, out)
+        listed = json.loads(out)
+        self.assertEqual([n["node_id"] for n in listed["nodes"]], list(range(len(tree.nodes))))
+        listed_leaves = [n for n in listed["nodes"] if n["kind"] == "CANDIDATE"]
+        self.assertEqual([n["candidate_id"] for n in listed_leaves],
+                         [n.candidate_id for n in leaves])
+
     def test_candidates_carry_their_work(self):
         with yirage.Client(SERVER.address) as c:
             cands = c.candidates(self.job_id)

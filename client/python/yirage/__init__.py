@@ -27,7 +27,7 @@ __all__ = ["Aborted", "AlreadyExists", "Cancelled", "Client", "DType", "DataLoss
            "DeadlineExceeded", "FailedPrecondition", "GraphFormatError", "Internal",
            "InvalidArgument", "Job", "JobFailed", "Kernel", "KernelFiles", "KernelGraph",
            "NotFound", "OutOfRange", "PermissionDenied", "ResourceExhausted", "TERMINAL_STATES",
-           "Tensor", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown", "YirageError",
+           "Tensor", "TrialTree", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown", "YirageError",
            "bfloat16", "float16", "float32", "from_dict", "from_json", "from_proto", "load_graph",
            "new_kernel_graph", "superoptimize"]
 
@@ -35,7 +35,7 @@ __all__ = ["Aborted", "AlreadyExists", "Cancelled", "Client", "DType", "DataLoss
 def __getattr__(name):
     # The gRPC parts load on first use, so building and converting graphs
     # works without grpcio.
-    if name in ("Client", "Job", "KernelFiles", "TERMINAL_STATES"):
+    if name in ("Client", "Job", "KernelFiles", "TERMINAL_STATES", "TrialTree"):
         from . import client
         return getattr(client, name)
     if name in ("Kernel", "superoptimize"):

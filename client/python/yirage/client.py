@@ -110,6 +110,19 @@ class Job:
                 return roofline.fetch(fresh, self.job_id, chip, peak_tflops, bandwidth_gbps)
         return roofline.fetch(client, self.job_id, chip, peak_tflops, bandwidth_gbps)
 
+    def tree(self, client=None):
+        """The job's trial tree (a yirage.TrialTree): its graphs by rewrite,
+        their partitions, each candidate's schedule and result. `client` as
+        for roofline()."""
+        client = client or self._client
+        if client is None:
+            raise ValueError("job %s: tree() needs a client (this Job was not read through "
+                             "one): pass client=yirage.Client(...)" % self.job_id)
+        if client.closed:
+            with client.reopened() as fresh:
+                return fresh.trial_tree(self.job_id)
+        return client.trial_tree(self.job_id)
+
     def __getattr__(self, name):
         # Every field of the message: candidates_generated, backend, chip_id...
         if name in ("proto", "_client"):
@@ -122,6 +135,81 @@ class Job:
         return "Job(%s %s %d/%d candidates%s)" % (
             self.job_id, self.state, self.proto.candidates_evaluated,
             self.proto.candidates_generated, tail)
+
+
+class TrialTree:
+    """A job's trial tree (GetTrialTree): `nodes` are yirage.v1.TrialNode
+    messages, parents before children and each subtree right after its node;
+    the root (nodes[0]) is the job's graph, a GRAPH node the graph one more
+    rewrite made, a PARTITION node its kernels, a CANDIDATE node (a leaf) one
+    schedule with its result. str() draws it as `yirage-client tree` does."""
+
+    def __init__(self, proto):
+        self.proto = proto
+        self.nodes = list(proto.nodes)
+
+    @property
+    def job_id(self):
+        return self.proto.job_id
+
+    @property
+    def root(self):
+        return self.nodes[0]
+
+    def children(self, node):
+        return [n for n in self.nodes if n.parent_id == node.node_id]
+
+    def candidates(self):
+        """The leaves: one a candidate, in the tree's order."""
+        return [n for n in self.nodes if n.kind == job_pb2.TrialNode.CANDIDATE]
+
+    def path(self, node):
+        """The nodes from the root down to `node`."""
+        out = [node]
+        while out[-1].parent_id >= 0:
+            out.append(self.nodes[out[-1].parent_id])
+        return out[::-1]
+
+    def __str__(self):
+        last = {}
+        for n in self.nodes:
+            if n.parent_id >= 0:
+                last[n.parent_id] = n.node_id
+        prefix = {}
+        lines = []
+        for n in self.nodes:
+            line = ""
+            if n.parent_id >= 0:
+                is_last = last[n.parent_id] == n.node_id
+                line = prefix[n.parent_id] + ("└─ " if is_last else "├─ ")
+                prefix[n.node_id] = prefix[n.parent_id] + ("   " if is_last else "│  ")
+            else:
+                prefix[n.node_id] = ""
+            if n.kind == job_pb2.TrialNode.CANDIDATE:
+                line += "#%d %s  %s" % (n.candidate_id, n.label,
+                                         job_pb2.CandidateStatus.Name(n.status))
+                if n.status == job_pb2.VERIFIED:
+                    line += "  %.2f us  %.2fx" % (n.time_us, n.speedup)
+                if n.baseline:
+                    line += "  (baseline)"
+                if n.best:
+                    line += "  <- best"
+                if n.error:
+                    line += "  ! " + n.error[:120]
+            else:
+                if n.kind == job_pb2.TrialNode.GRAPH and n.parent_id >= 0:
+                    line += "rewrite "
+                line += "%s  (%d candidate%s, %d verified" % (
+                    n.label, n.candidates, "" if n.candidates == 1 else "s", n.verified)
+                if n.verified:
+                    line += ", best %.2fx" % n.best_speedup
+                line += ")"
+            lines.append(line)
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return "TrialTree(%s: %d nodes, %d candidates)" % (self.job_id, len(self.nodes),
+                                                           len(self.candidates()))
 
 
 class KernelFiles:
@@ -262,6 +350,12 @@ class Client:
     def cancel_job(self, job_id, timeout=None):
         return Job(self._call(self._jobs.CancelJob, job_pb2.CancelJobRequest(job_id=job_id),
                               timeout, "CancelJob"), self)
+
+    def trial_tree(self, job_id, timeout=None):
+        """The job's trial tree (a TrialTree)."""
+        return TrialTree(self._call(self._jobs.GetTrialTree,
+                                    job_pb2.GetTrialTreeRequest(job_id=job_id), timeout,
+                                    "GetTrialTree"))
 
     def candidates(self, job_id, timeout=None):
         """Every candidate of the job (yirage.v1.Candidate messages)."""
