@@ -81,21 +81,11 @@ TEST(TrialTreeTest, EveryCandidateUnderItsGraphAndPartition) {
     shape.push_back(line);
   }
   const std::vector<std::string> expected = {
-      "original graph",
-      "  [a][b]",
-      "    baseline #1",
-      "  [a+b]",
-      "    rows b1 #2",
-      "    rows b4 #3",
-      "  r1",
-      "    [a1+b]",
-      "      rows b1 #4",
-      "    r2",
-      "      [a2+b]",
-      "        rows b1 #5",
-      "  r2",
-      "    [a3][b]",
-      "      rows b1 #6",
+      "original graph", "  [a][b]",       "    baseline #1",
+      "  [a+b]",        "    rows b1 #2", "    rows b4 #3",
+      "  r1",           "    [a1+b]",     "      rows b1 #4",
+      "    r2",         "      [a2+b]",   "        rows b1 #5",
+      "  r2",           "    [a3][b]",    "      rows b1 #6",
   };
   EXPECT_EQ(shape, expected);
 
