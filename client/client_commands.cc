@@ -104,6 +104,11 @@ void ClientCommands::PrintJob(const yirage::v1::Job& job) {
          << Fixed(b.baseline_time_us(), 2) << " us: " << Fixed(b.speedup(), 2) << "x speedup\n"
          << "           verified, max abs error " << b.max_abs_error() << ", max rel error "
          << b.max_rel_error() << "\n";
+    if (b.final_of() != 0) {
+      out_ << "           final round: candidate " << b.final_of()
+           << " timed again beside the other finalists and the baseline, median of rounds "
+           << Fixed(b.time_us(), 2) << " us (IQR " << Fixed(b.time_iqr_us(), 2) << ")\n";
+    }
     // Run again on a second worker (docs/security.md); else why not.
     constexpr char kUnconfirmed[] = "the winner was not confirmed: ";
     if (b.has_confirmation()) {
@@ -356,6 +361,7 @@ int ClientCommands::Candidates(const std::string& job_id) {
     if (c.same_kernel_as() != 0)
       last += "  (same kernel as " + std::to_string(c.same_kernel_as()) + ")";
     if (c.confirms() != 0) last += "  (confirms #" + std::to_string(c.confirms()) + ")";
+    if (c.final_of() != 0) last += "  (final round of #" + std::to_string(c.final_of()) + ")";
     if (!c.error().empty()) last += "  ! " + c.error().substr(0, 160);
     table.Add(
         {std::to_string(c.candidate_id()), yirage::v1::CandidateStatus_Name(c.status()),

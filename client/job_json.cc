@@ -47,7 +47,9 @@ nlohmann::json JobToJson(const yirage::v1::Job& job) {
                  {"max_rel_error", b.max_rel_error()},
                  {"verified", b.verified()},
                  {"worker_id", b.worker_id()},
-                 {"plan", b.description()}};
+                 {"plan", b.description()},
+                 {"final_of", b.final_of()},
+                 {"time_iqr_us", b.time_iqr_us()}};
     // The second worker's measurement; null while (or when left) unconfirmed.
     if (b.has_confirmation()) {
       const auto& c = b.confirmation();
@@ -96,6 +98,8 @@ nlohmann::json CandidateToJson(const yirage::v1::Candidate& c) {
           {"worker_id", c.worker_id()},
           {"same_kernel_as", c.same_kernel_as()},
           {"confirms", c.confirms()},
+          {"final_of", c.final_of()},
+          {"time_iqr_us", c.time_iqr_us()},
           {"rewrites", c.plan().rewrites()},
           {"rewritten_graph_ops", c.plan().graph().ops_size()},
           {"fingerprint",

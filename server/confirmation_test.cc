@@ -2,6 +2,8 @@
 // succeeds (JobStore::FinishIfDone, LeaseStore::LeaseBatch, the security
 // issue: a worker with a valid token may report any time for its batch).
 #include <initializer_list>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -415,6 +417,107 @@ TEST_F(ConfirmationTest, AJobBoundToItsChipIsLeasedOnlyToWorkersOfIt) {
   Connect("w3", 1003, "chip-a");
   EXPECT_EQ(Get(bound).message(), "");
   EXPECT_EQ(Lease("w3", 1003).job_id(), bound);
+}
+
+// The final round (JobStore::Open's finalists): once the search's
+// candidates are done, the best three are copied as final-round rows,
+// leased together in one batch marked final_round (past the batch size),
+// and the best median speedup of that round is the job's best, whatever
+// the search's ratios said; a finalist that fails there refutes the search's
+// row of its plan. The rows are not counted among the job's candidates.
+TEST_F(ConfirmationTest, TheFinalRoundChoosesTheWinner) {
+  auto final_store = JobStore::Open((dir_ / "yirage.db").string(), workers_.get(),
+                                    /*confirm_winners=*/false,
+                                    /*finalists=*/3);
+  ASSERT_TRUE(final_store.ok()) << final_store.status();
+  JobStore& store = **final_store;
+  Connect("w1", 1000);
+  yirage::v1::SubmitJobRequest request = MakeRequest();
+  auto created = store.CreateJob(request, {1e-2, 1e-2}, MakePlans(5), {}, 1000);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string job_id = *created;
+  // The search: the baseline (100 us) and four candidates, one lucky (10x).
+  std::vector<int64_t> ids;
+  for (double now = 1001; ids.size() < 5; now += 1) {
+    yirage::v1::Batch batch = Lease("w1", now);
+    ASSERT_GT(batch.candidates_size(), 0);
+    EXPECT_FALSE(batch.final_round());
+    google::protobuf::RepeatedPtrField<CandidateResult> results;
+    for (const auto& c : batch.candidates()) {
+      const double times[] = {100, 10, 50, 60, 90};
+      *results.Add() = At(c.candidate_id(), times[ids.size()]);
+      ids.push_back(c.candidate_id());
+    }
+    ASSERT_TRUE(
+        leases_->RecordResults("w1", batch.batch_id(), batch.lease_token(), 0, results, now).ok());
+    ASSERT_TRUE(store.FinishIfDone(job_id, now).ok());
+  }
+  auto job = store.GetJob(job_id, 1010);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), yirage::v1::RUNNING) << "the final round is to run";
+  EXPECT_EQ(job->candidates_generated(), 5);
+  EXPECT_EQ(job->candidates_pending(), 3);
+  EXPECT_EQ(job->best().candidate_id(), ids[1]) << "the search's best, until the round ends";
+  // One batch of the three finalists, though batches hold two here.
+  yirage::v1::Batch final_batch = Lease("w1", 1011);
+  EXPECT_TRUE(final_batch.final_round());
+  ASSERT_EQ(final_batch.candidates_size(), 3);
+  std::map<int64_t, int64_t> original;
+  auto listed = store.ListCandidates(job_id);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  for (const Candidate& c : *listed) {
+    if (c.final_of() != 0) original[c.candidate_id()] = c.final_of();
+  }
+  ASSERT_EQ(original.size(), 3u);
+  std::set<int64_t> finalists;
+  for (const auto& [row, of] : original) finalists.insert(of);
+  EXPECT_EQ(finalists, (std::set<int64_t>{ids[1], ids[2], ids[3]}));
+  // Side by side the lucky one is slow, the 50 us one fails to verify,
+  // and the 60 us one is the fastest.
+  google::protobuf::RepeatedPtrField<CandidateResult> results;
+  int64_t winner = 0;
+  for (const auto& c : final_batch.candidates()) {
+    const int64_t of = original[c.candidate_id()];
+    if (of == ids[2]) {
+      CandidateResult r;
+      r.set_candidate_id(c.candidate_id());
+      r.set_status(yirage::v1::MISMATCH);
+      r.set_error("max abs error 3");
+      *results.Add() = r;
+      continue;
+    }
+    CandidateResult r = At(c.candidate_id(), of == ids[1] ? 95 : 58, 100);
+    r.set_time_iqr_us(of == ids[1] ? 40 : 2);
+    *results.Add() = r;
+    if (of == ids[3]) winner = c.candidate_id();
+  }
+  ASSERT_TRUE(
+      leases_
+          ->RecordResults("w1", final_batch.batch_id(), final_batch.lease_token(), 0, results, 1012)
+          .ok());
+  ASSERT_TRUE(store.FinishIfDone(job_id, 1012).ok());
+  job = store.GetJob(job_id, 1013);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), yirage::v1::SUCCEEDED);
+  EXPECT_EQ(job->best().candidate_id(), winner);
+  EXPECT_EQ(job->best().final_of(), ids[3]);
+  EXPECT_DOUBLE_EQ(job->best().time_us(), 58);
+  EXPECT_DOUBLE_EQ(job->best().time_iqr_us(), 2);
+  EXPECT_EQ(job->candidates_generated(), 5);
+  EXPECT_EQ(job->candidates_pending(), 0);
+  listed = store.ListCandidates(job_id);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  for (const Candidate& c : *listed) {
+    if (c.candidate_id() == ids[2]) {
+      EXPECT_EQ(c.status(), yirage::v1::ERROR);
+      EXPECT_EQ(c.error(), "refuted in the final round: max abs error 3");
+    }
+    if (c.candidate_id() == ids[1]) {
+      EXPECT_EQ(c.status(), yirage::v1::VERIFIED);
+    }
+  }
+  // Once over, no second round.
+  EXPECT_EQ(Lease("w1", 1014).candidates_size(), 0);
 }
 
 // A job out of time still runs its confirmation: the budget skips only

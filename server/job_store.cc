@@ -27,9 +27,9 @@ constexpr char kJobColumns[] =
 
 constexpr char kCandidateColumns[] =
     "candidate_id, job_id, plan, status, time_us, baseline_time_us, max_abs_error, "
-    "max_rel_error, error, attempts, worker_id, same_kernel_as, confirms";
+    "max_rel_error, error, attempts, worker_id, same_kernel_as, confirms, time_iqr_us, final_of";
 // How many columns kCandidateColumns names (ReadCandidate reads them all).
-constexpr int kCandidateColumnCount = 13;
+constexpr int kCandidateColumnCount = 15;
 
 Candidate ReadCandidate(const Statement& s) {
   Candidate c;
@@ -46,6 +46,8 @@ Candidate ReadCandidate(const Statement& s) {
   c.set_worker_id(s.ColumnText(10));
   c.set_same_kernel_as(s.ColumnInt(11));
   c.set_confirms(s.ColumnInt(12));
+  c.set_time_iqr_us(s.ColumnDouble(13));
+  c.set_final_of(s.ColumnInt(14));
   return c;
 }
 
@@ -103,11 +105,13 @@ Job ReadJob(const Statement& s, int first = 0) {
 // Adds `n` candidate rows of `status` to the job's counts. Confirmation
 // rows are not candidates of the job: they are left out of the counts,
 // except that a pending one keeps the job from being done.
-void AddCandidateCount(Job* job, CandidateStatus status, bool confirmation, int n) {
+// `extra`: confirmation and final-round rows, which run the plan of a
+// counted candidate again.
+void AddCandidateCount(Job* job, CandidateStatus status, bool extra, int n) {
   if (status == yirage::v1::PENDING || status == yirage::v1::LEASED) {
     job->set_candidates_pending(job->candidates_pending() + n);
   }
-  if (confirmation) return;
+  if (extra) return;
   job->set_candidates_generated(job->candidates_generated() + n);
   if (status == yirage::v1::VERIFIED || status == yirage::v1::MISMATCH ||
       status == yirage::v1::ERROR) {
@@ -121,13 +125,19 @@ void AddCandidateCount(Job* job, CandidateStatus status, bool confirmation, int 
 // The best candidate is the one with the highest speedup over the baseline
 // timed beside it: on a shared, noisy machine that ratio is far steadier
 // than absolute times taken minutes apart.
+// A job's final round, where it has one, decides: its rows come first.
 constexpr char kBestOrder[] =
+    "final_of <> 0 DESC, "
+    "CASE WHEN baseline_time_us > 0 THEN baseline_time_us / time_us ELSE 0 END DESC, "
+    "time_us ASC, ordinal ASC";
+// The search's order alone (the final round's finalists).
+constexpr char kSearchOrder[] =
     "CASE WHEN baseline_time_us > 0 THEN baseline_time_us / time_us ELSE 0 END DESC, "
     "time_us ASC, ordinal ASC";
 // kBestColumns's values, from column `first` on.
 constexpr char kBestColumns[] =
     "candidate_id, time_us, baseline_time_us, max_abs_error, max_rel_error, worker_id, "
-    "description";
+    "description, final_of, time_iqr_us";
 
 void SetBest(Job* job, const Statement& s, int first = 0) {
   auto* b = job->mutable_best();
@@ -140,6 +150,8 @@ void SetBest(Job* job, const Statement& s, int first = 0) {
   b->set_verified(true);
   b->set_worker_id(s.ColumnText(first + 5));
   b->set_description(s.ColumnText(first + 6));
+  b->set_final_of(s.ColumnInt(first + 7));
+  b->set_time_iqr_us(s.ColumnDouble(first + 8));
 }
 
 // The best result's confirmation, where `second` (the latest confirmation
@@ -160,10 +172,11 @@ void SetConfirmation(Job* job, const Candidate& second) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path,
-                                                         WorkerStore* workers,
-                                                         bool confirm_winners) {
+                                                         WorkerStore* workers, bool confirm_winners,
+                                                         int finalists) {
   YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations(), "jobs"));
-  return std::unique_ptr<JobStore>(new JobStore(std::move(db), workers, confirm_winners));
+  return std::unique_ptr<JobStore>(
+      new JobStore(std::move(db), workers, confirm_winners, finalists));
 }
 
 absl::StatusOr<std::string> JobStore::InsertJobLocked(
@@ -372,8 +385,9 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id, bool coun
   // One pass over the job's rows of its index.
   if (counts) {
     YIRAGE_ASSIGN_OR_RETURN(Statement c,
-                            db_->Prepare("SELECT status, confirms <> 0, COUNT(*) FROM candidates "
-                                         "WHERE job_id=? GROUP BY status, confirms <> 0"));
+                            db_->Prepare("SELECT status, confirms <> 0 OR final_of <> 0, COUNT(*) "
+                                         "FROM candidates WHERE job_id=? GROUP BY status, "
+                                         "confirms <> 0 OR final_of <> 0"));
     c.Bind(1, job_id);
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, c.Step());
@@ -501,10 +515,10 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
   };
   {
     YIRAGE_ASSIGN_OR_RETURN(
-        Statement s,
-        db_->Prepare(absl::StrCat("SELECT job_id, status, confirms <> 0, COUNT(*) FROM candidates "
-                                  "WHERE ",
-                                  kListed, " GROUP BY job_id, status, confirms <> 0")));
+        Statement s, db_->Prepare(absl::StrCat(
+                         "SELECT job_id, status, confirms <> 0 OR final_of <> 0, "
+                         "COUNT(*) FROM candidates WHERE ",
+                         kListed, " GROUP BY job_id, status, confirms <> 0 OR final_of <> 0")));
     s.Bind(1, n);
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -751,6 +765,11 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
         job.candidates_pending() > 0) {
       return false;
     }
+    if (finalists_ > 1 && job.has_best()) {
+      YIRAGE_ASSIGN_OR_RETURN(FinalRoundStep step, FinalRoundLocked(job_id));
+      if (step == FinalRoundStep::kStarted) return false;
+      if (step == FinalRoundStep::kRefuted) continue;
+    }
     std::string message = job.message();
     if (!job.has_best()) {
       message = absl::StrCat("no candidate verified: ", job.candidates_failed(), " of ",
@@ -819,6 +838,67 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
     YIRAGE_RETURN_IF_ERROR(s.Run());
     return true;
   }
+}
+
+absl::StatusOr<JobStore::FinalRoundStep> JobStore::FinalRoundLocked(const std::string& job_id) {
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("SELECT 1 FROM candidates WHERE job_id=? AND final_of <> 0 LIMIT 1"));
+    s.Bind(1, job_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool started, s.Step());
+    if (started) {
+      // A finalist that no longer verifies (or failed to run) refutes the
+      // search's result of its plan.
+      YIRAGE_ASSIGN_OR_RETURN(
+          Statement refute,
+          db_->Prepare("UPDATE candidates SET status=?1, error='refuted in the final round: ' || "
+                       "(SELECT f.error FROM candidates f WHERE f.job_id=?2 AND "
+                       "f.final_of = candidates.candidate_id AND f.status IN (?3, ?4) LIMIT 1) "
+                       "WHERE job_id=?2 AND status=?5 AND final_of = 0 AND confirms = 0 AND "
+                       "candidate_id IN (SELECT final_of FROM candidates WHERE job_id=?2 AND "
+                       "final_of <> 0 AND status IN (?3, ?4))"));
+      refute.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
+          .Bind(2, job_id)
+          .Bind(3, static_cast<int64_t>(yirage::v1::MISMATCH))
+          .Bind(4, static_cast<int64_t>(yirage::v1::ERROR))
+          .Bind(5, static_cast<int64_t>(yirage::v1::VERIFIED));
+      YIRAGE_RETURN_IF_ERROR(refute.Run());
+      return db_->Changes() > 0 ? FinalRoundStep::kRefuted : FinalRoundStep::kDone;
+    }
+  }
+  std::vector<int64_t> finalists;
+  {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare(absl::StrCat("SELECT candidate_id FROM candidates WHERE job_id=? AND "
+                                  "status=? AND confirms = 0 AND final_of = 0 ORDER BY ",
+                                  kSearchOrder, " LIMIT ?")));
+    s.Bind(1, job_id)
+        .Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED))
+        .Bind(3, static_cast<int64_t>(finalists_));
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      finalists.push_back(s.ColumnInt(0));
+    }
+  }
+  // One verified candidate has nothing to be compared with.
+  if (finalists.size() < 2) return FinalRoundStep::kDone;
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  for (int64_t id : finalists) {
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("INSERT INTO candidates (job_id, ordinal, plan, description, is_baseline, "
+                     "status, final_of) SELECT job_id, (SELECT MAX(ordinal) + 1 FROM candidates "
+                     "WHERE job_id=?1), plan, description, 0, ?2, candidate_id FROM candidates "
+                     "WHERE candidate_id=?3 AND job_id=?1"));
+    s.Bind(1, job_id).Bind(2, static_cast<int64_t>(yirage::v1::PENDING)).Bind(3, id);
+    YIRAGE_RETURN_IF_ERROR(s.Run());
+  }
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  return FinalRoundStep::kStarted;
 }
 
 absl::StatusOr<bool> JobStore::FinishIfDone(const std::string& job_id, double now) {
@@ -900,7 +980,8 @@ absl::Status JobStore::SkipOverBudgetLocked(double now, MaintenanceReport* repor
     for (const auto& [job_id, backend] : over) {
       YIRAGE_ASSIGN_OR_RETURN(Statement skip,
                               db_->Prepare("UPDATE candidates SET status=?, error=?, finished=? "
-                                           "WHERE job_id=? AND status=? AND confirms = 0"));
+                                           "WHERE job_id=? AND status=? AND confirms = 0 AND "
+                                           "final_of = 0"));
       skip.Bind(1, static_cast<int64_t>(yirage::v1::SKIPPED))
           .Bind(2, "time budget exhausted")
           .Bind(3, now)

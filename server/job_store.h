@@ -37,9 +37,14 @@ class JobStore {
   // winner confirmed) answers whether a job's backend has connected workers;
   // it must outlive the store. `confirm_winners` false: a job succeeds with
   // its best candidate as reported, no second worker asked.
+  // `finalists` > 1: once a job's search candidates are done, its best
+  // `finalists` verified ones are timed again, interleaved with the baseline
+  // on one worker (the final round, Candidate.final_of), and the best
+  // median speedup of that round is the job's best; 0 or 1: no final round.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(const std::string& path,
                                                         WorkerStore* workers = nullptr,
-                                                        bool confirm_winners = true);
+                                                        bool confirm_winners = true,
+                                                        int finalists = 0);
 
   // Stores a new QUEUED job and its candidates in one transaction; `owner`
   // is the name of the token that submitted it ("" without tokens). Where
@@ -120,6 +125,13 @@ class JobStore {
   // none of its candidates is PENDING or LEASED. Returns true if it finished
   // now.
   //
+  // With finalists (Open), the job's best few verified candidates are first
+  // timed again in a final round (rows with Candidate.final_of, leased
+  // together to one worker, which times them interleaved with the
+  // baseline); the best median speedup of that round is the job's best,
+  // and a finalist that fails there refutes the search's result of its
+  // plan.
+  //
   // Before a job succeeds its best candidate is confirmed: where another
   // connected worker of the job's backend (and chip, where both have one)
   // could run it, a confirmation row (Candidate.confirms) copies its plan,
@@ -149,8 +161,11 @@ class JobStore {
   absl::StatusOr<double> ResultStoredUnix(int64_t candidate_id);
 
  private:
-  JobStore(std::unique_ptr<Database> db, WorkerStore* workers, bool confirm_winners)
-      : db_(std::move(db)), workers_(workers), confirm_winners_(confirm_winners) {}
+  JobStore(std::unique_ptr<Database> db, WorkerStore* workers, bool confirm_winners, int finalists)
+      : db_(std::move(db)),
+        workers_(workers),
+        confirm_winners_(confirm_winners),
+        finalists_(finalists) {}
 
   // The job row (state `state`, no candidates); its id. Or the earlier
   // job of the request's request_id (see CreateJob), `*existing` set.
@@ -210,11 +225,20 @@ class JobStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> FinishIfDoneLocked(const std::string& job_id, double now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The final round of a job whose search candidates are done (none
+  // pending): kStarted when it inserted the finalists (PENDING rows with
+  // final_of, leased together); kRefuted when a finalist that failed made
+  // the search's row of its plan ERROR (the best changes); kDone when the
+  // round is over or there is none (fewer than two verified candidates).
+  enum class FinalRoundStep { kStarted, kRefuted, kDone };
+  absl::StatusOr<FinalRoundStep> FinalRoundLocked(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
   WorkerStore* const workers_;
   const bool confirm_winners_;
+  const int finalists_;
 };
 
 }  // namespace yirage::server

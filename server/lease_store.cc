@@ -103,8 +103,8 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
           Statement s,
           db_->Prepare("UPDATE candidates SET status=?, time_us=?, baseline_time_us=?, "
                        "max_abs_error=?, max_rel_error=?, error=?, source=?, worker_id=?, "
-                       "finished=?, same_kernel_as=?, launch=?, batch_id=NULL WHERE "
-                       "candidate_id=? AND batch_id=? AND status=?"));
+                       "finished=?, same_kernel_as=?, launch=?, batch_id=NULL, time_iqr_us=? "
+                       "WHERE candidate_id=? AND batch_id=? AND status=?"));
       s.Bind(1, static_cast<int64_t>(status))
           .Bind(2, r.time_us())
           .Bind(3, r.baseline_time_us())
@@ -115,9 +115,10 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
           .Bind(8, worker_id)
           .Bind(9, now)
           .Bind(10, r.same_kernel_as())
-          .Bind(12, r.candidate_id())
-          .Bind(13, batch_id)
-          .Bind(14, static_cast<int64_t>(yirage::v1::LEASED));
+          .Bind(12, std::isfinite(r.time_iqr_us()) ? std::max(0.0, r.time_iqr_us()) : 0.0)
+          .Bind(13, r.candidate_id())
+          .Bind(14, batch_id)
+          .Bind(15, static_cast<int64_t>(yirage::v1::LEASED));
       if (r.has_launch()) {
         s.BindBlob(11, r.launch().SerializeAsString());
       } else {
@@ -275,7 +276,8 @@ absl::StatusOr<std::optional<LeaseStore::LeasedBlobs>> LeaseStore::LeaseBatchLoc
                    "AND EXISTS (SELECT 1 FROM candidates c WHERE c.job_id=j.job_id AND c.status=?3 "
                    "AND c.exclude_worker<>?4 "
                    "AND (c.confirms = 0 OR j.chip_id = '' OR ?5 = '' OR j.chip_id = ?5) "
-                   "AND (c.confirms <> 0 OR j.budget_seconds <= 0 OR j.started = 0 "
+                   "AND (c.confirms <> 0 OR c.final_of <> 0 OR j.budget_seconds <= 0 "
+                   "OR j.started = 0 "
                    "OR j.started + j.budget_seconds > ?2)) "
                    "ORDER BY j.last_leased, j.created, j.job_id LIMIT 1"));
   pick.Bind(1, backend)
@@ -301,6 +303,17 @@ absl::StatusOr<std::optional<LeaseStore::LeasedBlobs>> LeaseStore::LeaseBatchLoc
   batch.set_lease_expires_unix(now + options_.lease_seconds);
   batch.set_lease_token(SecureRandomHex(kLeaseTokenHexDigits));
 
+  // The job's final round, where its finalists wait: they are leased alone,
+  // all together.
+  bool final_round = false;
+  {
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare("SELECT 1 FROM candidates WHERE job_id=? AND status=? AND "
+                                         "final_of <> 0 LIMIT 1"));
+    s.Bind(1, batch.job_id()).Bind(2, static_cast<int64_t>(yirage::v1::PENDING));
+    YIRAGE_ASSIGN_OR_RETURN(final_round, s.Step());
+  }
+  batch.set_final_round(final_round);
   {
     YIRAGE_ASSIGN_OR_RETURN(Statement s,
                             db_->Prepare("SELECT plan FROM candidates WHERE candidate_id=?"));
@@ -312,15 +325,18 @@ absl::StatusOr<std::optional<LeaseStore::LeasedBlobs>> LeaseStore::LeaseBatchLoc
   {
     YIRAGE_ASSIGN_OR_RETURN(
         Statement s,
-        db_->Prepare("SELECT candidate_id, plan FROM candidates WHERE job_id=? AND status=? AND "
-                     "exclude_worker<>? AND (confirms = 0 OR ?) AND (confirms <> 0 OR ?) "
-                     "ORDER BY ordinal LIMIT ?"));
+        db_->Prepare("SELECT candidate_id, plan FROM candidates WHERE job_id=?1 AND status=?2 "
+                     "AND exclude_worker<>?3 AND (confirms = 0 OR ?4) AND "
+                     "(confirms <> 0 OR final_of <> 0 OR ?5) AND (final_of <> 0) = ?7 "
+                     "ORDER BY ordinal LIMIT ?6"));
     s.Bind(1, batch.job_id())
         .Bind(2, static_cast<int64_t>(yirage::v1::PENDING))
         .Bind(3, worker_id)
         .Bind(4, may_confirm)
         .Bind(5, in_budget)
-        .Bind(6, static_cast<int64_t>(options_.batch_size));
+        // A final round goes to one worker whole, however many finalists.
+        .Bind(6, final_round ? int64_t{1} << 20 : static_cast<int64_t>(options_.batch_size))
+        .Bind(7, int64_t{final_round});
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;

@@ -128,6 +128,11 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
       // Version 13: a job leased only to workers of its chip
       // (SubmitJobRequest.any_chip).
       {"ALTER TABLE jobs ADD COLUMN chip_bound INTEGER NOT NULL DEFAULT 0"},
+      // Version 14: the final round. A row with final_of times that
+      // candidate's plan again beside the job's other finalists (0 on
+      // ordinary rows); time_iqr_us is the spread of a row's timing rounds.
+      {"ALTER TABLE candidates ADD COLUMN final_of INTEGER NOT NULL DEFAULT 0",
+       "ALTER TABLE candidates ADD COLUMN time_iqr_us REAL NOT NULL DEFAULT 0"},
   };
 }
 

@@ -177,8 +177,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   });
   YIRAGE_ASSIGN_OR_RETURN(s->auth_, Authenticator::Open(options.auth_tokens_path));
   YIRAGE_ASSIGN_OR_RETURN(s->worker_store_, WorkerStore::Open(options.db_path, options.workers));
-  YIRAGE_ASSIGN_OR_RETURN(
-      s->store_, JobStore::Open(options.db_path, s->worker_store_.get(), options.confirm_winners));
+  YIRAGE_ASSIGN_OR_RETURN(s->store_, JobStore::Open(options.db_path, s->worker_store_.get(),
+                                                    options.confirm_winners, options.finalists));
   YIRAGE_ASSIGN_OR_RETURN(s->lease_store_, LeaseStore::Open(options.db_path, options.leases));
   YIRAGE_ASSIGN_OR_RETURN(s->chip_store_, ChipStore::Open(options.db_path));
   const CatalogReport& catalog = s->chip_store_->catalog_report();

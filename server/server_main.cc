@@ -75,6 +75,12 @@ int main(int argc, char** argv) {
                  "run each job's best candidate again on a second connected worker of its "
                  "backend and chip before the job succeeds (a refuted one loses)")
       ->capture_default_str();
+  app.add_option("--finalists", options.finalists,
+                 "after the search, time each job's best N candidates again, interleaved with "
+                 "the baseline on one worker, and take the best median speedup of that round "
+                 "(0 or 1: no final round)")
+      ->check(CLI::Range(0, 16))
+      ->capture_default_str();
   app.add_option("--tls-cert", options.tls_cert_path, "PEM certificate chain: TLS on both ports");
   app.add_option("--tls-key", options.tls_key_path, "PEM private key of --tls-cert");
   app.add_option("--tls-client-ca", options.tls_client_ca_path,

@@ -42,6 +42,9 @@ struct ServerOptions {
   // A job's best candidate is run again on a second worker of its backend
   // and chip, where one is connected, before the job succeeds.
   bool confirm_winners = true;
+  // The final round: a job's best `finalists` candidates timed again side by
+  // side with the baseline before its winner is chosen (0 or 1: none).
+  int finalists = 3;
   // TLS on both gRPC ports (PEM files); with tls_client_ca, callers must
   // present a certificate it signed (mTLS).
   std::string tls_cert_path;

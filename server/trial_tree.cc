@@ -98,7 +98,9 @@ yirage::v1::TrialTree BuildTrialTree(const yirage::v1::Job& job,
     const std::string partition_label = PartitionLabel(c.plan());
     auto [pit, inserted] = partitions.try_emplace({graph, partition_label}, -1);
     if (inserted) pit->second = add(graph, TrialNode::PARTITION, partition_label);
-    const int leaf = add(pit->second, TrialNode::CANDIDATE, ScheduleLabel(c.plan()));
+    std::string label = ScheduleLabel(c.plan());
+    if (c.final_of() != 0) absl::StrAppend(&label, " (final round of #", c.final_of(), ")");
+    const int leaf = add(pit->second, TrialNode::CANDIDATE, std::move(label));
     TrialNode& p = nodes[leaf].proto;
     p.set_candidate_id(c.candidate_id());
     p.set_status(c.status());

@@ -21,6 +21,16 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The q-quantile of `v` (linear between order statistics); 0 when empty.
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(at);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
 // Output buffers for one run, in graph output order.
 struct OutputBuffers {
   std::vector<std::vector<uint8_t>> bytes;
@@ -167,15 +177,12 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
   round_options.target_seconds = timing_.target_seconds / kTimingRounds;
   round_options.max_runs = std::max(1, timing_.max_runs / kTimingRounds);
   round_options.min_runs = std::max(1, timing_.min_runs / kTimingRounds);
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  struct Times {
+    double median_us = 0, iqr_us = 0, baseline_us = 0;
   };
   // Times plan `index` (and, unless it is the baseline, the baseline beside
-  // it). Returns {candidate median, baseline median}.
-  auto time_plan = [&](int index, bool with_baseline,
-                       OutputBuffers* out) -> absl::StatusOr<std::pair<double, double>> {
+  // it).
+  auto time_plan = [&](int index, bool with_baseline, OutputBuffers* out) -> absl::StatusOr<Times> {
     std::vector<double> mine, base;
     OutputBuffers base_out = MakeOutputs(*graph);
     for (int round = 0; round < kTimingRounds; ++round) {
@@ -188,13 +195,15 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
       if (!t.ok()) return t.status();
       mine.push_back(t->median_us);
     }
-    double m = median(mine);
-    return std::make_pair(m, with_baseline ? median(base) : m);
+    Times times{Quantile(mine, 0.5), Quantile(mine, 0.75) - Quantile(mine, 0.25), 0};
+    times.baseline_us = with_baseline ? Quantile(base, 0.5) : times.median_us;
+    return times;
   };
 
   absl::Status device_lost = absl::OkStatus();
   // Runs, verifies and (if it matches) times plan `index`.
-  auto evaluate = [&](int index, int64_t candidate_id, bool with_baseline) {
+  // `timed` false: verified, not timed (the final round times afterwards).
+  auto evaluate = [&](int index, int64_t candidate_id, bool with_baseline, bool timed = true) {
     auto start = std::chrono::steady_clock::now();
     CandidateResult r;
     r.set_candidate_id(candidate_id);
@@ -220,6 +229,8 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
         if (!cmp.ok) {
           r.set_status(yirage::v1::MISMATCH);
           r.set_error(cmp.message);
+        } else if (!timed) {
+          r.set_status(yirage::v1::VERIFIED);
         } else {
           const auto time_start = std::chrono::steady_clock::now();
           auto times = time_plan(index, with_baseline, &out);
@@ -230,8 +241,9 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
             r.set_error(absl::StrCat("timing failed: ", std::string(times.status().message())));
           } else {
             r.set_status(yirage::v1::VERIFIED);
-            r.set_time_us(times->first);
-            r.set_baseline_time_us(times->second);
+            r.set_time_us(times->median_us);
+            r.set_time_iqr_us(times->iqr_us);
+            r.set_baseline_time_us(times->baseline_us);
           }
         }
       }
@@ -241,6 +253,78 @@ absl::Status BatchEvaluator::Evaluate(const yirage::v1::Batch& batch, const Call
     return r;
   };
 
+  if (batch.final_round()) {
+    // Verify every plan, then time the verified ones with the baseline in
+    // kFinalRounds rounds, each round every plan once (its order rotating
+    // from round to round), so that load on the machine falls on all alike.
+    constexpr int kFinalRounds = 7;
+    callbacks.on_start(batch.baseline_candidate_id());
+    CandidateResult base = evaluate(0, batch.baseline_candidate_id(), false, /*timed=*/false);
+    if (!device_lost.ok()) return device_lost;
+    if (base.status() != yirage::v1::VERIFIED) {
+      return fail_all(absl::StrCat("final round: the baseline did not verify: ", base.error()));
+    }
+    std::vector<CandidateResult> results;
+    std::vector<int> plans = {0};  // plan indexes timed: the baseline, then each verified
+    std::vector<int> result_of = {-1};
+    for (int i = 0; i < batch.candidates_size(); ++i) {
+      if (callbacks.should_stop()) return absl::OkStatus();
+      const int64_t id = batch.candidates(i).candidate_id();
+      callbacks.on_start(id);
+      results.push_back(evaluate(i + 1, id, false, /*timed=*/false));
+      if (!device_lost.ok()) {
+        callbacks.on_result(results.back());
+        return device_lost;
+      }
+      if (results.back().status() == yirage::v1::VERIFIED) {
+        plans.push_back(i + 1);
+        result_of.push_back(i);
+      }
+    }
+    std::vector<std::vector<double>> medians(plans.size());
+    std::vector<OutputBuffers> outs;
+    for (size_t p = 0; p < plans.size(); ++p) outs.push_back(MakeOutputs(*graph));
+    absl::Status timing = absl::OkStatus();
+    const auto time_start = std::chrono::steady_clock::now();
+    for (int round = 0; round < kFinalRounds && timing.ok(); ++round) {
+      if (callbacks.should_stop()) return absl::OkStatus();
+      for (size_t k = 0; k < plans.size() && timing.ok(); ++k) {
+        const size_t p = (k + round) % plans.size();
+        callbacks.on_start(p == 0 ? batch.baseline_candidate_id()
+                                  : batch.candidates(result_of[p]).candidate_id());
+        auto t = (*module)->Time(plans[p], input_pointers, outs[p].pointers, round_options);
+        if (!t.ok()) {
+          timing = t.status();
+          if (IsDeviceLost(timing)) device_lost = timing;
+          break;
+        }
+        medians[p].push_back(t->median_us);
+      }
+    }
+    const double share = plans.size() > 1 ? SecondsSince(time_start) / (plans.size() - 1) : 0;
+    const double baseline_us = Quantile(medians[0], 0.5);
+    for (size_t p = 1; p < plans.size(); ++p) {
+      CandidateResult& r = results[result_of[p]];
+      r.set_time_seconds(share);
+      r.set_evaluation_seconds(r.evaluation_seconds() + share);
+      if (!timing.ok()) {
+        r.set_status(yirage::v1::ERROR);
+        r.set_error(absl::StrCat("final round: timing failed: ", std::string(timing.message())));
+        continue;
+      }
+      r.set_time_us(Quantile(medians[p], 0.5));
+      r.set_time_iqr_us(Quantile(medians[p], 0.75) - Quantile(medians[p], 0.25));
+      r.set_baseline_time_us(baseline_us);
+    }
+    for (const CandidateResult& r : results) {
+      spdlog::info("final round, candidate {}: {} {:.2f} us (IQR {:.2f}), baseline {:.2f} us{}{}",
+                   r.candidate_id(), yirage::v1::CandidateStatus_Name(r.status()), r.time_us(),
+                   r.time_iqr_us(), r.baseline_time_us(), r.error().empty() ? "" : " - ",
+                   r.error().substr(0, 200));
+      callbacks.on_result(r);
+    }
+    return device_lost;
+  }
   callbacks.on_start(batch.baseline_candidate_id());
   CandidateResult baseline = evaluate(0, batch.baseline_candidate_id(), /*with_baseline=*/false);
   if (!device_lost.ok()) {

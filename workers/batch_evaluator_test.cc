@@ -138,5 +138,43 @@ TEST(BatchEvaluatorTest, EvaluatesTheSameKernelOncePerJob) {
   EXPECT_EQ(evaluator.results_reused(), 2);
 }
 
+// A final-round batch: every candidate verified, then all of them and the
+// baseline timed round after round (each plan once a round), nothing taken
+// from an earlier result of the same code; each result carries its median,
+// the spread of its rounds and the baseline's median, the same for all.
+TEST(BatchEvaluatorTest, AFinalRoundTimesEveryFinalistBesideTheOthers) {
+  absl::StatusOr<std::unique_ptr<BackendLibrary>> backend =
+      BackendLibrary::Load("cpu", YIRAGE_BIN_DIR);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  BatchEvaluator evaluator(backend->get(), QuickTiming());
+  yirage::v1::Batch batch = MakeBatch(7, 3);
+  ASSERT_GE(batch.candidates_size(), 2);
+  // Evaluated once in the search: the final round runs them again.
+  ASSERT_EQ(Verified(evaluator, batch), batch.candidates_size());
+  const int64_t reused = evaluator.results_reused();
+  batch.set_final_round(true);
+  std::vector<yirage::v1::CandidateResult> results;
+  std::vector<int64_t> started;
+  BatchEvaluator::Callbacks callbacks;
+  callbacks.on_start = [&](int64_t id) { started.push_back(id); };
+  callbacks.on_result = [&](const yirage::v1::CandidateResult& r) { results.push_back(r); };
+  callbacks.should_stop = [] { return false; };
+  ASSERT_TRUE(evaluator.Evaluate(batch, callbacks).ok());
+  ASSERT_EQ(results.size(), static_cast<size_t>(batch.candidates_size()));
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status(), yirage::v1::VERIFIED) << r.error();
+    EXPECT_GT(r.time_us(), 0);
+    EXPECT_GE(r.time_iqr_us(), 0);
+    EXPECT_GT(r.baseline_time_us(), 0);
+    EXPECT_EQ(r.baseline_time_us(), results[0].baseline_time_us());
+    EXPECT_EQ(r.same_kernel_as(), 0);
+    EXPECT_FALSE(r.source().empty());
+  }
+  EXPECT_EQ(evaluator.results_reused(), reused);
+  // The baseline and each finalist verified, then 7 rounds of all of them.
+  const size_t plans = batch.candidates_size() + 1;
+  EXPECT_EQ(started.size(), plans + 7 * plans);
+}
+
 }  // namespace
 }  // namespace yirage::worker

@@ -2,7 +2,11 @@
 // description contains $YIRAGE_TEST_CRASH_PLAN kills the process, the way a
 // kernel with a wild pointer would. Lets integration tests check that such a
 // candidate is blamed, retried on fresh workers and finally marked failed,
-// while the job completes.
+// while the job completes. And a plan whose description contains
+// $YIRAGE_TEST_LUCKY_PLAN times lucky at first: its first two timings in
+// the process report a hundredth of the measured time, every later one three
+// times it (a noisy machine's lucky draw, which a final round must see
+// through).
 #include <dlfcn.h>
 #include <signal.h>
 
@@ -21,6 +25,8 @@ const YirageBackendV1* g_cpu = nullptr;
 YirageBackendV1 g_table;
 std::mutex g_mu;
 std::set<std::pair<YirageModule*, int>> g_doomed;  // (module, plan index)
+std::set<std::pair<YirageModule*, int>> g_lucky;   // (module, plan index)
+int g_lucky_timings = 0;                           // timings of lucky plans so far
 
 const YirageBackendV1* Cpu() {
   if (g_cpu) return g_cpu;
@@ -39,14 +45,14 @@ int Compile(const void* request, size_t request_len, YirageModule** module, void
             size_t* response_len, char** error) {
   int rc = Cpu()->compile(request, request_len, module, response, response_len, error);
   const char* target = std::getenv("YIRAGE_TEST_CRASH_PLAN");
+  const char* lucky = std::getenv("YIRAGE_TEST_LUCKY_PLAN");
   yirage::v1::CompileRequest parsed;
-  if (rc == YIRAGE_OK && target && *target &&
-      parsed.ParseFromArray(request, static_cast<int>(request_len))) {
+  if (rc == YIRAGE_OK && parsed.ParseFromArray(request, static_cast<int>(request_len))) {
     std::lock_guard<std::mutex> lock(g_mu);
     for (int i = 0; i < parsed.plans_size(); ++i) {
-      if (parsed.plans(i).description().find(target) != std::string::npos) {
-        g_doomed.insert({*module, i});
-      }
+      const std::string& d = parsed.plans(i).description();
+      if (target && *target && d.find(target) != std::string::npos) g_doomed.insert({*module, i});
+      if (lucky && *lucky && d.find(lucky) != std::string::npos) g_lucky.insert({*module, i});
     }
   }
   return rc;
@@ -61,6 +67,28 @@ int Run(YirageModule* module, int32_t plan_index, const void* const* inputs, voi
   return Cpu()->run(module, plan_index, inputs, outputs, error);
 }
 
+int Time(YirageModule* module, int32_t plan_index, const void* const* inputs, void* const* outputs,
+         const YirageTimingOptions* options, YirageTiming* timing, char** error) {
+  int rc = Cpu()->time(module, plan_index, inputs, outputs, options, timing, error);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (rc == YIRAGE_OK && g_lucky.count({module, plan_index})) {
+    const double factor = g_lucky_timings++ < 2 ? 0.01 : 3.0;
+    timing->median_us *= factor;
+    timing->min_us *= factor;
+  }
+  return rc;
+}
+
+// Forgets the module's plans: a later module may get its address.
+void Release(YirageModule* module) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    std::erase_if(g_doomed, [&](const auto& k) { return k.first == module; });
+    std::erase_if(g_lucky, [&](const auto& k) { return k.first == module; });
+  }
+  Cpu()->release(module);
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const YirageBackendV1* YirageBackendGetV1() {
@@ -69,5 +97,7 @@ extern "C" __attribute__((visibility("default"))) const YirageBackendV1* YirageB
   g_table = *cpu;
   g_table.compile = &Compile;
   g_table.run = &Run;
+  g_table.time = &Time;
+  g_table.release = &Release;
   return &g_table;
 }

@@ -106,7 +106,7 @@ class EndToEndTest : public ::testing::Test {
   json OwnCandidates(const std::string& job_id) {
     json own = json::array();
     for (const auto& c : Candidates(job_id)) {
-      if (c["confirms"].get<int64_t>() == 0) own.push_back(c);
+      if (c["confirms"].get<int64_t>() == 0 && c["final_of"].get<int64_t>() == 0) own.push_back(c);
     }
     return own;
   }
@@ -240,18 +240,25 @@ TEST_F(EndToEndTest, WatchJobStreamsEveryChangeUntilTheJobEnds) {
   const yirage::v1::Job& last = events.back().job();
   EXPECT_EQ(last.state(), yirage::v1::SUCCEEDED);
   std::set<int64_t> reported;
-  int bests = 0;
+  int bests = 0, finalists = 0;
   for (const auto& e : events) {
     if (e.kind() == yirage::v1::JobEvent::CANDIDATE) {
       EXPECT_TRUE(reported.insert(e.candidate().candidate_id()).second) << "reported twice";
       EXPECT_NE(e.candidate().status(), yirage::v1::PENDING);
       EXPECT_NE(e.candidate().status(), yirage::v1::LEASED);
+      // The final round's rows are events too, but not the job's candidates.
+      if (e.candidate().final_of() != 0) {
+        ++finalists;
+        reported.erase(e.candidate().candidate_id());
+      }
     }
     bests += e.kind() == yirage::v1::JobEvent::BEST;
   }
   // Every candidate finished after the snapshot is reported once.
   const int at_snapshot = events.front().job().candidates_evaluated();
   EXPECT_EQ(at_snapshot + static_cast<int>(reported.size()), last.candidates_evaluated());
+  EXPECT_GE(finalists, 2) << "the final round of the best few";
+  EXPECT_NE(last.best().final_of(), 0) << "chosen in the final round";
   if (at_snapshot == 0) {
     EXPECT_GE(bests, 1);
   }
@@ -387,7 +394,8 @@ TEST_F(EndToEndTest, BadGraphsAreRejectedAndTheServerKeepsServing) {
 // token (under the holder's worker id or another) are refused and change
 // nothing; the holder's results finish the job.
 TEST_F(EndToEndTest, ForgedResultsAreRefusedAndTheLeaseHolderFinishesTheJob) {
-  StartServer({"--local-workers", "none"});
+  // The confirmation alone (no final round between the search and it).
+  StartServer({"--local-workers", "none", "--finalists", "0"});
   const std::string job = Submit(Example("softmax"), {"--budget-candidates", "2"});
   ASSERT_FALSE(job.empty());
   ASSERT_EQ(server_.WaitForSearch(job)["state"], "QUEUED");
@@ -471,7 +479,8 @@ TEST_F(EndToEndTest, ForgedResultsAreRefusedAndTheLeaseHolderFinishesTheJob) {
 // job succeeds with the honest worker's best, which the forger confirms
 // (it can only confirm a consistent result or refute; it cannot promote).
 TEST_F(EndToEndTest, AForgedWinnerIsRefutedByASecondWorker) {
-  StartServer({"--local-workers", "none", "--batch-size", "2"});
+  // The confirmation alone (no final round between the search and it).
+  StartServer({"--local-workers", "none", "--batch-size", "2", "--finalists", "0"});
   const std::string job = Submit(Example("softmax"), {"--budget-candidates", "4"});
   ASSERT_FALSE(job.empty());
   json searched = server_.WaitForSearch(job);
@@ -678,6 +687,54 @@ TEST_F(EndToEndTest, KilledServerResumesTheJobKeepingEveryMeasuredResult) {
     }
   }
   EXPECT_GE(kept, 3) << Candidates(job_id).dump();
+}
+
+// A worker whose timings of one plan are lucky at first (a hundredth of the
+// real time twice, then three times it: the test backend's
+// YIRAGE_TEST_LUCKY_PLAN): the search measures it far ahead of the rest,
+// the final round times it beside the other finalists and the baseline, and
+// the best median speedup of that round wins, not the lucky draw.
+TEST_F(EndToEndTest, TheFinalRoundSeesThroughALuckyMeasurement) {
+  std::string wrapper = dir_ + "/lucky-worker.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\nexec " << BinDir() << "/yirage-worker \"$@\" "
+                         << "--backend-library " << BinDir() << "/libyirage_backend_crashtest.so\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  constexpr char kLucky[] = "[S+Y] rows b4";
+  setenv("YIRAGE_TEST_LUCKY_PLAN", kLucky, 1);
+  StartServer({"--local-workers", "cpu", "--confirm-winners", "false", "--worker-binary", wrapper,
+               "--finalists", "3"});
+  unsetenv("YIRAGE_TEST_LUCKY_PLAN");
+  const std::string job_id = Submit(Example("softmax"), {"--budget-candidates", "6"});
+  ASSERT_FALSE(job_id.empty());
+  json job = server_.WaitForJob(job_id, seconds(300));
+  ASSERT_TRUE(job.is_object());
+  ASSERT_EQ(job["state"], "SUCCEEDED") << job.dump();
+  std::set<int64_t> lucky;
+  int finalists = 0;
+  for (const auto& c : Candidates(job_id)) {
+    const bool is_lucky = c["description"].get<std::string>().find(kLucky) != std::string::npos;
+    if (c["final_of"].get<int64_t>() != 0) {
+      ++finalists;
+      if (is_lucky) {
+        EXPECT_EQ(c["status"], "VERIFIED") << c.dump();
+        EXPECT_LT(c["speedup"].get<double>(), 1.0) << "side by side it is three times slower";
+        EXPECT_GT(c["time_iqr_us"].get<double>(), 0.0) << c.dump();
+      }
+    } else if (is_lucky && c["same_kernel_as"] == 0) {
+      EXPECT_GT(c["speedup"].get<double>(), 10.0) << "the lucky draw: " << c.dump();
+      lucky.insert(c["candidate_id"].get<int64_t>());
+    }
+  }
+  ASSERT_EQ(lucky.size(), 1u) << Candidates(job_id).dump();
+  EXPECT_EQ(finalists, 3);
+  const int64_t final_of = job["best"]["final_of"];
+  EXPECT_NE(final_of, 0) << job.dump();
+  EXPECT_EQ(lucky.count(final_of), 0u) << "the lucky plan won: " << job.dump();
+  EXPECT_LT(job["best"]["speedup"].get<double>(), 10.0) << job.dump();
+  // `get` says how the winner was chosen.
+  CommandResult shown = server_.Client({"get", job_id});
+  EXPECT_NE(shown.out.find("final round: candidate " + std::to_string(final_of)), std::string::npos)
+      << shown.out;
 }
 
 TEST_F(EndToEndTest, CandidateThatKeepsKillingWorkersIsMarkedFailed) {

@@ -257,9 +257,16 @@ def from_messages(job, candidates, chip=None, chip_id=None, chip_error=None, pea
     def leave_out(why):
         left_out[why] = left_out.get(why, 0) + 1
 
+    # A candidate timed again in the job's final round is drawn once, with
+    # that round's figures (the ones its winner was chosen by).
+    finals = {}
     for c in candidates:
-        if int(_num(c.get("confirms"), 0)):
-            continue  # a winner run again on a second worker, not a candidate
+        if int(_num(c.get("final_of"), 0)) and c.get("status") == "VERIFIED":
+            finals[int(_num(c.get("final_of"), 0))] = c
+    for c in candidates:
+        if int(_num(c.get("confirms"), 0)) or int(_num(c.get("final_of"), 0)):
+            continue  # a plan run again (a second worker, the final round): not a candidate
+        c = finals.get(int(_num(c.get("candidate_id"), 0)), c)
         status = c.get("status", "CANDIDATE_STATUS_UNSPECIFIED")
         if status in _FAILED:
             leave_out("failed")
