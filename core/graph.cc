@@ -496,8 +496,17 @@ int DTypeSize(yirage::v1::DType dtype) {
 }
 
 absl::Status CheckSameSignature(const Graph& reference, const Graph& other) {
-  auto same = [](const TensorInfo& a, const TensorInfo& b) {
-    return a.name == b.name && a.shape == b.shape && a.dtype == b.dtype;
+  // The same memory layout: the same dims but for size-1 ones (a rewrite
+  // may drop a size-1 tail, core/rewrite.h squeeze_unit_dims).
+  auto layout = [](const std::vector<int64_t>& shape) {
+    std::vector<int64_t> dims;
+    for (int64_t d : shape) {
+      if (d != 1) dims.push_back(d);
+    }
+    return dims;
+  };
+  auto same = [&](const TensorInfo& a, const TensorInfo& b) {
+    return a.name == b.name && layout(a.shape) == layout(b.shape) && a.dtype == b.dtype;
   };
   auto describe = [](const TensorInfo& t) {
     return absl::StrCat("'", t.name, "' ", ShapeToString(t.shape), " ", Sv(DTypeName(t.dtype)));

@@ -775,6 +775,74 @@ absl::StatusOr<Graph> ReduceShapes(const Graph& graph, int64_t factor) {
   return reduced;
 }
 
+// Every tensor of the graph ends in t >= 1 size-1 dims (a tensor of one
+// element may end in fewer, down to rank 1): the same graph without them
+// keeps every tensor's memory layout, and an axis followed only by size-1
+// dims becomes the last one, which row kernels take (a keepdim reduction's
+// output reduced again over the axis before it, a softmax over axis 2 of
+// [b, h, n, 1]). Matmuls and attention contract their last dims and take no
+// such squeeze; an op over a dropped dim stops it.
+Protos SqueezeUnitDims(const Graph& g) {
+  auto numel = [](const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  };
+  for (const OpInfo& op : g.ops()) {
+    if (!IsElementwise(op.type) && !IsReduction(op.type) && !IsNormOrSoftmax(op.type) &&
+        op.type != OpType::kConcat && op.type != OpType::kSlice) {
+      return {};
+    }
+  }
+  auto trailing_ones = [](const std::vector<int64_t>& shape) {
+    int n = 0;
+    for (auto it = shape.rbegin(); it != shape.rend() && *it == 1; ++it) ++n;
+    return n;
+  };
+  int t = 1 << 20;
+  for (int i = 0; i < g.num_tensors(); ++i) {
+    const std::vector<int64_t>& shape = g.tensor(i).shape;
+    if (numel(shape) == 1) continue;
+    t = std::min(t, trailing_ones(shape));
+  }
+  if (t == 0 || t == 1 << 20) return {};
+  auto squeezed = [&](const std::vector<int64_t>& shape) {
+    const int drop = std::min<int>(t, static_cast<int>(shape.size()) - 1);
+    return std::vector<int64_t>(shape.begin(), shape.end() - std::max(0, drop));
+  };
+  for (const OpInfo& op : g.ops()) {
+    if (!IsReduction(op.type) && !IsNormOrSoftmax(op.type) && op.type != OpType::kConcat &&
+        op.type != OpType::kSlice) {
+      continue;
+    }
+    if (op.axis >= static_cast<int>(squeezed(g.tensor(op.inputs[0]).shape).size())) return {};
+  }
+  yirage::v1::Graph proto = g.proto();
+  for (int i = 0; i < g.num_inputs(); ++i) {
+    auto* in = proto.mutable_inputs(i);
+    in->clear_shape();
+    for (int64_t d : squeezed(g.tensor(i).shape)) in->add_shape(d);
+  }
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& op = g.op(j);
+    if (IsReduction(op.type) || IsNormOrSoftmax(op.type) || op.type == OpType::kConcat ||
+        op.type == OpType::kSlice) {
+      SetInt(proto.mutable_ops(j), "axis", op.axis);  // from the front: unchanged
+    }
+  }
+  // Every tensor must come out as the original without its size-1 tail.
+  absl::StatusOr<Graph> check = Graph::FromProto(proto);
+  if (!check.ok()) return {};
+  for (int i = 0; i < g.num_tensors(); ++i) {
+    const int k = check->FindTensor(g.tensor(i).name);
+    if (k < 0) return {};
+    const std::vector<int64_t>& got = check->tensor(k).shape;
+    if (numel(got) != numel(g.tensor(i).shape)) return {};
+    if (numel(got) > 1 && got != squeezed(g.tensor(i).shape)) return {};
+  }
+  return {proto};
+}
+
 const std::vector<RewriteRule>& DefaultRewriteRules() {
   static const std::vector<RewriteRule>* rules = new std::vector<RewriteRule>{
       {"expand_rms_norm", ExpandRmsNorm},
@@ -789,6 +857,7 @@ const std::vector<RewriteRule>& DefaultRewriteRules() {
       {"split_key_axis", SplitKeyAxis},
       {"defer_layer_norm", DeferLayerNorm},
       {"slice_through_concat", SliceThroughConcat},
+      {"squeeze_unit_dims", SqueezeUnitDims},
   };
   return *rules;
 }

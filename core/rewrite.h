@@ -56,6 +56,11 @@
 //    their concat); slice(concat(A_1..A_n, a), b != a, s, e) ->
 //    concat(slice(A_1, b, s, e), ..., a). The slice then reads only what it
 //    keeps (a split of a fused projection, a window of a joined sequence).
+//  * squeeze_unit_dims: a graph without matmuls whose every tensor ends in
+//    t size-1 dims -> the same graph without them (every layout the same;
+//    CheckSameSignature compares layouts), so that an axis followed only by
+//    size-1 dims is the last and row kernels take its norm, softmax or
+//    reduction with the ops around it.
 // Several reductions over the same rows (norm_transformer's two rms_norms)
 // end up in one KERNEL_ROW kernel once expanded: the partitioner fuses them
 // (asserted by core/rewrite_test.cc MultiReduction tests), so there is no

@@ -203,6 +203,69 @@ Graph SliceOfConcat(int cat_axis, int slice_axis, int64_t start, int64_t end, bo
   return *g;
 }
 
+// Graphs whose every tensor ends in size-1 dims: the same graph without
+// them, fingerprint-equal and float64-equal on the same data (the layouts
+// are the same); an axis followed by size-1 dims becomes the last.
+Graph TrailingOnes(bool matmul, int reduce_axis, bool odd_one_out) {
+  using testing::IntAttr;
+  testing::GraphProtoBuilder b("trailing_ones");
+  b.Input("X", {4, 6, 5, 1}).Input("c", {1}).Input("S", {2, 7, 1, 1});
+  if (odd_one_out) b.Input("Z", {4, 6, 5});
+  b.Op("A", "abs", {"X"}).Op("M", "maximum", {"A", "c"});
+  b.Op("R", "reduce_sum", {"M"},
+       {{"axis", IntAttr(reduce_axis)}, {"keepdim", testing::BoolAttr(true)}});
+  b.Output("R");
+  b.Op("T", "mul", {"S"}, {{"scalar", testing::FloatAttr(0.125)}});
+  b.Op("P", "softmax", {"T"}, {{"axis", IntAttr(1)}}).Output("P");
+  if (matmul) {
+    b.Input("W", {1, 1});
+    b.Op("Q", "matmul", {"X", "W"}).Output("Q");
+  }
+  if (odd_one_out) b.Op("Y", "exp", {"Z"}).Output("Y");
+  absl::StatusOr<Graph> g = Graph::FromProto(b.proto());
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+TEST(SqueezeUnitDims, DropsTheSizeOneTailEverywhere) {
+  const Graph g = TrailingOnes(false, -2, false);
+  const std::vector<Graph> r = ApplyRule(g, "squeeze_unit_dims");
+  ASSERT_EQ(r.size(), 1u);
+  const Graph& s = r[0];
+  EXPECT_EQ(s.tensor(s.FindTensor("X")).shape, (std::vector<int64_t>{4, 6, 5}));
+  EXPECT_EQ(s.tensor(s.FindTensor("c")).shape, (std::vector<int64_t>{1}));
+  EXPECT_EQ(s.tensor(s.FindTensor("S")).shape, (std::vector<int64_t>{2, 7, 1}));
+  EXPECT_EQ(s.tensor(s.FindTensor("R")).shape, (std::vector<int64_t>{4, 6, 1}));
+  EXPECT_EQ(s.op(2).axis, 2) << "the reduction is over the last axis now";
+  EXPECT_TRUE(CheckSameSignature(g, s).ok());
+  const FingerprintResult fp = CheckFingerprintEquivalent(g, s);
+  EXPECT_TRUE(fp.equivalent) << fp.message;
+  // The same data under the squeezed shapes.
+  const std::vector<HostTensor> inputs = MakeRandomInputs(g, 3);
+  std::vector<HostTensor> reshaped = inputs;
+  for (int i = 0; i < s.num_inputs(); ++i) reshaped[i].shape = s.tensor(i).shape;
+  absl::StatusOr<std::vector<HostTensor>> a = EvaluateReference(g, inputs);
+  absl::StatusOr<std::vector<HostTensor>> b = EvaluateReference(s, reshaped);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t o = 0; o < a->size(); ++o) EXPECT_EQ((*a)[o].data, (*b)[o].data);
+  // The whole search admits it.
+  RewriteOptions options;
+  options.time_budget_seconds = 0;
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(g, options, &stats);
+  ASSERT_TRUE(found.ok()) << found.status();
+  bool squeezed = false;
+  for (const RewrittenGraph& rg : *found) {
+    squeezed |= rg.rewrites == std::vector<std::string>{"squeeze_unit_dims"};
+  }
+  EXPECT_TRUE(squeezed) << absl::StrJoin(stats.rejections, "; ");
+  // A matmul, a reduction over the size-1 tail itself, a tensor without
+  // the tail: left alone.
+  EXPECT_TRUE(ApplyRule(TrailingOnes(true, -2, false), "squeeze_unit_dims").empty());
+  EXPECT_TRUE(ApplyRule(TrailingOnes(false, -1, false), "squeeze_unit_dims").empty());
+  EXPECT_TRUE(ApplyRule(TrailingOnes(false, -2, true), "squeeze_unit_dims").empty());
+}
+
 TEST(SliceThroughConcat, ReadsOnlyThePiecesKept) {
   struct Case {
     int cat_axis, slice_axis;
