@@ -520,6 +520,54 @@ TEST_F(ConfirmationTest, TheFinalRoundChoosesTheWinner) {
   EXPECT_EQ(Lease("w1", 1014).candidates_size(), 0);
 }
 
+// A final round that could not time (its baseline failed there) says
+// nothing of the finalists: the search's best stands.
+TEST_F(ConfirmationTest, AFinalRoundThatCouldNotTimeLeavesTheSearchsBest) {
+  auto final_store = JobStore::Open((dir_ / "yirage.db").string(), workers_.get(),
+                                    /*confirm_winners=*/false, /*finalists=*/3);
+  ASSERT_TRUE(final_store.ok()) << final_store.status();
+  JobStore& store = **final_store;
+  Connect("w1", 1000);
+  auto created = store.CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(3), {}, 1000);
+  ASSERT_TRUE(created.ok()) << created.status();
+  yirage::v1::Batch batch = Lease("w1", 1001);
+  ASSERT_EQ(batch.candidates_size(), 2);
+  ASSERT_TRUE(leases_
+                  ->RecordResults("w1", batch.batch_id(), batch.lease_token(), 0,
+                                  Results({At(batch.candidates(0).candidate_id(), 100),
+                                           At(batch.candidates(1).candidate_id(), 50)}),
+                                  1002)
+                  .ok());
+  ASSERT_TRUE(store.FinishIfDone(*created, 1002).ok());
+  yirage::v1::Batch rest = Lease("w1", 1003);
+  ASSERT_EQ(rest.candidates_size(), 1);
+  const int64_t best = rest.candidates(0).candidate_id();
+  ASSERT_TRUE(leases_
+                  ->RecordResults("w1", rest.batch_id(), rest.lease_token(), 0,
+                                  Results({At(best, 25)}), 1004)
+                  .ok());
+  ASSERT_TRUE(store.FinishIfDone(*created, 1004).ok());
+  yirage::v1::Batch round = Lease("w1", 1005);
+  ASSERT_TRUE(round.final_round());
+  google::protobuf::RepeatedPtrField<CandidateResult> failed;
+  for (const auto& c : round.candidates()) {
+    CandidateResult r;
+    r.set_candidate_id(c.candidate_id());
+    r.set_status(yirage::v1::ERROR);
+    r.set_error("final round: the baseline did not verify: run failed");
+    *failed.Add() = r;
+  }
+  ASSERT_TRUE(
+      leases_->RecordResults("w1", round.batch_id(), round.lease_token(), 0, failed, 1006).ok());
+  ASSERT_TRUE(store.FinishIfDone(*created, 1006).ok());
+  auto job = store.GetJob(*created, 1007);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), yirage::v1::SUCCEEDED);
+  EXPECT_EQ(job->best().candidate_id(), best);
+  EXPECT_EQ(job->best().final_of(), 0);
+  EXPECT_EQ(job->candidates_failed(), 0);
+}
+
 // A job out of time still runs its confirmation: the budget skips only
 // ordinary candidates.
 TEST_F(ConfirmationTest, TheTimeBudgetDoesNotSkipAConfirmation) {

@@ -848,16 +848,23 @@ absl::StatusOr<JobStore::FinalRoundStep> JobStore::FinalRoundLocked(const std::s
     s.Bind(1, job_id);
     YIRAGE_ASSIGN_OR_RETURN(bool started, s.Step());
     if (started) {
-      // A finalist that no longer verifies (or failed to run) refutes the
-      // search's result of its plan.
+      // A finalist that no longer verifies, or failed to compile or run,
+      // refutes the search's result of its plan; a round that could not
+      // time (its baseline failed, timing failed: errors "final round: ...")
+      // says nothing of the finalists, and the search's results stand.
+      constexpr char kFailed[] =
+          "(f.status = ?3 OR (f.status = ?4 AND f.error NOT LIKE 'final round: %'))";
       YIRAGE_ASSIGN_OR_RETURN(
           Statement refute,
-          db_->Prepare("UPDATE candidates SET status=?1, error='refuted in the final round: ' || "
-                       "(SELECT f.error FROM candidates f WHERE f.job_id=?2 AND "
-                       "f.final_of = candidates.candidate_id AND f.status IN (?3, ?4) LIMIT 1) "
-                       "WHERE job_id=?2 AND status=?5 AND final_of = 0 AND confirms = 0 AND "
-                       "candidate_id IN (SELECT final_of FROM candidates WHERE job_id=?2 AND "
-                       "final_of <> 0 AND status IN (?3, ?4))"));
+          db_->Prepare(absl::StrCat(
+              "UPDATE candidates SET status=?1, error='refuted in the final round: ' || "
+              "(SELECT f.error FROM candidates f WHERE f.job_id=?2 AND "
+              "f.final_of = candidates.candidate_id AND ",
+              kFailed,
+              " LIMIT 1) WHERE job_id=?2 AND status=?5 AND final_of = 0 AND confirms = 0 AND "
+              "candidate_id IN (SELECT f.final_of FROM candidates f WHERE f.job_id=?2 AND "
+              "f.final_of <> 0 AND ",
+              kFailed, ")")));
       refute.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
           .Bind(2, job_id)
           .Bind(3, static_cast<int64_t>(yirage::v1::MISMATCH))

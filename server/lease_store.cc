@@ -259,7 +259,7 @@ absl::StatusOr<std::optional<LeaseStore::LeasedBlobs>> LeaseStore::LeaseBatchLoc
   // Oldest runnable job of this backend that still has a pending candidate
   // this worker may run: of the worker's chip where the job is bound to its
   // chip (a worker of no known chip takes none of those), time left in the
-  // job's budget (confirmations are
+  // job's budget (confirmations and final rounds are
   // exempt: they are few and decide the answer), not excluded from it (a
   // confirmation never goes to the worker whose result it checks), and for
   // a confirmation the job's chip.

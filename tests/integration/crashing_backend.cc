@@ -3,15 +3,16 @@
 // kernel with a wild pointer would. Lets integration tests check that such a
 // candidate is blamed, retried on fresh workers and finally marked failed,
 // while the job completes. And a plan whose description contains
-// $YIRAGE_TEST_LUCKY_PLAN times lucky at first: its first two timings in
-// the process report a hundredth of the measured time, every later one three
-// times it (a noisy machine's lucky draw, which a final round must see
-// through).
+// $YIRAGE_TEST_LUCKY_PLAN times lucky at first: the first two timings of
+// that description in the process report a hundredth of the measured time,
+// every later one three times it (a noisy machine's lucky draw, which a
+// final round must see through).
 #include <dlfcn.h>
 #include <signal.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -25,8 +26,9 @@ const YirageBackendV1* g_cpu = nullptr;
 YirageBackendV1 g_table;
 std::mutex g_mu;
 std::set<std::pair<YirageModule*, int>> g_doomed;  // (module, plan index)
-std::set<std::pair<YirageModule*, int>> g_lucky;   // (module, plan index)
-int g_lucky_timings = 0;                           // timings of lucky plans so far
+// (module, plan index) -> its description; timings so far by description.
+std::map<std::pair<YirageModule*, int>, std::string> g_lucky;
+std::map<std::string, int> g_lucky_timings;
 
 const YirageBackendV1* Cpu() {
   if (g_cpu) return g_cpu;
@@ -52,7 +54,7 @@ int Compile(const void* request, size_t request_len, YirageModule** module, void
     for (int i = 0; i < parsed.plans_size(); ++i) {
       const std::string& d = parsed.plans(i).description();
       if (target && *target && d.find(target) != std::string::npos) g_doomed.insert({*module, i});
-      if (lucky && *lucky && d.find(lucky) != std::string::npos) g_lucky.insert({*module, i});
+      if (lucky && *lucky && d.find(lucky) != std::string::npos) g_lucky[{*module, i}] = d;
     }
   }
   return rc;
@@ -71,8 +73,9 @@ int Time(YirageModule* module, int32_t plan_index, const void* const* inputs, vo
          const YirageTimingOptions* options, YirageTiming* timing, char** error) {
   int rc = Cpu()->time(module, plan_index, inputs, outputs, options, timing, error);
   std::lock_guard<std::mutex> lock(g_mu);
-  if (rc == YIRAGE_OK && g_lucky.count({module, plan_index})) {
-    const double factor = g_lucky_timings++ < 2 ? 0.01 : 3.0;
+  auto it = g_lucky.find({module, plan_index});
+  if (rc == YIRAGE_OK && it != g_lucky.end()) {
+    const double factor = g_lucky_timings[it->second]++ < 2 ? 0.01 : 3.0;
     timing->median_us *= factor;
     timing->min_us *= factor;
   }
@@ -84,7 +87,7 @@ void Release(YirageModule* module) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     std::erase_if(g_doomed, [&](const auto& k) { return k.first == module; });
-    std::erase_if(g_lucky, [&](const auto& k) { return k.first == module; });
+    std::erase_if(g_lucky, [&](const auto& k) { return k.first.first == module; });
   }
   Cpu()->release(module);
 }

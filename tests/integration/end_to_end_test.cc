@@ -711,6 +711,7 @@ TEST_F(EndToEndTest, TheFinalRoundSeesThroughALuckyMeasurement) {
   ASSERT_EQ(job["state"], "SUCCEEDED") << job.dump();
   std::set<int64_t> lucky;
   int finalists = 0;
+  double lucky_speedup = 0, best_other = 0;  // in the search
   for (const auto& c : Candidates(job_id)) {
     const bool is_lucky = c["description"].get<std::string>().find(kLucky) != std::string::npos;
     if (c["final_of"].get<int64_t>() != 0) {
@@ -721,16 +722,19 @@ TEST_F(EndToEndTest, TheFinalRoundSeesThroughALuckyMeasurement) {
         EXPECT_GT(c["time_iqr_us"].get<double>(), 0.0) << c.dump();
       }
     } else if (is_lucky && c["same_kernel_as"] == 0) {
-      EXPECT_GT(c["speedup"].get<double>(), 10.0) << "the lucky draw: " << c.dump();
+      lucky_speedup = std::max(lucky_speedup, c["speedup"].get<double>());
       lucky.insert(c["candidate_id"].get<int64_t>());
+    } else if (!is_lucky && c["status"] == "VERIFIED" && c["same_kernel_as"] == 0) {
+      best_other = std::max(best_other, c["speedup"].get<double>());
     }
   }
-  ASSERT_EQ(lucky.size(), 1u) << Candidates(job_id).dump();
+  // Without a final round the lucky draw would have won.
+  EXPECT_GT(lucky_speedup, best_other) << Candidates(job_id).dump();
+  ASSERT_FALSE(lucky.empty()) << Candidates(job_id).dump();
   EXPECT_EQ(finalists, 3);
   const int64_t final_of = job["best"]["final_of"];
   EXPECT_NE(final_of, 0) << job.dump();
   EXPECT_EQ(lucky.count(final_of), 0u) << "the lucky plan won: " << job.dump();
-  EXPECT_LT(job["best"]["speedup"].get<double>(), 10.0) << job.dump();
   // `get` says how the winner was chosen.
   CommandResult shown = server_.Client({"get", job_id});
   EXPECT_NE(shown.out.find("final round: candidate " + std::to_string(final_of)), std::string::npos)
