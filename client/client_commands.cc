@@ -61,6 +61,10 @@ void ClientCommands::PrintJob(const yirage::v1::Job& job) {
        << job.candidates_pending() << " pending\n"
        << "tolerance  rtol " << job.tolerance().rtol() << " atol " << job.tolerance().atol()
        << "\n";
+  if (!job.cached_from().empty()) {
+    out_ << "cached     answered from job " << job.cached_from()
+         << " (its winner verified and timed again here; no search)\n";
+  }
   if (!job.chip_id().empty()) {
     out_ << "chip       " << job.chip_id()
          << (job.chip_bound() ? " (runs only on workers of this chip)" : "") << "\n";
@@ -149,6 +153,7 @@ int ClientCommands::Submit(const SubmitOptions& options) {
   request.mutable_tolerance()->set_atol(options.atol);
   request.set_chip_id(options.chip_id);
   request.set_any_chip(options.any_chip);
+  request.set_no_cache(options.no_cache);
   request.set_request_id(options.request_id.empty() ? "cli-" + RandomHex(24) : options.request_id);
   yirage::v1::SubmitJobResponse response;
   // A submit whose reply did not come (the server unreachable a moment, or
@@ -171,11 +176,16 @@ int ClientCommands::Submit(const SubmitOptions& options) {
     err_ << "request_id " << request.request_id() << " was submitted before: job "
          << response.job_id() << "\n";
   }
+  if (!response.cached_from().empty() && !json_) {
+    err_ << "answered from the cache: job " << response.cached_from()
+         << "'s winner, verified again here (--no-cache to search)\n";
+  }
   if (!options.wait) {
     if (json_) {
       out_ << nlohmann::json{{"job_id", response.job_id()},
                              {"candidates_generated", response.candidates_generated()},
-                             {"existing", response.existing()}}
+                             {"existing", response.existing()},
+                             {"cached_from", response.cached_from()}}
                   .dump(2)
            << "\n";
     } else {

@@ -21,6 +21,7 @@ struct SubmitOptions {
   double atol = 0;
   std::string chip_id;
   bool any_chip = false;  // SubmitJobRequest.any_chip
+  bool no_cache = false;  // SubmitJobRequest.no_cache
   bool wait = false;
   // The submission's id (SubmitJobRequest.request_id); empty: a random one,
   // so that the retries of an unanswered submit find its job.

@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
                  "with --chip: any worker of the backend may run the job (the chip steers "
                  "the search only)")
       ->needs(chip_opt);
+  submit_cmd->add_flag("--no-cache", submit.no_cache,
+                       "search even when a finished job with the same graph, backend, chip and "
+                       "tolerance could answer");
   submit_cmd->add_option("--request-id", submit.request_id,
                          "this submission's id: a submit repeating it returns the first job "
                          "(default: a random one, kept across the command's own retries)");

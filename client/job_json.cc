@@ -25,6 +25,7 @@ nlohmann::json JobToJson(const yirage::v1::Job& job) {
   const auto& search = job.search();
   j["chip_id"] = job.chip_id();
   j["chip_bound"] = job.chip_bound();
+  j["cached_from"] = job.cached_from();
   if (!job.owner().empty()) j["owner"] = job.owner();
   j["search"] = {{"graphs_explored", search.graphs_explored()},
                  {"rewrites_verified", search.rewrites_verified()},

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "server/job_store.h"
 #include "server/store_test_util.h"
+#include "server/worker_store.h"
 
 namespace yirage::server::testing {
 namespace {
@@ -566,6 +567,55 @@ TEST_F(ConfirmationTest, AFinalRoundThatCouldNotTimeLeavesTheSearchsBest) {
   EXPECT_EQ(job->best().candidate_id(), best);
   EXPECT_EQ(job->best().final_of(), 0);
   EXPECT_EQ(job->candidates_failed(), 0);
+}
+
+// The result cache's source: a SUCCEEDED job of the same graph (names
+// included), backend, chip and tolerance whose winner's worker named its
+// toolkit; its baseline and winner plans, the winner's marked as cached.
+TEST_F(ConfirmationTest, TheCacheAnswersOnlyTheSameQuestion) {
+  yirage::v1::SynchronizeRequest r;
+  r.set_worker_id("w1");
+  r.set_backend("cpu");
+  r.set_device_description(R"({"compiler": {"version": "gcc 12", "march": "znver4"}})");
+  r.mutable_status()->mutable_idle();
+  ASSERT_TRUE(workers_->Upsert(r, 1000).ok());
+  EXPECT_EQ(SoftwareIdentity(r.device_description()),
+            R"({"compiler":{"march":"znver4","version":"gcc 12"}})");
+  EXPECT_EQ(SoftwareIdentity("{}"), "");
+  yirage::v1::SubmitJobRequest request = MakeRequest();
+  auto* in = request.mutable_graph()->add_inputs();
+  in->set_name("X");
+  in->add_shape(4);
+  in->set_dtype(yirage::v1::FLOAT32);
+  auto* op = request.mutable_graph()->add_ops();
+  op->set_name("Y");
+  op->set_op("exp");
+  op->add_inputs("X");
+  request.mutable_graph()->add_outputs("Y");
+  const std::string key = GraphCacheKey(request.graph());
+  ASSERT_FALSE(key.empty());
+  auto created = store_->CreateJob(request, {1e-2, 1e-2}, MakePlans(2), {}, 1000);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_FALSE(store_->FindCacheSource(key, "cpu", "", {1e-2, 1e-2})->has_value())
+      << "not finished";
+  yirage::v1::Batch batch = Lease("w1", 1001);
+  Report("w1", batch,
+         {At(batch.candidates(0).candidate_id(), 100), At(batch.candidates(1).candidate_id(), 50)},
+         1002);
+  auto source = store_->FindCacheSource(key, "cpu", "", {1e-2, 1e-2});
+  ASSERT_TRUE(source.ok() && source->has_value()) << source.status();
+  EXPECT_EQ((*source)->job_id, *created);
+  EXPECT_EQ((*source)->software, SoftwareIdentity(r.device_description()));
+  ASSERT_EQ((*source)->plans.size(), 2u);
+  EXPECT_TRUE((*source)->plans[0].baseline());
+  EXPECT_EQ((*source)->plans[1].description(), "plan 1 (cached from " + *created + ")");
+  EXPECT_FALSE(store_->FindCacheSource(key, "cuda", "", {1e-2, 1e-2})->has_value());
+  EXPECT_FALSE(store_->FindCacheSource(key, "cpu", "h100", {1e-2, 1e-2})->has_value());
+  EXPECT_FALSE(store_->FindCacheSource(key, "cpu", "", {1e-3, 1e-2})->has_value());
+  // Another name for the output: another question (a plan names the ops).
+  request.mutable_graph()->mutable_ops(0)->set_name("Z");
+  request.mutable_graph()->set_outputs(0, "Z");
+  EXPECT_NE(GraphCacheKey(request.graph()), key);
 }
 
 // A job out of time still runs its confirmation: the budget skips only

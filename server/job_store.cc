@@ -4,10 +4,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc_util.h"
 #include "core/chip.h"
 #include "core/graph.h"
+#include "core/graph_hash.h"
 #include "core/plan_work.h"
 #include "core/status_macros.h"
 #include "server/schema.h"
@@ -23,7 +25,7 @@ using yirage::v1::JobState;
 
 constexpr char kJobColumns[] =
     "job_id, graph_name, backend, state, rtol, atol, budget_candidates, budget_seconds, "
-    "created, started, finished, message, search, chip_id, owner, chip_bound";
+    "created, started, finished, message, search, chip_id, owner, chip_bound, cached_from";
 
 constexpr char kCandidateColumns[] =
     "candidate_id, job_id, plan, status, time_us, baseline_time_us, max_abs_error, "
@@ -99,6 +101,7 @@ Job ReadJob(const Statement& s, int first = 0) {
   job.set_chip_id(s.ColumnText(first + 13));
   job.set_owner(s.ColumnText(first + 14));
   job.set_chip_bound(s.ColumnInt(first + 15) != 0);
+  job.set_cached_from(s.ColumnText(first + 16));
   return job;
 }
 
@@ -179,9 +182,29 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
       new JobStore(std::move(db), workers, confirm_winners, finalists));
 }
 
+std::string GraphCacheKey(const yirage::v1::Graph& graph) {
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(graph);
+  if (!g.ok()) return "";
+  core::Hash128 h = core::CanonicalGraphHash(*g);
+  auto mix = [&](const std::string& name) {
+    h = core::MixHash(h, name.size());
+    for (size_t i = 0; i < name.size(); i += 8) {
+      uint64_t word = 0;
+      for (size_t k = 0; k < 8 && i + k < name.size(); ++k) {
+        word |= static_cast<uint64_t>(static_cast<unsigned char>(name[i + k])) << (8 * k);
+      }
+      h = core::MixHash(h, word);
+    }
+  };
+  for (int t = 0; t < g->num_tensors(); ++t) mix(g->tensor(t).name);
+  for (const core::OpInfo& op : g->ops()) mix(op.name);
+  return core::HashToString(h);
+}
+
 absl::StatusOr<std::string> JobStore::InsertJobLocked(
     const yirage::v1::SubmitJobRequest& request, const core::Tolerance& tolerance, JobState state,
-    const yirage::v1::SearchSummary& search, double now, const std::string& owner, bool* existing) {
+    const yirage::v1::SearchSummary& search, double now, const std::string& owner, bool* existing,
+    const std::string& cached_from) {
   if (!request.request_id().empty()) {
     // Checked and inserted under the store's lock: a racing retry of the
     // same submission finds this one's job.
@@ -201,7 +224,8 @@ absl::StatusOr<std::string> JobStore::InsertJobLocked(
       Statement insert,
       db_->Prepare("INSERT INTO jobs (job_id, graph_name, graph, backend, chip_id, state, rtol, "
                    "atol, budget_candidates, budget_seconds, created, seed, search, owner, "
-                   "request_id, chip_bound) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                   "request_id, chip_bound, cache_key, cached_from) VALUES "
+                   "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   insert.Bind(1, job_id)
       .Bind(2, request.graph().name())
       .BindBlob(3, graph_bytes)
@@ -217,7 +241,9 @@ absl::StatusOr<std::string> JobStore::InsertJobLocked(
       .BindBlob(13, search.SerializeAsString())
       .Bind(14, owner)
       .Bind(15, request.request_id())
-      .Bind(16, int64_t{!request.chip_id().empty() && !request.any_chip()});
+      .Bind(16, int64_t{!request.chip_id().empty() && !request.any_chip()})
+      .Bind(17, GraphCacheKey(request.graph()))
+      .Bind(18, cached_from);
   YIRAGE_RETURN_IF_ERROR(insert.Run());
   return job_id;
 }
@@ -272,7 +298,8 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
                                                 const core::Tolerance& tolerance,
                                                 const std::vector<yirage::v1::Plan>& plans,
                                                 const yirage::v1::SearchSummary& search, double now,
-                                                const std::string& owner, bool* existing) {
+                                                const std::string& owner, bool* existing,
+                                                const std::string& cached_from) {
   if (plans.empty() || !plans[0].baseline()) {
     return absl::InternalError("CreateJob: the first plan must be the baseline");
   }
@@ -280,9 +307,9 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
   Transaction tx(db_.get());
   YIRAGE_RETURN_IF_ERROR(tx.status());
   bool earlier = false;
-  YIRAGE_ASSIGN_OR_RETURN(
-      std::string job_id,
-      InsertJobLocked(request, tolerance, yirage::v1::QUEUED, search, now, owner, &earlier));
+  YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
+                          InsertJobLocked(request, tolerance, yirage::v1::QUEUED, search, now,
+                                          owner, &earlier, cached_from));
   if (existing != nullptr) *existing = earlier;
   if (earlier) return job_id;
   YIRAGE_RETURN_IF_ERROR(InsertCandidatesLocked(job_id, plans));
@@ -765,7 +792,11 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
         job.candidates_pending() > 0) {
       return false;
     }
-    if (finalists_ > 1 && job.has_best()) {
+    if (!job.cached_from().empty()) {
+      YIRAGE_ASSIGN_OR_RETURN(bool searching, CachedWinnerFailedLocked(job, now));
+      if (searching) return false;
+    }
+    if (finalists_ > 1 && job.has_best() && job.cached_from().empty()) {
       YIRAGE_ASSIGN_OR_RETURN(FinalRoundStep step, FinalRoundLocked(job_id));
       if (step == FinalRoundStep::kStarted) return false;
       if (step == FinalRoundStep::kRefuted) continue;
@@ -832,12 +863,121 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
       }
     }
     JobState state = job.has_best() ? yirage::v1::SUCCEEDED : yirage::v1::FAILED;
+    // A job whose cached winner failed says so whatever else it says.
+    constexpr char kCacheFailed[] = "the cached winner of job ";
+    if (absl::StartsWith(job.message(), kCacheFailed) && message != job.message()) {
+      message = message.empty() ? job.message() : absl::StrCat(job.message(), "; ", message);
+    }
+    // The toolkit and driver its winner was timed under: the result cache
+    // answers a later job only where a worker has the same.
+    std::string software;
+    if (job.has_best() && workers_ != nullptr) {
+      // WorkerStore has its own lock and never calls back into this store.
+      YIRAGE_ASSIGN_OR_RETURN(software, workers_->WorkerSoftware(job.best().worker_id()));
+    }
     YIRAGE_ASSIGN_OR_RETURN(
-        Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=? WHERE job_id=?"));
-    s.Bind(1, static_cast<int64_t>(state)).Bind(2, now).Bind(3, message).Bind(4, job_id);
+        Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=?, software=? "
+                                  "WHERE job_id=?"));
+    s.Bind(1, static_cast<int64_t>(state))
+        .Bind(2, now)
+        .Bind(3, message)
+        .Bind(4, software)
+        .Bind(5, job_id);
     YIRAGE_RETURN_IF_ERROR(s.Run());
     return true;
   }
+}
+
+absl::StatusOr<std::optional<JobStore::CacheSource>> JobStore::FindCacheSource(
+    const std::string& cache_key, const std::string& backend, const std::string& chip_id,
+    const core::Tolerance& tolerance) {
+  absl::MutexLock lock(&mu_);
+  if (cache_key.empty()) return std::optional<CacheSource>();
+  CacheSource source;
+  int64_t baseline_id = 0;
+  Job job;
+  {
+    // Of the latest few that answer, the one whose winner had the best
+    // speedup (a run whose winner was the baseline answers only alone).
+    static_assert(yirage::v1::SUCCEEDED == 3);  // the jobs_cache index's WHERE clause
+    YIRAGE_ASSIGN_OR_RETURN(
+        Statement s,
+        db_->Prepare("SELECT job_id, software, baseline_candidate_id FROM jobs INDEXED BY "
+                     "jobs_cache WHERE cache_key=? AND backend=? AND chip_id=? AND state = 3 AND "
+                     "rtol=? AND atol=? AND software <> '' ORDER BY finished DESC LIMIT 8"));
+    s.Bind(1, cache_key)
+        .Bind(2, backend)
+        .Bind(3, chip_id)
+        .Bind(4, tolerance.rtol)
+        .Bind(5, tolerance.atol);
+    double best = -1;
+    for (;;) {
+      YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      YIRAGE_ASSIGN_OR_RETURN(Job found, LoadJobLocked(s.ColumnText(0), /*counts=*/false));
+      if (!found.has_best() || found.best().speedup() <= best) continue;
+      best = found.best().speedup();
+      job = std::move(found);
+      source.job_id = s.ColumnText(0);
+      source.software = s.ColumnText(1);
+      baseline_id = s.ColumnInt(2);
+    }
+  }
+  if (source.job_id.empty()) return std::optional<CacheSource>();
+  for (int64_t id : {baseline_id, job.best().candidate_id()}) {
+    YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                            db_->Prepare("SELECT plan FROM candidates WHERE candidate_id=?"));
+    s.Bind(1, id);
+    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+    yirage::v1::Plan plan;
+    if (!row || !plan.ParseFromString(s.ColumnBlob(0))) {
+      return absl::DataLossError(
+          absl::StrCat("job '", source.job_id, "': candidate ", id, "'s plan is unreadable"));
+    }
+    if (!source.plans.empty()) {
+      if (plan.baseline()) break;  // the baseline won: it alone answers
+      plan.set_description(absl::StrCat(plan.description(), " (cached from ", source.job_id, ")"));
+    }
+    source.plans.push_back(std::move(plan));
+  }
+  return std::optional<CacheSource>(std::move(source));
+}
+
+absl::StatusOr<bool> JobStore::CachedWinnerFailedLocked(const Job& job, double now) {
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s,
+      db_->Prepare("SELECT status, error FROM candidates WHERE job_id=? AND is_baseline = 0 AND "
+                   "final_of = 0 AND confirms = 0 ORDER BY ordinal LIMIT 1"));
+  s.Bind(1, job.job_id());
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row || s.ColumnInt(0) == yirage::v1::VERIFIED) return false;
+  const std::string why =
+      absl::StrCat(yirage::v1::CandidateStatus_Name(static_cast<CandidateStatus>(s.ColumnInt(0))),
+                   s.ColumnText(1).empty() ? "" : absl::StrCat(": ", s.ColumnText(1)));
+  // Its source answers no more; this job searches as if it had not been
+  // answered (the scheduler's maintenance starts searches of SEARCHING jobs).
+  Transaction tx(db_.get());
+  YIRAGE_RETURN_IF_ERROR(tx.status());
+  YIRAGE_ASSIGN_OR_RETURN(Statement stale,
+                          db_->Prepare("UPDATE jobs SET software='' WHERE job_id=?"));
+  stale.Bind(1, job.cached_from());
+  YIRAGE_RETURN_IF_ERROR(stale.Run());
+  YIRAGE_ASSIGN_OR_RETURN(Statement drop, db_->Prepare("DELETE FROM candidates WHERE job_id=?"));
+  drop.Bind(1, job.job_id());
+  YIRAGE_RETURN_IF_ERROR(drop.Run());
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement search,
+      db_->Prepare("UPDATE jobs SET state=?, message=?, baseline_candidate_id=0 WHERE job_id=?"));
+  search.Bind(1, static_cast<int64_t>(yirage::v1::SEARCHING))
+      .Bind(2, absl::StrCat("the cached winner of job ", job.cached_from(), " failed here (",
+                            why.substr(0, 300), "); searched afresh"))
+      .Bind(3, job.job_id());
+  YIRAGE_RETURN_IF_ERROR(search.Run());
+  YIRAGE_RETURN_IF_ERROR(tx.Commit());
+  spdlog::info("job {}: the cached winner of job {} failed here ({}); searching", job.job_id(),
+               job.cached_from(), why.substr(0, 200));
+  (void)now;
+  return true;
 }
 
 absl::StatusOr<JobStore::FinalRoundStep> JobStore::FinalRoundLocked(const std::string& job_id) {

@@ -30,6 +30,11 @@ struct MaintenanceReport {
   std::vector<std::string> jobs_finished;
 };
 
+// The result cache's name for a graph: its canonical hash and every name
+// in it (a cached plan names the graph's ops and tensors); "" for a graph
+// that does not validate.
+std::string GraphCacheKey(const yirage::v1::Graph& graph);
+
 // Thread-safe: every method takes the store's mutex (SQLite has one writer).
 class JobStore {
  public:
@@ -55,7 +60,23 @@ class JobStore {
                                         const core::Tolerance& tolerance,
                                         const std::vector<yirage::v1::Plan>& plans,
                                         const yirage::v1::SearchSummary& search, double now,
-                                        const std::string& owner = "", bool* existing = nullptr);
+                                        const std::string& owner = "", bool* existing = nullptr,
+                                        const std::string& cached_from = "");
+
+  // The result cache: of the latest 8 SUCCEEDED jobs whose graph has `cache_key`
+  // (GraphCacheKey), of `backend` and `chip_id`, with `tolerance`, whose
+  // winner's toolkit and driver are known (software), the one whose winner
+  // had the best speedup: its baseline plan and its winner's plan (none when
+  // the baseline won). nullopt when none.
+  struct CacheSource {
+    std::string job_id;
+    std::string software;
+    std::vector<yirage::v1::Plan> plans;  // the baseline, then the winner
+  };
+  absl::StatusOr<std::optional<CacheSource>> FindCacheSource(const std::string& cache_key,
+                                                             const std::string& backend,
+                                                             const std::string& chip_id,
+                                                             const core::Tolerance& tolerance);
 
   // Stores a new SEARCHING job without candidates (the search runs later,
   // off the RPC thread); AddCandidates or FailSearch ends that state. A
@@ -173,7 +194,8 @@ class JobStore {
                                               const core::Tolerance& tolerance,
                                               yirage::v1::JobState state,
                                               const yirage::v1::SearchSummary& search, double now,
-                                              const std::string& owner, bool* existing)
+                                              const std::string& owner, bool* existing,
+                                              const std::string& cached_from = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::optional<std::string>> FindSubmissionLocked(const std::string& owner,
                                                                   const std::string& request_id)
@@ -231,6 +253,11 @@ class JobStore {
   // the search's row of its plan ERROR (the best changes); kDone when the
   // round is over or there is none (fewer than two verified candidates).
   enum class FinalRoundStep { kStarted, kRefuted, kDone };
+  // A job answered from the cache (Job.cached_from) whose cached winner did
+  // not verify here: its source answers no more, its candidates go, and it
+  // becomes SEARCHING (true). False when the winner verified.
+  absl::StatusOr<bool> CachedWinnerFailedLocked(const yirage::v1::Job& job, double now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<FinalRoundStep> FinalRoundLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

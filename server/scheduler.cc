@@ -146,6 +146,39 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     return reject(absl::InvalidArgumentError(
         absl::StrCat(name, ": ", std::string(graph.status().message()))));
   }
+  if (!request.no_cache()) {
+    // The result cache: a finished job with this graph, backend, chip and
+    // tolerance whose winner's toolkit and driver a connected worker has
+    // answers at once; its winner is verified and timed again here.
+    const core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
+    YIRAGE_ASSIGN_OR_RETURN(
+        std::optional<JobStore::CacheSource> source,
+        store_->FindCacheSource(GraphCacheKey(request.graph()), request.backend(),
+                                request.chip_id(), tolerance));
+    if (source.has_value()) {
+      YIRAGE_ASSIGN_OR_RETURN(
+          int workers, workers_->CountWithSoftware(UnixNow(), request.backend(), request.chip_id(),
+                                                   source->software));
+      if (workers > 0) {
+        yirage::v1::SearchSummary summary;
+        summary.set_note(absl::StrCat("answered from the cache: the winner of job ", source->job_id,
+                                      " (same graph, backend, chip, tolerance, toolkit and "
+                                      "driver), verified and timed again here"));
+        bool existing = false;
+        YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
+                                store_->CreateJob(request, tolerance, source->plans, summary,
+                                                  UnixNow(), owner, &existing, source->job_id));
+        if (existing) return repeated(job_id);
+        if (metrics_) metrics_->JobSubmitted();
+        spdlog::info("job {} answered from the cache: job {}", job_id, source->job_id);
+        yirage::v1::SubmitJobResponse response;
+        response.set_job_id(job_id);
+        response.set_candidates_generated(static_cast<int32_t>(source->plans.size()));
+        response.set_cached_from(source->job_id);
+        return response;
+      }
+    }
+  }
   if (options_.search_threads > 0) {
     // Stored now, searched by a search thread: the call returns at once.
     const core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
@@ -161,6 +194,7 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     {
       absl::MutexLock lock(&search_mu_);
       search_queue_.push_back(job_id);
+      searching_.insert(job_id);
     }
     yirage::v1::SubmitJobResponse response;
     response.set_job_id(job_id);
@@ -488,6 +522,16 @@ absl::Status Scheduler::MaintainOnce() {
                  expiry.leases_expired, expiry.candidates_requeued, expiry.candidates_failed);
   }
   YIRAGE_ASSIGN_OR_RETURN(MaintenanceReport report, store_->Maintain(now, expiry.jobs));
+  // SEARCHING jobs no search has: those whose cached winner failed here.
+  YIRAGE_ASSIGN_OR_RETURN(std::vector<std::string> searching, store_->SearchingJobs());
+  if (options_.search_threads > 0) {
+    absl::MutexLock lock(&search_mu_);
+    for (const std::string& job_id : searching) {
+      if (searching_.insert(job_id).second) search_queue_.push_back(job_id);
+    }
+  } else {
+    for (const std::string& job_id : searching) RunSearch(job_id);
+  }
   YIRAGE_RETURN_IF_ERROR(leases_->Checkpoint());
   for (const auto& job_id : report.jobs_finished) {
     spdlog::info("job {} finished", job_id);
@@ -549,6 +593,7 @@ void Scheduler::StartMaintenance() {
       spdlog::info("{} job(s) left searching by the last run: searching them again", left->size());
       absl::MutexLock lock(&search_mu_);
       search_queue_.insert(search_queue_.begin(), left->begin(), left->end());
+      searching_.insert(left->begin(), left->end());
     }
     for (int i = 0; i < options_.search_threads; ++i) {
       searchers_.emplace_back([this] {
@@ -565,6 +610,8 @@ void Scheduler::StartMaintenance() {
             search_queue_.pop_front();
           }
           RunSearch(job_id);
+          absl::MutexLock lock(&search_mu_);
+          searching_.erase(job_id);
         }
       });
     }

@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/chip_store.h"
@@ -114,6 +115,9 @@ class Scheduler {
   std::thread maintenance_;
   absl::Mutex search_mu_;
   std::deque<std::string> search_queue_ ABSL_GUARDED_BY(search_mu_);  // SEARCHING job ids
+  // Jobs queued or being searched: maintenance queues the other SEARCHING
+  // jobs (a job whose cached winner failed searches afresh).
+  absl::flat_hash_set<std::string> searching_ ABSL_GUARDED_BY(search_mu_);
   std::vector<std::thread> searchers_;
 };
 

@@ -133,6 +133,14 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
       // ordinary rows); time_iqr_us is the spread of a row's timing rounds.
       {"ALTER TABLE candidates ADD COLUMN final_of INTEGER NOT NULL DEFAULT 0",
        "ALTER TABLE candidates ADD COLUMN time_iqr_us REAL NOT NULL DEFAULT 0"},
+      // Version 15: the result cache. cache_key names a job's graph (its
+      // canonical hash and names); software is the toolkit and driver of the
+      // worker that timed a succeeded job's winner ('' : answers nothing);
+      // cached_from the job a cached job was answered from.
+      {"ALTER TABLE jobs ADD COLUMN cache_key TEXT NOT NULL DEFAULT ''",
+       "ALTER TABLE jobs ADD COLUMN software TEXT NOT NULL DEFAULT ''",
+       "ALTER TABLE jobs ADD COLUMN cached_from TEXT NOT NULL DEFAULT ''",
+       "CREATE INDEX jobs_cache ON jobs(cache_key, backend, chip_id) WHERE state = 3"},
   };
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "server/schema.h"
 
 namespace yirage::server {
@@ -113,6 +114,44 @@ absl::Status WorkerStore::SetChip(const std::string& worker_id, const std::strin
                           db_->Prepare("UPDATE workers SET chip_id = ? WHERE worker_id = ?"));
   s.Bind(1, chip_id).Bind(2, worker_id);
   return s.Run();
+}
+
+std::string SoftwareIdentity(const std::string& device_description) {
+  nlohmann::json device = nlohmann::json::parse(device_description, nullptr, false);
+  if (device.is_discarded() || !device.is_object()) return "";
+  nlohmann::json id = nlohmann::json::object();
+  for (const char* key : {"driver_version", "nvrtc_version", "cublaslt_version"}) {
+    if (device.contains(key)) id[key] = device[key];
+  }
+  if (device.contains("compiler") && device["compiler"].is_object()) {
+    for (const char* key : {"version", "march"}) {
+      if (device["compiler"].contains(key)) id["compiler"][key] = device["compiler"][key];
+    }
+  }
+  return id.empty() ? std::string() : id.dump();
+}
+
+absl::StatusOr<int> WorkerStore::CountWithSoftware(double now, const std::string& backend,
+                                                   const std::string& chip_id,
+                                                   const std::string& software) {
+  YIRAGE_ASSIGN_OR_RETURN(std::vector<yirage::v1::WorkerInfo> workers, List(now));
+  int n = 0;
+  for (const yirage::v1::WorkerInfo& w : workers) {
+    n += w.connected() && w.backend() == backend && (chip_id.empty() || w.chip_id() == chip_id) &&
+                 SoftwareIdentity(w.device_description()) == software
+             ? 1
+             : 0;
+  }
+  return n;
+}
+
+absl::StatusOr<std::string> WorkerStore::WorkerSoftware(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("SELECT device FROM workers WHERE worker_id=?"));
+  s.Bind(1, worker_id);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  return row ? SoftwareIdentity(s.ColumnText(0)) : std::string();
 }
 
 absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> WorkerStore::List(double now) {

@@ -27,6 +27,12 @@ struct WorkerStoreOptions {
 };
 
 // Thread-safe: every method takes the store's mutex.
+// The toolkit and driver a worker's device description (its backend's probe)
+// names: driver, NVRTC and cuBLASLt versions, the compiler's version and
+// -march, as a canonical JSON object; "" when it names none. Results timed
+// under one are reused (the result cache) only where a worker has the same.
+std::string SoftwareIdentity(const std::string& device_description);
+
 class WorkerStore {
  public:
   // Opens (creating or migrating) the database at `path` on its own
@@ -59,6 +65,12 @@ class WorkerStore {
   // unless `backend` is empty, of registry chip `chip_id` unless it is empty.
   absl::StatusOr<int> CountConnected(double now, const std::string& backend = "",
                                      const std::string& chip_id = "");
+  // The connected workers of `backend` (and of registry chip `chip_id`
+  // unless it is empty) whose SoftwareIdentity is `software`.
+  absl::StatusOr<int> CountWithSoftware(double now, const std::string& backend,
+                                        const std::string& chip_id, const std::string& software);
+  // SoftwareIdentity of worker `worker_id`'s device ("" for an unknown worker).
+  absl::StatusOr<std::string> WorkerSoftware(const std::string& worker_id);
   // The connected workers (as CountConnected) by backend; backends with none
   // are left out.
   absl::StatusOr<std::map<std::string, int>> CountConnectedByBackend(double now);

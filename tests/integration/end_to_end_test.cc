@@ -741,6 +741,71 @@ TEST_F(EndToEndTest, TheFinalRoundSeesThroughALuckyMeasurement) {
       << shown.out;
 }
 
+// The result cache: the same graph submitted again is answered from the
+// first job (its winner and baseline verified and timed again on the
+// worker, no search); --no-cache searches. After a restart whose workers
+// crash on the cached winner, the cached job searches afresh, says why, and
+// the first job answers no more.
+TEST_F(EndToEndTest, TheSameGraphIsAnsweredFromTheCacheAndVerifiedAgain) {
+  StartServer({"--local-workers", "cpu", "--confirm-winners", "false"});
+  const std::string graph = Example("softmax");
+  const std::string first = Submit(graph, {"--budget-candidates", "6"});
+  ASSERT_FALSE(first.empty());
+  json done = server_.WaitForJob(first, seconds(300));
+  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  CommandResult again = server_.Client({"submit", graph, "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.Json()["cached_from"], first) << again.out;
+  EXPECT_EQ(again.Json()["candidates_generated"], 2);
+  const std::string cached = again.Json()["job_id"];
+  json job = server_.WaitForJob(cached, seconds(120));
+  EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
+  EXPECT_EQ(job["cached_from"], first);
+  EXPECT_EQ(job["candidates_evaluated"], 2) << "verified and timed again here";
+  for (const auto& c : Candidates(cached)) {
+    EXPECT_EQ(c["status"], "VERIFIED") << c.dump();
+    EXPECT_FALSE(c["worker_id"].get<std::string>().empty());
+  }
+  CommandResult shown = server_.Client({"get", cached});
+  EXPECT_NE(shown.out.find("answered from job " + first), std::string::npos) << shown.out;
+  // Another tolerance is another question; --no-cache always searches.
+  CommandResult other =
+      server_.Client({"submit", graph, "--json", "--rtol", "0.01", "--budget-candidates", "2"});
+  EXPECT_EQ(other.Json()["cached_from"], "") << other.out;
+  CommandResult fresh =
+      server_.Client({"submit", graph, "--json", "--no-cache", "--budget-candidates", "2"});
+  EXPECT_EQ(fresh.Json()["cached_from"], "") << fresh.out;
+  server_.WaitForJob(other.Json()["job_id"], seconds(300));
+  server_.WaitForJob(fresh.Json()["job_id"], seconds(300));
+
+  // Workers that crash on the cached winner's plan (its description says
+  // "(cached from ...)"): it fails, and the job searches afresh.
+  ASSERT_EQ(server_.Stop(), 0);
+  std::string wrapper = dir_ + "/crashing-worker.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\nexec " << BinDir() << "/yirage-worker \"$@\" "
+                         << "--backend-library " << BinDir() << "/libyirage_backend_crashtest.so\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  setenv("YIRAGE_TEST_CRASH_PLAN", "(cached from", 1);
+  StartServer({"--local-workers", "cpu", "--confirm-winners", "false", "--worker-binary", wrapper,
+               "--lease-seconds", "2", "--max-attempts", "1"});
+  unsetenv("YIRAGE_TEST_CRASH_PLAN");
+  CommandResult third = server_.Client({"submit", graph, "--json", "--budget-candidates", "4"});
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  const std::string answered = third.Json()["cached_from"];
+  EXPECT_FALSE(answered.empty()) << third.out;
+  const std::string researched = third.Json()["job_id"];
+  job = server_.WaitForJob(researched, seconds(300));
+  EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
+  EXPECT_NE(job["message"].get<std::string>().find("the cached winner of job " + answered +
+                                                   " failed here"),
+            std::string::npos)
+      << job.dump();
+  EXPECT_EQ(job["candidates_generated"].get<int>(), 4) << "a full search, in its budget";
+  // The failed source answers no more (the re-searched job may).
+  CommandResult fourth = server_.Client({"submit", graph, "--json"});
+  EXPECT_NE(fourth.Json()["cached_from"], answered) << fourth.out;
+}
+
 TEST_F(EndToEndTest, CandidateThatKeepsKillingWorkersIsMarkedFailed) {
   // Workers whose backend segfaults when it runs the plans that fuse the norm
   // and the scale in one kernel before the matmul ([N+S][Y]).

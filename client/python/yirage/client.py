@@ -305,7 +305,8 @@ class Client:
     # ---- jobs ----
 
     def submit(self, graph, backend="cpu", budget_candidates=None, budget_seconds=None, rtol=None,
-               atol=None, chip=None, timeout=None, request_id=None, retries=2, any_chip=False):
+               atol=None, chip=None, timeout=None, request_id=None, retries=2, any_chip=False,
+               no_cache=False):
         """Queues a job for `graph` (a KernelGraph, a graph dict, JSON text or
         a yirage.v1.Graph); returns its id. A bad graph raises
         yirage.InvalidArgument with the server's message.
@@ -316,7 +317,9 @@ class Client:
         the first one made rather than a second.
 
         `chip` (a registry id or alias) binds the job to workers of that chip;
-        `any_chip=True` lets any worker of the backend run it."""
+        `any_chip=True` lets any worker of the backend run it. A finished job
+        with the same graph, backend, chip and tolerance answers at once (its
+        winner verified again: Job.cached_from) unless `no_cache=True`."""
         req = job_pb2.SubmitJobRequest(graph=as_graph(graph).to_proto(), backend=backend or "")
         if budget_candidates:
             req.budget_candidates = int(budget_candidates)
@@ -328,6 +331,7 @@ class Client:
         if chip:
             req.chip_id = chip
             req.any_chip = bool(any_chip)
+        req.no_cache = bool(no_cache)
         req.request_id = request_id or "py-" + uuid.uuid4().hex
         for attempt in range(retries + 1):
             try:
