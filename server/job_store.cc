@@ -910,13 +910,22 @@ absl::StatusOr<std::optional<JobStore::CacheSource>> JobStore::FindCacheSource(
         .Bind(3, chip_id)
         .Bind(4, tolerance.rtol)
         .Bind(5, tolerance.atol);
-    double best = -1;
+    // Ranked by (a kernel of our own won, its speedup).
+    std::pair<bool, double> best = {false, -1};
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
       YIRAGE_ASSIGN_OR_RETURN(Job found, LoadJobLocked(s.ColumnText(0), /*counts=*/false));
-      if (!found.has_best() || found.best().speedup() <= best) continue;
-      best = found.best().speedup();
+      if (!found.has_best()) continue;
+      YIRAGE_ASSIGN_OR_RETURN(Statement p,
+                              db_->Prepare("SELECT plan FROM candidates WHERE candidate_id=?"));
+      p.Bind(1, found.best().candidate_id());
+      YIRAGE_ASSIGN_OR_RETURN(bool has_plan, p.Step());
+      yirage::v1::Plan plan;
+      const bool own = has_plan && plan.ParseFromString(p.ColumnBlob(0)) && !plan.baseline();
+      const std::pair<bool, double> rank = {own, found.best().speedup()};
+      if (rank <= best) continue;
+      best = rank;
       job = std::move(found);
       source.job_id = s.ColumnText(0);
       source.software = s.ColumnText(1);

