@@ -689,9 +689,10 @@ TEST_F(EndToEndTest, KilledServerResumesTheJobKeepingEveryMeasuredResult) {
   EXPECT_GE(kept, 3) << Candidates(job_id).dump();
 }
 
-// A worker whose timings of one plan are lucky at first (a hundredth of the
-// real time twice, then three times it: the test backend's
-// YIRAGE_TEST_LUCKY_PLAN): the search measures it far ahead of the rest,
+// A worker whose timings of one plan are lucky at first (the test backend's
+// YIRAGE_TEST_LUCKY_PLAN: synthetic times, that plan 1 us in its first
+// batch and 1000 us after it, the others 50 to 89 us, the baseline 100 us,
+// whatever the load): the search measures it far ahead of the rest,
 // the final round times it beside the other finalists and the baseline, and
 // the best median speedup of that round wins, not the lucky draw.
 TEST_F(EndToEndTest, TheFinalRoundSeesThroughALuckyMeasurement) {
@@ -718,8 +719,7 @@ TEST_F(EndToEndTest, TheFinalRoundSeesThroughALuckyMeasurement) {
       ++finalists;
       if (is_lucky) {
         EXPECT_EQ(c["status"], "VERIFIED") << c.dump();
-        EXPECT_LT(c["speedup"].get<double>(), 1.0) << "side by side it is three times slower";
-        EXPECT_GT(c["time_iqr_us"].get<double>(), 0.0) << c.dump();
+        EXPECT_LT(c["speedup"].get<double>(), 1.0) << "side by side it is slower";
       }
     } else if (is_lucky && c["same_kernel_as"] == 0) {
       lucky_speedup = std::max(lucky_speedup, c["speedup"].get<double>());
