@@ -259,15 +259,26 @@ std::optional<GemmMatch> MatchGemm(const Graph& g, const std::vector<int>& ops) 
   if (mm.type != OpType::kMatmul) return std::nullopt;
   const std::vector<int64_t>& a = g.tensor(mm.inputs[0]).shape;
   const std::vector<int64_t>& b = g.tensor(mm.inputs[1]).shape;
-  if (a.size() != 2 || b.size() != 2) return std::nullopt;
+  if (a.size() < 2 || b.size() < 2) return std::nullopt;
   GemmMatch match;
   match.a = mm.inputs[0];
   match.b = mm.inputs[1];
   match.transpose_b = mm.transpose_b;
-  match.m = a[0];
-  match.k = a[1];
-  match.n = mm.transpose_b ? b[0] : b[1];
-  const std::vector<int64_t> out_shape = {match.m, match.n};
+  match.k = a.back();
+  match.n = mm.transpose_b ? b[b.size() - 2] : b.back();
+  if (b.size() == 2) {
+    // A's lead dims are rows of one matmul.
+    match.m = 1;
+    for (size_t d = 0; d + 1 < a.size(); ++d) match.m *= a[d];
+  } else {
+    // A batch: the same lead dims (no broadcast), each matrix consecutive.
+    if (a.size() != b.size() || !std::equal(a.begin(), a.end() - 2, b.begin())) {
+      return std::nullopt;
+    }
+    match.m = a[a.size() - 2];
+    for (size_t d = 0; d + 2 < a.size(); ++d) match.batch *= a[d];
+  }
+  const std::vector<int64_t>& out_shape = g.tensor(mm.output).shape;
   int value = mm.output;
   std::vector<int> used = {ops[0]};
   // The gated form: a second matmul of the same A and B's shape, each

@@ -57,7 +57,8 @@ std::optional<StreamedMatmulMatch> MatchStreamedMatmul(const Graph& graph,
 
 // A GEMM with its elementwise epilogue (the KernelBench level-2 shape):
 //   C = e_n(... e_1(A @ B))
-// A [M, K], B [K, N] or (transpose_b) [N, K], every e_i one elementwise op
+// A [..., M, K], B [K, N] or (transpose_b) [N, K], or both with the same
+// lead dims (a batch), every e_i one elementwise op
 // of the previous value and, for a binary op, a constant, a row vector
 // ([N] or [1, N], broadcast over the rows) or a tensor of C's shape.
 // The gated form (SwiGLU, GEGLU and their kin) has two products of the same
@@ -77,6 +78,10 @@ struct GemmMatch {
   };
   int a = -1, b = -1;  // tensor ids
   bool transpose_b = false;
+  // A batch of `batch` matmuls of M x K times K x N, each operand's
+  // matrices consecutive. A [..., M, K] with a 2-D B is one matmul whose M
+  // is the product of A's dims but the last.
+  int64_t batch = 1;
   int64_t m = 0, n = 0, k = 0;
   int b2 = -1;                  // gated: the second B (B's shape), else -1
   std::vector<Step> gate, up;   // gated: the steps on A @ B and on A @ B2

@@ -133,6 +133,49 @@ TEST(KernelFamilyTest, GemmLimitsOnBLayoutAndTolerance) {
   EXPECT_TRUE(WithinLimits(yirage::v1::MatchLimits(), yirage::v1::GEMM, build(false, 0), {0}));
 }
 
+// A with lead dims times a 2-D B is one matmul of all of A's rows; both
+// with the same lead dims, a batch (for families that take one); lead dims
+// that differ (broadcast) are no GEMM here. N need not be a multiple of
+// b_kn_n_multiple where B is given as [N, K].
+TEST(KernelFamilyTest, GemmBatchesAndRowsOverLeadDims) {
+  yirage::v1::AttrValue t;
+  t.set_b(true);
+  GraphProtoBuilder b("gemm_batched");
+  b.Input("A", {2, 3, 100, 64}, yirage::v1::FLOAT16).Input("W", {64, 96}, yirage::v1::FLOAT16);
+  b.Input("B", {2, 3, 255, 64}, yirage::v1::FLOAT16).Input("Bb", {3, 255, 64}, yirage::v1::FLOAT16);
+  b.Input("R", {2, 3, 100, 255}, yirage::v1::FLOAT16).Input("bias", {255}, yirage::v1::FLOAT16);
+  b.Op("Rows", "matmul", {"A", "W"}).Output("Rows");
+  b.Op("P", "matmul", {"A", "B"}, {{"transpose_b", t}}).Op("Q", "add", {"P", "R"});
+  b.Op("Y", "add", {"Q", "bias"}).Output("Y");
+  b.Op("Bc", "matmul", {"A", "Bb"}, {{"transpose_b", t}}).Output("Bc");
+  absl::StatusOr<Graph> g = Graph::FromProto(b.proto());
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::optional<GemmMatch> m = MatchGemm(*g, {0});
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->batch, 1);
+  EXPECT_EQ(m->m, 600);
+  EXPECT_EQ(m->n, 96);
+  m = MatchGemm(*g, {1, 2, 3});
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->batch, 6);
+  EXPECT_EQ(m->m, 100);
+  EXPECT_EQ(m->n, 255);
+  EXPECT_EQ(m->k, 64);
+  ASSERT_EQ(m->epilogue.size(), 2u);
+  EXPECT_EQ(m->epilogue[0].operand, GemmMatch::Step::Operand::kFull);
+  EXPECT_EQ(m->epilogue[1].operand, GemmMatch::Step::Operand::kRow);
+  EXPECT_FALSE(MatchGemm(*g, {4}).has_value()) << "B's lead dims broadcast over A's";
+  yirage::v1::MatchLimits limits;
+  limits.set_b_kn_n_multiple(8);
+  limits.set_no_batch(true);
+  EXPECT_FALSE(WithinLimits(limits, yirage::v1::GEMM, *g, {1, 2, 3})) << "no batch";
+  limits.set_no_batch(false);
+  EXPECT_TRUE(WithinLimits(limits, yirage::v1::GEMM, *g, {1, 2, 3})) << "N 255, B as [N, K]";
+  EXPECT_TRUE(WithinLimits(limits, yirage::v1::GEMM, *g, {0}));
+  limits.set_b_kn_n_multiple(64);
+  EXPECT_FALSE(WithinLimits(limits, yirage::v1::GEMM, *g, {0})) << "N 96, B as [K, N]";
+}
+
 // Every intermediate feeds the next op only: a value also read elsewhere
 // (or a graph output) ends the match.
 TEST(KernelFamilyTest, GemmIntermediatesStayInTheChain) {

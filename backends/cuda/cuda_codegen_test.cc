@@ -93,6 +93,30 @@ yirage::v1::Graph GemmGraph(DType dtype, int64_t m, int64_t n, int64_t k, bool t
   return b.proto();
 }
 
+// GemmGraph's chains over lead dims `lead`: A [lead..., M, K]; B with the
+// same lead dims where `batched` (a batch of products), else 2-D (A's lead
+// dims are rows); bias [N], R C's shape.
+yirage::v1::Graph BatchedGemmGraph(DType dtype, std::vector<int64_t> lead, int64_t m, int64_t n,
+                                   int64_t k, bool transpose_b, bool batched) {
+  auto shape = [&](int64_t r, int64_t c, bool with_lead) {
+    std::vector<int64_t> s = with_lead ? lead : std::vector<int64_t>{};
+    s.push_back(r);
+    s.push_back(c);
+    return s;
+  };
+  GraphBuilder b(absl::StrCat(batched ? "batched_gemm_" : "rows_gemm_", lead.size(), "_", m, "x", n,
+                              "x", k, transpose_b ? "_nk" : ""));
+  b.Input("a", shape(m, k, true), dtype)
+      .Input("b", transpose_b ? shape(n, k, batched) : shape(k, n, batched), dtype)
+      .Input("bias", {n}, dtype)
+      .Input("r", shape(m, n, true), dtype);
+  b.Op("p", "matmul", {"a", "b"}, {B("transpose_b", transpose_b)});
+  b.Op("pb", "add", {"p", "bias"}).Op("act", "relu", {"pb"});
+  b.Op("half", "mul", {"act"}, {F("scalar", 0.5)}).Op("c", "sub", {"half", "r"}).Output("c");
+  b.Op("d", "matmul", {"a", "b"}, {B("transpose_b", transpose_b)}).Output("d");
+  return b.proto();
+}
+
 // H = silu(A @ W1) * (A @ W3 * 0.5) + bias (the product first where
 // `up_first`), then C = H @ WD - R: the GEMM family's gated form, then a
 // GEMM reading the first kernel's output.
@@ -574,6 +598,25 @@ std::vector<Case> AllCases() {
       const yirage::v1::Graph tail_split = GemmGraph(dt, 1500, 1536, 264, false);
       const yirage::v1::Schedule two = WithGemm(Rows(4), 128, 128, 6, true, 1, 1, 2);
       cases.push_back({tail_split, {{Row({"p", "pb", "act", "half", "c"}, two), Row({"d"}, two)}}});
+      // Batches: B as [N, K] with N odd and K off the stage (the planner's
+      // split-K over 4 tiles), B as [K, N] with two lead dims under
+      // ping-pong in clusters, rows of A over its lead dims with a 2-D B;
+      // tiles past M and N read the next product's rows.
+      const std::vector<std::tuple<std::vector<int64_t>, int, int, int, bool, bool>> batched = {
+          {{2}, 100, 255, 1096, true, true},
+          {{2, 3}, 129, 136, 128, false, true},
+          {{3}, 70, 200, 72, true, true},
+          {{3, 2}, 50, 264, 136, false, false}};
+      for (size_t i = 0; i < batched.size(); ++i) {
+        const auto& [lead, m, n, k, nk, is_batch] = batched[i];
+        const yirage::v1::Graph bg = BatchedGemmGraph(dt, lead, m, n, k, nk, is_batch);
+        std::vector<std::vector<KernelSpec>> plans;
+        for (size_t p : {i, i + 2}) {
+          plans.push_back({Row({"p", "pb", "act", "half", "c"}, points[p % points.size()]),
+                           Row({"d"}, points[p % points.size()])});
+        }
+        cases.push_back({bg, plans});
+      }
     }
     if (dt == FLOAT32 && TargetOfCompiles().sm == 90) {
       // Shape i under points i and i + 1: every point under some shape.

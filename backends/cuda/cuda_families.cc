@@ -305,8 +305,9 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
     gemm->set_name("gemm");
     gemm->set_pattern(yirage::v1::GEMM);
     gemm->set_doc(
-        "matmuls above decode sizes with their elementwise epilogue fused (bias, activations, "
-        "scales, residuals): TMA, wgmma, warp-specialized and persistent (sm_90)");
+        "matmuls and batched matmuls above decode sizes with their elementwise epilogue fused "
+        "(bias, activations, scales, residuals): TMA, wgmma, warp-specialized and persistent "
+        "(sm_90)");
     *gemm->mutable_limits() = GemmLimits();
     AddGemmPoints(gemm);
     // The same kernel on float32 through TF32 (a stage holds half the K of

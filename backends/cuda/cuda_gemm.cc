@@ -46,7 +46,7 @@ yirage::v1::MatchLimits GemmLimits() {
   limits.add_dtypes(yirage::v1::FLOAT16);
   limits.add_dtypes(yirage::v1::BFLOAT16);
   limits.set_k_multiple(8);
-  limits.set_n_multiple(8);
+  limits.set_b_kn_n_multiple(8);
   // Fewer rows are the streamed matmul's (decode shapes read the weights once).
   limits.set_min_rows(65);
   return limits;
@@ -76,6 +76,18 @@ std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int
   plan.match = *std::move(match);
   plan.dtype = graph.tensor(plan.match.a).dtype;
   if (out_dtype != plan.dtype) return std::nullopt;
+  // The kernel's rows, columns and K rows over the batch in 32-bit
+  // coordinates (TMA's); B [K, N]'s K tail would read the next product's
+  // rows (gemm_sm90.cuh).
+  const int64_t batch = plan.match.batch;
+  constexpr int64_t kCoordLimit = int64_t{1} << 31;
+  if (batch * plan.match.m >= kCoordLimit || batch * plan.match.n >= kCoordLimit ||
+      batch * plan.match.k >= kCoordLimit) {
+    return std::nullopt;
+  }
+  if (batch > 1 && !plan.match.transpose_b && plan.match.k % StageK(plan.dtype) != 0) {
+    return std::nullopt;
+  }
   if (knobs.tile_m() != 0) plan.tile_m = knobs.tile_m();
   if (knobs.tile_n() != 0) plan.tile_n = knobs.tile_n();
   if (knobs.stages() != 0) plan.stages = knobs.stages();
@@ -120,7 +132,8 @@ std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int
   // which split-K cuts into K ranges so that the last wave's units are
   // more and shorter.
   const int cluster = plan.cluster_m * plan.cluster_n;
-  const int64_t ctiles = CeilDiv(tiles_m, plan.cluster_m) * CeilDiv(tiles_n, plan.cluster_n);
+  const int64_t ctiles =
+      batch * CeilDiv(tiles_m, plan.cluster_m) * CeilDiv(tiles_n, plan.cluster_n);
   const int64_t max_clusters = std::max(1, target.sm_count / cluster);
   const int64_t kblocks = CeilDiv(plan.match.k, StageK(plan.dtype));
   if (knobs.split_k() < 0 || knobs.split_k() > std::min(kblocks, kMaxSplits)) return std::nullopt;
@@ -153,7 +166,9 @@ std::string GemmSummary(const GemmPlan& p) {
       " x ", p.tile_n, ", ", p.stages, " stages, cluster ", p.cluster_m, " x ", p.cluster_n,
       p.splits > 1 ? absl::StrCat(", split-K ", p.splits, " on ", p.split_tiles, " cluster tiles")
                    : "",
-      ", ", p.blocks, " blocks), M ", p.match.m, ", N ", p.match.n, ", K ", p.match.k,
+      ", ", p.blocks, " blocks), ",
+      p.match.batch > 1 ? absl::StrCat("batch ", p.match.batch, " x ") : "", "M ", p.match.m,
+      ", N ", p.match.n, ", K ", p.match.k,
       p.match.b2 >= 0 ? ", gated (two B, one C tile of tile_n / 2 columns)" : "", ", epilogue of ",
       p.match.epilogue.size(), " ops");
 }
@@ -243,8 +258,8 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
       cfg, ", ", epi, ">(a, b, c, ", m.m, ", ", m.n, ", ", m.k, ", ", m.n, ", ", epi, "{", inits,
       "}",
       split ? absl::StrCat(", yr_gemm_split{", plan.splits, ", ", plan.split_tiles, ", ws, flags}")
-            : (gated ? ", yr_gemm_split()" : ""),
-      gated ? ", &b2" : "", ");\n}\n");
+            : ", yr_gemm_split()",
+      gated ? ", &b2" : ", nullptr", ", ", m.batch, ");\n}\n");
   KernelLaunch launch;
   launch.name = name;
   launch.grid[0] = plan.blocks;
@@ -258,23 +273,24 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
   }
   // A: dims {K, M}, box {a stage's K, tile rows a block copies}; B: [N, K]
   // like A, or [K, N] in 64-column panels of 64 rows (16-bit types only).
+  // A batch's products follow each other along the outer dim.
   const int64_t elem = ElemBytes(plan.dtype);
   const int bk = static_cast<int>(StageK(plan.dtype));
   TensorMapArg a;
   a.buffer = read_arg(m.a);
   a.data_type = TmaDataType(plan.dtype);
-  a.dims = {m.k, m.m};
+  a.dims = {m.k, m.batch * m.m};
   a.stride_bytes = m.k * elem;
   a.box = {bk, plan.tile_m / plan.cluster_n};
   TensorMapArg b;
   b.buffer = read_arg(m.b);
   b.data_type = a.data_type;
   if (m.transpose_b) {
-    b.dims = {m.k, m.n};
+    b.dims = {m.k, m.batch * m.n};
     b.stride_bytes = m.k * elem;
     b.box = {bk, plan.tile_n / (gated ? 2 : 1) / plan.cluster_m};
   } else {
-    b.dims = {m.n, m.k};
+    b.dims = {m.n, m.batch * m.k};
     b.stride_bytes = m.n * elem;
     b.box = {64, 64};
   }

@@ -37,7 +37,8 @@ struct GemmPlan {
 // The chains the family takes (cuda_families.h): 16-bit inputs of one dtype
 // (graph inputs or earlier kernels' outputs, which then pass between the
 // kernels in that dtype), more rows than the streamed matmul takes, K a
-// multiple of 8 and N of 8 (TMA: row strides in multiples of 16 bytes).
+// multiple of 8 and, for B given as [K, N], N of 8 (TMA: row strides in
+// multiples of 16 bytes); batches of matmuls too.
 yirage::v1::MatchLimits GemmLimits();
 // float32 chains through TF32 tensor cores (the family "gemm_tf32"): B given
 // as [N, K] (wgmma reads tf32 operands K-major), the job's rtol at least
@@ -51,7 +52,10 @@ yirage::v1::MatchLimits GemmTf32Limits();
 // kernel stores A's dtype), tiles of 128 x 128 (ping-pong or cooperative), 128 x 256 or
 // 256 x 128 (cooperative), clusters of at most 2 blocks, the ring within
 // the target's shared memory, and at most one K range a K block (a
-// stage's 128-byte row of K: 64 16-bit elements, 32 floats).
+// stage's 128-byte row of K: 64 16-bit elements, 32 floats); a batch's
+// rows, columns and K rows below 2^31 in all, and with B given as [K, N],
+// K a multiple of a stage's. A batch's tiles are the units of all its
+// products.
 // A cluster along an axis with one tile turns to the other axis (or to
 // one block): its second block would have nothing to compute. Split-K cuts
 // the cluster tiles of the last, partial wave over the multiprocessors

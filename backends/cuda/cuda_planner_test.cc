@@ -428,6 +428,56 @@ TEST(GemmPlannerTest, FewTilesSplitKAndClustersAlongTheAxisWithTiles) {
   EXPECT_EQ(p->splits, 4) << "64 K blocks, 16 a range";
 }
 
+// Y = X @ W (+ R, X's shape but N columns): X [lead..., M, K]; W [K, N]
+// or [N, K] where `nk`, with X's lead dims where `batched`.
+core::Graph BatchedGemmChain(std::vector<int64_t> lead, int64_t m, int64_t n, int64_t k, bool nk,
+                             bool batched) {
+  GraphBuilder b("batched_gemm");
+  auto shape = [&](int64_t r, int64_t c, bool with_lead) {
+    std::vector<int64_t> s = with_lead ? lead : std::vector<int64_t>{};
+    s.push_back(r);
+    s.push_back(c);
+    return s;
+  };
+  b.Input("X", shape(m, k, true), FLOAT16);
+  b.Input("W", nk ? shape(n, k, batched) : shape(k, n, batched), FLOAT16);
+  b.Input("R", shape(m, n, true), FLOAT16);
+  b.Op("P", "matmul", {"X", "W"}, {testing::B("transpose_b", nk)});
+  b.Op("Y", "add", {"P", "R"}).Output("Y");
+  return MustGraph(b.proto());
+}
+
+TEST(GemmPlannerTest, BatchesAndRowsOverLeadDims) {
+  // random_018's shape: 2 products of 100 x 255 x 4096 (B as [N, K], N
+  // odd): 2 x 2 tiles of 128 x 128, one block a tile, K in 4 ranges of 16
+  // K blocks.
+  const core::Graph g = BatchedGemmChain({2}, 100, 255, 4096, true, true);
+  std::optional<GemmPlan> p =
+      PlanGemm(g, AllOps(g), FLOAT16, H200(), GemmKnobs(128, 128, 6, true, 1, 1));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->match.batch, 2);
+  EXPECT_EQ(p->match.m, 100);
+  EXPECT_EQ(p->match.n, 255);
+  EXPECT_EQ(p->splits, 4);
+  EXPECT_EQ(p->split_tiles, 4);
+  EXPECT_EQ(p->blocks, 16);
+  EXPECT_NE(GemmSummary(*p).find("batch 2 x M 100"), std::string::npos) << GemmSummary(*p);
+  // Lead dims with a 2-D B: one matmul of all the rows.
+  const core::Graph rows = BatchedGemmChain({4, 3}, 50, 512, 256, false, false);
+  p = PlanGemm(rows, AllOps(rows), FLOAT16, H200(), {});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->match.batch, 1);
+  EXPECT_EQ(p->match.m, 600);
+  // B as [K, N] in a batch: K a multiple of a stage's 64 (a K tail would
+  // read the next product's rows of B).
+  const core::Graph kn = BatchedGemmChain({3}, 200, 128, 128, false, true);
+  EXPECT_TRUE(PlanGemm(kn, AllOps(kn), FLOAT16, H200(), {}).has_value());
+  const core::Graph kn_tail = BatchedGemmChain({3}, 200, 128, 136, false, true);
+  EXPECT_FALSE(PlanGemm(kn_tail, AllOps(kn_tail), FLOAT16, H200(), {}).has_value());
+  const core::Graph nk_tail = BatchedGemmChain({3}, 200, 128, 136, true, true);
+  EXPECT_TRUE(PlanGemm(nk_tail, AllOps(nk_tail), FLOAT16, H200(), {}).has_value());
+}
+
 // H = silu(X @ W1) * (X @ W3 * 0.5) + bias, then (`down`) Y = H @ WD + R:
 // the gated form, then a GEMM whose A is the first kernel's output.
 core::Graph GatedGemmChain(int64_t m, int64_t n, int64_t k, bool nk, bool up_first = false) {

@@ -40,6 +40,13 @@
 // - Any M, N and K >= 1 with the TMA's rule that row strides be multiples
 //   of 16 bytes: K % 8 == 0 (float: K % 4), and N % 8 == 0 for B K x N. Copies past the
 //   edges read zeros (the K tail adds nothing); stores are bounds-checked.
+// - A batch (a runtime `batch` > 1): `batch` products, each operand's
+//   matrices consecutive (A batch * M rows, B_NK batch * N, B K x N
+//   batch * K, C batch * M rows of ldc), the tiles of each product in turn.
+//   Copies are of the operands' 2-D maps over all of them: a tile's rows
+//   past M (or B_NK's past N) read the next product's, whose products land
+//   in rows (columns) that are never stored; a K tail would add the next
+//   product's rows of B K x N, so that form needs K a multiple of bk.
 // - Gated (GATED, SwiGLU's shape): two B operands of one shape, B and B2;
 //   a block's BN columns of products are BN / 2 of A @ B, then the same
 //   BN / 2 of A @ B2, so that C's tiles are BN / 2 wide and each thread
@@ -116,9 +123,10 @@ struct yr_gemm_sm90_cfg {
   static_assert(smem_bytes <= 227 * 1024, "shared memory: at most 227 KB");
 };
 
+// The cluster tiles of all `batch` products.
 template <class Cfg>
-__host__ __device__ constexpr int yr_gemm_sm90_cluster_tiles(int m, int n) {
-  return ((m + Cfg::bm - 1) / Cfg::bm + Cfg::cm - 1) / Cfg::cm *
+__host__ __device__ constexpr int yr_gemm_sm90_cluster_tiles(int m, int n, int batch = 1) {
+  return batch * (((m + Cfg::bm - 1) / Cfg::bm + Cfg::cm - 1) / Cfg::cm) *
          (((n + Cfg::on - 1) / Cfg::on + Cfg::cn - 1) / Cfg::cn);
 }
 
@@ -133,8 +141,8 @@ __host__ __device__ constexpr int yr_gemm_sm90_split_tiles(int ctiles, int split
 // work (the whole cluster tiles and the split ones' ranges).
 template <class Cfg>
 __host__ __device__ constexpr int yr_gemm_sm90_grid(int m, int n, int max_clusters, int splits = 1,
-                                                    int tail = 0) {
-  const int ctiles = yr_gemm_sm90_cluster_tiles<Cfg>(m, n);
+                                                    int tail = 0, int batch = 1) {
+  const int ctiles = yr_gemm_sm90_cluster_tiles<Cfg>(m, n, batch);
   const int split = yr_gemm_sm90_split_tiles(ctiles, splits, tail);
   const int units = ctiles - split + split * (splits > 1 ? splits : 1);
   return (units < max_clusters ? units : max_clusters) * Cfg::cluster;
@@ -175,13 +183,16 @@ static __device__ __forceinline__ void yr_gemm_quad_transpose(unsigned (&v)[4], 
 // `b` must be the kernel's __grid_constant__ parameters; `split` as
 // yr_gemm_split says, the grid from yr_gemm_sm90_grid with its splits.
 // GATED: `b2` B2's tensor map, like B's (a __grid_constant__ parameter
-// too); `n` C's columns (each operand's N).
+// too); `n` C's columns (each operand's N). `batch`: products (above); the
+// maps' dims then cover all of them, and the epilogue's row counts on
+// over them (product p's row r is p * m + r).
 template <class Cfg, class Epi = yr_gemm_store>
 static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const CUtensorMap& b,
                                                     typename Cfg::elem* __restrict__ c, int m,
                                                     int n, int k, int ldc, Epi epi = Epi(),
                                                     yr_gemm_split split = yr_gemm_split(),
-                                                    const CUtensorMap* b2 = nullptr) {
+                                                    const CUtensorMap* b2 = nullptr,
+                                                    int batch = 1) {
   using T = typename Cfg::elem;
   constexpr int BM = Cfg::bm, BN = Cfg::bn, STAGES = Cfg::stages, CM = Cfg::cm, CN = Cfg::cn;
   constexpr int ON = Cfg::on;  // C's columns a tile
@@ -203,7 +214,8 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + ON - 1) / ON;
   const int ctiles_m = (tiles_m + CM - 1) / CM, ctiles_n = (tiles_n + CN - 1) / CN;
-  const int ctiles = ctiles_m * ctiles_n;
+  const int ptiles = ctiles_m * ctiles_n;  // a product's
+  const int ctiles = batch * ptiles;
   constexpr int BK = Cfg::bk;
   const int kblocks = (k + BK - 1) / BK;
   // Units of work: the first `whole` cluster tiles a unit each, then the
@@ -224,8 +236,11 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
   const int rank = CS > 1 ? static_cast<int>(blockIdx.x % CS) : 0;
   const int rm = CM > 1 ? rank : 0, rn = CN > 1 ? rank : 0;
   const int cluster0 = blockIdx.x / CS, clusters = gridDim.x / CS;
-  // Cluster tile t: groups of GROUP cluster rows, column-major inside.
-  auto tile_of = [&](int t, int& tm, int& tn) {
+  // Cluster tile t: product t / ptiles, then groups of GROUP cluster rows,
+  // column-major inside.
+  auto tile_of = [&](int t, int& bt, int& tm, int& tn) {
+    bt = t / ptiles;
+    t -= bt * ptiles;
     const int per_group = Cfg::group * ctiles_n;
     const int g = t / per_group;
     const int first = g * Cfg::group;
@@ -260,8 +275,8 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
     if constexpr (GATED) yr_prefetch_tmap(b2);
     unsigned pos = 0;
     for (int u = cluster0; u < units; u += clusters) {
-      int tm, tn;
-      tile_of(unit_tile(u), tm, tn);
+      int bt, tm, tn;
+      tile_of(unit_tile(u), bt, tm, tn);
       const int kb1 = kb_end(u);
       for (int kb = kb_begin(u); kb < kb1; ++kb, ++pos) {
         const int st = pos % STAGES;
@@ -269,7 +284,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
         yr_mbar_arrive_expect_tx(&full[st], Cfg::a_stage + Cfg::b_stage);
         const int kc = kb * BK;
         unsigned char* const da = sa + st * Cfg::a_stage + rn * Cfg::a_box_rows * 128;
-        const int ra = tm * BM + rn * Cfg::a_box_rows;
+        const int ra = bt * m + tm * BM + rn * Cfg::a_box_rows;
         if constexpr (CN > 1) {
           yr_tma_load_2d_multicast(da, &a, kc, ra, &full[st], 3);
         } else {
@@ -282,7 +297,7 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
             const CUtensorMap* const mb = h == 0 ? &b : b2;
             unsigned char* const db =
                 sb + st * Cfg::b_stage + (h * ON + rm * Cfg::b_box_rows) * 128;
-            const int rb = tn * ON + rm * Cfg::b_box_rows;
+            const int rb = bt * n + tn * ON + rm * Cfg::b_box_rows;
             if constexpr (CM > 1) {
               yr_tma_load_2d_multicast(db, mb, kc, rb, &full[st], 3);
             } else {
@@ -299,9 +314,9 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
             unsigned char* const db = sb + st * Cfg::b_stage + p * 64 * 128;
             const int cb = tn * ON + p * 64 - h * ON;
             if constexpr (CM > 1) {
-              yr_tma_load_2d_multicast(db, mb, cb, kc, &full[st], 3);
+              yr_tma_load_2d_multicast(db, mb, cb, bt * k + kc, &full[st], 3);
             } else {
-              yr_tma_load_2d(db, mb, cb, kc, &full[st]);
+              yr_tma_load_2d(db, mb, cb, bt * k + kc, &full[st]);
             }
           }
         }
@@ -353,8 +368,11 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
         continue;
       }
       if (PINGPONG) yr_named_sync(1 + cw, 256);
-      int tm, tn;
-      tile_of(unit_tile(u), tm, tn);
+      int bt, tm, tn;
+      tile_of(unit_tile(u), bt, tm, tn);
+      // This product's rows of C; the epilogue's rows count on over the batch.
+      T* const cbase = c + static_cast<i64>(bt) * m * ldc;
+      const int row_base = bt * m;
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
 #pragma unroll
@@ -461,29 +479,29 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
       if constexpr (sizeof(T) == 4) {
         // float: a pair is one 8-byte store where aligned (a quad's four
         // pairs fill a 32-byte sector), else two.
-        const bool pairs = (ldc % 2 == 0) && (reinterpret_cast<unsigned long long>(c) % 8 == 0);
+        const bool pairs = (ldc % 2 == 0) && (reinterpret_cast<unsigned long long>(cbase) % 8 == 0);
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = tm * BM + row_off + i * 64 + warp * 16 + lane / 4 + 8 * h;
             if (r >= m) continue;
-            float* const crow = reinterpret_cast<float*>(c) + static_cast<i64>(r) * ldc;
+            float* const crow = reinterpret_cast<float*>(cbase) + static_cast<i64>(r) * ldc;
 #pragma unroll
             for (int j = 0; j < ON / 8; ++j) {
               const int col = col0 + 8 * j;
               const float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
               if (pairs && col + 1 < n) {
                 *reinterpret_cast<float2*>(crow + col) =
-                    make_float2(epi(v0, r, col), epi(v1, r, col + 1));
+                    make_float2(epi(v0, row_base + r, col), epi(v1, row_base + r, col + 1));
               } else {
-                if (col < n) crow[col] = epi(v0, r, col);
-                if (col + 1 < n) crow[col + 1] = epi(v1, r, col + 1);
+                if (col < n) crow[col] = epi(v0, row_base + r, col);
+                if (col + 1 < n) crow[col + 1] = epi(v1, row_base + r, col + 1);
               }
             }
           }
         }
-      } else if ((ldc % 8 == 0) && (reinterpret_cast<unsigned long long>(c) % 16 == 0) &&
+      } else if ((ldc % 8 == 0) && (reinterpret_cast<unsigned long long>(cbase) % 16 == 0) &&
                  tn * ON + ON <= n) {
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
@@ -491,15 +509,15 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
           for (int h = 0; h < 2; ++h) {
             const int r = tm * BM + row_off + i * 64 + warp * 16 + lane / 4 + 8 * h;
             const bool in = r < m;  // the same for the quad; the warp shuffles together
-            T* const crow = c + static_cast<i64>(r) * ldc + tn * ON + 8 * q;
+            T* const crow = cbase + static_cast<i64>(r) * ldc + tn * ON + 8 * q;
 #pragma unroll
             for (int jb = 0; jb < ON / 32; ++jb) {
               unsigned v[4];
 #pragma unroll
               for (int jj = 0; jj < 4; ++jj) {
                 const int j = 4 * jb + jj, col = col0 + 8 * j;
-                v[jj] = in ? yr_pack2<T>(epi(acc[i][4 * j + 2 * h], r, col),
-                                         epi(acc[i][4 * j + 2 * h + 1], r, col + 1))
+                v[jj] = in ? yr_pack2<T>(epi(acc[i][4 * j + 2 * h], row_base + r, col),
+                                         epi(acc[i][4 * j + 2 * h + 1], row_base + r, col + 1))
                            : 0u;
               }
               yr_gemm_quad_transpose(v, q);
@@ -509,24 +527,24 @@ static __device__ __forceinline__ void yr_gemm_sm90(const CUtensorMap& a, const 
           }
         }
       } else {
-        const bool pairs = (ldc % 2 == 0) && (reinterpret_cast<unsigned long long>(c) % 4 == 0);
+        const bool pairs = (ldc % 2 == 0) && (reinterpret_cast<unsigned long long>(cbase) % 4 == 0);
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = tm * BM + row_off + i * 64 + warp * 16 + lane / 4 + 8 * h;
             if (r >= m) continue;
-            T* const crow = c + static_cast<i64>(r) * ldc;
+            T* const crow = cbase + static_cast<i64>(r) * ldc;
 #pragma unroll
             for (int j = 0; j < ON / 8; ++j) {
               const int col = col0 + 8 * j;
               const float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
               if (pairs && col + 1 < n) {
                 *reinterpret_cast<unsigned*>(crow + col) =
-                    yr_pack2<T>(epi(v0, r, col), epi(v1, r, col + 1));
+                    yr_pack2<T>(epi(v0, row_base + r, col), epi(v1, row_base + r, col + 1));
               } else {
-                if (col < n) yr_st(crow, col, epi(v0, r, col));
-                if (col + 1 < n) yr_st(crow, col + 1, epi(v1, r, col + 1));
+                if (col < n) yr_st(crow, col, epi(v0, row_base + r, col));
+                if (col + 1 < n) yr_st(crow, col + 1, epi(v1, row_base + r, col + 1));
               }
             }
           }
