@@ -24,8 +24,14 @@ int Done(const yirage::v1::Job& job) {
   return job.candidates_generated() - job.candidates_pending();
 }
 
+// The best's speedup first: it never drops while the job runs (the server's
+// best is the search's highest until the final round is whole), where its
+// time, measured beside its own baseline, may; the final round's winner
+// says so.
 std::string Best(const yirage::v1::Job& job) {
-  return absl::StrFormat("best %.1f us (%.2fx)", job.best().time_us(), job.best().speedup());
+  return absl::StrFormat("%s %.2fx (%.1f us%s)", job.best().final_of() != 0 ? "winner" : "best",
+                         job.best().speedup(), job.best().time_us(),
+                         job.best().final_of() != 0 ? ", final round" : "");
 }
 
 bool Ended(const yirage::v1::Job& job) {
@@ -48,8 +54,7 @@ std::string PlainProgressLine(const yirage::v1::Job& job) {
                                   Done(job), "/", job.candidates_generated(), " candidates (",
                                   job.candidates_failed(), " failed)");
   if (job.has_best()) {
-    absl::StrAppend(&line, absl::StrFormat(" best %.1f us, %.2fx over baseline",
-                                           job.best().time_us(), job.best().speedup()));
+    absl::StrAppend(&line, " ", Best(job), " over baseline");
   }
   // An unfinished job says why it is not progressing ("waiting: no connected
   // worker for backend 'hip'").

@@ -477,6 +477,7 @@ TEST_F(ConfirmationTest, TheFinalRoundChoosesTheWinner) {
   // and the 60 us one is the fastest.
   google::protobuf::RepeatedPtrField<CandidateResult> results;
   int64_t winner = 0;
+  CandidateResult last;
   for (const auto& c : final_batch.candidates()) {
     const int64_t of = original[c.candidate_id()];
     if (of == ids[2]) {
@@ -489,9 +490,31 @@ TEST_F(ConfirmationTest, TheFinalRoundChoosesTheWinner) {
     }
     CandidateResult r = At(c.candidate_id(), of == ids[1] ? 95 : 58, 100);
     r.set_time_iqr_us(of == ids[1] ? 40 : 2);
-    *results.Add() = r;
-    if (of == ids[3]) winner = c.candidate_id();
+    if (of == ids[3]) {
+      winner = c.candidate_id();
+      last = r;
+    } else {
+      *results.Add() = r;
+    }
   }
+  // Two of the three rows first: the round is not whole, and the job's
+  // best stays the search's (the lucky one's final row, 95 us, would make
+  // the best time shown worse and then better again).
+  ASSERT_TRUE(
+      leases_
+          ->RecordResults("w1", final_batch.batch_id(), final_batch.lease_token(), 0, results, 1012)
+          .ok());
+  ASSERT_TRUE(store.FinishIfDone(job_id, 1012).ok());
+  job = store.GetJob(job_id, 1012);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), yirage::v1::RUNNING);
+  EXPECT_EQ(job->best().candidate_id(), ids[1]) << "the search's best while the round runs";
+  auto jobs = store.ListJobs(10, 1012);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].best().candidate_id(), ids[1]) << "ListJobs says what GetJob says";
+  results.Clear();
+  *results.Add() = last;
   ASSERT_TRUE(
       leases_
           ->RecordResults("w1", final_batch.batch_id(), final_batch.lease_token(), 0, results, 1012)

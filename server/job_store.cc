@@ -127,16 +127,25 @@ void AddCandidateCount(Job* job, CandidateStatus status, bool extra, int n) {
 
 // The best candidate is the one with the highest speedup over the baseline
 // timed beside it: on a shared, noisy machine that ratio is far steadier
-// than absolute times taken minutes apart.
-// A job's final round, where it has one, decides: its rows come first.
-constexpr char kBestOrder[] =
-    "final_of <> 0 DESC, "
-    "CASE WHEN baseline_time_us > 0 THEN baseline_time_us / time_us ELSE 0 END DESC, "
-    "time_us ASC, ordinal ASC";
-// The search's order alone (the final round's finalists).
+// than absolute times taken minutes apart. This is the search's order (it
+// picks the final round's finalists).
 constexpr char kSearchOrder[] =
     "CASE WHEN baseline_time_us > 0 THEN baseline_time_us / time_us ELSE 0 END DESC, "
     "time_us ASC, ordinal ASC";
+// A job's best: the search's until its final round is whole, so that the
+// best speedup never drops while the round runs (each of its rows is one
+// finalist's median, and the round decides only all together); then the
+// final round, where the job has one, decides: its rows come first.
+constexpr char kFinalRowsFirst[] = "final_of <> 0 DESC, ";
+// An SQL condition on a candidate row of job `job` (an SQL expression): it
+// may be the job's best (a search row, or a final-round row once no row of
+// that round is left to run).
+std::string BestRowFilter(const std::string& job) {
+  return absl::StrCat(
+      "(final_of = 0 OR NOT EXISTS (SELECT 1 FROM candidates AS f WHERE f.job_id = ", job,
+      " AND f.final_of <> 0 AND f.status IN (", yirage::v1::PENDING, ", ", yirage::v1::LEASED,
+      ")))");
+}
 // kBestColumns's values, from column `first` on.
 constexpr char kBestColumns[] =
     "candidate_id, time_us, baseline_time_us, max_abs_error, max_rel_error, worker_id, "
@@ -427,9 +436,10 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id, bool coun
   YIRAGE_ASSIGN_OR_RETURN(
       Statement best,
       db_->Prepare(absl::StrCat("SELECT ", kBestColumns,
-                                " FROM candidates WHERE job_id=? AND status=? AND confirms = 0 "
-                                "ORDER BY ",
-                                kBestOrder, " LIMIT 1")));
+                                " FROM candidates WHERE job_id=?1 AND status=?2 AND "
+                                "confirms = 0 AND ",
+                                BestRowFilter("?1"), " ORDER BY ", kFinalRowsFirst, kSearchOrder,
+                                " LIMIT 1")));
   best.Bind(1, job_id).Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED));
   YIRAGE_ASSIGN_OR_RETURN(bool has_best, best.Step());
   if (has_best) {
@@ -565,8 +575,8 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
             "SELECT j.job_id, ", kBestColumns,
             " FROM (SELECT job_id FROM jobs ORDER BY created DESC, job_id LIMIT ?1) AS j "
             "JOIN candidates AS c ON c.rowid = (SELECT rowid FROM candidates WHERE "
-            "candidates.job_id = j.job_id AND status=?2 AND confirms = 0 ORDER BY ",
-            kBestOrder, " LIMIT 1)")));
+            "candidates.job_id = j.job_id AND status=?2 AND confirms = 0 AND ",
+            BestRowFilter("j.job_id"), " ORDER BY ", kFinalRowsFirst, kSearchOrder, " LIMIT 1)")));
     s.Bind(1, n).Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED));
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());

@@ -259,7 +259,12 @@ class _Progress:
             return
         p = job.proto
         best = job.best
-        best_text = ("best %.4g us, %.2fx" % (best.time_us, best.speedup)) if best else ""
+        # Speedup first, as the CLI's line: it never drops while the job runs.
+        best_text = ""
+        if best:
+            final = best.final_of != 0
+            best_text = "%s %.2fx (%.4g us%s)" % ("winner" if final else "best", best.speedup,
+                                                 best.time_us, ", final round" if final else "")
         if self.tqdm is not None:
             if self.bar is None and p.candidates_generated > 0:
                 self.bar = self.tqdm(total=p.candidates_generated, desc=job.job_id, unit="cand")
