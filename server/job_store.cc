@@ -433,13 +433,12 @@ absl::StatusOr<Job> JobStore::LoadJobLocked(const std::string& job_id, bool coun
     }
   }
 
-  YIRAGE_ASSIGN_OR_RETURN(
-      Statement best,
-      db_->Prepare(absl::StrCat("SELECT ", kBestColumns,
-                                " FROM candidates WHERE job_id=?1 AND status=?2 AND "
-                                "confirms = 0 AND ",
-                                BestRowFilter("?1"), " ORDER BY ", kFinalRowsFirst, kSearchOrder,
-                                " LIMIT 1")));
+  YIRAGE_ASSIGN_OR_RETURN(Statement best, db_->Prepare(absl::StrCat(
+                                              "SELECT ", kBestColumns,
+                                              " FROM candidates WHERE job_id=?1 AND status=?2 AND "
+                                              "confirms = 0 AND ",
+                                              BestRowFilter("?1"), " ORDER BY ", kFinalRowsFirst,
+                                              kSearchOrder, " LIMIT 1")));
   best.Bind(1, job_id).Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED));
   YIRAGE_ASSIGN_OR_RETURN(bool has_best, best.Step());
   if (has_best) {
