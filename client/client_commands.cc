@@ -419,39 +419,8 @@ int ClientCommands::Tree(const std::string& job_id) {
     out_ << nlohmann::json{{"job_id", tree.job_id()}, {"nodes", nodes}}.dump(2) << "\n";
     return 0;
   }
-  // Box-drawing prefixes: a node's ancestors say whether more of their
-  // siblings follow (a bar) or not (blank).
-  const int count = tree.nodes_size();
-  std::vector<int> last_child(count, -1);
-  for (const yirage::v1::TrialNode& n : tree.nodes()) {
-    if (n.parent_id() >= 0) last_child[n.parent_id()] = n.node_id();
-  }
-  std::vector<std::string> child_prefix(count);
-  for (const yirage::v1::TrialNode& n : tree.nodes()) {
-    std::string line;
-    if (n.parent_id() >= 0) {
-      const bool last = last_child[n.parent_id()] == n.node_id();
-      line = child_prefix[n.parent_id()] + (last ? "└─ " : "├─ ");
-      child_prefix[n.node_id()] = child_prefix[n.parent_id()] + (last ? "   " : "│  ");
-    }
-    if (n.kind() == yirage::v1::TrialNode::CANDIDATE) {
-      line += "#" + std::to_string(n.candidate_id()) + " " + n.label();
-      line += "  " + yirage::v1::CandidateStatus_Name(n.status());
-      if (n.status() == yirage::v1::VERIFIED) {
-        line += "  " + Fixed(n.time_us(), 2) + " us  " + Fixed(n.speedup(), 2) + "x";
-      }
-      if (n.baseline()) line += "  (baseline)";
-      if (n.best()) line += "  <- best";
-      if (!n.error().empty()) line += "  ! " + n.error().substr(0, 120);
-    } else {
-      if (n.kind() == yirage::v1::TrialNode::GRAPH && n.parent_id() >= 0) line += "rewrite ";
-      line += n.label() + "  (" + std::to_string(n.candidates()) + " candidate" +
-              (n.candidates() == 1 ? "" : "s") + ", " + std::to_string(n.verified()) + " verified";
-      if (n.verified() > 0) line += ", best " + Fixed(n.best_speedup(), 2) + "x";
-      line += ")";
-    }
-    out_ << line << "\n";
-  }
+  // Drawn by the server, so that every client shows the same tree.
+  out_ << tree.text();
   return 0;
 }
 

@@ -802,7 +802,7 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
       return false;
     }
     if (!job.cached_from().empty()) {
-      YIRAGE_ASSIGN_OR_RETURN(bool searching, CachedWinnerFailedLocked(job, now));
+      YIRAGE_ASSIGN_OR_RETURN(bool searching, CachedWinnerFailedLocked(job));
       if (searching) return false;
     }
     if (finalists_ > 1 && job.has_best() && job.cached_from().empty()) {
@@ -961,7 +961,7 @@ absl::StatusOr<std::optional<JobStore::CacheSource>> JobStore::FindCacheSource(
   return std::optional<CacheSource>(std::move(source));
 }
 
-absl::StatusOr<bool> JobStore::CachedWinnerFailedLocked(const Job& job, double now) {
+absl::StatusOr<bool> JobStore::CachedWinnerFailedLocked(const Job& job) {
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s,
       db_->Prepare("SELECT status, error FROM candidates WHERE job_id=? AND is_baseline = 0 AND "
@@ -994,7 +994,6 @@ absl::StatusOr<bool> JobStore::CachedWinnerFailedLocked(const Job& job, double n
   YIRAGE_RETURN_IF_ERROR(tx.Commit());
   spdlog::info("job {}: the cached winner of job {} failed here ({}); searching", job.job_id(),
                job.cached_from(), why.substr(0, 200));
-  (void)now;
   return true;
 }
 

@@ -256,7 +256,7 @@ class JobStore {
   // A job answered from the cache (Job.cached_from) whose cached winner did
   // not verify here: its source answers no more, its candidates go, and it
   // becomes SEARCHING (true). False when the winner verified.
-  absl::StatusOr<bool> CachedWinnerFailedLocked(const yirage::v1::Job& job, double now)
+  absl::StatusOr<bool> CachedWinnerFailedLocked(const yirage::v1::Job& job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<FinalRoundStep> FinalRoundLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
@@ -138,7 +139,47 @@ yirage::v1::TrialTree BuildTrialTree(const yirage::v1::Job& job,
     out->set_node_id(id[n]);
     out->set_parent_id(out->parent_id() < 0 ? -1 : id[out->parent_id()]);
   }
+  tree.set_text(DrawTrialTree(tree));
   return tree;
+}
+
+std::string DrawTrialTree(const yirage::v1::TrialTree& tree) {
+  // Box-drawing prefixes: a node's ancestors say whether more of their
+  // siblings follow (a bar) or not (blank).
+  const int count = tree.nodes_size();
+  std::vector<int> last_child(count, -1);
+  for (const TrialNode& n : tree.nodes()) {
+    if (n.parent_id() >= 0) last_child[n.parent_id()] = n.node_id();
+  }
+  std::vector<std::string> child_prefix(count);
+  std::string text;
+  for (const TrialNode& n : tree.nodes()) {
+    std::string line;
+    if (n.parent_id() >= 0) {
+      const bool last = last_child[n.parent_id()] == n.node_id();
+      line = child_prefix[n.parent_id()] + (last ? "└─ " : "├─ ");
+      child_prefix[n.node_id()] = child_prefix[n.parent_id()] + (last ? "   " : "│  ");
+    }
+    if (n.kind() == TrialNode::CANDIDATE) {
+      absl::StrAppend(&line, "#", n.candidate_id(), " ", n.label(), "  ",
+                      yirage::v1::CandidateStatus_Name(n.status()));
+      if (n.status() == yirage::v1::VERIFIED) {
+        absl::StrAppend(&line, absl::StrFormat("  %.2f us  %.2fx", n.time_us(), n.speedup()));
+      }
+      if (n.baseline()) absl::StrAppend(&line, "  (baseline)");
+      if (n.best()) absl::StrAppend(&line, "  <- best");
+      if (!n.error().empty()) absl::StrAppend(&line, "  ! ", n.error().substr(0, 120));
+    } else {
+      if (n.kind() == TrialNode::GRAPH && n.parent_id() >= 0) absl::StrAppend(&line, "rewrite ");
+      absl::StrAppend(&line, n.label(), "  (", n.candidates(), " candidate",
+                      n.candidates() == 1 ? "" : "s", ", ", n.verified(), " verified");
+      if (n.verified() > 0)
+        absl::StrAppend(&line, absl::StrFormat(", best %.2fx", n.best_speedup()));
+      absl::StrAppend(&line, ")");
+    }
+    absl::StrAppend(&text, line, "\n");
+  }
+  return text;
 }
 
 }  // namespace yirage::server

@@ -15,8 +15,16 @@ namespace yirage::server {
 // partition of its plan's kernels, under the graph of its plan's rewrites
 // (each rewrite a level: the graph after [a, b] is a child of the graph
 // after [a]). Children keep the candidates' order (ids ascending). Pure.
+// Its `text` is DrawTrialTree's.
 yirage::v1::TrialTree BuildTrialTree(const yirage::v1::Job& job,
                                      const std::vector<yirage::v1::Candidate>& candidates);
+
+// The tree drawn for a terminal, a line a node (TrialTree.text): the root,
+// then each node under its parent with box-drawing prefixes; a candidate
+// with its id, schedule, status, time and speedup where verified, and its
+// error; any other node with its candidates, how many verified and their
+// best speedup.
+std::string DrawTrialTree(const yirage::v1::TrialTree& tree);
 
 // A plan's partition: its kernels' op groups, "[a+b][c:generic]" (the form
 // of the candidate generator's descriptions; kinds other than row kernels

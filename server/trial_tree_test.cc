@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 
 namespace yirage::server {
@@ -112,6 +113,18 @@ TEST(TrialTreeTest, EveryCandidateUnderItsGraphAndPartition) {
   EXPECT_EQ(tree.nodes(3).verified(), 1);  // [a+b]: one of two verified
   EXPECT_TRUE(tree.nodes(2).baseline());
   EXPECT_DOUBLE_EQ(tree.nodes(2).speedup(), 1.0);
+
+  // The drawing every client shows: a line a node, in the nodes' order.
+  EXPECT_EQ(tree.text(), DrawTrialTree(tree));
+  const std::vector<std::string> lines = absl::StrSplit(tree.text(), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), expected.size()) << tree.text();
+  EXPECT_EQ(lines[0], "original graph  (6 candidates, 5 verified, best 5.00x)");
+  EXPECT_EQ(lines[1], "├─ [a][b]  (1 candidate, 1 verified, best 1.00x)");
+  EXPECT_EQ(lines[2], "│  └─ #1 baseline  VERIFIED  100.00 us  1.00x  (baseline)");
+  EXPECT_EQ(lines[5], "│  └─ #3 rows b4  MISMATCH");
+  EXPECT_EQ(lines[6], "├─ rewrite r1  (2 candidates, 2 verified, best 5.00x)");
+  EXPECT_EQ(lines[11], "│        └─ #5 rows b1  VERIFIED  20.00 us  5.00x  <- best");
+  EXPECT_EQ(lines[14], "      └─ #6 rows b1  VERIFIED  80.00 us  1.25x");
 }
 
 TEST(TrialTreeTest, AJobWithoutCandidatesIsItsRoot) {

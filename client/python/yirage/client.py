@@ -171,41 +171,8 @@ class TrialTree:
         return out[::-1]
 
     def __str__(self):
-        last = {}
-        for n in self.nodes:
-            if n.parent_id >= 0:
-                last[n.parent_id] = n.node_id
-        prefix = {}
-        lines = []
-        for n in self.nodes:
-            line = ""
-            if n.parent_id >= 0:
-                is_last = last[n.parent_id] == n.node_id
-                line = prefix[n.parent_id] + ("└─ " if is_last else "├─ ")
-                prefix[n.node_id] = prefix[n.parent_id] + ("   " if is_last else "│  ")
-            else:
-                prefix[n.node_id] = ""
-            if n.kind == job_pb2.TrialNode.CANDIDATE:
-                line += "#%d %s  %s" % (n.candidate_id, n.label,
-                                         job_pb2.CandidateStatus.Name(n.status))
-                if n.status == job_pb2.VERIFIED:
-                    line += "  %.2f us  %.2fx" % (n.time_us, n.speedup)
-                if n.baseline:
-                    line += "  (baseline)"
-                if n.best:
-                    line += "  <- best"
-                if n.error:
-                    line += "  ! " + n.error[:120]
-            else:
-                if n.kind == job_pb2.TrialNode.GRAPH and n.parent_id >= 0:
-                    line += "rewrite "
-                line += "%s  (%d candidate%s, %d verified" % (
-                    n.label, n.candidates, "" if n.candidates == 1 else "s", n.verified)
-                if n.verified:
-                    line += ", best %.2fx" % n.best_speedup
-                line += ")"
-            lines.append(line)
-        return "\n".join(lines)
+        # Drawn by the server (TrialTree.text), as `yirage-client tree` prints it.
+        return self.proto.text.rstrip("\n")
 
     def __repr__(self):
         return "TrialTree(%s: %d nodes, %d candidates)" % (self.job_id, len(self.nodes),
