@@ -144,42 +144,10 @@ int ClientCommands::Submit(const SubmitOptions& options) {
     err_ << "yirage-client: " << options.graph_path << ": " << graph.status().message() << "\n";
     return 1;
   }
-  yirage::v1::SubmitJobRequest request;
-  *request.mutable_graph() = *graph;
-  request.set_backend(options.backend);
-  request.set_budget_candidates(options.budget_candidates);
-  request.set_budget_seconds(options.budget_seconds);
-  request.mutable_tolerance()->set_rtol(options.rtol);
-  request.mutable_tolerance()->set_atol(options.atol);
-  request.set_chip_id(options.chip_id);
-  request.set_any_chip(options.any_chip);
-  request.set_no_cache(options.no_cache);
-  request.set_request_id(options.request_id.empty() ? "cli-" + RandomHex(24) : options.request_id);
+  yirage::v1::SubmitJobRequest request = SubmitRequest(*graph, options);
   yirage::v1::SubmitJobResponse response;
-  // A submit whose reply did not come (the server unreachable a moment, or
-  // slow) is sent again with the same request_id, which finds its job
-  // rather than making a second one.
-  grpc::Status status;
-  for (int attempt = 0;; ++attempt) {
-    // Submission may include candidate generation: allow it more time.
-    auto context = ContextWithDeadline(std::max(rpc_timeout_, std::chrono::milliseconds(60000)));
-    status = stub_->SubmitJob(context.get(), request, &response);
-    const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-    if (status.ok() || !retry || attempt == 2) break;
-    err_ << "yirage-client: submit " << options.graph_path << ": " << status.error_message()
-         << "; sending it again (request_id " << request.request_id() << ")\n";
-    std::this_thread::sleep_for(std::chrono::seconds(1 << attempt));
-  }
+  grpc::Status status = SendSubmit(options.graph_path, &request, &response);
   if (!status.ok()) return Fail("submit " + options.graph_path, status);
-  if (response.existing() && !json_) {
-    err_ << "request_id " << request.request_id() << " was submitted before: job "
-         << response.job_id() << "\n";
-  }
-  if (!response.cached_from().empty() && !json_) {
-    err_ << "answered from the cache: job " << response.cached_from()
-         << "'s winner, verified again here (--no-cache to search)\n";
-  }
   if (!options.wait) {
     if (json_) {
       out_ << nlohmann::json{{"job_id", response.job_id()},
@@ -193,18 +161,69 @@ int ClientCommands::Submit(const SubmitOptions& options) {
     }
     return 0;
   }
-  if (!json_) {
-    if (response.candidates_generated() > 0) {
-      err_ << "submitted " << response.job_id() << " (" << response.candidates_generated()
-           << " candidates)\n";
-    } else {
-      err_ << "submitted " << response.job_id() << " (searching)\n";
-    }
-  }
+  if (!json_) SaySubmitted(response);
   return WaitForJob(response.job_id(), !json_);
 }
 
-int ClientCommands::WaitForJob(const std::string& job_id, bool progress) {
+void ClientCommands::SaySubmitted(const yirage::v1::SubmitJobResponse& response) {
+  if (response.candidates_generated() > 0) {
+    err_ << "submitted " << response.job_id() << " (" << response.candidates_generated()
+         << " candidates)\n";
+  } else {
+    err_ << "submitted " << response.job_id() << " (searching)\n";
+  }
+}
+
+yirage::v1::SubmitJobRequest ClientCommands::SubmitRequest(const yirage::v1::Graph& graph,
+                                                           const SubmitOptions& options) {
+  yirage::v1::SubmitJobRequest request;
+  *request.mutable_graph() = graph;
+  request.set_backend(options.backend);
+  request.set_budget_candidates(options.budget_candidates);
+  request.set_budget_seconds(options.budget_seconds);
+  request.mutable_tolerance()->set_rtol(options.rtol);
+  request.mutable_tolerance()->set_atol(options.atol);
+  request.set_chip_id(options.chip_id);
+  request.set_any_chip(options.any_chip);
+  request.set_no_cache(options.no_cache);
+  request.set_request_id(options.request_id.empty() ? "cli-" + RandomHex(24) : options.request_id);
+  return request;
+}
+
+grpc::Status ClientCommands::SendSubmit(const std::string& what,
+                                        yirage::v1::SubmitJobRequest* request_ptr,
+                                        yirage::v1::SubmitJobResponse* response_ptr) {
+  const yirage::v1::SubmitJobRequest& request = *request_ptr;
+  yirage::v1::SubmitJobResponse& response = *response_ptr;
+  // A submit whose reply did not come (the server unreachable a moment, or
+  // slow) is sent again with the same request_id, which finds its job
+  // rather than making a second one.
+  grpc::Status status;
+  for (int attempt = 0;; ++attempt) {
+    // Submission may include candidate generation: allow it more time.
+    auto context = ContextWithDeadline(std::max(rpc_timeout_, std::chrono::milliseconds(60000)));
+    status = stub_->SubmitJob(context.get(), request, &response);
+    const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (status.ok() || !retry || attempt == 2) break;
+    err_ << "yirage-client: submit " << what << ": " << status.error_message()
+         << "; sending it again (request_id " << request.request_id() << ")\n";
+    std::this_thread::sleep_for(std::chrono::seconds(1 << attempt));
+  }
+  if (!status.ok()) return status;
+  if (response.existing() && !json_) {
+    err_ << "request_id " << request.request_id() << " was submitted before: job "
+         << response.job_id() << "\n";
+  }
+  if (!response.cached_from().empty() && !json_) {
+    err_ << "answered from the cache: job " << response.cached_from()
+         << "'s winner, verified again here (--no-cache to search)\n";
+  }
+  return grpc::Status::OK;
+}
+
+int ClientCommands::WaitForJob(const std::string& job_id, bool progress,
+                               yirage::v1::Job* final_job) {
   const bool tty = progress && isatty(fileno(stderr));
   std::string last_line;
   // Shows the job's progress; true once it has ended (then it is printed).
@@ -220,7 +239,11 @@ int ClientCommands::WaitForJob(const std::string& job_id, bool progress) {
     }
     if (!IsFinal(job.state())) return false;
     if (tty) err_ << "\n";
-    PrintJob(job);
+    if (final_job != nullptr) {
+      *final_job = job;
+    } else {
+      PrintJob(job);
+    }
     return true;
   };
   // WatchJob streams each change; a stream lasts at most kWatchSpan (every

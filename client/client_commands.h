@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "yirage/v1/job.grpc.pb.h"
 
@@ -28,6 +29,15 @@ struct SubmitOptions {
   std::string request_id;
 };
 
+struct SpecSubmitOptions {
+  std::string spec_path;
+  std::vector<std::string> variants;  // empty: all
+  bool print_graphs = false;          // print each variant's graph JSON, submit nothing
+  // backend, budgets, chip, cache, wait; rtol and atol (where set) replace
+  // every variant's; graph_path and request_id are not used.
+  SubmitOptions submit;
+};
+
 class ClientCommands {
  public:
   // Calls the server at `server` (for messages) through `channel`.
@@ -36,6 +46,9 @@ class ClientCommands {
                  std::ostream& err);
 
   int Submit(const SubmitOptions& options);
+  // One job a variant of a spec file (client/spec_file.h); with `wait`, a
+  // summary table of them once all have ended.
+  int SubmitSpec(const SpecSubmitOptions& options);
   int Watch(const std::string& job_id);
   int Get(const std::string& job_id);
   int List(int limit);
@@ -51,8 +64,21 @@ class ClientCommands {
   int Workers();
 
  private:
-  // Polls GetJob until the job ends; with `progress`, shows it meanwhile.
-  int WaitForJob(const std::string& job_id, bool progress);
+  // Follows the job (WatchJob, else GetJob) until it ends; with `progress`,
+  // shows it meanwhile. The ended job goes to `final_job` where given, else
+  // it is printed.
+  int WaitForJob(const std::string& job_id, bool progress, yirage::v1::Job* final_job = nullptr);
+  // The request for `graph` under `options`, with a fresh request_id where
+  // the options have none.
+  yirage::v1::SubmitJobRequest SubmitRequest(const yirage::v1::Graph& graph,
+                                             const SubmitOptions& options);
+  // Sends the request, again (same request_id) while the server is
+  // unreachable or slow, up to three times; notes a repeat or a cache
+  // answer on stderr. `what` names it in messages.
+  grpc::Status SendSubmit(const std::string& what, yirage::v1::SubmitJobRequest* request,
+                          yirage::v1::SubmitJobResponse* response);
+  // "submitted JOB (N candidates)" on stderr.
+  void SaySubmitted(const yirage::v1::SubmitJobResponse& response);
   int Fail(const std::string& what, const grpc::Status& status);
   void PrintJob(const yirage::v1::Job& job);
 

@@ -29,39 +29,53 @@ int main(int argc, char** argv) {
   yirage::ChannelOptions channel_options;
   yirage::AddChannelFlags(app, "server", &channel_options);
 
+  // The options of a submission, for `submit` and `submit-spec`.
+  auto add_submit_options = [&json](CLI::App* cmd, yirage::client::SubmitOptions* submit) {
+    cmd->add_option("--backend", submit->backend,
+                    "cpu, cuda, ... (default: the --chip's backend, else cpu)");
+    cmd->add_option("--budget-candidates", submit->budget_candidates,
+                    "evaluate at most N candidates (0 = server default)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--budget-seconds", submit->budget_seconds,
+                    "stop evaluating after S seconds (0 = no limit)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--rtol", submit->rtol, "relative tolerance override")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--atol", submit->atol, "absolute tolerance override")
+        ->check(CLI::NonNegativeNumber);
+    auto* chip_opt = cmd->add_option(
+        "--chip", submit->chip_id,
+        "target chip id (or a seed alias): the job runs only on workers of that chip");
+    cmd->add_flag("--any-chip", submit->any_chip,
+                  "with --chip: any worker of the backend may run the job (the chip steers "
+                  "the search only)")
+        ->needs(chip_opt);
+    cmd->add_flag("--no-cache", submit->no_cache,
+                  "search even when a finished job with the same graph, backend, chip and "
+                  "tolerance could answer");
+    cmd->add_flag("--json", json, "print one JSON object");
+  };
   yirage::client::SubmitOptions submit;
   auto* submit_cmd = app.add_subcommand("submit", "submit a graph (JSON file) for optimization");
   submit_cmd->add_option("graph", submit.graph_path, "graph JSON file")->required();
-  submit_cmd->add_option("--backend", submit.backend,
-                         "cpu, cuda, ... (default: the --chip's backend, else cpu)");
-  submit_cmd
-      ->add_option("--budget-candidates", submit.budget_candidates,
-                   "evaluate at most N candidates (0 = server default)")
-      ->check(CLI::NonNegativeNumber);
-  submit_cmd
-      ->add_option("--budget-seconds", submit.budget_seconds,
-                   "stop evaluating after S seconds (0 = no limit)")
-      ->check(CLI::NonNegativeNumber);
-  submit_cmd->add_option("--rtol", submit.rtol, "relative tolerance override")
-      ->check(CLI::NonNegativeNumber);
-  submit_cmd->add_option("--atol", submit.atol, "absolute tolerance override")
-      ->check(CLI::NonNegativeNumber);
-  auto* chip_opt = submit_cmd->add_option(
-      "--chip", submit.chip_id,
-      "target chip id (or a seed alias): the job runs only on workers of that chip");
-  submit_cmd
-      ->add_flag("--any-chip", submit.any_chip,
-                 "with --chip: any worker of the backend may run the job (the chip steers "
-                 "the search only)")
-      ->needs(chip_opt);
-  submit_cmd->add_flag("--no-cache", submit.no_cache,
-                       "search even when a finished job with the same graph, backend, chip and "
-                       "tolerance could answer");
+  add_submit_options(submit_cmd, &submit);
   submit_cmd->add_option("--request-id", submit.request_id,
                          "this submission's id: a submit repeating it returns the first job "
                          "(default: a random one, kept across the command's own retries)");
   submit_cmd->add_flag("--wait", submit.wait, "wait for the job to end and print it");
-  submit_cmd->add_flag("--json", json, "print one JSON object");
+
+  yirage::client::SpecSubmitOptions spec;
+  auto* spec_cmd = app.add_subcommand(
+      "submit-spec",
+      "submit one job per variant of a spec file (YAML: dims, graph, variants, FLOP and byte "
+      "formulas; docs/spec-files.md)");
+  spec_cmd->add_option("spec", spec.spec_path, "spec file (YAML)")->required();
+  spec_cmd->add_option("--variant", spec.variants, "only this variant (repeatable; default: all)");
+  spec_cmd->add_flag("--print-graphs", spec.print_graphs,
+                     "print each selected variant's graph JSON and submit nothing");
+  add_submit_options(spec_cmd, &spec.submit);
+  spec_cmd->add_flag("--wait", spec.submit.wait,
+                     "wait for every job to end and print a summary table");
 
   std::string job_id, out_dir;
   int limit = 50;
@@ -200,6 +214,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (*submit_cmd) return commands.Submit(submit);
+  if (*spec_cmd) return commands.SubmitSpec(spec);
   if (*watch_cmd) return commands.Watch(job_id);
   if (*get_cmd) return commands.Get(job_id);
   if (*list_cmd) return commands.List(limit);

@@ -20,8 +20,11 @@ std::string Phase(const yirage::v1::Job& job) {
   return absl::AsciiStrToLower(yirage::v1::JobState_Name(job.state()));
 }
 
+// Candidates done: pending counts the final round's and the confirmation's
+// rows too (they keep the job running), which would make the count go back.
 int Done(const yirage::v1::Job& job) {
-  return job.candidates_generated() - job.candidates_pending();
+  return std::max(job.candidates_generated() - job.candidates_pending(),
+                  job.candidates_evaluated());
 }
 
 // The best's speedup first: it never drops while the job runs (the server's

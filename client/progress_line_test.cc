@@ -60,6 +60,17 @@ TEST(ProgressLineTest, AnEndedJobShowsHowLongItRan) {
             std::string::npos);
 }
 
+// The final round's rows are pending but not candidates: the count of
+// candidates done does not go back while it runs.
+TEST(ProgressLineTest, TheFinalRoundDoesNotTakeBackCandidatesDone) {
+  yirage::v1::Job job = Running();
+  job.set_candidates_generated(4);
+  job.set_candidates_evaluated(4);
+  job.set_candidates_pending(3);
+  EXPECT_NE(PlainProgressLine(job).find(" 4/4 candidates"), std::string::npos)
+      << PlainProgressLine(job);
+}
+
 TEST(ProgressLineTest, ShortDurations) {
   EXPECT_EQ(ShortDuration(3.21), "3.2s");
   EXPECT_EQ(ShortDuration(65), "1m05s");

@@ -22,7 +22,7 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config git
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
       libabsl-dev libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev
-      libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libomp-dev curl python3
+      libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libomp-dev curl python3
       clang-format openssl clang libclang-rt-14-dev
       libopenblas0-pthread prometheus
       python3-grpcio python3-protobuf python3-setuptools python3-venv python3-numpy

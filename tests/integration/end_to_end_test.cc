@@ -984,5 +984,73 @@ TEST_F(EndToEndTest, CancelMetricsAndCleanShutdown) {
   EXPECT_NE(server_.Log().find("yirage-server stopped"), std::string::npos);
 }
 
+// A spec file's variants become one job each; --wait ends with a summary
+// of them (best time, speedup, and TFLOP/s and GB/s from the spec's
+// formulas); a spec with a mistake submits nothing.
+TEST_F(EndToEndTest, ASpecFileSubmitsOneJobPerVariant) {
+  StartServer({"--local-workers", "cpu", "--confirm-winners", "false"});
+  const std::string spec = dir_ + "/spec.yaml";
+  {
+    std::ofstream out(spec);
+    out << "name: scaled_softmax\n"
+           "dims: {R: 8, C: 64}\n"
+           "dtype: float32\n"
+           "inputs: {X: [R, C]}\n"
+           "ops:\n"
+           "  - {name: S, op: mul, inputs: [X], attrs: {scalar: 1 / sqrt(C)}}\n"
+           "  - {name: Y, op: softmax, inputs: [S], attrs: {axis: -1}}\n"
+           "outputs: [Y]\n"
+           "flops: 5 * R * C\n"
+           "bytes: 8 * R * C\n"
+           "variants:\n"
+           "  small: {}\n"
+           "  tall: {dims: {R: 32}, rtol: 1e-3}\n";
+  }
+  CommandResult r = server_.Client(
+      {"submit-spec", spec, "--wait", "--json", "--budget-candidates", "2"}, seconds(600));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json summary = r.Json();
+  ASSERT_TRUE(summary.is_object()) << r.out;
+  EXPECT_EQ(summary["spec"], "scaled_softmax");
+  ASSERT_EQ(summary["variants"].size(), 2u) << r.out;
+  const json& tall = summary["variants"][1];
+  EXPECT_EQ(tall["variant"], "tall");
+  EXPECT_EQ(tall["dims"]["R"], 32);
+  EXPECT_EQ(tall["state"], "SUCCEEDED");
+  EXPECT_DOUBLE_EQ(tall["flops"].get<double>(), 5.0 * 32 * 64);
+  const double us = tall["best_time_us"].get<double>();
+  ASSERT_GT(us, 0);
+  EXPECT_NEAR(tall["gbps"].get<double>(), 8.0 * 32 * 64 / us * 1e-3, 1e-9);
+  // Each job is its variant's graph, with its tolerance.
+  json job = server_.Client({"get", tall["job_id"], "--json"}).Json();
+  EXPECT_EQ(job["graph"], "scaled_softmax_tall") << job.dump();
+  EXPECT_EQ(server_.Client({"get", summary["variants"][0]["job_id"], "--json"}).Json()["graph"],
+            "scaled_softmax_small");
+  // The table, for one variant by name.
+  CommandResult table = server_.Client(
+      {"submit-spec", spec, "--variant", "small", "--wait", "--budget-candidates", "2"},
+      seconds(600));
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("VARIANT  DIMS"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("small    C=64 R=8"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("tall"), std::string::npos) << table.out;
+  // Mistakes: an unknown variant is a usage error, a bad spec an error;
+  // neither submits anything.
+  const size_t jobs = server_.Client({"list", "--json"}).Json()["jobs"].size();
+  CommandResult unknown = server_.Client({"submit-spec", spec, "--variant", "huge"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no variant 'huge' (the spec's: small, tall)"), std::string::npos)
+      << unknown.err;
+  {
+    std::ofstream out(spec, std::ios::app);
+    out << "  bad: {dims: {R: 7}, dtype: int4}\n";
+  }
+  CommandResult bad = server_.Client({"submit-spec", spec});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("variant 'bad'"), std::string::npos) << bad.err;
+  EXPECT_EQ(server_.Client({"list", "--json"}).Json()["jobs"].size(), jobs)
+      << "a spec with a bad variant submits no job";
+}
+
 }  // namespace
 }  // namespace yirage::testing
