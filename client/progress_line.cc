@@ -27,19 +27,22 @@ int Done(const yirage::v1::Job& job) {
                   job.candidates_evaluated());
 }
 
-// The best's speedup first: it never drops while the job runs (the server's
-// best is the search's highest until the final round is whole), where its
-// time, measured beside its own baseline, may; the final round's winner
-// says so.
-std::string Best(const yirage::v1::Job& job) {
-  return absl::StrFormat("%s %.2fx (%.1f us%s)", job.best().final_of() != 0 ? "winner" : "best",
-                         job.best().speedup(), job.best().time_us(),
-                         job.best().final_of() != 0 ? ", final round" : "");
-}
-
 bool Ended(const yirage::v1::Job& job) {
   return job.state() == yirage::v1::SUCCEEDED || job.state() == yirage::v1::FAILED ||
          job.state() == yirage::v1::CANCELLED;
+}
+
+// While the job runs, the best speedup alone: it never drops (the server's
+// best is the search's highest until the final round is whole), where the
+// best candidate's time, measured beside its own baseline on a loaded
+// machine, could be higher than an earlier best's. Once the job has ended,
+// the winner's time too (a final round's median where it had one).
+std::string Best(const yirage::v1::Job& job) {
+  if (!Ended(job)) return absl::StrFormat("best %.2fx", job.best().speedup());
+  const bool final_round = job.best().final_of() != 0;
+  return absl::StrFormat("%s %.2fx (%.1f us%s)", final_round ? "winner" : "best",
+                         job.best().speedup(), job.best().time_us(),
+                         final_round ? ", final round" : "");
 }
 
 }  // namespace

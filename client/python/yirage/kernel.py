@@ -259,12 +259,17 @@ class _Progress:
             return
         p = job.proto
         best = job.best
-        # Speedup first, as the CLI's line: it never drops while the job runs.
+        # As the CLI's line: the best speedup while the job runs (it never
+        # drops; a time measured under load may rise), the winner's time too
+        # once the job has ended.
         best_text = ""
         if best:
-            final = best.final_of != 0
-            best_text = "%s %.2fx (%.4g us%s)" % ("winner" if final else "best", best.speedup,
-                                                 best.time_us, ", final round" if final else "")
+            if job.state not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                best_text = "best %.2fx" % best.speedup
+            else:
+                final = best.final_of != 0
+                best_text = "%s %.2fx (%.4g us%s)" % ("winner" if final else "best", best.speedup,
+                                                     best.time_us, ", final round" if final else "")
         if self.tqdm is not None:
             if self.bar is None and p.candidates_generated > 0:
                 self.bar = self.tqdm(total=p.candidates_generated, desc=job.job_id, unit="cand")
