@@ -843,6 +843,72 @@ Protos SqueezeUnitDims(const Graph& g) {
   return {proto};
 }
 
+// ---- reductions ----
+
+// A reduction of an elementwise op whose second operand is constant along
+// the reduced axis: that operand applies after the reduction instead, to
+// its (smaller) result.
+//   reduce_sum / reduce_mean (x * w), (w * x), (x / w) -> reduce(x) * w ...
+//   reduce_mean (x + w), (w + x), (x - w) -> reduce_mean(x) + w ...
+// w is a scalar attribute or a tensor that broadcasts to x with size 1
+// (or nothing) along the reduced axis, and broadcasts to the result the
+// same way (keepdim, or every dim of w up to the axis 1). The reduction
+// then reads x where it read the elementwise op's result: that op's pass
+// over the whole tensor goes (a bias or a scale before a pooling or a
+// column sum).
+Protos FactorOutOfReduction(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& red = g.op(j);
+    const bool sum_like = red.type == OpType::kReduceSum || red.type == OpType::kReduceMean;
+    // (reduce_max(x + w) = reduce_max(x) + w holds too, but the fingerprint
+    // takes max as an uninterpreted function and could not prove it.)
+    const bool shift_like = red.type == OpType::kReduceMean;
+    if (!sum_like && !shift_like) continue;
+    const int p = SingleUseProducer(g, red.inputs[0]);
+    if (p < 0) continue;
+    const OpInfo& op = g.op(p);
+    const bool scales = op.type == OpType::kMul || op.type == OpType::kDiv;
+    const bool shifts = op.type == OpType::kAdd || op.type == OpType::kSub;
+    if (!((scales && sum_like) || (shifts && shift_like))) continue;
+    const std::vector<int64_t>& shape = g.tensor(red.inputs[0]).shape;
+    const int rank = static_cast<int>(shape.size());
+    const int axis = red.axis < 0 ? red.axis + rank : red.axis;
+    const yirage::v1::DType dtype = g.tensor(red.inputs[0]).dtype;
+    // The operand slots that may be x: the first always, the second for
+    // the commutative ops only.
+    const bool commutative = op.type == OpType::kMul || op.type == OpType::kAdd;
+    for (int slot = 0; slot < (op.has_scalar ? 1 : (commutative ? 2 : 1)); ++slot) {
+      const int x = op.inputs[slot];
+      if (g.tensor(x).shape != shape || g.tensor(x).dtype != dtype) continue;
+      std::vector<std::string> inputs, taken;
+      const std::string fresh = FreshName(g, red.name + "_r", &taken);
+      if (!op.has_scalar) {
+        const int w = op.inputs[1 - slot];
+        const TensorInfo& wt = g.tensor(w);
+        // w's dim along the reduced axis (in x's frame), if it reaches it:
+        // 1, and with the axis dropped from the result every dim of w up to
+        // it 1 too (they shift onto the result's dims), w no wider than it.
+        const int w_rank = static_cast<int>(wt.shape.size());
+        const int at = w_rank - (rank - axis);
+        bool constant = wt.dtype == dtype;
+        if (at >= 0) {
+          for (int d = red.keepdim ? at : 0; d <= at; ++d) constant = constant && wt.shape[d] == 1;
+          constant = constant && (red.keepdim || w_rank <= rank - 1);
+        }
+        if (!constant) continue;
+        inputs = slot == 0 ? std::vector<std::string>{fresh, wt.name}
+                           : std::vector<std::string>{wt.name, fresh};
+      } else {
+        inputs = {fresh};
+      }
+      out.push_back(ReplaceOps(
+          g, {p, j}, {Retarget(g, j, fresh, {TName(g, x)}), Retarget(g, p, red.name, inputs)}));
+    }
+  }
+  return out;
+}
+
 const std::vector<RewriteRule>& DefaultRewriteRules() {
   static const std::vector<RewriteRule>* rules = new std::vector<RewriteRule>{
       {"expand_rms_norm", ExpandRmsNorm},
@@ -858,6 +924,7 @@ const std::vector<RewriteRule>& DefaultRewriteRules() {
       {"defer_layer_norm", DeferLayerNorm},
       {"slice_through_concat", SliceThroughConcat},
       {"squeeze_unit_dims", SqueezeUnitDims},
+      {"factor_out_of_reduction", FactorOutOfReduction},
   };
   return *rules;
 }

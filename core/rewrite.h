@@ -61,6 +61,11 @@
 //    CheckSameSignature compares layouts), so that an axis followed only by
 //    size-1 dims is the last and row kernels take its norm, softmax or
 //    reduction with the ops around it.
+//  * factor_out_of_reduction: reduce_sum / reduce_mean of x * w or x / w,
+//    reduce_mean of x + w or x - w, where w is a scalar or
+//    broadcasts to x without reaching the reduced axis -> reduce(x) op w:
+//    the reduction reads x itself, and w applies to its smaller result (a
+//    bias or scale before a pooling or a column sum costs no pass over x).
 // Several reductions over the same rows (norm_transformer's two rms_norms)
 // end up in one KERNEL_ROW kernel once expanded: the partitioner fuses them
 // (asserted by core/rewrite_test.cc MultiReduction tests), so there is no

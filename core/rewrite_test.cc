@@ -266,6 +266,88 @@ TEST(SqueezeUnitDims, DropsTheSizeOneTailEverywhere) {
   EXPECT_TRUE(ApplyRule(TrailingOnes(false, -2, true), "squeeze_unit_dims").empty());
 }
 
+// reduce(x op w) with w constant along the reduced axis: w applies to the
+// reduction's result (random_022's mul by a [C] row, then a column sum).
+Graph ReductionOfElementwise(const std::string& reduce, const std::string& op,
+                             std::vector<int64_t> w_shape, bool w_first, bool keepdim,
+                             int axis = 1) {
+  testing::GraphProtoBuilder b("reduce_of_elementwise");
+  b.Input("X", {6, 5, 4}).Input("W", std::move(w_shape));
+  b.Op("P", op, w_first ? std::vector<std::string>{"W", "X"} : std::vector<std::string>{"X", "W"});
+  b.Op("R", reduce, {"P"},
+       {{"axis", testing::IntAttr(axis)}, {"keepdim", testing::BoolAttr(keepdim)}});
+  b.Op("Y", "sigmoid", {"R"}).Output("Y");
+  absl::StatusOr<Graph> g = Graph::FromProto(b.proto());
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+TEST(FactorOutOfReduction, TheOperandAppliesToTheResult) {
+  struct Case {
+    const char* reduce;
+    const char* op;
+    std::vector<int64_t> w;
+    bool w_first, keepdim;
+  };
+  for (const Case& c :
+       {Case{"reduce_sum", "mul", {4}, true, false}, Case{"reduce_sum", "div", {1, 4}, false, true},
+        Case{"reduce_mean", "mul", {4}, false, false}, Case{"reduce_mean", "sub", {4}, false, true},
+        Case{"reduce_mean", "add", {1, 4}, true, false},
+        Case{"reduce_mean", "add", {4}, false, false}}) {
+    SCOPED_TRACE(absl::StrCat(c.reduce, " of ", c.op, c.w_first ? " (w first)" : ""));
+    const Graph g = ReductionOfElementwise(c.reduce, c.op, c.w, c.w_first, c.keepdim);
+    const std::vector<Graph> r = ApplyRule(g, "factor_out_of_reduction");
+    ASSERT_EQ(r.size(), 1u);
+    const Graph& f = r[0];
+    // The reduction reads X; R is the elementwise op of its result.
+    const OpInfo& red = f.op(0);
+    EXPECT_EQ(f.tensor(red.inputs[0]).name, "X");
+    EXPECT_EQ(f.op(1).name, "R");
+    EXPECT_EQ(f.tensor(f.FindTensor("R")).shape, g.tensor(g.FindTensor("R")).shape);
+    EXPECT_TRUE(CheckSameSignature(g, f).ok());
+    const FingerprintResult fp = CheckFingerprintEquivalent(g, f);
+    EXPECT_TRUE(fp.equivalent) << fp.message;
+    const std::vector<HostTensor> inputs = MakeRandomInputs(g, 5);
+    absl::StatusOr<std::vector<HostTensor>> a = EvaluateReference(g, inputs);
+    absl::StatusOr<std::vector<HostTensor>> b = EvaluateReference(f, inputs);
+    ASSERT_TRUE(a.ok() && b.ok());
+    for (size_t i = 0; i < (*a)[0].data.size(); ++i) {
+      EXPECT_NEAR((*a)[0].data[i], (*b)[0].data[i], 1e-12);
+    }
+  }
+  // Not where w varies along the reduced axis, nor for an op the reduction
+  // does not commute with (a sum of x + w, a max of x * w), nor w - x, nor
+  // a max of x + w (true, but the fingerprint cannot prove it).
+  EXPECT_TRUE(ApplyRule(ReductionOfElementwise("reduce_sum", "mul", {5, 4}, false, false),
+                        "factor_out_of_reduction")
+                  .empty());
+  EXPECT_TRUE(ApplyRule(ReductionOfElementwise("reduce_sum", "mul", {6, 1, 4}, false, false),
+                        "factor_out_of_reduction")
+                  .empty())
+      << "its 6 would land on the result's 4 once the axis is dropped";
+  EXPECT_EQ(ApplyRule(ReductionOfElementwise("reduce_sum", "mul", {6, 1, 4}, false, true),
+                      "factor_out_of_reduction")
+                .size(),
+            1u)
+      << "keepdim: the same frame";
+  EXPECT_TRUE(ApplyRule(ReductionOfElementwise("reduce_sum", "mul", {4}, false, false, 2),
+                        "factor_out_of_reduction")
+                  .empty())
+      << "the last axis, which W covers";
+  EXPECT_TRUE(ApplyRule(ReductionOfElementwise("reduce_sum", "add", {4}, false, false),
+                        "factor_out_of_reduction")
+                  .empty());
+  EXPECT_TRUE(ApplyRule(ReductionOfElementwise("reduce_max", "mul", {4}, false, false),
+                        "factor_out_of_reduction")
+                  .empty());
+  EXPECT_TRUE(ApplyRule(ReductionOfElementwise("reduce_max", "add", {4}, false, false),
+                        "factor_out_of_reduction")
+                  .empty());
+  EXPECT_TRUE(ApplyRule(ReductionOfElementwise("reduce_mean", "sub", {4}, true, false),
+                        "factor_out_of_reduction")
+                  .empty());
+}
+
 TEST(SliceThroughConcat, ReadsOnlyThePiecesKept) {
   struct Case {
     int cat_axis, slice_axis;
