@@ -592,6 +592,75 @@ TEST_F(ConfirmationTest, AFinalRoundThatCouldNotTimeLeavesTheSearchsBest) {
   EXPECT_EQ(job->candidates_failed(), 0);
 }
 
+// Candidates whose kernel is another's (same_kernel_as: the worker copied
+// its result) are not finalists of their own; a finalist that fails takes
+// its twins with it.
+TEST_F(ConfirmationTest, TheFinalRoundTakesDistinctKernels) {
+  auto final_store = JobStore::Open((dir_ / "yirage.db").string(), workers_.get(),
+                                    /*confirm_winners=*/false, /*finalists=*/3);
+  ASSERT_TRUE(final_store.ok()) << final_store.status();
+  JobStore& store = **final_store;
+  Connect("w1", 1000);
+  auto created = store.CreateJob(MakeRequest(), {1e-2, 1e-2}, MakePlans(5), {}, 1000);
+  ASSERT_TRUE(created.ok()) << created.status();
+  // The baseline 100 us; A 10 us and its twin; B 50 us; C 60 us.
+  std::vector<int64_t> ids;
+  for (double now = 1001; ids.size() < 5; now += 1) {
+    yirage::v1::Batch batch = Lease("w1", now);
+    ASSERT_GT(batch.candidates_size(), 0);
+    google::protobuf::RepeatedPtrField<CandidateResult> results;
+    for (const auto& c : batch.candidates()) {
+      const double times[] = {100, 10, 10, 50, 60};
+      CandidateResult r = At(c.candidate_id(), times[ids.size()]);
+      if (ids.size() == 2) r.set_same_kernel_as(ids[1]);
+      *results.Add() = r;
+      ids.push_back(c.candidate_id());
+    }
+    ASSERT_TRUE(
+        leases_->RecordResults("w1", batch.batch_id(), batch.lease_token(), 0, results, now).ok());
+    ASSERT_TRUE(store.FinishIfDone(*created, now).ok());
+  }
+  yirage::v1::Batch round = Lease("w1", 1010);
+  ASSERT_TRUE(round.final_round());
+  auto listed = store.ListCandidates(*created);
+  ASSERT_TRUE(listed.ok());
+  std::map<int64_t, int64_t> of;  // final row -> its finalist
+  for (const Candidate& c : *listed) {
+    if (c.final_of() != 0) of[c.candidate_id()] = c.final_of();
+  }
+  std::set<int64_t> finalists;
+  for (const auto& [row, finalist] : of) finalists.insert(finalist);
+  EXPECT_EQ(finalists, (std::set<int64_t>{ids[1], ids[3], ids[4]})) << "A, B and C, not A's twin";
+  // A fails to verify there: A and its twin are refuted, B wins.
+  google::protobuf::RepeatedPtrField<CandidateResult> results;
+  for (const auto& c : round.candidates()) {
+    if (of[c.candidate_id()] == ids[1]) {
+      CandidateResult r;
+      r.set_candidate_id(c.candidate_id());
+      r.set_status(yirage::v1::MISMATCH);
+      r.set_error("max abs error 2");
+      *results.Add() = r;
+    } else {
+      *results.Add() = At(c.candidate_id(), of[c.candidate_id()] == ids[3] ? 50 : 60);
+    }
+  }
+  ASSERT_TRUE(
+      leases_->RecordResults("w1", round.batch_id(), round.lease_token(), 0, results, 1011).ok());
+  ASSERT_TRUE(store.FinishIfDone(*created, 1011).ok());
+  auto job = store.GetJob(*created, 1012);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), yirage::v1::SUCCEEDED);
+  EXPECT_EQ(job->best().final_of(), ids[3]) << "B";
+  listed = store.ListCandidates(*created);
+  ASSERT_TRUE(listed.ok());
+  for (const Candidate& c : *listed) {
+    if (c.candidate_id() == ids[1] || c.candidate_id() == ids[2]) {
+      EXPECT_EQ(c.status(), yirage::v1::ERROR) << c.candidate_id();
+      EXPECT_EQ(c.error(), "refuted in the final round: max abs error 2");
+    }
+  }
+}
+
 // The result cache's source: a SUCCEEDED job of the same graph (names
 // included), backend, chip and tolerance whose winner's worker named its
 // toolkit; its baseline and winner plans, the winner's marked as cached.

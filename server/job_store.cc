@@ -1011,16 +1011,21 @@ absl::StatusOr<JobStore::FinalRoundStep> JobStore::FinalRoundLocked(const std::s
       // says nothing of the finalists, and the search's results stand.
       constexpr char kFailed[] =
           "(f.status = ?3 OR (f.status = ?4 AND f.error NOT LIKE 'final round: %'))";
+      // The candidate whose kernel a row runs (its twins, same_kernel_as,
+      // fall with it: they are the same code).
+      constexpr char kKernelOf[] =
+          "(CASE WHEN candidates.same_kernel_as <> 0 THEN candidates.same_kernel_as "
+          "ELSE candidates.candidate_id END)";
       YIRAGE_ASSIGN_OR_RETURN(
           Statement refute,
           db_->Prepare(absl::StrCat(
               "UPDATE candidates SET status=?1, error='refuted in the final round: ' || "
-              "(SELECT f.error FROM candidates f WHERE f.job_id=?2 AND "
-              "f.final_of = candidates.candidate_id AND ",
-              kFailed,
-              " LIMIT 1) WHERE job_id=?2 AND status=?5 AND final_of = 0 AND confirms = 0 AND "
-              "candidate_id IN (SELECT f.final_of FROM candidates f WHERE f.job_id=?2 AND "
-              "f.final_of <> 0 AND ",
+              "(SELECT f.error FROM candidates f WHERE f.job_id=?2 AND f.final_of = ",
+              kKernelOf, " AND ", kFailed,
+              " LIMIT 1) WHERE job_id=?2 AND status=?5 AND final_of = 0 AND confirms = 0 AND ",
+              kKernelOf,
+              " IN "
+              "(SELECT f.final_of FROM candidates f WHERE f.job_id=?2 AND f.final_of <> 0 AND ",
               kFailed, ")")));
       refute.Bind(1, static_cast<int64_t>(yirage::v1::ERROR))
           .Bind(2, job_id)
@@ -1035,8 +1040,11 @@ absl::StatusOr<JobStore::FinalRoundStep> JobStore::FinalRoundLocked(const std::s
   {
     YIRAGE_ASSIGN_OR_RETURN(
         Statement s,
+        // Distinct kernels only: a candidate whose kernel is another's
+        // (same_kernel_as, its result copied) would be a finalist twice.
         db_->Prepare(absl::StrCat("SELECT candidate_id FROM candidates WHERE job_id=? AND "
-                                  "status=? AND confirms = 0 AND final_of = 0 ORDER BY ",
+                                  "status=? AND confirms = 0 AND final_of = 0 AND "
+                                  "same_kernel_as = 0 ORDER BY ",
                                   kSearchOrder, " LIMIT ?")));
     s.Bind(1, job_id)
         .Bind(2, static_cast<int64_t>(yirage::v1::VERIFIED))
