@@ -353,31 +353,31 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
     combine_lanes("softmax");
     code->L("const float inv = 1.0f / w;");
     norm_store(absl::StrCat("expf(", x, " - v) * inv"));
-  } else if (op.type == OpType::kRmsNorm) {
-    code->L("float v = 0.0f;");
-    code->L("#pragma unroll 4");
-    code->Open(absl::StrCat(loop, " {"));
-    code->L("const float xv = ", x, ";");
-    code->L("v += xv * xv;");
-    code->Close();
-    combine_lanes("sum");
+  } else {
+    // The norms: a pass summing `term` of each element xv along the axis,
+    // combined over the unit's lanes into v.
+    auto sum_pass = [&](const std::string& term) {
+      code->L("v = 0.0f;");
+      code->L("#pragma unroll 4");
+      code->Open(absl::StrCat(loop, " {"));
+      code->L("const float xv = ", x, ";");
+      code->L("v += ", term, ";");
+      code->Close();
+      combine_lanes("sum");
+    };
+    code->L("float v;");
+    std::string centered = "xv";  // rms_norm scales x itself
+    if (op.type == OpType::kLayerNorm) {
+      // The mean, then the squared deviations from it (two passes: the
+      // one-pass variance cancels where |mean| >> std).
+      sum_pass("xv");
+      code->L("const float mean = v / ", d, ".0f;");
+      centered = "(xv - mean)";
+    }
+    sum_pass(absl::StrCat(centered, " * ", centered));
     code->L("const float inv = 1.0f / sqrtf(v / ", d, ".0f + ", Lit(op.eps), ");");
-    norm_store(absl::StrCat(x, " * inv"));
-  } else {  // layer_norm: the mean, then the squared deviations from it
-    code->L("float v = 0.0f;");
-    code->L("#pragma unroll 4");
-    code->L(loop, " v += ", x, ";");
-    combine_lanes("sum");
-    code->L("const float mean = v / ", d, ".0f;");
-    code->L("v = 0.0f;");
-    code->L("#pragma unroll 4");
-    code->Open(absl::StrCat(loop, " {"));
-    code->L("const float dv = ", x, " - mean;");
-    code->L("v += dv * dv;");
-    code->Close();
-    combine_lanes("sum");
-    code->L("const float inv = 1.0f / sqrtf(v / ", d, ".0f + ", Lit(op.eps), ");");
-    norm_store(absl::StrCat("(", x, " - mean) * inv"));
+    norm_store(absl::StrCat(op.type == OpType::kLayerNorm ? absl::StrCat("(", x, " - mean)") : x,
+                            " * inv"));
   }
   code->Close();
   code->Line("}");
