@@ -156,6 +156,9 @@ print(j["job_id"], t1 - t0 if t0 > 0 and t1 >= t0 else wall)' "$gname" "$wall")
   yy yirage-client --server "$C" kernel "$J" --out "$OUT/kernels/$name" && DIRS+=("$OUT/kernels/$name")
 done
 if [ ${#DIRS[@]} -eq 0 ]; then echo "no kernel was exported" >&2; exit 1; fi
+# The server and worker are done: stopped, so that their threads and the
+# worker's CUDA context take nothing from the timing below.
+kill $WORKER $SERVER 2>/dev/null; wait $WORKER $SERVER 2>/dev/null
 echo "== exported kernels vs PyTorch (same process, same method)"
 python3 "$(dirname "$0")/cuda_vs_torch.py" --graphs-dir "${GRAPH_DIRS[@]}" \
   --bandwidth-gbps "$BW" --peak-tflops "$PEAK16" --peak-tflops-fp32 "$PEAK32" \
