@@ -123,6 +123,20 @@ class Parser {
   }
 
   absl::StatusOr<NodePtr> Unary() {
+    // Each nesting (a sign, a parenthesis, a call, a power) passes here: a
+    // bound keeps a hostile formula from exhausting the stack.
+    if (++depth_ > kMaxDepth) return Error(absl::StrCat("nested more than ", kMaxDepth, " deep"));
+    absl::StatusOr<NodePtr> r = UnaryBody();
+    --depth_;
+    return r;
+  }
+
+  absl::StatusOr<NodePtr> UnaryBody() {
+    // Every operand passes here once: a bound on them bounds the tree (a
+    // long chain of + is as deep as it is long, for evaluation too).
+    if (++operands_ > kMaxOperands) {
+      return Error(absl::StrCat("more than ", kMaxOperands, " operands"));
+    }
     if (Take("-")) {
       absl::StatusOr<NodePtr> operand = Unary();
       if (!operand.ok()) return operand;
@@ -203,8 +217,12 @@ class Parser {
     return Error(absl::StrCat("expected a number, a name or '(', not '", std::string(1, c), "'"));
   }
 
+  static constexpr int kMaxDepth = 200;
+  static constexpr int kMaxOperands = 10000;
   const std::string& text_;
   size_t pos_ = 0;
+  int depth_ = 0;
+  int operands_ = 0;
 };
 
 absl::StatusOr<double> Eval(const Node& n, const std::map<std::string, double>& vars,

@@ -63,6 +63,15 @@ TEST(ExpressionTest, ErrorsSayWhereAndWhat) {
   EXPECT_NE(ParseError("cube(M)").find("unknown function 'cube'"), std::string::npos);
   EXPECT_NE(ParseError("min(M)").find("min() takes 2 or more arguments, not 1"), std::string::npos);
   EXPECT_NE(ParseError("").find("expected a number"), std::string::npos);
+  EXPECT_NE(ParseError(std::string(100000, '(') + "1" + std::string(100000, ')'))
+                .find("nested more than 200 deep"),
+            std::string::npos);
+  EXPECT_NE(ParseError(std::string(100000, '-') + "1").find("nested more than 200 deep"),
+            std::string::npos);
+  EXPECT_EQ(Eval(std::string(50, '(') + "2" + std::string(50, ')')), 2);
+  std::string chain = "1";
+  for (int i = 0; i < 20000; ++i) chain += "+1";
+  EXPECT_NE(ParseError(chain).find("more than 10000 operands"), std::string::npos);
   absl::StatusOr<Expression> e = Expression::Parse("M / (H - 4096) + Q");
   ASSERT_TRUE(e.ok());
   absl::StatusOr<double> v = e->Evaluate({{"M", 1}, {"H", 4096}, {"Q", 1}});

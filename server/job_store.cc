@@ -193,7 +193,11 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
 
 std::string GraphCacheKey(const yirage::v1::Graph& graph) {
   absl::StatusOr<core::Graph> g = core::Graph::FromProto(graph);
-  if (!g.ok()) return "";
+  return g.ok() ? GraphCacheKey(*g) : std::string();
+}
+
+std::string GraphCacheKey(const core::Graph& graph) {
+  const core::Graph* const g = &graph;
   core::Hash128 h = core::CanonicalGraphHash(*g);
   auto mix = [&](const std::string& name) {
     h = core::MixHash(h, name.size());

@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "core/graph.h"
 #include "core/tensor.h"
 #include "server/database.h"
 #include "server/worker_store.h"
@@ -34,6 +35,8 @@ struct MaintenanceReport {
 // in it (a cached plan names the graph's ops and tensors); "" for a graph
 // that does not validate.
 std::string GraphCacheKey(const yirage::v1::Graph& graph);
+// The same, of a graph already validated.
+std::string GraphCacheKey(const core::Graph& graph);
 
 // Thread-safe: every method takes the store's mutex (SQLite has one writer).
 class JobStore {

@@ -151,10 +151,9 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
     // tolerance whose winner's toolkit and driver a connected worker has
     // answers at once; its winner is verified and timed again here.
     const core::Tolerance tolerance = core::ResolveTolerance(*graph, request.tolerance());
-    YIRAGE_ASSIGN_OR_RETURN(
-        std::optional<JobStore::CacheSource> source,
-        store_->FindCacheSource(GraphCacheKey(request.graph()), request.backend(),
-                                request.chip_id(), tolerance));
+    YIRAGE_ASSIGN_OR_RETURN(std::optional<JobStore::CacheSource> source,
+                            store_->FindCacheSource(GraphCacheKey(*graph), request.backend(),
+                                                    request.chip_id(), tolerance));
     if (source.has_value()) {
       YIRAGE_ASSIGN_OR_RETURN(
           int workers, workers_->CountWithSoftware(UnixNow(), request.backend(), request.chip_id(),
