@@ -146,7 +146,7 @@ int ClientCommands::Submit(const SubmitOptions& options) {
   }
   yirage::v1::SubmitJobRequest request = SubmitRequest(*graph, options);
   yirage::v1::SubmitJobResponse response;
-  grpc::Status status = SendSubmit(options.graph_path, &request, &response);
+  grpc::Status status = SendSubmit(options.graph_path, request, &response);
   if (!status.ok()) return Fail("submit " + options.graph_path, status);
   if (!options.wait) {
     if (json_) {
@@ -191,9 +191,8 @@ yirage::v1::SubmitJobRequest ClientCommands::SubmitRequest(const yirage::v1::Gra
 }
 
 grpc::Status ClientCommands::SendSubmit(const std::string& what,
-                                        yirage::v1::SubmitJobRequest* request_ptr,
+                                        const yirage::v1::SubmitJobRequest& request,
                                         yirage::v1::SubmitJobResponse* response_ptr) {
-  const yirage::v1::SubmitJobRequest& request = *request_ptr;
   yirage::v1::SubmitJobResponse& response = *response_ptr;
   // A submit whose reply did not come (the server unreachable a moment, or
   // slow) is sent again with the same request_id, which finds its job

@@ -75,7 +75,7 @@ class ClientCommands {
   // Sends the request, again (same request_id) while the server is
   // unreachable or slow, up to three times; notes a repeat or a cache
   // answer on stderr. `what` names it in messages.
-  grpc::Status SendSubmit(const std::string& what, yirage::v1::SubmitJobRequest* request,
+  grpc::Status SendSubmit(const std::string& what, const yirage::v1::SubmitJobRequest& request,
                           yirage::v1::SubmitJobResponse* response);
   // "submitted JOB (N candidates)" on stderr.
   void SaySubmitted(const yirage::v1::SubmitJobResponse& response);

@@ -1,9 +1,7 @@
 // yirage-client submit-spec: one job a variant of a spec file, then (with
 // --wait) a summary table of them.
 #include <cstdio>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +11,7 @@
 #include "client/client_commands.h"
 #include "client/spec_file.h"
 #include "client/text_table.h"
+#include "common/rpc_util.h"
 #include "nlohmann/json.hpp"
 
 namespace yirage::client {
@@ -27,14 +26,12 @@ std::string DimsText(const SpecVariant& v) {
 }  // namespace
 
 int ClientCommands::SubmitSpec(const SpecSubmitOptions& options) {
-  std::ifstream in(options.spec_path);
-  if (!in) {
-    err_ << "yirage-client: cannot read spec file '" << options.spec_path << "'\n";
+  absl::StatusOr<std::string> text = ReadTextFile(options.spec_path, "spec file");
+  if (!text.ok()) {
+    err_ << "yirage-client: " << text.status().message() << "\n";
     return 1;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<SpecFile> spec = ParseSpec(text.str());
+  absl::StatusOr<SpecFile> spec = ParseSpec(*text);
   if (!spec.ok()) {
     err_ << "yirage-client: " << options.spec_path << ": " << spec.status().message() << "\n";
     return 1;
@@ -51,6 +48,17 @@ int ClientCommands::SubmitSpec(const SpecSubmitOptions& options) {
     std::optional<double> flops, bytes;
     std::string job_id;
     yirage::v1::Job job;
+    // Of the ended job's best time, where it has one.
+    std::optional<double> tflops() const {
+      return flops && job.best().time_us() > 0
+                 ? std::optional<double>(*flops / job.best().time_us() * 1e-6)
+                 : std::nullopt;
+    }
+    std::optional<double> gbps() const {
+      return bytes && job.best().time_us() > 0
+                 ? std::optional<double>(*bytes / job.best().time_us() * 1e-3)
+                 : std::nullopt;
+    }
   };
   std::vector<Item> items;
   nlohmann::json graphs = nlohmann::json::array();
@@ -84,7 +92,7 @@ int ClientCommands::SubmitSpec(const SpecSubmitOptions& options) {
     yirage::v1::SubmitJobRequest request = SubmitRequest(item.graph, submit);
     yirage::v1::SubmitJobResponse response;
     const std::string what = absl::StrCat(options.spec_path, " variant ", item.variant.name);
-    grpc::Status status = SendSubmit(what, &request, &response);
+    grpc::Status status = SendSubmit(what, request, &response);
     if (!status.ok()) return Fail("submit " + what, status);
     item.job_id = response.job_id();
     if (!json_ && options.submit.wait) {
@@ -121,11 +129,10 @@ int ClientCommands::SubmitSpec(const SpecSubmitOptions& options) {
       if (item.flops.has_value()) row["flops"] = *item.flops;
       if (item.bytes.has_value()) row["bytes"] = *item.bytes;
       if (item.job.has_best()) {
-        const double us = item.job.best().time_us();
-        row["best_time_us"] = us;
+        row["best_time_us"] = item.job.best().time_us();
         row["speedup"] = item.job.best().speedup();
-        if (item.flops.has_value() && us > 0) row["tflops"] = *item.flops / us * 1e-6;
-        if (item.bytes.has_value() && us > 0) row["gbps"] = *item.bytes / us * 1e-3;
+        if (item.tflops()) row["tflops"] = *item.tflops();
+        if (item.gbps()) row["gbps"] = *item.gbps();
       }
       if (!item.job.message().empty()) row["message"] = item.job.message();
       rows.push_back(std::move(row));
@@ -137,11 +144,10 @@ int ClientCommands::SubmitSpec(const SpecSubmitOptions& options) {
   for (const Item& item : items) {
     std::string best = "-", speedup = "-", tflops = "-", gbps = "-";
     if (item.job.has_best() && item.job.best().time_us() > 0) {
-      const double us = item.job.best().time_us();
-      best = absl::StrFormat("%.2f", us);
+      best = absl::StrFormat("%.2f", item.job.best().time_us());
       speedup = absl::StrFormat("%.2fx", item.job.best().speedup());
-      if (item.flops.has_value()) tflops = absl::StrFormat("%.3f", *item.flops / us * 1e-6);
-      if (item.bytes.has_value()) gbps = absl::StrFormat("%.1f", *item.bytes / us * 1e-3);
+      if (item.tflops()) tflops = absl::StrFormat("%.3f", *item.tflops());
+      if (item.gbps()) gbps = absl::StrFormat("%.1f", *item.gbps());
     }
     table.Add({item.variant.name, DimsText(item.variant), item.job_id,
                yirage::v1::JobState_Name(item.job.state()), best, speedup, tflops, gbps});

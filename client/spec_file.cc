@@ -22,6 +22,23 @@ absl::Status Bad(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path.empty() ? "spec" : path, ": ", what));
 }
 
+// Whole numbers a double holds exactly (and int64 stores).
+constexpr double kMaxWhole = 9.0e15;
+bool IsWhole(double v) { return v == std::floor(v) && std::fabs(v) <= kMaxWhole; }
+
+// " (the dims are: M, N)" for messages about a name that is not a dim.
+std::string DimsAre(const std::vector<std::string>& dims) {
+  return absl::StrCat(" (the dims are: ", dims.empty() ? "none" : absl::StrJoin(dims, ", "), ")");
+}
+
+// The first name `e` reads that is not a dim, or "".
+std::string NotADim(const Expression& e, const std::vector<std::string>& dims) {
+  for (const std::string& name : e.Names()) {
+    if (std::find(dims.begin(), dims.end(), name) == dims.end()) return name;
+  }
+  return "";
+}
+
 std::string Mark(const YAML::Node& node) {
   const YAML::Mark m = node.Mark();
   return m.line >= 0 ? absl::StrCat(" (line ", m.line + 1, ")") : "";
@@ -60,7 +77,7 @@ absl::StatusOr<double> Number(const YAML::Node& node, const std::string& path) {
 absl::StatusOr<int64_t> Whole(const YAML::Node& node, const std::string& path) {
   absl::StatusOr<double> v = Number(node, path);
   if (!v.ok()) return v.status();
-  if (*v != std::floor(*v) || std::fabs(*v) > 9.0e15) {
+  if (!IsWhole(*v)) {
     return Bad(path, absl::StrCat("expected a whole number, not ", node.Scalar(), Mark(node)));
   }
   return static_cast<int64_t>(*v);
@@ -72,12 +89,9 @@ absl::StatusOr<Expression> Expr(const YAML::Node& node, const std::string& path,
   if (!node.IsScalar()) return Bad(path, absl::StrCat("expected a number or formula", Mark(node)));
   absl::StatusOr<Expression> e = Expression::Parse(node.Scalar());
   if (!e.ok()) return Bad(path, absl::StrCat(e.status().message(), Mark(node)));
-  for (const std::string& name : e->Names()) {
-    if (std::find(dims.begin(), dims.end(), name) == dims.end()) {
-      return Bad(path, absl::StrCat("unknown dim '", name, "' in '", node.Scalar(), "'", Mark(node),
-                                    " (the dims are: ",
-                                    dims.empty() ? "none" : absl::StrJoin(dims, ", "), ")"));
-    }
+  if (const std::string name = NotADim(*e, dims); !name.empty()) {
+    return Bad(path, absl::StrCat("unknown dim '", name, "' in '", node.Scalar(), "'", Mark(node),
+                                  DimsAre(dims)));
   }
   return e;
 }
@@ -94,8 +108,7 @@ void ScalarAttr(const YAML::Node& node, const std::vector<std::string>& dims, in
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (!s.empty() && end == s.c_str() + s.size()) {
-    if (v == std::floor(v) && std::fabs(v) < 9.0e15 &&
-        s.find_first_of(".eE") == std::string::npos) {
+    if (IsWhole(v) && s.find_first_of(".eE") == std::string::npos) {
       *literal = static_cast<int64_t>(v);
     } else {
       *literal = v;
@@ -103,13 +116,7 @@ void ScalarAttr(const YAML::Node& node, const std::vector<std::string>& dims, in
     return;
   }
   absl::StatusOr<Expression> e = Expression::Parse(s);
-  bool over_dims = e.ok();
-  if (over_dims) {
-    for (const std::string& name : e->Names()) {
-      over_dims = over_dims && std::find(dims.begin(), dims.end(), name) != dims.end();
-    }
-  }
-  if (over_dims) {
+  if (e.ok() && NotADim(*e, dims).empty()) {
     exprs->emplace_back(position, *std::move(e));
     *literal = nullptr;
     return;
@@ -117,47 +124,50 @@ void ScalarAttr(const YAML::Node& node, const std::vector<std::string>& dims, in
   *literal = s;
 }
 
+// `node`'s dtype, rtol and atol where it has them, into `v` (the spec's
+// defaults at the top level, a variant's own under it); `prefix` leads the
+// keys' paths in messages.
+absl::Status ReadSettings(const YAML::Node& node, const std::string& prefix, SpecVariant* v) {
+  if (const YAML::Node d = node["dtype"]; d) {
+    absl::StatusOr<std::string> s = Str(d, prefix + "dtype");
+    if (!s.ok()) return s.status();
+    v->dtype = *s;
+  }
+  for (const char* key : {"rtol", "atol"}) {
+    if (const YAML::Node t = node[key]; t) {
+      const std::string path = prefix + key;
+      absl::StatusOr<double> value = Number(t, path);
+      if (!value.ok()) return value.status();
+      if (*value < 0) return Bad(path, "must be >= 0");
+      (std::string(key) == "rtol" ? v->rtol : v->atol) = *value;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Variant `name` of `node` (null: the spec's defaults as they are) over the
+// spec's defaults `base`.
 absl::Status ParseVariant(const std::string& name, const YAML::Node& node, const SpecFile& spec,
-                          const std::map<std::string, int64_t>& defaults,
-                          const std::string& default_dtype, double rtol, double atol,
-                          SpecVariant* out) {
+                          const SpecVariant& base, SpecVariant* out) {
   const std::string path = absl::StrCat("variants.", name);
+  *out = base;
   out->name = name;
-  out->dims = defaults;
-  out->dtype = default_dtype;
-  out->rtol = rtol;
-  out->atol = atol;
   if (node.IsNull()) return absl::OkStatus();
   if (absl::Status s = CheckKeys(node, path, {"dims", "dtype", "rtol", "atol"}); !s.ok()) return s;
   if (const YAML::Node dims = node["dims"]; dims) {
     if (!dims.IsMap()) return Bad(path + ".dims", absl::StrCat("expected a mapping", Mark(dims)));
     for (const auto& kv : dims) {
       const std::string dim = kv.first.as<std::string>();
-      if (!defaults.count(dim)) {
-        return Bad(path + ".dims",
-                   absl::StrCat(
-                       "unknown dim '", dim, "'", Mark(kv.first), " (the dims are: ",
-                       spec.dim_names.empty() ? "none" : absl::StrJoin(spec.dim_names, ", "), ")"));
+      if (!base.dims.count(dim)) {
+        return Bad(path + ".dims", absl::StrCat("unknown dim '", dim, "'", Mark(kv.first),
+                                                DimsAre(spec.dim_names)));
       }
       absl::StatusOr<int64_t> v = Whole(kv.second, absl::StrCat(path, ".dims.", dim));
       if (!v.ok()) return v.status();
       out->dims[dim] = *v;
     }
   }
-  if (const YAML::Node d = node["dtype"]; d) {
-    absl::StatusOr<std::string> s = Str(d, path + ".dtype");
-    if (!s.ok()) return s.status();
-    out->dtype = *s;
-  }
-  for (const char* key : {"rtol", "atol"}) {
-    if (const YAML::Node t = node[key]; t) {
-      absl::StatusOr<double> v = Number(t, absl::StrCat(path, ".", key));
-      if (!v.ok()) return v.status();
-      if (*v < 0) return Bad(absl::StrCat(path, ".", key), "must be >= 0");
-      (std::string(key) == "rtol" ? out->rtol : out->atol) = *v;
-    }
-  }
-  return absl::OkStatus();
+  return ReadSettings(node, path + ".", out);
 }
 
 absl::StatusOr<SpecFile> Parse(const YAML::Node& root) {
@@ -172,7 +182,9 @@ absl::StatusOr<SpecFile> Parse(const YAML::Node& root) {
   absl::StatusOr<std::string> name = Str(root["name"], "name");
   if (!name.ok()) return name.status();
   spec.name = *name;
-  std::map<std::string, int64_t> defaults;
+  // The spec's defaults: the "default" variant where it names none.
+  SpecVariant base;
+  base.name = "default";
   if (const YAML::Node dims = root["dims"]; dims) {
     if (!dims.IsMap())
       return Bad("dims", absl::StrCat("expected a mapping of names to values", Mark(dims)));
@@ -185,25 +197,10 @@ absl::StatusOr<SpecFile> Parse(const YAML::Node& root) {
       absl::StatusOr<int64_t> v = Whole(kv.second, "dims." + dim);
       if (!v.ok()) return v.status();
       spec.dim_names.push_back(dim);
-      defaults[dim] = *v;
+      base.dims[dim] = *v;
     }
   }
-  std::string dtype;
-  if (root["dtype"]) {
-    absl::StatusOr<std::string> d = Str(root["dtype"], "dtype");
-    if (!d.ok()) return d.status();
-    dtype = *d;
-  }
-  double tol[2] = {0, 0};
-  for (int i = 0; i < 2; ++i) {
-    const char* key = i == 0 ? "rtol" : "atol";
-    if (root[key]) {
-      absl::StatusOr<double> v = Number(root[key], key);
-      if (!v.ok()) return v.status();
-      if (*v < 0) return Bad(key, "must be >= 0");
-      tol[i] = *v;
-    }
-  }
+  if (absl::Status s = ReadSettings(root, "", &base); !s.ok()) return s;
 
   const YAML::Node inputs = root["inputs"];
   if (!inputs || !inputs.IsMap() || inputs.size() == 0) {
@@ -314,21 +311,14 @@ absl::StatusOr<SpecFile> Parse(const YAML::Node& root) {
     }
     for (const auto& kv : variants) {
       SpecVariant v;
-      if (absl::Status s = ParseVariant(kv.first.as<std::string>(), kv.second, spec, defaults,
-                                        dtype, tol[0], tol[1], &v);
+      if (absl::Status s = ParseVariant(kv.first.as<std::string>(), kv.second, spec, base, &v);
           !s.ok()) {
         return s;
       }
       spec.variants.push_back(std::move(v));
     }
   } else {
-    SpecVariant v;
-    v.name = "default";
-    v.dims = defaults;
-    v.dtype = dtype;
-    v.rtol = tol[0];
-    v.atol = tol[1];
-    spec.variants.push_back(std::move(v));
+    spec.variants.push_back(std::move(base));
   }
   return spec;
 }
@@ -386,7 +376,7 @@ absl::StatusOr<json> SpecGraphJson(const SpecFile& spec, const SpecVariant& vari
       const std::string path =
           absl::StrCat("variant '", variant.name, "': inputs.", in.name, ".shape[", i, "]");
       if (!v.ok()) return Bad(path, std::string(v.status().message()));
-      if (*v != std::floor(*v) || *v < 1 || *v > 9.0e15) {
+      if (!IsWhole(*v) || *v < 1) {
         return Bad(path,
                    absl::StrCat("'", in.shape[i].text(), "' is ", *v, ", not a whole number >= 1"));
       }
@@ -414,9 +404,7 @@ absl::StatusOr<json> SpecGraphJson(const SpecFile& spec, const SpecVariant& vari
                 absl::StrCat("variant '", variant.name, "': op '", op.name, "' attr '", a.key, "'"),
                 std::string(v.status().message()));
           }
-          json number = *v == std::floor(*v) && std::fabs(*v) < 9.0e15
-                            ? json(static_cast<int64_t>(*v))
-                            : json(*v);
+          json number = IsWhole(*v) ? json(static_cast<int64_t>(*v)) : json(*v);
           if (position < 0) {
             value = number;
           } else {

@@ -860,17 +860,16 @@ Protos FactorOutOfReduction(const Graph& g) {
   Protos out;
   for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
     const OpInfo& red = g.op(j);
-    const bool sum_like = red.type == OpType::kReduceSum || red.type == OpType::kReduceMean;
     // (reduce_max(x + w) = reduce_max(x) + w holds too, but the fingerprint
     // takes max as an uninterpreted function and could not prove it.)
-    const bool shift_like = red.type == OpType::kReduceMean;
-    if (!sum_like && !shift_like) continue;
+    const bool mean = red.type == OpType::kReduceMean;
+    if (red.type != OpType::kReduceSum && !mean) continue;
     const int p = SingleUseProducer(g, red.inputs[0]);
     if (p < 0) continue;
     const OpInfo& op = g.op(p);
     const bool scales = op.type == OpType::kMul || op.type == OpType::kDiv;
     const bool shifts = op.type == OpType::kAdd || op.type == OpType::kSub;
-    if (!((scales && sum_like) || (shifts && shift_like))) continue;
+    if (!scales && !(shifts && mean)) continue;
     const std::vector<int64_t>& shape = g.tensor(red.inputs[0]).shape;
     const int rank = static_cast<int>(shape.size());
     const int axis = red.axis < 0 ? red.axis + rank : red.axis;

@@ -197,8 +197,7 @@ std::string GraphCacheKey(const yirage::v1::Graph& graph) {
 }
 
 std::string GraphCacheKey(const core::Graph& graph) {
-  const core::Graph* const g = &graph;
-  core::Hash128 h = core::CanonicalGraphHash(*g);
+  core::Hash128 h = core::CanonicalGraphHash(graph);
   auto mix = [&](const std::string& name) {
     h = core::MixHash(h, name.size());
     for (size_t i = 0; i < name.size(); i += 8) {
@@ -209,8 +208,8 @@ std::string GraphCacheKey(const core::Graph& graph) {
       h = core::MixHash(h, word);
     }
   };
-  for (int t = 0; t < g->num_tensors(); ++t) mix(g->tensor(t).name);
-  for (const core::OpInfo& op : g->ops()) mix(op.name);
+  for (int t = 0; t < graph.num_tensors(); ++t) mix(graph.tensor(t).name);
+  for (const core::OpInfo& op : graph.ops()) mix(op.name);
   return core::HashToString(h);
 }
 
@@ -906,9 +905,19 @@ absl::StatusOr<std::optional<JobStore::CacheSource>> JobStore::FindCacheSource(
     const core::Tolerance& tolerance) {
   absl::MutexLock lock(&mu_);
   if (cache_key.empty()) return std::optional<CacheSource>();
+  // A candidate's plan; nullopt where the row is gone or unreadable.
+  auto load_plan = [&](int64_t candidate_id) -> absl::StatusOr<std::optional<yirage::v1::Plan>> {
+    YIRAGE_ASSIGN_OR_RETURN(Statement p,
+                            db_->Prepare("SELECT plan FROM candidates WHERE candidate_id=?"));
+    p.Bind(1, candidate_id);
+    YIRAGE_ASSIGN_OR_RETURN(bool row, p.Step());
+    yirage::v1::Plan plan;
+    if (!row || !plan.ParseFromString(p.ColumnBlob(0))) return std::optional<yirage::v1::Plan>();
+    return std::optional<yirage::v1::Plan>(std::move(plan));
+  };
   CacheSource source;
   int64_t baseline_id = 0;
-  Job job;
+  std::optional<yirage::v1::Plan> winner;
   {
     // Of the latest few that answer, the one whose winner had the best
     // speedup (a run whose winner was the baseline answers only alone).
@@ -930,37 +939,29 @@ absl::StatusOr<std::optional<JobStore::CacheSource>> JobStore::FindCacheSource(
       if (!row) break;
       YIRAGE_ASSIGN_OR_RETURN(Job found, LoadJobLocked(s.ColumnText(0), /*counts=*/false));
       if (!found.has_best()) continue;
-      YIRAGE_ASSIGN_OR_RETURN(Statement p,
-                              db_->Prepare("SELECT plan FROM candidates WHERE candidate_id=?"));
-      p.Bind(1, found.best().candidate_id());
-      YIRAGE_ASSIGN_OR_RETURN(bool has_plan, p.Step());
-      yirage::v1::Plan plan;
-      const bool own = has_plan && plan.ParseFromString(p.ColumnBlob(0)) && !plan.baseline();
-      const std::pair<bool, double> rank = {own, found.best().speedup()};
+      YIRAGE_ASSIGN_OR_RETURN(std::optional<yirage::v1::Plan> plan,
+                              load_plan(found.best().candidate_id()));
+      if (!plan.has_value()) continue;
+      const std::pair<bool, double> rank = {!plan->baseline(), found.best().speedup()};
       if (rank <= best) continue;
       best = rank;
-      job = std::move(found);
+      winner = std::move(plan);
       source.job_id = s.ColumnText(0);
       source.software = s.ColumnText(1);
       baseline_id = s.ColumnInt(2);
     }
   }
   if (source.job_id.empty()) return std::optional<CacheSource>();
-  for (int64_t id : {baseline_id, job.best().candidate_id()}) {
-    YIRAGE_ASSIGN_OR_RETURN(Statement s,
-                            db_->Prepare("SELECT plan FROM candidates WHERE candidate_id=?"));
-    s.Bind(1, id);
-    YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-    yirage::v1::Plan plan;
-    if (!row || !plan.ParseFromString(s.ColumnBlob(0))) {
-      return absl::DataLossError(
-          absl::StrCat("job '", source.job_id, "': candidate ", id, "'s plan is unreadable"));
-    }
-    if (!source.plans.empty()) {
-      if (plan.baseline()) break;  // the baseline won: it alone answers
-      plan.set_description(absl::StrCat(plan.description(), " (cached from ", source.job_id, ")"));
-    }
-    source.plans.push_back(std::move(plan));
+  YIRAGE_ASSIGN_OR_RETURN(std::optional<yirage::v1::Plan> baseline, load_plan(baseline_id));
+  if (!baseline.has_value()) {
+    return absl::DataLossError(absl::StrCat("job '", source.job_id, "': candidate ", baseline_id,
+                                            "'s plan is unreadable"));
+  }
+  source.plans.push_back(*std::move(baseline));
+  if (!winner->baseline()) {  // where the baseline won, it alone answers
+    winner->set_description(
+        absl::StrCat(winner->description(), " (cached from ", source.job_id, ")"));
+    source.plans.push_back(*std::move(winner));
   }
   return std::optional<CacheSource>(std::move(source));
 }

@@ -26,13 +26,13 @@ struct WorkerStoreOptions {
   double worker_timeout_seconds = 10;  // not heard of for this long: disconnected
 };
 
-// Thread-safe: every method takes the store's mutex.
 // The toolkit and driver a worker's device description (its backend's probe)
 // names: driver, NVRTC and cuBLASLt versions, the compiler's version and
 // -march, as a canonical JSON object; "" when it names none. Results timed
 // under one are reused (the result cache) only where a worker has the same.
 std::string SoftwareIdentity(const std::string& device_description);
 
+// Thread-safe: every method takes the store's mutex.
 class WorkerStore {
  public:
   // Opens (creating or migrating) the database at `path` on its own
