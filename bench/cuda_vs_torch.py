@@ -108,8 +108,10 @@ _flush = None
 # launches are all queued before its start event, so no figure counts host
 # launch overhead (Python, dynamo guards), which a 512 MiB flush alone did not
 # always hide (torch.compile's LoRA: 152 us with events, 3.7 us of kernels).
-# 100 us was not always enough: torch.compile's time for one graph moved
-# 4.7x between two runs of the same kernels (bench/RESULTS.md).
+# (It was 100 us. Raising it did not steady torch.compile's times, which
+# moved up to 4.7x between runs of the same kernels before and after:
+# bench/RESULTS.md, the seed-11 random graphs; it only rules host launch
+# overhead out as their cause.)
 HEAD_START_CYCLES = 1_000_000
 
 

@@ -2,13 +2,13 @@
 // description contains $YIRAGE_TEST_CRASH_PLAN kills the process, the way a
 // kernel with a wild pointer would. Lets integration tests check that such a
 // candidate is blamed, retried on fresh workers and finally marked failed,
-// while the job completes. And a plan whose description contains
-// With $YIRAGE_TEST_LUCKY_PLAN set, timings are synthetic, so that a test
-// of how results are chosen does not depend on the load of the machine: the
-// baseline 100 us, every other plan 50 to 89 us by its description, and a
-// plan whose description contains $YIRAGE_TEST_LUCKY_PLAN 1 us in the first
-// module (batch) that compiles it and 1000 us in every later one (a noisy
-// machine's lucky draw, which a final round must see through).
+// while the job completes. With $YIRAGE_TEST_LUCKY_PLAN set, timings are
+// synthetic, so that a test of how results are chosen does not depend on
+// the load of the machine: the baseline 100 us, every other plan 50 to 89
+// us by its description, and a plan whose description contains
+// $YIRAGE_TEST_LUCKY_PLAN 1 us in the first module (batch) that compiles it
+// and 1000 us in every later one (a noisy machine's lucky draw, which a
+// final round must see through).
 #include <dlfcn.h>
 #include <signal.h>
 
@@ -30,7 +30,7 @@ YirageBackendV1 g_table;
 std::mutex g_mu;
 std::set<std::pair<YirageModule*, int>> g_doomed;  // (module, plan index)
 // (module, plan index) -> the synthetic time of its plan.
-std::map<std::pair<YirageModule*, int>, double> g_lucky;
+std::map<std::pair<YirageModule*, int>, double> g_synthetic_us;
 std::set<std::string> g_lucky_seen;  // descriptions compiled so far
 
 const YirageBackendV1* Cpu() {
@@ -60,7 +60,7 @@ int Compile(const void* request, size_t request_len, YirageModule** module, void
       if (lucky && *lucky) {
         double us = parsed.plans(i).baseline() ? 100.0 : 50.0 + std::hash<std::string>{}(d) % 40;
         if (d.find(lucky) != std::string::npos) us = g_lucky_seen.insert(d).second ? 1.0 : 1000.0;
-        g_lucky[{*module, i}] = us;
+        g_synthetic_us[{*module, i}] = us;
       }
     }
   }
@@ -80,8 +80,8 @@ int Time(YirageModule* module, int32_t plan_index, const void* const* inputs, vo
          const YirageTimingOptions* options, YirageTiming* timing, char** error) {
   int rc = Cpu()->time(module, plan_index, inputs, outputs, options, timing, error);
   std::lock_guard<std::mutex> lock(g_mu);
-  auto it = g_lucky.find({module, plan_index});
-  if (rc == YIRAGE_OK && it != g_lucky.end()) {
+  auto it = g_synthetic_us.find({module, plan_index});
+  if (rc == YIRAGE_OK && it != g_synthetic_us.end()) {
     timing->median_us = it->second;
     timing->min_us = it->second;
   }
@@ -93,7 +93,7 @@ void Release(YirageModule* module) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     std::erase_if(g_doomed, [&](const auto& k) { return k.first == module; });
-    std::erase_if(g_lucky, [&](const auto& k) { return k.first.first == module; });
+    std::erase_if(g_synthetic_us, [&](const auto& k) { return k.first.first == module; });
   }
   Cpu()->release(module);
 }
