@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -626,7 +627,14 @@ class RowKernelEmitter {
     const std::vector<int64_t>& shape = sr.shape;
     const int64_t width = shape.back();
     const int64_t rows = info_.num_rows;
-    const int vec = width % 8 == 0 ? 8 : 1;
+    // One row whose width is no multiple of 8 (a sum over 1999101
+    // elements): 8 elements a thread up to its last multiple of 8 (the row
+    // starts aligned), then one a thread over the rest. Ranges start at
+    // multiples of 8 either way. `vec` is the items' width where the
+    // bodies below are emitted.
+    const bool tail = width % 8 != 0 && rows == 1;
+    int vec = width % 8 == 0 || tail ? 8 : 1;
+    const int64_t vend = width / 8 * 8;
     const int64_t chunk = CeilDiv(CeilDiv(width, sr.splits), vec) * vec;
     const int64_t splits = CeilDiv(width, chunk);
     const bool reduce = core::IsReduction(stat.type);
@@ -637,6 +645,28 @@ class RowKernelEmitter {
     constexpr int kThreads = kSplitRowThreads;
     const std::string x = ItemOperand(sr.stat_op, 0);
     Code& c = *out;
+    // A range's items: EmitSplitItems over [c0, c1), or with a tail its
+    // 8-wide items below `vend` and then its single ones.
+    auto items = [&](const std::vector<int>& operands, size_t n, size_t special,
+                     const std::string& special_value, const std::function<void()>& body) {
+      if (!tail) {
+        EmitSplitItems(shape, vec, operands, n, special, special_value, body, c);
+        return;
+      }
+      c.L("const i64 c1v = c1 < ", vend, "LL ? c1 : ", vend, "LL;");
+      c.L("const i64 c0t = c0 > ", vend, "LL ? c0 : ", vend, "LL;");
+      c.Open("{");
+      c.L("const i64 c1 = c1v;");
+      vec = 8;
+      EmitSplitItems(shape, vec, operands, n, special, special_value, body, c);
+      c.Close();
+      c.Open("{");
+      c.L("const i64 c0 = c0t;");
+      vec = 1;
+      EmitSplitItems(shape, vec, operands, n, special, special_value, body, c);
+      c.Close();
+      vec = 8;
+    };
     auto open_kernel = [&](const std::string& kname, const std::vector<std::string>& params,
                            const std::string& what) {
       c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ", rows,
@@ -691,47 +721,45 @@ class RowKernelEmitter {
       if (std::find(stat_operands.begin(), stat_operands.end(), t) == stat_operands.end())
         stat_operands.push_back(t);
     }
-    EmitSplitItems(
-        shape, vec, stat_operands, sr.stat_op, sr.stat_op, "",
-        [&] {
-          if (reduce) {
-            c.L("#pragma unroll");
-            c.L("for (int q = 0; q < ", vec, "; ++q) acc = ",
-                mx ? absl::StrCat("yr_max(acc, ", x, ")") : absl::StrCat("acc + ", x), ";");
-          } else if (stat.type == OpType::kSoftmax) {
-            // Online: the sum is kept relative to the running max, rescaled
-            // once an item.
-            c.Open("{");
-            c.L("float mn = m;");
-            c.L("#pragma unroll");
-            c.L("for (int q = 0; q < ", vec, "; ++q) mn = yr_max(mn, ", x, ");");
-            c.Open(absl::StrCat("if (mn != ", ninf, ") {"));
-            c.L("s *= expf(m - mn);");
-            c.L("#pragma unroll");
-            c.L("for (int q = 0; q < ", vec, "; ++q) s += expf(", x, " - mn);");
-            c.Close();
-            c.L("m = mn;");
-            c.Close();
-          } else if (stat.type == OpType::kLayerNorm) {
-            // The item's mean and squared deviations, merged into the thread's.
-            c.Open("{");
-            c.L("float s8 = 0.0f, q8 = 0.0f;");
-            c.L("#pragma unroll");
-            c.L("for (int q = 0; q < ", vec, "; ++q) s8 += ", x, ";");
-            c.L("const float m8 = s8 / ", vec, ".0f;");
-            c.L("#pragma unroll");
-            c.L("for (int q = 0; q < ", vec, "; ++q) q8 += (", x, " - m8) * (", x, " - m8);");
-            c.L("const float nn = n + ", vec, ".0f, d = m8 - mean;");
-            c.L("mean += d * (", vec, ".0f / nn);");
-            c.L("m2 += q8 + d * d * (n * ", vec, ".0f / nn);");
-            c.L("n = nn;");
-            c.Close();
-          } else {
-            c.L("#pragma unroll");
-            c.L("for (int q = 0; q < ", vec, "; ++q) ss += ", x, " * ", x, ";");
-          }
-        },
-        c);
+    items(stat_operands, sr.stat_op, sr.stat_op, "", [&] {
+      if (reduce) {
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", vec,
+            "; ++q) acc = ", mx ? absl::StrCat("yr_max(acc, ", x, ")") : absl::StrCat("acc + ", x),
+            ";");
+      } else if (stat.type == OpType::kSoftmax) {
+        // Online: the sum is kept relative to the running max, rescaled
+        // once an item.
+        c.Open("{");
+        c.L("float mn = m;");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", vec, "; ++q) mn = yr_max(mn, ", x, ");");
+        c.Open(absl::StrCat("if (mn != ", ninf, ") {"));
+        c.L("s *= expf(m - mn);");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", vec, "; ++q) s += expf(", x, " - mn);");
+        c.Close();
+        c.L("m = mn;");
+        c.Close();
+      } else if (stat.type == OpType::kLayerNorm) {
+        // The item's mean and squared deviations, merged into the thread's.
+        c.Open("{");
+        c.L("float s8 = 0.0f, q8 = 0.0f;");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", vec, "; ++q) s8 += ", x, ";");
+        c.L("const float m8 = s8 / ", vec, ".0f;");
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", vec, "; ++q) q8 += (", x, " - m8) * (", x, " - m8);");
+        c.L("const float nn = n + ", vec, ".0f, d = m8 - mean;");
+        c.L("mean += d * (", vec, ".0f / nn);");
+        c.L("m2 += q8 + d * d * (n * ", vec, ".0f / nn);");
+        c.L("n = nn;");
+        c.Close();
+      } else {
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < ", vec, "; ++q) ss += ", x, " * ", x, ";");
+      }
+    });
     if (reduce) {
       const std::string fn = mx ? "yr_gmax" : "yr_gsum";
       c.L("acc = ", fn, "<", kThreads, ">(acc, red);");
@@ -816,9 +844,8 @@ class RowKernelEmitter {
         value = absl::StrCat("(", value, ") * ", ItemOperand(sr.stat_op, 1));
       if (stat.inputs.size() > 2) value = absl::StrCat(value, " + ", ItemOperand(sr.stat_op, 2));
     }
-    EmitSplitItems(
-        shape, vec, OutsideOperandsOf(ops_.size()), ops_.size(), sr.stat_op, value,
-        [&] { EmitItemStores(outputs, vec, c); }, c);
+    items(OutsideOperandsOf(ops_.size()), ops_.size(), sr.stat_op, value,
+          [&] { EmitItemStores(outputs, vec, c); });
     close_kernel(std::move(apply));
     return absl::OkStatus();
   }
