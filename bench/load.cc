@@ -67,7 +67,10 @@ void SimulatedWorker(std::shared_ptr<grpc::Channel> channel, int index, int work
     yirage::v1::SynchronizeResponse response;
     const grpc::Status status = stub->Synchronize(&context, request, &response);
     if (!status.ok()) {
-      ++*rpc_errors;
+      if ((*rpc_errors)++ < 3) {
+        std::fprintf(stderr, "yirage-load: Synchronize: %s\n",
+                     yirage::FromGrpc(status).ToString().c_str());
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }

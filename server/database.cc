@@ -173,11 +173,47 @@ absl::StatusOr<std::map<std::string, int>> Statement::CountsByKey() {
   }
 }
 
+namespace {
+
+// The SQL of a statement of `db` other than `except` that is part-way
+// through its rows (stepped, not yet reset), or nullptr.
+const char* OpenReadOf(sqlite3* db, sqlite3_stmt* except) {
+  for (sqlite3_stmt* s = sqlite3_next_stmt(db, nullptr); s != nullptr;
+       s = sqlite3_next_stmt(db, s)) {
+    if (s != except && sqlite3_stmt_busy(s)) return sqlite3_sql(s);
+  }
+  return nullptr;
+}
+
+absl::Status OpenReadError(const char* open_sql, const std::string& what) {
+  return absl::InternalError(
+      absl::StrCat("sqlite: ", what, " while a read of this connection is open (",
+                   std::string(open_sql).substr(0, 80),
+                   " ...): SQLite cannot wait for the write lock from an open read and fails at "
+                   "once when another connection holds it; reset the read first"));
+}
+
+}  // namespace
+
 absl::StatusOr<bool> Statement::Step() {
+  // A write outside a transaction takes SQLite's write lock in its first
+  // step. From an open read on the same connection it cannot wait for it
+  // (busy handlers are not called for a lock upgrade) and fails with
+  // "database is locked" whenever another connection writes: a rule every
+  // caller must keep, checked here so that tests catch who breaks it.
+  if (!sqlite3_stmt_busy(stmt_) && !sqlite3_stmt_readonly(stmt_) && sqlite3_get_autocommit(db_)) {
+    if (const char* open = OpenReadOf(db_, stmt_); open != nullptr) {
+      const char* sql = sqlite3_sql(stmt_);
+      return OpenReadError(
+          open, absl::StrCat("write (", std::string(sql ? sql : "").substr(0, 60), " ...)"));
+    }
+  }
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return SqliteError(db_, "step");
+  const char* sql = sqlite3_sql(stmt_);
+  return SqliteError(db_,
+                     absl::StrCat("step (", std::string(sql ? sql : "").substr(0, 80), " ...)"));
 }
 
 absl::Status Statement::Run() {
@@ -224,6 +260,11 @@ void SetTransactionObserver(TransactionObserver observer) {
 }
 
 Transaction::Transaction(Database* db) : db_(db), start_(std::chrono::steady_clock::now()) {
+  // BEGIN IMMEDIATE from an open read is a lock upgrade (see Step).
+  if (const char* open = OpenReadOf(db_->db_, nullptr); open != nullptr) {
+    begin_status_ = OpenReadError(open, "BEGIN IMMEDIATE");
+    return;
+  }
   begin_status_ = db_->Exec("BEGIN IMMEDIATE");
 }
 

@@ -48,6 +48,7 @@ class Database {
 
  private:
   friend class Statement;
+  friend class Transaction;
   static constexpr size_t kMaxCachedStatements = 256;
   struct Cached {
     sqlite3_stmt* stmt = nullptr;

@@ -89,5 +89,54 @@ TEST(DatabaseTest, ConcurrentWritersOnTwoConnectionsBothSucceed) {
   EXPECT_EQ(count->ColumnInt(0), 400);
 }
 
+// A write outside a transaction, or BEGIN IMMEDIATE, from a read left
+// open on the same connection is refused by name: SQLite could not wait
+// for the write lock there and would fail whenever another connection
+// writes. Once the read is reset, both go through.
+TEST(DatabaseTest, WritesFromAnOpenReadAreRefused) {
+  auto db = OpenTestDatabase("open_read.db");
+  ASSERT_NE(db, nullptr);
+  ASSERT_TRUE(db->Exec("INSERT INTO t (k, v) VALUES (1, 'a'), (2, 'b')").ok());
+  auto read = db->Prepare("SELECT v FROM t ORDER BY k");
+  ASSERT_TRUE(read.ok());
+  auto row = read->Step();
+  ASSERT_TRUE(row.ok() && *row);
+  {
+    auto write = db->Prepare("UPDATE t SET v='c' WHERE k=2");
+    ASSERT_TRUE(write.ok());
+    absl::Status s = write->Run();
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("while a read of this connection is open (SELECT v FROM t"),
+              std::string::npos)
+        << s;
+    Transaction tx(db.get());
+    EXPECT_FALSE(tx.status().ok());
+    EXPECT_NE(tx.status().message().find("BEGIN IMMEDIATE while a read"), std::string::npos)
+        << tx.status();
+  }
+  // A read of its own (the statement mid-rows) and reads from an open read
+  // are fine.
+  auto other = db->Prepare("SELECT COUNT(*) FROM t");
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(*other->Step());
+  EXPECT_EQ(other->ColumnInt(0), 2);
+  other->Reset();
+  read->Reset();
+  auto write = db->Prepare("UPDATE t SET v='c' WHERE k=2");
+  ASSERT_TRUE(write.ok());
+  EXPECT_TRUE(write->Run().ok());
+  Transaction tx(db.get());
+  ASSERT_TRUE(tx.status().ok()) << tx.status();
+  // Inside a transaction the write lock is held: reads may stay open.
+  auto in_tx = db->Prepare("SELECT v FROM t ORDER BY k");
+  ASSERT_TRUE(in_tx.ok());
+  ASSERT_TRUE(*in_tx->Step());
+  auto insert = db->Prepare("INSERT INTO t (k, v) VALUES (3, 'd')");
+  ASSERT_TRUE(insert.ok());
+  EXPECT_TRUE(insert->Run().ok());
+  in_tx->Reset();
+  EXPECT_TRUE(tx.Commit().ok());
+}
+
 }  // namespace
 }  // namespace yirage::server

@@ -977,6 +977,7 @@ absl::StatusOr<bool> JobStore::CachedWinnerFailedLocked(const Job& job) {
   const std::string why =
       absl::StrCat(yirage::v1::CandidateStatus_Name(static_cast<CandidateStatus>(s.ColumnInt(0))),
                    s.ColumnText(1).empty() ? "" : absl::StrCat(": ", s.ColumnText(1)));
+  s.Reset();  // no read left open under the transaction below
   // Its source answers no more; this job searches as if it had not been
   // answered (the scheduler's maintenance starts searches of SEARCHING jobs).
   Transaction tx(db_.get());
@@ -1009,6 +1010,7 @@ absl::StatusOr<JobStore::FinalRoundStep> JobStore::FinalRoundLocked(const std::s
         db_->Prepare("SELECT 1 FROM candidates WHERE job_id=? AND final_of <> 0 LIMIT 1"));
     s.Bind(1, job_id);
     YIRAGE_ASSIGN_OR_RETURN(bool started, s.Step());
+    s.Reset();  // no read left open under the writes below
     if (started) {
       // A finalist that no longer verifies, or failed to compile or run,
       // refutes the search's result of its plan; a round that could not
