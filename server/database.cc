@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -32,7 +33,42 @@ int BusyWait(void*, int count) {
   return 1;
 }
 
+// How long a writer waits for the gate before it goes on to SQLite's busy
+// handler: the busy handler's own limit, so that a writer waiting on
+// another store's lock while holding the gate (a bug) still fails in
+// bounded time.
+constexpr absl::Duration kWriteGateTimeout = absl::Seconds(5);
+
 }  // namespace
+
+bool WriteGate::Enter(absl::Duration timeout) {
+  auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
+  // The mutex is held on return either way; the gate only if it came free.
+  const bool came = mu_.LockWhenWithTimeout(absl::Condition(&free), timeout);
+  if (came) held_ = true;
+  mu_.Unlock();
+  return came;
+}
+
+void WriteGate::Leave() {
+  absl::MutexLock lock(&mu_);
+  held_ = false;
+}
+
+std::shared_ptr<WriteGate> WriteGate::ForFile(const std::string& path) {
+  static absl::Mutex registry_mu(absl::kConstInit);
+  static auto* registry = new std::map<std::string, std::weak_ptr<WriteGate>>();
+  std::error_code error;
+  std::string key = std::filesystem::weakly_canonical(path, error).string();
+  if (error) key = path;
+  absl::MutexLock lock(&registry_mu);
+  std::shared_ptr<WriteGate> gate = (*registry)[key].lock();
+  if (gate == nullptr) {
+    gate = std::make_shared<WriteGate>();
+    (*registry)[key] = gate;
+  }
+  return gate;
+}
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(
     const std::string& path, const std::vector<std::vector<std::string>>& migrations,
@@ -46,7 +82,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
     if (raw) sqlite3_close(raw);
     return absl::UnavailableError(absl::StrCat("cannot open database '", path, "': ", message));
   }
-  std::unique_ptr<Database> db(new Database(raw, name));
+  std::unique_ptr<Database> db(new Database(raw, name, WriteGate::ForFile(path)));
   sqlite3_busy_handler(raw, BusyWait, nullptr);
   // WAL: readers never block the writer; synchronous=NORMAL is durable
   // against process crashes, which is what we promise. No checkpoint
@@ -106,7 +142,7 @@ absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
                          cache ? SQLITE_PREPARE_PERSISTENT : 0, &stmt, nullptr) != SQLITE_OK) {
     return SqliteError(db_, absl::StrCat("prepare ", std::string(sql.substr(0, 120))));
   }
-  if (!cache) return Statement(db_, stmt);
+  if (!cache) return Statement(db_, stmt, gate_.get());
   Cached& entry = cache_[std::string(sql)];
   entry.stmt = stmt;
   entry.in_use = true;
@@ -130,7 +166,11 @@ int Database::UserVersion() {
 }
 
 Statement::Statement(Statement&& other) noexcept
-    : db_(other.db_), stmt_(other.stmt_), owner_(other.owner_), entry_(other.entry_) {
+    : db_(other.db_),
+      stmt_(other.stmt_),
+      owner_(other.owner_),
+      entry_(other.entry_),
+      gate_(other.gate_) {
   other.stmt_ = nullptr;
 }
 
@@ -208,7 +248,15 @@ absl::StatusOr<bool> Statement::Step() {
           open, absl::StrCat("write (", std::string(sql ? sql : "").substr(0, 60), " ...)"));
     }
   }
+  // An autocommit write takes and releases SQLite's write lock within its
+  // first step: the file's gate queues it with the other writers.
+  WriteGate* gate = nullptr;
+  if (gate_ != nullptr && !sqlite3_stmt_busy(stmt_) && !sqlite3_stmt_readonly(stmt_) &&
+      sqlite3_get_autocommit(db_) && gate_->Enter(kWriteGateTimeout)) {
+    gate = gate_;
+  }
   int rc = sqlite3_step(stmt_);
+  if (gate != nullptr) gate->Leave();
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   const char* sql = sqlite3_sql(stmt_);
@@ -265,7 +313,12 @@ Transaction::Transaction(Database* db) : db_(db), start_(std::chrono::steady_clo
     begin_status_ = OpenReadError(open, "BEGIN IMMEDIATE");
     return;
   }
+  gated_ = db_->gate_->Enter(kWriteGateTimeout);
   begin_status_ = db_->Exec("BEGIN IMMEDIATE");
+  if (!begin_status_.ok() && gated_) {
+    db_->gate_->Leave();
+    gated_ = false;
+  }
 }
 
 Transaction::~Transaction() {
@@ -282,6 +335,10 @@ absl::Status Transaction::Commit() {
 }
 
 void Transaction::Finish() {
+  if (gated_) {
+    db_->gate_->Leave();
+    gated_ = false;
+  }
   if (reported_ || !begin_status_.ok()) return;
   reported_ = true;
   const double seconds =

@@ -15,12 +15,36 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace yirage::server {
 
 class Statement;
+
+// Queues the writers of one database file in this process: the stores'
+// connections take it before SQLite's write lock, so that a writer waits
+// on a futex and is woken when the last one commits, instead of polling
+// the file lock (polling leaves the cores idle between writers and lets
+// one connection starve another). Thread-safe.
+class WriteGate {
+ public:
+  // Waits up to `timeout` for the gate; false if it did not come (the
+  // caller goes on to SQLite's own busy handling, as without a gate).
+  bool Enter(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // REQUIRES: Enter returned true on this gate.
+  void Leave() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The gate of the file at `path` (one a file a process, shared by every
+  // connection to it while any holds it).
+  static std::shared_ptr<WriteGate> ForFile(const std::string& path);
+
+ private:
+  absl::Mutex mu_;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+};
 
 // Not thread-safe: callers serialize access (JobStore holds a mutex).
 class Database {
@@ -54,12 +78,14 @@ class Database {
     sqlite3_stmt* stmt = nullptr;
     bool in_use = false;
   };
-  Database(sqlite3* db, std::string name) : db_(db), name_(std::move(name)) {}
+  Database(sqlite3* db, std::string name, std::shared_ptr<WriteGate> gate)
+      : db_(db), name_(std::move(name)), gate_(std::move(gate)) {}
   // Called by a cached Statement's destructor.
   void Return(sqlite3_stmt* stmt, Cached* entry);
 
   sqlite3* db_;
   const std::string name_;
+  const std::shared_ptr<WriteGate> gate_;
   std::unordered_map<std::string, Cached> cache_;
 };
 
@@ -74,10 +100,12 @@ void SetTransactionObserver(TransactionObserver observer);
 // A prepared statement. Bind indices are 1-based as in SQLite.
 class Statement {
  public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  // `gate`, where given, queues the statement's autocommit writes.
+  Statement(sqlite3* db, sqlite3_stmt* stmt, WriteGate* gate = nullptr)
+      : db_(db), stmt_(stmt), gate_(gate) {}
   // A statement of `owner`'s cache: given back (reset) instead of finalized.
   Statement(Database* owner, sqlite3_stmt* stmt, void* entry)
-      : db_(owner->db_), stmt_(stmt), owner_(owner), entry_(entry) {}
+      : db_(owner->db_), stmt_(stmt), owner_(owner), entry_(entry), gate_(owner->gate_.get()) {}
   Statement(Statement&& other) noexcept;
   Statement(const Statement&) = delete;
   ~Statement();
@@ -109,6 +137,7 @@ class Statement {
   sqlite3_stmt* stmt_;
   Database* owner_ = nullptr;  // set for cached statements
   void* entry_ = nullptr;      // the owner's cache entry
+  WriteGate* gate_ = nullptr;  // the file's, outliving the statement
 };
 
 // Scoped transaction: BEGIN IMMEDIATE on construction, ROLLBACK unless
@@ -129,6 +158,7 @@ class Transaction {
   absl::Status begin_status_;
   bool done_ = false;
   bool reported_ = false;
+  bool gated_ = false;  // holds the file's WriteGate
 };
 
 }  // namespace yirage::server

@@ -1,5 +1,6 @@
 #include "server/database.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -136,6 +137,26 @@ TEST(DatabaseTest, WritesFromAnOpenReadAreRefused) {
   EXPECT_TRUE(insert->Run().ok());
   in_tx->Reset();
   EXPECT_TRUE(tx.Commit().ok());
+}
+
+// One gate a file: the same for two spellings of one path, another for
+// another file; a held gate keeps a second writer out until it is left,
+// and a writer that waits past its timeout is told so.
+TEST(DatabaseTest, WriteGatesAreOneAFileAndQueueWriters) {
+  const auto dir = FreshTestDir("yirage_db");
+  const std::shared_ptr<WriteGate> a = WriteGate::ForFile((dir / "g.db").string());
+  EXPECT_EQ(a, WriteGate::ForFile((dir / "." / "g.db").string()));
+  EXPECT_NE(a, WriteGate::ForFile((dir / "other.db").string()));
+  ASSERT_TRUE(a->Enter(absl::Seconds(1)));
+  EXPECT_FALSE(a->Enter(absl::Milliseconds(20))) << "entered a held gate";
+  std::atomic<bool> entered{false};
+  std::thread second([&] {
+    entered = a->Enter(absl::Seconds(30));
+    if (entered) a->Leave();
+  });
+  a->Leave();
+  second.join();
+  EXPECT_TRUE(entered) << "a writer waiting for the gate got it when it was left";
 }
 
 }  // namespace
