@@ -6,7 +6,8 @@
 # that no job or result was lost. Arguments go to yirage-load (e.g.
 # --jobs 200 --workers 16).   bench/load.sh [BUILD_DIR] [yirage-load flags]
 # SERVER_LOG=FILE keeps the server's log there (default: removed with the
-# run's temporary folder).
+# run's temporary folder); SERVER_FLAGS adds flags to yirage-server's
+# (e.g. "--confirm-winners=false --finalists 1").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -19,7 +20,7 @@ s = [socket.socket() for _ in range(3)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 "$BUILD/bin/yirage-server" --listen "127.0.0.1:$client" --worker-listen "127.0.0.1:$worker" \
-  --metrics-listen "127.0.0.1:$metrics" --db "$dir/load.db" --local-workers none \
+  --metrics-listen "127.0.0.1:$metrics" --db "$dir/load.db" --local-workers none ${SERVER_FLAGS:-} \
   >"${SERVER_LOG:-$dir/server.log}" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT

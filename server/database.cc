@@ -308,6 +308,13 @@ void SetTransactionObserver(TransactionObserver observer) {
 }
 
 Transaction::Transaction(Database* db) : db_(db), start_(std::chrono::steady_clock::now()) {
+  if (!sqlite3_get_autocommit(db_->db_)) {
+    // Inside another transaction (a GroupCommit's): a savepoint, which
+    // rolls back alone and commits with the outer transaction.
+    nested_ = true;
+    begin_status_ = db_->Exec("SAVEPOINT nested");
+    return;
+  }
   // BEGIN IMMEDIATE from an open read is a lock upgrade (see Step).
   if (const char* open = OpenReadOf(db_->db_, nullptr); open != nullptr) {
     begin_status_ = OpenReadError(open, "BEGIN IMMEDIATE");
@@ -322,14 +329,22 @@ Transaction::Transaction(Database* db) : db_(db), start_(std::chrono::steady_clo
 }
 
 Transaction::~Transaction() {
-  if (begin_status_.ok() && !done_) db_->Exec("ROLLBACK").IgnoreError();
+  if (begin_status_.ok() && !done_) {
+    if (nested_) {
+      db_->Exec("ROLLBACK TO nested").IgnoreError();
+      db_->Exec("RELEASE nested").IgnoreError();
+    } else {
+      db_->Exec("ROLLBACK").IgnoreError();
+    }
+  }
   Finish();
 }
 
 absl::Status Transaction::Commit() {
   if (!begin_status_.ok()) return begin_status_;
   done_ = true;
-  absl::Status status = db_->Exec("COMMIT");
+  absl::Status status = db_->Exec(nested_ ? "RELEASE nested" : "COMMIT");
+  if (!status.ok() && !nested_) db_->Exec("ROLLBACK").IgnoreError();  // none left open
   Finish();
   return status;
 }
@@ -339,7 +354,7 @@ void Transaction::Finish() {
     db_->gate_->Leave();
     gated_ = false;
   }
-  if (reported_ || !begin_status_.ok()) return;
+  if (reported_ || !begin_status_.ok() || nested_) return;
   reported_ = true;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

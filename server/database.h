@@ -141,7 +141,10 @@ class Statement {
 };
 
 // Scoped transaction: BEGIN IMMEDIATE on construction, ROLLBACK unless
-// Commit() succeeded.
+// Commit() succeeded. Inside another transaction of the connection (a
+// GroupCommit's) it is a savepoint: it rolls back alone, and its Commit
+// makes its writes part of the outer transaction, durable when that one
+// commits.
 class Transaction {
  public:
   explicit Transaction(Database* db);
@@ -158,7 +161,8 @@ class Transaction {
   absl::Status begin_status_;
   bool done_ = false;
   bool reported_ = false;
-  bool gated_ = false;  // holds the file's WriteGate
+  bool gated_ = false;   // holds the file's WriteGate
+  bool nested_ = false;  // a savepoint in another transaction
 };
 
 }  // namespace yirage::server

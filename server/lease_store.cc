@@ -51,7 +51,6 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
     const std::string& worker_id, const std::string& batch_id, const std::string& lease_token,
     int64_t current_candidate,
     const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now) {
-  absl::MutexLock lock(&mu_);
   RecordReport report;
   if (results.empty()) return report;
   // The results themselves first: each candidate once, verified times
@@ -77,6 +76,22 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
                        "; it must be finite and >= 0 (0: the baseline did not verify)"));
     }
   }
+  // With the reports and leases of other workers in one transaction.
+  YIRAGE_RETURN_IF_ERROR(group_.Run(&mu_, db_.get(), [&]() -> absl::Status {
+    mu_.AssertHeld();
+    report = RecordReport();  // nothing of a failed attempt
+    return RecordResultsLocked(worker_id, batch_id, lease_token, current_candidate, results, now,
+                               &report);
+  }));
+  return report;
+}
+
+absl::Status LeaseStore::RecordResultsLocked(
+    const std::string& worker_id, const std::string& batch_id, const std::string& lease_token,
+    int64_t current_candidate,
+    const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now,
+    RecordReport* out) {
+  RecordReport& report = *out;
   std::string job_id;
   {
     Transaction tx(db_.get());
@@ -91,7 +106,7 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
       // Expired, finished or cancelled: acknowledged, so that the worker
       // stops resending them, and dropped.
       for (const auto& r : results) report.acknowledged.push_back(r.candidate_id());
-      return report;
+      return absl::OkStatus();
     }
     for (const auto& r : results) {
       CandidateStatus status = r.status();
@@ -155,7 +170,7 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
     YIRAGE_RETURN_IF_ERROR(tx.Commit());
   }
   report.job_id = std::move(job_id);
-  return report;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> LeaseStore::RenewLease(const std::string& worker_id,
@@ -216,10 +231,12 @@ absl::StatusOr<int> LeaseStore::ReleaseWorkerBatches(const std::string& worker_i
 absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
     const std::string& worker_id, const std::string& backend, double now) {
   std::optional<LeasedBlobs> leased;
-  {
-    absl::MutexLock lock(&mu_);
+  // With the reports and leases of other workers in one transaction.
+  YIRAGE_RETURN_IF_ERROR(group_.Run(&mu_, db_.get(), [&]() -> absl::Status {
+    mu_.AssertHeld();
     YIRAGE_ASSIGN_OR_RETURN(leased, LeaseBatchLocked(worker_id, backend, now));
-  }
+    return absl::OkStatus();
+  }));
   if (!leased.has_value()) return std::optional<yirage::v1::Batch>();
   // Parsed outside the store's lock and SQLite's write lock, which every
   // other report and lease waits for. Unreadable blobs were written by no

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/database.h"
+#include "server/group_commit.h"
 #include "yirage/v1/job.pb.h"
 #include "yirage/v1/worker.pb.h"
 
@@ -128,6 +129,12 @@ class LeaseStore {
     std::string graph, baseline;
     std::vector<std::string> plans;  // one a batch candidate
   };
+  // RecordResults' writes, its results checked.
+  absl::Status RecordResultsLocked(
+      const std::string& worker_id, const std::string& batch_id, const std::string& lease_token,
+      int64_t current_candidate,
+      const google::protobuf::RepeatedPtrField<yirage::v1::CandidateResult>& results, double now,
+      RecordReport* report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::optional<LeasedBlobs>> LeaseBatchLocked(const std::string& worker_id,
                                                               const std::string& backend,
                                                               double now)
@@ -153,6 +160,7 @@ class LeaseStore {
 
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+  GroupCommit group_;  // RecordResults' and LeaseBatch's writes
   absl::Mutex checkpoint_mu_;
   std::unique_ptr<Database> checkpoint_db_ ABSL_GUARDED_BY(checkpoint_mu_);
   const LeaseStoreOptions options_;
