@@ -8,6 +8,7 @@
 #include "common/rpc_util.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth.h"
+#include "server/rpc_pool.h"
 
 namespace yirage::server {
 
@@ -28,6 +29,36 @@ grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context,
     reactor->Finish(ToGrpc(caller.status()));
   } else {
     reactor->Finish(ToGrpc(body(*caller)));
+  }
+  return reactor;
+}
+
+// As ServeUnary, with `body` run on `pool`, where it may block, and the call
+// finished from there. The checks above are made again when `body` is about
+// to run: the call may have been cancelled or run past its deadline while
+// queued. `body` runs after the handler has returned, so it holds what it
+// uses by value (the request and response pointers stay valid until the
+// call is finished).
+template <typename Body>
+grpc::ServerUnaryReactor* ServeUnaryOn(RpcPool* pool, grpc::CallbackServerContext* context,
+                                       const Authenticator& auth, const Access& access, Body body) {
+  auto* reactor = context->DefaultReactor();
+  if (context->IsCancelled()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the caller"));
+  } else if (context->deadline() < std::chrono::system_clock::now()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed"));
+  } else if (absl::StatusOr<Caller> caller = auth.Authorize(*context, access); !caller.ok()) {
+    reactor->Finish(ToGrpc(caller.status()));
+  } else {
+    pool->Run([reactor, context, caller = std::move(*caller), body = std::move(body)]() mutable {
+      if (context->IsCancelled()) {
+        reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the caller"));
+      } else if (context->deadline() < std::chrono::system_clock::now()) {
+        reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed"));
+      } else {
+        reactor->Finish(ToGrpc(body(caller)));
+      }
+    });
   }
   return reactor;
 }

@@ -196,7 +196,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->registry_service_ =
       std::make_unique<RegistryServiceImpl>(s->chip_store_.get(), s->chip_broadcaster_.get(),
                                             options.max_candidates_default, s->auth_.get());
-  s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->scheduler_.get(), s->auth_.get());
+  s->rpc_pool_ = std::make_unique<RpcPool>(std::max(1, options.rpc_threads));
+  s->worker_service_ =
+      std::make_unique<WorkerServiceImpl>(s->scheduler_.get(), s->auth_.get(), s->rpc_pool_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -14,6 +14,7 @@
 #include "server/local_workers.h"
 #include "server/metrics.h"
 #include "server/registry_service.h"
+#include "server/rpc_pool.h"
 #include "server/scheduler.h"
 #include "server/server_options.h"
 #include "server/worker_service.h"
@@ -50,6 +51,9 @@ class Server {
   std::unique_ptr<ChipBroadcaster> chip_broadcaster_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Scheduler> scheduler_;
+  // After the scheduler, before the services and gRPC servers: destroyed
+  // after them (calls finish on it) and before the scheduler its work uses.
+  std::unique_ptr<RpcPool> rpc_pool_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<RegistryServiceImpl> registry_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;

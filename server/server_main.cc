@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
                  "once); 0 searches inside SubmitJob")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
+  app.add_option("--rpc-threads", options.rpc_threads,
+                 "threads that serve worker calls (concurrent reports and leases are committed "
+                 "in one SQLite transaction)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   app.add_option("--search-seconds", options.search_seconds,
                  "a job's rewrite search stops after this long (0 = no limit)")
       ->capture_default_str()

@@ -27,6 +27,9 @@ struct ServerOptions {
   // Threads that search submitted jobs (SubmitJob stores the job SEARCHING
   // and returns); 0 searches inside SubmitJob.
   int search_threads = 0;
+  // Threads that serve worker calls (reports and leases wait for SQLite's
+  // write lock; concurrent ones are committed together).
+  int rpc_threads = 16;
   // The rewrite search of one job stops after this long (its memory is
   // bounded by SearchOptions.max_rewrite_graphs); 0 = no limit.
   double search_seconds = 30;

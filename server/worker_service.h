@@ -3,6 +3,7 @@
 #define YIRAGE_SERVER_WORKER_SERVICE_H_
 
 #include "server/auth.h"
+#include "server/rpc_pool.h"
 #include "server/scheduler.h"
 #include "yirage/v1/worker.grpc.pb.h"
 
@@ -11,9 +12,10 @@ namespace yirage::server {
 // Thread-safe.
 class WorkerServiceImpl final : public yirage::v1::WorkerService::CallbackService {
  public:
-  // REQUIRES: scheduler and auth outlive the service.
-  WorkerServiceImpl(Scheduler* scheduler, const Authenticator* auth)
-      : scheduler_(scheduler), auth_(auth) {}
+  // REQUIRES: scheduler, auth and pool outlive the service, and the pool
+  // outlives the gRPC server's shutdown (calls finish on it).
+  WorkerServiceImpl(Scheduler* scheduler, const Authenticator* auth, RpcPool* pool)
+      : scheduler_(scheduler), auth_(auth), pool_(pool) {}
 
   grpc::ServerUnaryReactor* Synchronize(grpc::CallbackServerContext* context,
                                         const yirage::v1::SynchronizeRequest* request,
@@ -22,6 +24,7 @@ class WorkerServiceImpl final : public yirage::v1::WorkerService::CallbackServic
  private:
   Scheduler* const scheduler_;
   const Authenticator* const auth_;
+  RpcPool* const pool_;
 };
 
 }  // namespace yirage::server
