@@ -251,7 +251,9 @@ yirage::v1::Graph WideRowsGraph(DType dtype) {
 // Last-axis reductions over few, long rows (split rows: each row over
 // several blocks, the last to finish combining): an elementwise prologue
 // with a broadcast operand over 3 rows of 40000 (16-byte loads), a max over
-// one odd row of 99999 (element loads) and a mean over 2 rows of 50001.
+// one odd row of 99999 (16-byte loads up to 99992, then one element a
+// thread) and a mean over 2 rows of 50001 (element loads: its second row
+// starts off a 16-byte boundary).
 yirage::v1::Graph SplitRowsGraph(DType dtype) {
   GraphBuilder b("split_rows");
   b.Input("x", {3, 40000}, dtype).Input("w", {40000}, dtype);
@@ -266,7 +268,8 @@ yirage::v1::Graph SplitRowsGraph(DType dtype) {
 // Norms and softmax over few, long rows (split rows: range statistics,
 // then every range combines its row's and stores): a scaled softmax over 2
 // rows of 65536 (16-byte loads), a layer_norm with weight and bias over
-// one odd row of 99999 (element loads) followed by gelu, both stored, and
+// one odd row of 99999 (16-byte loads, then an element tail; ranges of a
+// multiple of 8 elements) followed by gelu, both stored, and
 // a residual add (stored) into an rms_norm over 3 rows of 49152.
 yirage::v1::Graph SplitNormsGraph(DType dtype) {
   GraphBuilder b("split_norms");
@@ -810,10 +813,11 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
                     &norms);
   ExpectAllCompiled(norms);
   const std::string& ns = norms.response.plans(0).source();
-  for (const char* form : {"2 row(s) of 65536, split rows, statistics (32 blocks a row",
-                           "2 row(s) of 65536, split rows, apply (32 blocks a row",
-                           "1 row(s) of 99999, split rows, statistics (390 blocks a row",
-                           "3 row(s) of 49152, split rows, apply (24 blocks a row"}) {
+  for (const char* form :
+       {"2 row(s) of 65536, split rows, statistics (32 blocks a row",
+        "2 row(s) of 65536, split rows, apply (32 blocks a row",
+        "1 row(s) of 99999, split rows, statistics (379 blocks a row of 264 elements",
+        "3 row(s) of 49152, split rows, apply (24 blocks a row"}) {
     EXPECT_NE(ns.find(form), std::string::npos) << form << "\n" << ns;
   }
 }
