@@ -65,7 +65,9 @@ int ClientCommands::SubmitSpec(const SpecSubmitOptions& options) {
   for (const SpecVariant& v : *variants) {
     Item item;
     item.variant = v;
-    absl::StatusOr<yirage::v1::Graph> graph = SpecGraph(*spec, v);
+    nlohmann::json graph_json;
+    absl::StatusOr<yirage::v1::Graph> graph =
+        SpecGraph(*spec, v, options.print_graphs ? &graph_json : nullptr);
     absl::StatusOr<std::optional<double>> flops = SpecFormula(spec->flops, v);
     absl::StatusOr<std::optional<double>> bytes = SpecFormula(spec->bytes, v);
     for (const absl::Status& s : {graph.status(), flops.status(), bytes.status()}) {
@@ -78,7 +80,7 @@ int ClientCommands::SubmitSpec(const SpecSubmitOptions& options) {
     item.graph = *std::move(graph);
     item.flops = *flops;
     item.bytes = *bytes;
-    if (options.print_graphs) graphs.push_back(*SpecGraphJson(*spec, v));
+    if (options.print_graphs) graphs.push_back(std::move(graph_json));
     items.push_back(std::move(item));
   }
   if (options.print_graphs) {

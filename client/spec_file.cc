@@ -428,9 +428,11 @@ absl::StatusOr<json> SpecGraphJson(const SpecFile& spec, const SpecVariant& vari
   return graph;
 }
 
-absl::StatusOr<yirage::v1::Graph> SpecGraph(const SpecFile& spec, const SpecVariant& variant) {
+absl::StatusOr<yirage::v1::Graph> SpecGraph(const SpecFile& spec, const SpecVariant& variant,
+                                            json* graph_json) {
   absl::StatusOr<json> graph = SpecGraphJson(spec, variant);
   if (!graph.ok()) return graph.status();
+  if (graph_json != nullptr) *graph_json = *graph;
   absl::StatusOr<yirage::v1::Graph> parsed = core::ParseGraphJson(graph->dump());
   absl::Status valid = parsed.status();
   // The server's checks too (names, shapes, dtypes, limits), so that a bad

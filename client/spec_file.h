@@ -72,8 +72,10 @@ absl::StatusOr<std::vector<SpecVariant>> SelectVariants(const SpecFile& spec,
 // "<spec name>_<variant name>", with its tolerance where the variant sets
 // one; a shape entry that is not a whole number >= 1 is an error naming it.
 absl::StatusOr<nlohmann::json> SpecGraphJson(const SpecFile& spec, const SpecVariant& variant);
-// The same, parsed and checked as a graph file is.
-absl::StatusOr<yirage::v1::Graph> SpecGraph(const SpecFile& spec, const SpecVariant& variant);
+// The same, parsed and checked as a graph file is; with `graph_json`, also
+// the JSON it was parsed from.
+absl::StatusOr<yirage::v1::Graph> SpecGraph(const SpecFile& spec, const SpecVariant& variant,
+                                            nlohmann::json* graph_json = nullptr);
 
 // The formula's value for the variant; nullopt where the spec has none.
 absl::StatusOr<std::optional<double>> SpecFormula(const std::optional<Expression>& formula,

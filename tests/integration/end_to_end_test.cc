@@ -1038,9 +1038,16 @@ TEST_F(EndToEndTest, ASpecFileSubmitsOneJobPerVariant) {
   EXPECT_NE(table.out.find("VARIANT  DIMS"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("small    C=64 R=8"), std::string::npos) << table.out;
   EXPECT_EQ(table.out.find("tall"), std::string::npos) << table.out;
+  // --print-graphs: the variants' graph JSON, submitting nothing.
+  const size_t jobs = server_.Client({"list", "--json"}).Json()["jobs"].size();
+  CommandResult printed = server_.Client({"submit-spec", spec, "--print-graphs"});
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  const json graphs = printed.Json();
+  ASSERT_TRUE(graphs.is_array() && graphs.size() == 2) << printed.out;
+  EXPECT_EQ(graphs[1]["name"], "scaled_softmax_tall");
+  EXPECT_EQ(graphs[1]["inputs"][0]["shape"], json::array({32, 64})) << graphs[1].dump();
   // Mistakes: an unknown variant is a usage error, a bad spec an error;
   // neither submits anything.
-  const size_t jobs = server_.Client({"list", "--json"}).Json()["jobs"].size();
   CommandResult unknown = server_.Client({"submit-spec", spec, "--variant", "huge"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("no variant 'huge' (the spec's: small, tall)"), std::string::npos)
