@@ -16,7 +16,8 @@
 #   BUDGET      candidates evaluated per job (default 12)
 #   JOB_SECONDS time limit per job (default 600)
 #   OUT         where logs, kernels and results go (default /tmp/yirage-bench):
-#               table.txt, table.md (markdown), results.json, job_seconds.json
+#               table.txt, table.md (markdown), results.json, job_seconds.json,
+#               candidates/NAME.txt (every candidate of each job, timed or not)
 #   ITERS       timed calls per measurement (default 200)
 #   PROFILE=1   also print each kernel's GPU time per call (torch.profiler)
 set -uo pipefail
@@ -151,7 +152,9 @@ t0, t1 = j.get("created_unix") or 0, j.get("finished_unix") or 0
 print(j["job_id"], t1 - t0 if t0 > 0 and t1 >= t0 else wall)' "$gname" "$wall")
   record_seconds "$gname" "$secs"
   echo "== $name: job $J done in $(printf '%.1f' "$secs") s"
-  yy yirage-client --server "$C" candidates "$J" | cut -c1-160 | head -11
+  mkdir -p "$OUT/candidates"
+  yy yirage-client --server "$C" candidates "$J" >"$OUT/candidates/$name.txt" 2>&1
+  cut -c1-160 "$OUT/candidates/$name.txt" | head -11
   rm -rf "$OUT/kernels/$name"
   yy yirage-client --server "$C" kernel "$J" --out "$OUT/kernels/$name" && DIRS+=("$OUT/kernels/$name")
 done

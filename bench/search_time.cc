@@ -5,13 +5,16 @@
 // the chip's search space when --chip names a built-in chip).
 //
 //   yirage-search-bench [--runs N] [--chip ID] [--backend B] [--max-candidates N] [--full-size]
-//   [--list]
-//                       [GRAPH.json ...]
+//                       [--list] [--backend-lib PATH] [GRAPH.json ...]
 //
 // --full-size times the rewrite search alone (ExploreRewrites with the
 // options GenerateCandidatesWithStats passes it) with shape reduction off, so
 // every fingerprint runs on the graph's own shapes; the plans column is then 0.
 // --list prints the last run's plans in order, with their estimated cost.
+// --backend-lib loads a backend library (libyirage_backend_cuda.so, ...) and
+// plans what it says it runs (its describe call) on the --chip's target, as
+// the scheduler does once a worker of that backend has reported: without it
+// the search plans generic row kernels only. No device is needed.
 //
 // Without graphs it runs every examples/graphs/*.json under the source tree.
 // Prints one row per graph: median (and min/max) seconds over N runs, the
@@ -33,6 +36,7 @@
 #include "core/graph.h"
 #include "core/graph_json.h"
 #include "core/rewrite.h"
+#include "workers/backend_library.h"
 
 namespace {
 
@@ -45,6 +49,7 @@ int Run(int argc, char** argv) {
   bool full_size = false;
   bool list_plans = false;
   std::string backend = "cpu";
+  std::string backend_lib;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -58,12 +63,14 @@ int Run(int argc, char** argv) {
       full_size = true;
     } else if (a == "--backend" && i + 1 < argc) {
       backend = argv[++i];
+    } else if (a == "--backend-lib" && i + 1 < argc) {
+      backend_lib = argv[++i];
     } else if (a == "--list") {
       list_plans = true;
     } else if (a == "--help" || a == "-h") {
       std::printf(
           "usage: %s [--runs N] [--chip ID] [--backend B] [--max-candidates N] [--full-size] "
-          "[--list] [GRAPH.json ...]\n",
+          "[--list] [--backend-lib PATH] [GRAPH.json ...]\n",
           argv[0]);
       return 0;
     } else {
@@ -91,6 +98,23 @@ int Run(int argc, char** argv) {
       if (c.chip_id() != chip_id) continue;
       options = yirage::core::SearchOptionsForChip(c, options);
       found = true;
+      if (backend_lib.empty()) continue;
+      yirage::v1::CompileTarget target;
+      const std::string& arch = c.arch_code();
+      if (arch.rfind("sm_", 0) == 0) target.set_compute_capability(std::atoi(arch.c_str() + 3));
+      target.set_multiprocessors(c.compute().num_compute_units());
+      target.set_max_shared_memory_per_block(
+          static_cast<int64_t>(c.compute().shared_mem_per_block_kb() * 1024));
+      absl::StatusOr<std::unique_ptr<yirage::worker::BackendLibrary>> lib =
+          yirage::worker::BackendLibrary::LoadFile(c.backend(), backend_lib);
+      absl::StatusOr<yirage::v1::BackendKernels> kernels =
+          lib.ok() ? (*lib)->Describe(&target) : lib.status();
+      if (!kernels.ok()) {
+        std::fprintf(stderr, "%s: %s\n", backend_lib.c_str(),
+                     std::string(kernels.status().message()).c_str());
+        return 1;
+      }
+      options.kernels = *kernels;
     }
     if (!found) {
       std::fprintf(stderr, "no built-in chip '%s'\n", chip_id.c_str());

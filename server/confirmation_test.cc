@@ -1,10 +1,13 @@
 // The winner of a job is run again by a second worker before the job
 // succeeds (JobStore::FinishIfDone, LeaseStore::LeaseBatch, the security
 // issue: a worker with a valid token may report any time for its batch).
+#include <atomic>
+#include <chrono>
 #include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -728,6 +731,64 @@ TEST_F(ConfirmationTest, TheTimeBudgetDoesNotSkipAConfirmation) {
   Report("w2", check, {At(check.candidates(0).candidate_id(), 45)}, 1007);
   EXPECT_EQ(Get(job_id).state(), yirage::v1::SUCCEEDED);
   EXPECT_TRUE(Get(job_id).best().has_confirmation());
+}
+
+// The stores share one connection, and FinishIfDone writes inside the group
+// commit while asking the WorkerStore: workers' calls that write their rows
+// (each call a new state) and reports that finish jobs, from many threads at
+// once, all go through, and every job ends confirmed.
+TEST_F(ConfirmationTest, WorkerWritesAndJobCompletionsInterleaveOnOneConnection) {
+  Connect("w1", 1000);
+  Connect("w2", 1000);
+  constexpr int kJobs = 12;
+  std::vector<std::string> jobs;
+  for (int i = 0; i < kJobs; ++i) jobs.push_back(Create(2));
+  std::vector<std::thread> threads;
+  std::atomic<bool> stop{false};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; !stop.load(); ++i) {
+        yirage::v1::SynchronizeRequest r;
+        r.set_worker_id("idle-" + std::to_string(t));
+        r.set_backend("cpu");
+        r.set_hostname("h" + std::to_string(i));  // a change: the row is written
+        r.mutable_status()->mutable_idle();
+        EXPECT_TRUE(workers_->Upsert(r, 1000).ok());
+      }
+    });
+  }
+  // Each worker runs batches until nothing is left to lease: it reports the
+  // baseline 100 us and anything else 50 us.
+  std::vector<std::thread> runners;
+  for (const std::string w : {"w1", "w2"}) {
+    runners.emplace_back([&, w] {
+      for (int idle = 0; idle < 50;) {
+        auto batch = leases_->LeaseBatch(w, "cpu", 1001);
+        ASSERT_TRUE(batch.ok()) << batch.status();
+        if (!batch->has_value()) {
+          ++idle;
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          continue;
+        }
+        google::protobuf::RepeatedPtrField<CandidateResult> results;
+        for (const auto& c : (*batch)->candidates()) {
+          *results.Add() = At(c.candidate_id(), c.plan().baseline() ? 100 : 50);
+        }
+        auto report = leases_->RecordResults(w, (*batch)->batch_id(), (*batch)->lease_token(), 0,
+                                             results, 1002);
+        ASSERT_TRUE(report.ok()) << report.status();
+        ASSERT_TRUE(store_->FinishIfDone((*batch)->job_id(), 1002).ok());
+      }
+    });
+  }
+  for (std::thread& r : runners) r.join();
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  for (const std::string& job_id : jobs) {
+    const yirage::v1::Job job = Get(job_id);
+    EXPECT_EQ(job.state(), yirage::v1::SUCCEEDED) << job_id << ": " << job.message();
+    EXPECT_TRUE(job.best().has_confirmation()) << job_id << ": " << job.message();
+  }
 }
 
 }  // namespace

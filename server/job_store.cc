@@ -186,9 +186,22 @@ void SetConfirmation(Job* job, const Candidate& second) {
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path,
                                                          WorkerStore* workers, bool confirm_winners,
                                                          int finalists) {
-  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations(), "jobs"));
+  if (workers != nullptr) {
+    return OnConnection(workers->connection(), workers, confirm_winners, finalists);
+  }
+  YIRAGE_ASSIGN_OR_RETURN(std::shared_ptr<Connection> connection, Connection::Open(path, "jobs"));
+  return OnConnection(std::move(connection), workers, confirm_winners, finalists);
+}
+
+absl::StatusOr<std::unique_ptr<JobStore>> JobStore::OnConnection(
+    std::shared_ptr<Connection> connection, WorkerStore* workers, bool confirm_winners,
+    int finalists) {
+  if (workers != nullptr && workers->connection() != connection) {
+    return absl::FailedPreconditionError(
+        "a JobStore's WorkerStore must be on the JobStore's connection");
+  }
   return std::unique_ptr<JobStore>(
-      new JobStore(std::move(db), workers, confirm_winners, finalists));
+      new JobStore(std::move(connection), workers, confirm_winners, finalists));
 }
 
 std::string GraphCacheKey(const yirage::v1::Graph& graph) {
@@ -316,7 +329,7 @@ absl::StatusOr<std::string> JobStore::CreateJob(const yirage::v1::SubmitJobReque
     return absl::InternalError("CreateJob: the first plan must be the baseline");
   }
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_.get());
+  Transaction tx(db_);
   YIRAGE_RETURN_IF_ERROR(tx.status());
   bool earlier = false;
   YIRAGE_ASSIGN_OR_RETURN(std::string job_id,
@@ -342,7 +355,7 @@ absl::Status JobStore::AddCandidates(const std::string& job_id,
                                      const std::vector<yirage::v1::Plan>& plans,
                                      const yirage::v1::SearchSummary& search) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_.get());
+  Transaction tx(db_);
   YIRAGE_RETURN_IF_ERROR(tx.status());
   YIRAGE_ASSIGN_OR_RETURN(Job job, LoadJobLocked(job_id));
   if (job.state() != yirage::v1::SEARCHING) {
@@ -499,8 +512,8 @@ absl::Status JobStore::AnnotateWaitingLocked(Job* job, double now,
   if (connected != nullptr && known != connected->end()) {
     workers = known->second;
   } else {
-    // WorkerStore has its own lock and never calls back into this store.
-    YIRAGE_ASSIGN_OR_RETURN(workers, workers_->CountConnected(now, job->backend(), chip));
+    // The WorkerStore is on this connection: its ...Locked methods, mu_ held.
+    YIRAGE_ASSIGN_OR_RETURN(workers, workers_->CountConnectedLocked(now, job->backend(), chip));
     if (connected != nullptr) (*connected)[key] = workers;
   }
   if (workers == 0) {
@@ -696,7 +709,7 @@ absl::StatusOr<Job> JobStore::CancelJob(const std::string& job_id, double now,
     return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' already ended as ",
                                                       yirage::v1::JobState_Name(job.state())));
   }
-  Transaction tx(db_.get());
+  Transaction tx(db_);
   YIRAGE_RETURN_IF_ERROR(tx.status());
   YIRAGE_RETURN_IF_ERROR(
       EndJobLocked(job_id, yirage::v1::CANCELLED, "cancelled by a client", "job cancelled", now));
@@ -773,25 +786,30 @@ absl::StatusOr<JobStore::BestKernel> JobStore::GetKernel(const std::string& job_
   return best;
 }
 
+absl::StatusOr<bool> JobStore::HasRunnableLocked(const std::string& job_id) {
+  // Most reports leave candidates of the job to run: one index probe
+  // answers that without loading the job.
+  YIRAGE_ASSIGN_OR_RETURN(Statement left,
+                          db_->Prepare("SELECT 1 FROM candidates WHERE job_id=? AND status IN "
+                                       "(?,?) LIMIT 1"));
+  left.Bind(1, job_id)
+      .Bind(2, static_cast<int64_t>(yirage::v1::PENDING))
+      .Bind(3, static_cast<int64_t>(yirage::v1::LEASED));
+  YIRAGE_ASSIGN_OR_RETURN(bool pending, left.Step());
+  left.Reset();
+  return pending;
+}
+
 absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, double now) {
   {
-    // Most reports leave candidates of the job to run: one index probe
-    // answers that without loading the job.
-    YIRAGE_ASSIGN_OR_RETURN(Statement left,
-                            db_->Prepare("SELECT 1 FROM candidates WHERE job_id=? AND status IN "
-                                         "(?,?) LIMIT 1"));
-    left.Bind(1, job_id)
-        .Bind(2, static_cast<int64_t>(yirage::v1::PENDING))
-        .Bind(3, static_cast<int64_t>(yirage::v1::LEASED));
-    YIRAGE_ASSIGN_OR_RETURN(bool pending, left.Step());
+    YIRAGE_ASSIGN_OR_RETURN(bool pending, HasRunnableLocked(job_id));
     if (pending) return false;
   }
-  // No transaction around what follows: it asks the WorkerStore (its own
-  // lock and connection), and holding SQLite's write lock while waiting for
-  // that store's mutex would deadlock against its writes until the busy
-  // timeout. Each write stands alone; after a crash the next pass takes up
-  // from what was written. Each pass confirms the best candidate or refutes it (it becomes ERROR
-  // and the next best is the best), so this ends.
+  // FinishIfDone runs this in a group commit (one transaction with other
+  // reports); the maintenance pass, write by write. Either way a crash
+  // leaves what the next pass takes up from. Each pass confirms the best
+  // candidate or refutes it (it becomes ERROR and the next best is the
+  // best), so this ends.
   for (;;) {
     // Nothing is left to run (the probe above; refuting a result adds
     // nothing): the counts are needed only for a job without a best.
@@ -829,10 +847,10 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
         if (!confirm_winners_) {
           message = "the winner was not confirmed: confirmation is off (--confirm-winners=false)";
         } else if (workers_ != nullptr) {
-          // WorkerStore has its own lock and never calls back into this store.
+          // The WorkerStore is on this connection: its ...Locked methods, mu_ held.
           YIRAGE_ASSIGN_OR_RETURN(
               confirmers,
-              workers_->CountConfirmers(now, job.backend(), job.chip_id(), best.worker_id()));
+              workers_->CountConfirmersLocked(now, job.backend(), job.chip_id(), best.worker_id()));
         }
         if (confirmers > 0) {
           YIRAGE_RETURN_IF_ERROR(InsertConfirmationLocked(job_id, best.candidate_id()));
@@ -884,8 +902,8 @@ absl::StatusOr<bool> JobStore::FinishIfDoneLocked(const std::string& job_id, dou
     // answers a later job only where a worker has the same.
     std::string software;
     if (job.has_best() && workers_ != nullptr) {
-      // WorkerStore has its own lock and never calls back into this store.
-      YIRAGE_ASSIGN_OR_RETURN(software, workers_->WorkerSoftware(job.best().worker_id()));
+      // The WorkerStore is on this connection: its ...Locked methods, mu_ held.
+      YIRAGE_ASSIGN_OR_RETURN(software, workers_->WorkerSoftwareLocked(job.best().worker_id()));
     }
     YIRAGE_ASSIGN_OR_RETURN(
         Statement s, db_->Prepare("UPDATE jobs SET state=?, finished=?, message=?, software=? "
@@ -980,7 +998,7 @@ absl::StatusOr<bool> JobStore::CachedWinnerFailedLocked(const Job& job) {
   s.Reset();  // no read left open under the transaction below
   // Its source answers no more; this job searches as if it had not been
   // answered (the scheduler's maintenance starts searches of SEARCHING jobs).
-  Transaction tx(db_.get());
+  Transaction tx(db_);
   YIRAGE_RETURN_IF_ERROR(tx.status());
   YIRAGE_ASSIGN_OR_RETURN(Statement stale,
                           db_->Prepare("UPDATE jobs SET software='' WHERE job_id=?"));
@@ -1064,7 +1082,7 @@ absl::StatusOr<JobStore::FinalRoundStep> JobStore::FinalRoundLocked(const std::s
   }
   // One verified candidate has nothing to be compared with.
   if (finalists.size() < 2) return FinalRoundStep::kDone;
-  Transaction tx(db_.get());
+  Transaction tx(db_);
   YIRAGE_RETURN_IF_ERROR(tx.status());
   for (int64_t id : finalists) {
     YIRAGE_ASSIGN_OR_RETURN(
@@ -1081,8 +1099,20 @@ absl::StatusOr<JobStore::FinalRoundStep> JobStore::FinalRoundLocked(const std::s
 }
 
 absl::StatusOr<bool> JobStore::FinishIfDone(const std::string& job_id, double now) {
-  absl::MutexLock lock(&mu_);
-  return FinishIfDoneLocked(job_id, now);
+  // In the connection's group commit: its writes (a final round, a
+  // confirmation, the job's end) share the transaction of the reports that
+  // led to them.
+  {
+    absl::MutexLock lock(&mu_);
+    YIRAGE_ASSIGN_OR_RETURN(bool pending, HasRunnableLocked(job_id));
+    if (pending) return false;  // most reports: no write, no group
+  }
+  bool finished = false;
+  YIRAGE_RETURN_IF_ERROR(connection_->group.Run(&mu_, db_, [&]() -> absl::Status {
+    YIRAGE_ASSIGN_OR_RETURN(finished, FinishIfDoneLocked(job_id, now));
+    return absl::OkStatus();
+  }));
+  return finished;
 }
 
 absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now,
@@ -1091,7 +1121,7 @@ absl::StatusOr<MaintenanceReport> JobStore::Maintain(double now,
   MaintenanceReport report;
   std::vector<std::string> touched_jobs = touched;
   {
-    Transaction tx(db_.get());
+    Transaction tx(db_);
     YIRAGE_RETURN_IF_ERROR(tx.status());
     YIRAGE_RETURN_IF_ERROR(FailOnBaselineErrorLocked(now, &report));
     YIRAGE_RETURN_IF_ERROR(SkipOverBudgetLocked(now, &report, &touched_jobs));
@@ -1198,9 +1228,9 @@ absl::Status JobStore::SkipUnconfirmableLocked(double now, std::vector<std::stri
     }
   }
   for (const Pending& p : pending) {
-    // WorkerStore has its own lock and never calls back into this store.
-    YIRAGE_ASSIGN_OR_RETURN(int confirmers,
-                            workers_->CountConfirmers(now, p.backend, p.chip_id, p.exclude_worker));
+    // The WorkerStore is on this connection: its ...Locked methods, mu_ held.
+    YIRAGE_ASSIGN_OR_RETURN(int confirmers, workers_->CountConfirmersLocked(
+                                                now, p.backend, p.chip_id, p.exclude_worker));
     if (confirmers > 0) continue;
     // Its only workers left: the job must not wait for them forever.
     YIRAGE_ASSIGN_OR_RETURN(Statement skip,

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/graph.h"
 #include "core/tensor.h"
+#include "server/connection.h"
 #include "server/database.h"
 #include "server/worker_store.h"
 #include "yirage/v1/job.pb.h"
@@ -53,6 +54,13 @@ class JobStore {
                                                         WorkerStore* workers = nullptr,
                                                         bool confirm_winners = true,
                                                         int finalists = 0);
+  // The same on `connection`, which other stores may share
+  // (server/connection.h). `workers`, where given, must be on it too (the
+  // job store asks it with the connection's mutex held): FailedPrecondition
+  // otherwise. Open with `workers` takes their connection.
+  static absl::StatusOr<std::unique_ptr<JobStore>> OnConnection(
+      std::shared_ptr<Connection> connection, WorkerStore* workers = nullptr,
+      bool confirm_winners = true, int finalists = 0);
 
   // Stores a new QUEUED job and its candidates in one transaction; `owner`
   // is the name of the token that submitted it ("" without tokens). Where
@@ -185,8 +193,11 @@ class JobStore {
   absl::StatusOr<double> ResultStoredUnix(int64_t candidate_id);
 
  private:
-  JobStore(std::unique_ptr<Database> db, WorkerStore* workers, bool confirm_winners, int finalists)
-      : db_(std::move(db)),
+  JobStore(std::shared_ptr<Connection> connection, WorkerStore* workers, bool confirm_winners,
+           int finalists)
+      : connection_(std::move(connection)),
+        mu_(connection_->mu),
+        db_(DatabaseOf(*connection_)),
         workers_(workers),
         confirm_winners_(confirm_winners),
         finalists_(finalists) {}
@@ -250,6 +261,9 @@ class JobStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> FinishIfDoneLocked(const std::string& job_id, double now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether job `job_id` has a candidate PENDING or LEASED.
+  absl::StatusOr<bool> HasRunnableLocked(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The final round of a job whose search candidates are done (none
   // pending): kStarted when it inserted the finalists (PENDING rows with
   // final_of, leased together); kRefuted when a finalist that failed made
@@ -264,8 +278,9 @@ class JobStore {
   absl::StatusOr<FinalRoundStep> FinalRoundLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  absl::Mutex mu_;
-  std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<Connection> connection_;
+  absl::Mutex& mu_;  // connection_->mu
+  Database* const db_ ABSL_GUARDED_BY(mu_);
   WorkerStore* const workers_;
   const bool confirm_winners_;
   const int finalists_;

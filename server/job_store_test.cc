@@ -27,6 +27,20 @@ TEST_F(JobStoreTest, CreateAndGetJob) {
   EXPECT_EQ(store_->GetJob("job-missing").status().code(), absl::StatusCode::kNotFound);
 }
 
+// A JobStore asks its WorkerStore with the connection's mutex held: the two
+// must be on one connection.
+TEST_F(JobStoreTest, ItsWorkerStoreMustBeOnItsConnection) {
+  auto other = Connection::Open((dir_ / "yirage.db").string(), "other");
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto refused = JobStore::OnConnection(*other, workers_.get());
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find("connection"), std::string::npos);
+  auto shared = JobStore::OnConnection(workers_->connection(), workers_.get());
+  EXPECT_TRUE(shared.ok()) << shared.status();
+  auto alone = JobStore::OnConnection(*other);
+  EXPECT_TRUE(alone.ok()) << alone.status();
+}
+
 TEST_F(JobStoreTest, RejectsPlansWithoutBaselineFirst) {
   std::vector<yirage::v1::Plan> plans = {MakePlan("x", false)};
   EXPECT_FALSE(store_->CreateJob(MakeRequest(), {1, 1}, plans, {}, 1).ok());

@@ -35,11 +35,17 @@ absl::StatusOr<LeaseStore::Holder> LeaseStore::BatchHolderLocked(const std::stri
 
 absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::Open(const std::string& path,
                                                              const LeaseStoreOptions& options) {
-  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations(), "leases"));
+  YIRAGE_ASSIGN_OR_RETURN(std::shared_ptr<Connection> connection, Connection::Open(path, "leases"));
+  return OnConnection(std::move(connection), path, options);
+}
+
+absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::OnConnection(
+    std::shared_ptr<Connection> connection, const std::string& path,
+    const LeaseStoreOptions& options) {
   YIRAGE_ASSIGN_OR_RETURN(auto checkpoints,
                           Database::Open(path, SchemaMigrations(), "checkpoints"));
   return std::unique_ptr<LeaseStore>(
-      new LeaseStore(std::move(db), std::move(checkpoints), options));
+      new LeaseStore(std::move(connection), std::move(checkpoints), options));
 }
 
 absl::Status LeaseStore::Checkpoint() {
@@ -77,7 +83,7 @@ absl::StatusOr<RecordReport> LeaseStore::RecordResults(
     }
   }
   // With the reports and leases of other workers in one transaction.
-  YIRAGE_RETURN_IF_ERROR(group_.Run(&mu_, db_.get(), [&]() -> absl::Status {
+  YIRAGE_RETURN_IF_ERROR(group_.Run(&mu_, db_, [&]() -> absl::Status {
     mu_.AssertHeld();
     report = RecordReport();  // nothing of a failed attempt
     return RecordResultsLocked(worker_id, batch_id, lease_token, current_candidate, results, now,
@@ -94,7 +100,7 @@ absl::Status LeaseStore::RecordResultsLocked(
   RecordReport& report = *out;
   std::string job_id;
   {
-    Transaction tx(db_.get());
+    Transaction tx(db_);
     YIRAGE_RETURN_IF_ERROR(tx.status());
     YIRAGE_ASSIGN_OR_RETURN(Holder holder, BatchHolderLocked(batch_id, worker_id, lease_token));
     if (holder == Holder::kSomeoneElse) {
@@ -200,7 +206,7 @@ absl::StatusOr<bool> LeaseStore::RenewLocked(const std::string& batch_id,
 absl::StatusOr<int> LeaseStore::ReleaseWorkerBatches(const std::string& worker_id, double now,
                                                      double* held_seconds) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_.get());
+  Transaction tx(db_);
   YIRAGE_RETURN_IF_ERROR(tx.status());
   if (held_seconds != nullptr) {
     YIRAGE_ASSIGN_OR_RETURN(Statement held,
@@ -232,7 +238,7 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
     const std::string& worker_id, const std::string& backend, double now) {
   std::optional<LeasedBlobs> leased;
   // With the reports and leases of other workers in one transaction.
-  YIRAGE_RETURN_IF_ERROR(group_.Run(&mu_, db_.get(), [&]() -> absl::Status {
+  YIRAGE_RETURN_IF_ERROR(group_.Run(&mu_, db_, [&]() -> absl::Status {
     mu_.AssertHeld();
     YIRAGE_ASSIGN_OR_RETURN(leased, LeaseBatchLocked(worker_id, backend, now));
     return absl::OkStatus();
@@ -261,7 +267,7 @@ absl::StatusOr<std::optional<yirage::v1::Batch>> LeaseStore::LeaseBatch(
 
 absl::StatusOr<std::optional<LeaseStore::LeasedBlobs>> LeaseStore::LeaseBatchLocked(
     const std::string& worker_id, const std::string& backend, double now) {
-  Transaction tx(db_.get());
+  Transaction tx(db_);
   YIRAGE_RETURN_IF_ERROR(tx.status());
   // The registry chip of the worker's device ("" when unknown): a
   // confirmation is measured on the job's chip.
@@ -401,7 +407,7 @@ absl::StatusOr<std::optional<LeaseStore::LeasedBlobs>> LeaseStore::LeaseBatchLoc
 absl::StatusOr<ExpiryReport> LeaseStore::ExpireLeases(double now) {
   absl::MutexLock lock(&mu_);
   ExpiryReport report;
-  Transaction tx(db_.get());
+  Transaction tx(db_);
   YIRAGE_RETURN_IF_ERROR(tx.status());
   // Expired leases: the candidate that was running when the worker went
   // silent is blamed; the others go back to the queue untouched.

@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "server/connection.h"
 #include "server/database.h"
 #include "server/group_commit.h"
 #include "yirage/v1/job.pb.h"
@@ -69,6 +70,12 @@ class LeaseStore {
   // connection, as the other stores do.
   static absl::StatusOr<std::unique_ptr<LeaseStore>> Open(const std::string& path,
                                                           const LeaseStoreOptions& options);
+  // The same on `connection`, which other stores may share
+  // (server/connection.h); its checkpoints on a connection of their own to
+  // `path`.
+  static absl::StatusOr<std::unique_ptr<LeaseStore>> OnConnection(
+      std::shared_ptr<Connection> connection, const std::string& path,
+      const LeaseStoreOptions& options);
 
   // Leases the next batch of pending candidates for a worker of `backend`
   // from the runnable job leased from least recently (then the oldest), so
@@ -154,13 +161,19 @@ class LeaseStore {
                                    int64_t current_candidate, double now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  LeaseStore(std::unique_ptr<Database> db, std::unique_ptr<Database> checkpoints,
+  LeaseStore(std::shared_ptr<Connection> connection, std::unique_ptr<Database> checkpoints,
              const LeaseStoreOptions& options)
-      : db_(std::move(db)), checkpoint_db_(std::move(checkpoints)), options_(options) {}
+      : connection_(std::move(connection)),
+        mu_(connection_->mu),
+        db_(DatabaseOf(*connection_)),
+        group_(connection_->group),
+        checkpoint_db_(std::move(checkpoints)),
+        options_(options) {}
 
-  absl::Mutex mu_;
-  std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
-  GroupCommit group_;  // RecordResults' and LeaseBatch's writes
+  const std::shared_ptr<Connection> connection_;
+  absl::Mutex& mu_;  // connection_->mu
+  Database* const db_ ABSL_GUARDED_BY(mu_);
+  GroupCommit& group_;  // RecordResults' and LeaseBatch's writes (connection_->group)
   absl::Mutex checkpoint_mu_;
   std::unique_ptr<Database> checkpoint_db_ ABSL_GUARDED_BY(checkpoint_mu_);
   const LeaseStoreOptions options_;

@@ -68,7 +68,9 @@ class StoreTest : public ::testing::Test {
     auto store = JobStore::Open((dir_ / "yirage.db").string(), workers_.get());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    auto leases = LeaseStore::Open((dir_ / "yirage.db").string(), options_);
+    // The three on one connection, as the server opens them.
+    auto leases =
+        LeaseStore::OnConnection(workers_->connection(), (dir_ / "yirage.db").string(), options_);
     ASSERT_TRUE(leases.ok()) << leases.status();
     leases_ = std::move(*leases);
   }

@@ -9,8 +9,14 @@ namespace yirage::server {
 
 absl::StatusOr<std::unique_ptr<WorkerStore>> WorkerStore::Open(const std::string& path,
                                                                const WorkerStoreOptions& options) {
-  YIRAGE_ASSIGN_OR_RETURN(auto db, Database::Open(path, SchemaMigrations(), "workers"));
-  return std::unique_ptr<WorkerStore>(new WorkerStore(std::move(db), options));
+  YIRAGE_ASSIGN_OR_RETURN(std::shared_ptr<Connection> connection,
+                          Connection::Open(path, "workers"));
+  return OnConnection(std::move(connection), options);
+}
+
+std::unique_ptr<WorkerStore> WorkerStore::OnConnection(std::shared_ptr<Connection> connection,
+                                                       const WorkerStoreOptions& options) {
+  return std::unique_ptr<WorkerStore>(new WorkerStore(std::move(connection), options));
 }
 
 absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& request, double now,
@@ -147,6 +153,10 @@ absl::StatusOr<int> WorkerStore::CountWithSoftware(double now, const std::string
 
 absl::StatusOr<std::string> WorkerStore::WorkerSoftware(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
+  return WorkerSoftwareLocked(worker_id);
+}
+
+absl::StatusOr<std::string> WorkerStore::WorkerSoftwareLocked(const std::string& worker_id) {
   YIRAGE_ASSIGN_OR_RETURN(Statement s,
                           db_->Prepare("SELECT device FROM workers WHERE worker_id=?"));
   s.Bind(1, worker_id);
@@ -185,6 +195,11 @@ absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> WorkerStore::List(double now
 absl::StatusOr<int> WorkerStore::CountConnected(double now, const std::string& backend,
                                                 const std::string& chip_id) {
   absl::MutexLock lock(&mu_);
+  return CountConnectedLocked(now, backend, chip_id);
+}
+
+absl::StatusOr<int> WorkerStore::CountConnectedLocked(double now, const std::string& backend,
+                                                      const std::string& chip_id) {
   YIRAGE_ASSIGN_OR_RETURN(Statement s,
                           db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ? AND "
                                        "(?2 = '' OR backend = ?2) AND (?3 = '' OR chip_id = ?3)"));
@@ -206,6 +221,12 @@ absl::StatusOr<int> WorkerStore::CountConfirmers(double now, const std::string& 
                                                  const std::string& chip_id,
                                                  const std::string& exclude_worker) {
   absl::MutexLock lock(&mu_);
+  return CountConfirmersLocked(now, backend, chip_id, exclude_worker);
+}
+
+absl::StatusOr<int> WorkerStore::CountConfirmersLocked(double now, const std::string& backend,
+                                                       const std::string& chip_id,
+                                                       const std::string& exclude_worker) {
   // A stopping worker said it leaves: it would never lease the confirmation.
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s, db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ? AND backend = ? "

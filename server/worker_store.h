@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "server/connection.h"
 #include "server/database.h"
 #include "yirage/v1/backend.pb.h"
 #include "yirage/v1/job.pb.h"
@@ -32,13 +33,22 @@ struct WorkerStoreOptions {
 // under one are reused (the result cache) only where a worker has the same.
 std::string SoftwareIdentity(const std::string& device_description);
 
-// Thread-safe: every method takes the store's mutex.
+// Thread-safe: every method takes the mutex of the store's connection, but
+// the ...Locked ones, whose callers (a JobStore on the same connection)
+// hold it.
 class WorkerStore {
  public:
-  // Opens (creating or migrating) the database at `path` on its own
-  // connection, as the other stores do.
+  // Opens (creating or migrating) the database at `path` on a connection
+  // of its own.
   static absl::StatusOr<std::unique_ptr<WorkerStore>> Open(const std::string& path,
                                                            const WorkerStoreOptions& options);
+  // The same on `connection`, which other stores may share (server/connection.h).
+  static std::unique_ptr<WorkerStore> OnConnection(std::shared_ptr<Connection> connection,
+                                                   const WorkerStoreOptions& options);
+
+  // The store's connection: a JobStore asks this store's ...Locked methods
+  // with the connection's mutex held.
+  const std::shared_ptr<Connection>& connection() const { return connection_; }
 
   // Records the worker's call (and its BackendKernels when the request
   // carries them). Returns whether the store holds the worker's kernels.
@@ -64,13 +74,18 @@ class WorkerStore {
   // Workers heard of within worker_timeout_seconds of `now`; of one backend
   // unless `backend` is empty, of registry chip `chip_id` unless it is empty.
   absl::StatusOr<int> CountConnected(double now, const std::string& backend = "",
-                                     const std::string& chip_id = "");
+                                     const std::string& chip_id = "") ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<int> CountConnectedLocked(double now, const std::string& backend,
+                                           const std::string& chip_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The connected workers of `backend` (and of registry chip `chip_id`
   // unless it is empty) whose SoftwareIdentity is `software`.
   absl::StatusOr<int> CountWithSoftware(double now, const std::string& backend,
                                         const std::string& chip_id, const std::string& software);
   // SoftwareIdentity of worker `worker_id`'s device ("" for an unknown worker).
-  absl::StatusOr<std::string> WorkerSoftware(const std::string& worker_id);
+  absl::StatusOr<std::string> WorkerSoftware(const std::string& worker_id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::string> WorkerSoftwareLocked(const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The connected workers (as CountConnected) by backend; backends with none
   // are left out.
   absl::StatusOr<std::map<std::string, int>> CountConnectedByBackend(double now);
@@ -79,12 +94,19 @@ class WorkerStore {
   // stopping, not `exclude_worker`, and of chip `chip_id` where both the
   // job and the worker have one.
   absl::StatusOr<int> CountConfirmers(double now, const std::string& backend,
-                                      const std::string& chip_id,
-                                      const std::string& exclude_worker);
+                                      const std::string& chip_id, const std::string& exclude_worker)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<int> CountConfirmersLocked(double now, const std::string& backend,
+                                            const std::string& chip_id,
+                                            const std::string& exclude_worker)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
  private:
-  WorkerStore(std::unique_ptr<Database> db, const WorkerStoreOptions& options)
-      : db_(std::move(db)), options_(options) {}
+  WorkerStore(std::shared_ptr<Connection> connection, const WorkerStoreOptions& options)
+      : connection_(std::move(connection)),
+        mu_(connection_->mu),
+        db_(DatabaseOf(*connection_)),
+        options_(options) {}
 
   // What the last write of a worker's row stored.
   struct Written {
@@ -96,8 +118,9 @@ class WorkerStore {
   // At most this stale a stored last_seen (and worker_timeout_seconds / 10).
   static constexpr double kLastSeenResolution = 1.0;
 
-  absl::Mutex mu_;
-  std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<Connection> connection_;
+  absl::Mutex& mu_;  // connection_->mu
+  Database* const db_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Written> written_ ABSL_GUARDED_BY(mu_);
   const WorkerStoreOptions options_;
 };
