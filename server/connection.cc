@@ -10,6 +10,7 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const std::string& 
   YIRAGE_ASSIGN_OR_RETURN(std::unique_ptr<Database> db,
                           Database::Open(path, SchemaMigrations(), name));
   auto connection = std::make_shared<Connection>();
+  connection->path = path;
   absl::MutexLock lock(&connection->mu);
   connection->db = std::move(db);
   return connection;

@@ -29,6 +29,7 @@ struct Connection {
   static absl::StatusOr<std::shared_ptr<Connection>> Open(const std::string& path,
                                                           const std::string& name);
 
+  std::string path;  // the database file's
   absl::Mutex mu;
   std::unique_ptr<Database> db ABSL_GUARDED_BY(mu);
   GroupCommit group;

@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "spdlog/spdlog.h"
 
 namespace yirage::server {
 namespace {
@@ -360,6 +361,17 @@ void Transaction::Finish() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   absl::MutexLock lock(&transaction_observer_mu);
   if (transaction_observer != nullptr) (*transaction_observer)(db_->name(), seconds);
+}
+
+ReadTransaction::ReadTransaction(Database* db) : db_(db), begin_status_(db->Exec("BEGIN")) {}
+
+ReadTransaction::~ReadTransaction() {
+  // Ending a read transaction cannot lose anything; its error (none
+  // expected) is only logged.
+  if (!begin_status_.ok()) return;
+  if (absl::Status s = db_->Exec("COMMIT"); !s.ok()) {
+    spdlog::warn("ending a read transaction: {}", std::string(s.message()));
+  }
 }
 
 }  // namespace yirage::server

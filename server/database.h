@@ -165,6 +165,23 @@ class Transaction {
   bool nested_ = false;  // a savepoint in another transaction
 };
 
+// Scoped read transaction: BEGIN (deferred) on construction, COMMIT when it
+// goes, so that several queries read one snapshot of the database. For a
+// connection that only reads (it takes no write lock, and another
+// connection's writes go on meanwhile).
+// REQUIRES: no transaction open on the connection; the statements read in
+// it are reset (gone) before it goes.
+class ReadTransaction {
+ public:
+  explicit ReadTransaction(Database* db);
+  ~ReadTransaction();
+  absl::Status status() const { return begin_status_; }
+
+ private:
+  Database* db_;
+  absl::Status begin_status_;
+};
+
 }  // namespace yirage::server
 
 #endif  // YIRAGE_SERVER_DATABASE_H_

@@ -200,8 +200,10 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::OnConnection(
     return absl::FailedPreconditionError(
         "a JobStore's WorkerStore must be on the JobStore's connection");
   }
+  YIRAGE_ASSIGN_OR_RETURN(std::unique_ptr<Database> reads,
+                          Database::Open(connection->path, SchemaMigrations(), "job reads"));
   return std::unique_ptr<JobStore>(
-      new JobStore(std::move(connection), workers, confirm_winners, finalists));
+      new JobStore(std::move(connection), std::move(reads), workers, confirm_winners, finalists));
 }
 
 std::string GraphCacheKey(const yirage::v1::Graph& graph) {
@@ -540,7 +542,22 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit) {
 }
 
 absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
+  std::vector<Job> jobs;
+  {
+    absl::MutexLock lock(&read_mu_);
+    YIRAGE_ASSIGN_OR_RETURN(jobs, ListJobsOn(read_db_.get(), limit));
+  }
   absl::MutexLock lock(&mu_);
+  // The connected workers counted once a backend.
+  absl::flat_hash_map<std::string, int> connected;
+  for (Job& job : jobs) YIRAGE_RETURN_IF_ERROR(AnnotateWaitingLocked(&job, now, &connected));
+  return jobs;
+}
+
+absl::StatusOr<std::vector<Job>> JobStore::ListJobsOn(Database* db, int limit) {
+  // One snapshot for the four queries.
+  ReadTransaction snapshot(db);
+  YIRAGE_RETURN_IF_ERROR(snapshot.status());
   // Set-based: four queries over the listed jobs, whatever their number
   // (a dashboard polls this list), rather than LoadJobLocked's for each.
   constexpr char kListed[] =
@@ -550,9 +567,9 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
   absl::flat_hash_map<std::string, size_t> index;
   {
     YIRAGE_ASSIGN_OR_RETURN(Statement s,
-                            db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
-                                                      " FROM jobs ORDER BY created DESC, "
-                                                      "job_id LIMIT ?1")));
+                            db->Prepare(absl::StrCat("SELECT ", kJobColumns,
+                                                     " FROM jobs ORDER BY created DESC, "
+                                                     "job_id LIMIT ?1")));
     s.Bind(1, n);
     for (;;) {
       YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -567,7 +584,7 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
   };
   {
     YIRAGE_ASSIGN_OR_RETURN(
-        Statement s, db_->Prepare(absl::StrCat(
+        Statement s, db->Prepare(absl::StrCat(
                          "SELECT job_id, status, confirms <> 0 OR final_of <> 0, "
                          "COUNT(*) FROM candidates WHERE ",
                          kListed, " GROUP BY job_id, status, confirms <> 0 OR final_of <> 0")));
@@ -586,7 +603,7 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
     // own verified rows, rather than one window sort over all their candidates.
     YIRAGE_ASSIGN_OR_RETURN(
         Statement s,
-        db_->Prepare(absl::StrCat(
+        db->Prepare(absl::StrCat(
             "SELECT j.job_id, ", kBestColumns,
             " FROM (SELECT job_id FROM jobs ORDER BY created DESC, job_id LIMIT ?1) AS j "
             "JOIN candidates AS c ON c.rowid = (SELECT rowid FROM candidates WHERE "
@@ -602,9 +619,9 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
   {
     // Each best result's latest confirmation row (ConfirmationLocked's).
     YIRAGE_ASSIGN_OR_RETURN(
-        Statement s, db_->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
-                                               " FROM candidates WHERE confirms <> 0 AND ", kListed,
-                                               " ORDER BY candidate_id DESC")));
+        Statement s, db->Prepare(absl::StrCat("SELECT ", kCandidateColumns,
+                                              " FROM candidates WHERE confirms <> 0 AND ", kListed,
+                                              " ORDER BY candidate_id DESC")));
     s.Bind(1, n);
     absl::flat_hash_set<std::string> confirmed;
     for (;;) {
@@ -618,9 +635,6 @@ absl::StatusOr<std::vector<Job>> JobStore::ListJobs(int limit, double now) {
       SetConfirmation(job, ReadCandidate(s));
     }
   }
-  // The connected workers counted once a backend.
-  absl::flat_hash_map<std::string, int> connected;
-  for (Job& job : jobs) YIRAGE_RETURN_IF_ERROR(AnnotateWaitingLocked(&job, now, &connected));
   return jobs;
 }
 

@@ -193,11 +193,12 @@ class JobStore {
   absl::StatusOr<double> ResultStoredUnix(int64_t candidate_id);
 
  private:
-  JobStore(std::shared_ptr<Connection> connection, WorkerStore* workers, bool confirm_winners,
-           int finalists)
+  JobStore(std::shared_ptr<Connection> connection, std::unique_ptr<Database> reads,
+           WorkerStore* workers, bool confirm_winners, int finalists)
       : connection_(std::move(connection)),
         mu_(connection_->mu),
         db_(DatabaseOf(*connection_)),
+        read_db_(std::move(reads)),
         workers_(workers),
         confirm_winners_(confirm_winners),
         finalists_(finalists) {}
@@ -261,6 +262,9 @@ class JobStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> FinishIfDoneLocked(const std::string& job_id, double now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ListJobs' rows and candidates (not AnnotateWaitingLocked's part), read
+  // on `db` in one read transaction.
+  static absl::StatusOr<std::vector<yirage::v1::Job>> ListJobsOn(Database* db, int limit);
   // Whether job `job_id` has a candidate PENDING or LEASED.
   absl::StatusOr<bool> HasRunnableLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -281,6 +285,12 @@ class JobStore {
   const std::shared_ptr<Connection> connection_;
   absl::Mutex& mu_;  // connection_->mu
   Database* const db_ ABSL_GUARDED_BY(mu_);
+  // A connection of its own for ListJobs, the read a dashboard polls: a
+  // list of a thousand jobs reads its snapshot there, beside the workers'
+  // writes, instead of holding mu_ (which every worker call takes) for the
+  // whole list.
+  absl::Mutex read_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::unique_ptr<Database> read_db_ ABSL_GUARDED_BY(read_mu_);
   WorkerStore* const workers_;
   const bool confirm_winners_;
   const int finalists_;
