@@ -159,5 +159,33 @@ TEST(DatabaseTest, WriteGatesAreOneAFileAndQueueWriters) {
   EXPECT_TRUE(entered) << "a writer waiting for the gate got it when it was left";
 }
 
+// A ReadTransaction reads one snapshot: another connection's write
+// committed meanwhile goes through (the reader holds no write lock) and is
+// seen only once the read transaction is over.
+TEST(DatabaseTest, AReadTransactionReadsOneSnapshot) {
+  const std::string path = (FreshTestDir("yirage_db") / "snapshot.db").string();
+  const std::vector<std::vector<std::string>> schema = {
+      {"CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"}};
+  auto writer = Database::Open(path, schema);
+  auto reader = Database::Open(path, schema);
+  ASSERT_TRUE(writer.ok() && reader.ok());
+  auto count = [&]() -> int64_t {
+    auto s = (*reader)->Prepare("SELECT COUNT(*) FROM t");
+    EXPECT_TRUE(s.ok()) << s.status();
+    auto row = s->Step();
+    EXPECT_TRUE(row.ok() && *row);
+    return s->ColumnInt(0);
+  };
+  ASSERT_TRUE((*writer)->Exec("INSERT INTO t (k, v) VALUES (1, 'a')").ok());
+  {
+    ReadTransaction snapshot(reader->get());
+    ASSERT_TRUE(snapshot.status().ok()) << snapshot.status();
+    EXPECT_EQ(count(), 1);
+    ASSERT_TRUE((*writer)->Exec("INSERT INTO t (k, v) VALUES (2, 'b')").ok());
+    EXPECT_EQ(count(), 1) << "the snapshot of the transaction's first read";
+  }
+  EXPECT_EQ(count(), 2);
+}
+
 }  // namespace
 }  // namespace yirage::server
