@@ -8,7 +8,12 @@
 # cores), so the test runs only when YIRAGE_TEST_IMAGES=1; otherwise, or
 # where no container builder works, it says why and exits 77 (skipped).
 # MAKE_DEBIAN_BASE=1 makes the Debian base with debootstrap where no
-# registry serves one (see build-images.sh).
+# registry serves one (see build-images.sh). Where a CUDA toolkit is
+# installed (CUDA_TOOLKIT, else /usr/local/cuda) it also builds
+# yirage-worker-cuda on bases made from that toolkit and checks, without a
+# GPU, that the worker's probe loads NVRTC and cuBLASLt from the image and
+# says "no device" (exit 3), and that the image has the CUDA headers NVRTC
+# compiles candidates with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/bin}
@@ -20,7 +25,14 @@ command -v podman >/dev/null || { echo "test-images: skipped: podman is not inst
 TAG=test-$$
 export TAG
 status=0
-bash deploy/docker/build-images.sh server worker-cpu || status=$?
+toolkit=${CUDA_TOOLKIT:-/usr/local/cuda}
+targets=(server worker-cpu)
+if [ -f "$toolkit/include/cuda_fp16.h" ]; then
+  targets+=(worker-cuda)
+else
+  echo "test-images: no CUDA toolkit at $toolkit: yirage-worker-cuda is not built"
+fi
+CUDA_TOOLKIT=$toolkit bash deploy/docker/build-images.sh "${targets[@]}" || status=$?
 [ $status -eq 0 ] || { echo "test-images: the images did not build (exit $status)"; exit $status; }
 rt=(); command -v runc >/dev/null && rt=(--runtime runc)
 run=(podman run "${rt[@]}" --ulimit nofile=4096:4096 --ulimit nproc=32768:32768 --rm -d --network host)
@@ -36,7 +48,8 @@ worker_id=""
 cleanup() {
   [ -n "$worker_id" ] && podman rm -f "$worker_id" >/dev/null 2>&1
   podman rm -f "$server_id" >/dev/null 2>&1
-  podman rmi -f "yirage-server:$TAG" "yirage-worker-cpu:$TAG" >/dev/null 2>&1 || true
+  podman rmi -f "yirage-server:$TAG" "yirage-worker-cpu:$TAG" "yirage-worker-cuda:$TAG" \
+    "localhost/yirage-cuda-devel:$TAG" "localhost/yirage-cuda-runtime:$TAG" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 worker_id=$("${run[@]}" "yirage-worker-cpu:$TAG" --scheduler "127.0.0.1:$worker")
@@ -51,3 +64,19 @@ out=$("$bin/yirage-client" --server "127.0.0.1:$client" --timeout 300 submit \
 echo "$out" | grep -q '"state": *"SUCCEEDED"' || {
   echo "test-images: the job did not succeed: $out"; exit 1; }
 echo "test-images: a job ran through yirage-server:$TAG and yirage-worker-cpu:$TAG and SUCCEEDED"
+[[ " ${targets[*]} " == *" worker-cuda "* ]] || exit 0
+# No GPU is given to the container: the probe must say so (exit 3) after
+# loading NVRTC and cuBLASLt from the image.
+probe_status=0
+probe=$(podman run "${rt[@]}" --ulimit nofile=4096:4096 --ulimit nproc=32768:32768 --rm \
+  "yirage-worker-cuda:$TAG" --probe) || probe_status=$?
+echo "test-images: yirage-worker-cuda --probe (exit $probe_status): $probe"
+[ $probe_status -eq 3 ] || { echo "test-images: expected exit 3 (no device)"; exit 1; }
+for key in nvrtc_version cublaslt_version; do
+  echo "$probe" | grep -q "\"$key\":\"[0-9]" || { echo "test-images: the probe has no $key"; exit 1; }
+done
+podman run "${rt[@]}" --ulimit nofile=4096:4096 --ulimit nproc=32768:32768 --rm \
+  --entrypoint /bin/sh "yirage-worker-cuda:$TAG" -c \
+  'test -f /usr/local/cuda/include/cuda_fp16.h && test -f /usr/local/cuda/include/cuda_bf16.h' ||
+  { echo "test-images: yirage-worker-cuda lacks the CUDA headers"; exit 1; }
+echo "test-images: yirage-worker-cuda:$TAG loads NVRTC and cuBLASLt and says no device"

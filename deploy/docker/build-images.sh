@@ -6,7 +6,11 @@
 # Environment: DEBIAN_IMAGE, CUDA_DEVEL_IMAGE, CUDA_RUNTIME_IMAGE (base
 # images; see the Dockerfile), TAG (default: git describe), MAKE_DEBIAN_BASE=1
 # (where no Debian 12 image can be pulled: make one with debootstrap from the
-# Debian archive and import it as localhost/debian:12; needs root).
+# Debian archive and import it as localhost/debian:12; needs root),
+# CUDA_TOOLKIT=DIR (where NVIDIA's CUDA images cannot be pulled: make the
+# CUDA bases from the toolkit installed in DIR, e.g. /usr/local/cuda, with
+# deploy/docker/cuda-toolkit.Dockerfile, tagged localhost/yirage-cuda-devel
+# and localhost/yirage-cuda-runtime).
 # Exit codes: 0 built, 1 a build failed, 77 no working container builder.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,6 +44,21 @@ if [ "${MAKE_DEBIAN_BASE:-0}" = 1 ] && [ "${builder[0]}" = podman ] &&
   debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >/dev/null
   tar -C "$root" -c . | podman import - localhost/debian:12 >/dev/null
   DEBIAN_IMAGE=localhost/debian:12
+fi
+
+if [ -n "${CUDA_TOOLKIT:-}" ] && [[ " ${targets[*]} " == *" worker-cuda "* ]]; then
+  [ -f "$CUDA_TOOLKIT/include/cuda_fp16.h" ] ||
+    { echo "build-images: CUDA_TOOLKIT=$CUDA_TOOLKIT has no include/cuda_fp16.h" >&2; exit 2; }
+  base_args=()
+  [ -n "${DEBIAN_IMAGE:-}" ] && base_args=(--build-arg "DEBIAN_IMAGE=$DEBIAN_IMAGE")
+  for stage in devel runtime; do
+    echo "build-images: localhost/yirage-cuda-$stage:$TAG from $CUDA_TOOLKIT"
+    "${builder[@]}" "${base_args[@]}" --target "$stage" -t "localhost/yirage-cuda-$stage:$TAG" \
+      -f "$PWD/deploy/docker/cuda-toolkit.Dockerfile" "$(readlink -f "$CUDA_TOOLKIT")" ||
+      { echo "build-images: the CUDA $stage base failed" >&2; exit 1; }
+  done
+  CUDA_DEVEL_IMAGE=localhost/yirage-cuda-devel:$TAG
+  CUDA_RUNTIME_IMAGE=localhost/yirage-cuda-runtime:$TAG
 fi
 
 args=(--build-arg "VERSION=$TAG")
