@@ -141,6 +141,11 @@ std::vector<std::vector<std::string>> SchemaMigrations() {
        "ALTER TABLE jobs ADD COLUMN software TEXT NOT NULL DEFAULT ''",
        "ALTER TABLE jobs ADD COLUMN cached_from TEXT NOT NULL DEFAULT ''",
        "CREATE INDEX jobs_cache ON jobs(cache_key, backend, chip_id) WHERE state = 3"},
+      // Version 16: a worker's SoftwareIdentity, computed when its row is
+      // written, so that a submit counts the workers with a cached winner's
+      // software in one query instead of parsing every worker's device.
+      // Rows written before stay '' until their worker calls again.
+      {"ALTER TABLE workers ADD COLUMN software TEXT NOT NULL DEFAULT ''"},
   };
 }
 

@@ -53,10 +53,11 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
   YIRAGE_ASSIGN_OR_RETURN(
       Statement s,
       db_->Prepare("INSERT INTO workers (worker_id, backend, hostname, pid, device, state, "
-                   "first_seen, last_seen, kernels, identity) "
-                   "VALUES (?,?,?,?,?,?,?,?,?,?) "
+                   "first_seen, last_seen, kernels, identity, software) "
+                   "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
                    "ON CONFLICT(worker_id) DO UPDATE SET backend=excluded.backend, "
                    "hostname=excluded.hostname, pid=excluded.pid, device=excluded.device, "
+                   "software=excluded.software, "
                    "state=excluded.state, "
                    "last_seen=excluded.last_seen, "
                    "kernels=COALESCE(excluded.kernels, workers.kernels), "
@@ -79,6 +80,12 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
     s.BindNull(9);
   }
   s.Bind(10, identity);
+  // The device rarely changes: its identity is parsed again only then.
+  Written& previous = written_[request.worker_id()];
+  if (previous.device != request.device_description() || previous.last_seen == 0) {
+    previous.software = SoftwareIdentity(request.device_description());
+  }
+  s.Bind(11, previous.software);
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   const bool has_kernels = row && s.ColumnInt(0) != 0;
   YIRAGE_RETURN_IF_ERROR(s.Run());  // to the statement's end
@@ -90,6 +97,7 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
               request.device_description(),
               state,
               stored_identity,
+              w.software,
               request.pid(),
               now,
               has_kernels};
@@ -140,15 +148,16 @@ std::string SoftwareIdentity(const std::string& device_description) {
 absl::StatusOr<int> WorkerStore::CountWithSoftware(double now, const std::string& backend,
                                                    const std::string& chip_id,
                                                    const std::string& software) {
-  YIRAGE_ASSIGN_OR_RETURN(std::vector<yirage::v1::WorkerInfo> workers, List(now));
-  int n = 0;
-  for (const yirage::v1::WorkerInfo& w : workers) {
-    n += w.connected() && w.backend() == backend && (chip_id.empty() || w.chip_id() == chip_id) &&
-                 SoftwareIdentity(w.device_description()) == software
-             ? 1
-             : 0;
-  }
-  return n;
+  absl::MutexLock lock(&mu_);
+  YIRAGE_ASSIGN_OR_RETURN(
+      Statement s, db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ? AND backend = ? "
+                                "AND (?3 = '' OR chip_id = ?3) AND software = ?"));
+  s.Bind(1, now - options_.worker_timeout_seconds)
+      .Bind(2, backend)
+      .Bind(3, chip_id)
+      .Bind(4, software);
+  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
+  return row ? static_cast<int>(s.ColumnInt(0)) : 0;
 }
 
 absl::StatusOr<std::string> WorkerStore::WorkerSoftware(const std::string& worker_id) {
@@ -158,10 +167,10 @@ absl::StatusOr<std::string> WorkerStore::WorkerSoftware(const std::string& worke
 
 absl::StatusOr<std::string> WorkerStore::WorkerSoftwareLocked(const std::string& worker_id) {
   YIRAGE_ASSIGN_OR_RETURN(Statement s,
-                          db_->Prepare("SELECT device FROM workers WHERE worker_id=?"));
+                          db_->Prepare("SELECT software FROM workers WHERE worker_id=?"));
   s.Bind(1, worker_id);
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-  return row ? SoftwareIdentity(s.ColumnText(0)) : std::string();
+  return row ? s.ColumnText(0) : std::string();
 }
 
 absl::StatusOr<std::vector<yirage::v1::WorkerInfo>> WorkerStore::List(double now) {

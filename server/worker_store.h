@@ -111,6 +111,7 @@ class WorkerStore {
   // What the last write of a worker's row stored.
   struct Written {
     std::string backend, hostname, device, state, identity;
+    std::string software;  // SoftwareIdentity(device)
     int64_t pid = 0;
     double last_seen = 0;
     bool has_kernels = false;

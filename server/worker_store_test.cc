@@ -111,5 +111,40 @@ TEST_F(WorkerStoreTest, KernelsForPrefersTheChipThenConnectedWorkers) {
   EXPECT_TRUE(*kept);
 }
 
+// The software identity is kept with each worker's row: the workers that
+// could answer from a cached winner are the connected ones of its backend
+// and chip with the same toolkit, and a worker whose device changes counts
+// under its new one.
+TEST_F(WorkerStoreTest, WorkersAreCountedBySoftware) {
+  const std::string gcc12 = R"({"compiler": {"version": "gcc 12", "march": "znver4"}})";
+  const std::string gcc13 = R"({"compiler": {"version": "gcc 13", "march": "znver4"}})";
+  auto call = [&](const std::string& id, const std::string& device, double now) {
+    yirage::v1::SynchronizeRequest r;
+    r.set_worker_id(id);
+    r.set_backend("cpu");
+    r.set_device_description(device);
+    r.mutable_status()->mutable_idle();
+    ASSERT_TRUE(store_->Upsert(r, now).ok());
+  };
+  call("a", gcc12, 1000);
+  call("b", gcc12, 1000);
+  call("c", gcc13, 1000);
+  ASSERT_TRUE(store_->SetChip("b", "epyc_9654").ok());
+  const std::string v12 = SoftwareIdentity(gcc12);
+  ASSERT_FALSE(v12.empty());
+  EXPECT_EQ(*store_->CountWithSoftware(1001, "cpu", "", v12), 2);
+  EXPECT_EQ(*store_->CountWithSoftware(1001, "cpu", "epyc_9654", v12), 1);
+  EXPECT_EQ(*store_->CountWithSoftware(1001, "cuda", "", v12), 0);
+  EXPECT_EQ(*store_->CountWithSoftware(1001, "cpu", "", SoftwareIdentity(gcc13)), 1);
+  EXPECT_EQ(*store_->WorkerSoftware("c"), SoftwareIdentity(gcc13));
+  EXPECT_EQ(*store_->WorkerSoftware("nobody"), "");
+  call("c", gcc12, 1002);  // upgraded: written at once (the device changed)
+  EXPECT_EQ(*store_->CountWithSoftware(1002, "cpu", "", v12), 3);
+  EXPECT_EQ(*store_->CountWithSoftware(1002, "cpu", "", SoftwareIdentity(gcc13)), 0);
+  // Not heard of for longer than the timeout: not counted.
+  EXPECT_EQ(*store_->CountWithSoftware(1002 + options_.worker_timeout_seconds + 1, "cpu", "", v12),
+            0);
+}
+
 }  // namespace
 }  // namespace yirage::server
