@@ -39,7 +39,8 @@ std::string GraphCacheKey(const yirage::v1::Graph& graph);
 // The same, of a graph already validated.
 std::string GraphCacheKey(const core::Graph& graph);
 
-// Thread-safe: every method takes the store's mutex (SQLite has one writer).
+// Thread-safe: every method takes the mutex of the store's connection
+// (SQLite has one writer); ListJobs reads on a connection of its own first.
 class JobStore {
  public:
   // `workers` (may be null: no job is then said to be waiting, nor its
@@ -289,7 +290,7 @@ class JobStore {
   // list of a thousand jobs reads its snapshot there, beside the workers'
   // writes, instead of holding mu_ (which every worker call takes) for the
   // whole list.
-  absl::Mutex read_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  absl::Mutex read_mu_;  // never held with mu_
   std::unique_ptr<Database> read_db_ ABSL_GUARDED_BY(read_mu_);
   WorkerStore* const workers_;
   const bool confirm_winners_;

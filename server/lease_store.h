@@ -3,10 +3,11 @@
 // server/worker_store.h the workers). A batch is a few PENDING candidates of
 // one job handed to one worker until its lease expires; the worker renews
 // the lease as it goes and reports each result, which is stored only while
-// the candidate is still in that batch. Every change is one transaction on
-// the store's own connection (SQLite serializes it with the other stores'
-// writes), so a result is acknowledged only once it is durable and leases
-// survive restarts (they expire if their worker is gone).
+// the candidate is still in that batch. Every change is one transaction (or
+// a savepoint of a group commit) on the store's connection, in the server
+// the one it shares with the worker and job stores (server/connection.h),
+// so a result is acknowledged only once it is durable and leases survive
+// restarts (they expire if their worker is gone).
 #ifndef YIRAGE_SERVER_LEASE_STORE_H_
 #define YIRAGE_SERVER_LEASE_STORE_H_
 
@@ -63,11 +64,11 @@ struct ExpiryReport {
   std::vector<Lease> leases;
 };
 
-// Thread-safe: every method takes the store's mutex.
+// Thread-safe: every method takes the mutex of the store's connection.
 class LeaseStore {
  public:
-  // Opens (creating or migrating) the database at `path` on its own
-  // connection, as the other stores do.
+  // Opens (creating or migrating) the database at `path` on a connection of
+  // its own.
   static absl::StatusOr<std::unique_ptr<LeaseStore>> Open(const std::string& path,
                                                           const LeaseStoreOptions& options);
   // The same on `connection`, which other stores may share
