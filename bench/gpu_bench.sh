@@ -17,7 +17,10 @@
 #   JOB_SECONDS time limit per job (default 600)
 #   OUT         where logs, kernels and results go (default /tmp/yirage-bench):
 #               table.txt, table.md (markdown), results.json, job_seconds.json,
-#               candidates/NAME.txt (every candidate of each job, timed or not)
+#               candidates/NAME.txt and .json (every candidate of each job,
+#               timed or not; bench/rank_quality.py reads the .json: with a
+#               BUDGET of every candidate, how well the search's order finds
+#               the fastest)
 #   ITERS       timed calls per measurement (default 200)
 #   PROFILE=1   also print each kernel's GPU time per call (torch.profiler)
 set -uo pipefail
@@ -154,6 +157,7 @@ print(j["job_id"], t1 - t0 if t0 > 0 and t1 >= t0 else wall)' "$gname" "$wall")
   echo "== $name: job $J done in $(printf '%.1f' "$secs") s"
   mkdir -p "$OUT/candidates"
   yy yirage-client --server "$C" candidates "$J" >"$OUT/candidates/$name.txt" 2>&1
+  yy yirage-client --server "$C" candidates "$J" --json >"$OUT/candidates/$name.json" 2>/dev/null
   cut -c1-160 "$OUT/candidates/$name.txt" | head -11
   rm -rf "$OUT/kernels/$name"
   yy yirage-client --server "$C" kernel "$J" --out "$OUT/kernels/$name" && DIRS+=("$OUT/kernels/$name")
