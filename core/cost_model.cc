@@ -177,10 +177,12 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
     traffic += 2.0 * kByteCost * static_cast<double>(rows) * row_width_sum * 4.0;
   }
   // Rows the backend holds in registers (RowKernels.register_row_*): one
-  // width, one row a block, elementwise ops, norms and softmax.
+  // width, elementwise ops, norms and softmax; one row a block, or several
+  // where the backend says so.
   const int64_t width = row->row_width.empty() ? 0 : row->row_width[0];
-  if (row_kernels.register_row_min_width() > 0 && !cols && block_rows == 1 &&
-      width >= row_kernels.register_row_min_width() &&
+  const int64_t register_min = block_rows == 1 ? row_kernels.register_row_min_width()
+                                               : row_kernels.register_row_multi_min_width();
+  if (register_min > 0 && !cols && width >= register_min &&
       width % std::max(1, row_kernels.register_row_multiple()) == 0) {
     bool registers = true;
     for (size_t i = 0; i < ops.size() && registers; ++i) {

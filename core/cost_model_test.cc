@@ -135,6 +135,42 @@ TEST(CostModelSplitRowsTest, FewLongRowsSplitWhereTheBackendSplitsThem) {
   }
 }
 
+// Short rows held in registers (RowKernels.register_row_*): a block of one
+// 256-wide row gets the register gain; several rows a block get it too only
+// where the backend says it holds them so (register_row_multi_min_width),
+// and rows narrower than that do not.
+TEST(CostModelRegisterRowsTest, SeveralRowsABlockWhereTheBackendHoldsThemInRegisters) {
+  const Graph g = MustBuild(testing::GraphProtoBuilder("g")
+                                .Input("X", {24576, 256}, yirage::v1::BFLOAT16)
+                                .Op("Y", "softmax", {"X"}, {{"axis", testing::IntAttr(-1)}})
+                                .Output("Y")
+                                .proto());
+  absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(g, std::vector<int>{g.FindOp("Y")});
+  ASSERT_TRUE(row.ok()) << row.status();
+  auto cost = [&](int block_rows, int multi_min) {
+    KernelPlan kernel;
+    kernel.set_name("k0");
+    kernel.set_kind(yirage::v1::KERNEL_ROW);
+    kernel.add_ops("Y");
+    kernel.add_inputs("X");
+    kernel.add_outputs("Y");
+    kernel.mutable_schedule()->set_block_rows(block_rows);
+    kernel.mutable_schedule()->set_vector_width(4);
+    SearchOptions options;
+    options.num_threads = 132;
+    options.cache_bytes = int64_t{50} << 20;
+    options.kernels.set_gpu(true);
+    options.kernels.mutable_row()->set_register_row_min_width(256);
+    options.kernels.mutable_row()->set_register_row_multiple(8);
+    options.kernels.mutable_row()->set_register_row_multi_min_width(multi_min);
+    return EstimateKernelCost(g, kernel, &*row, options);
+  };
+  EXPECT_DOUBLE_EQ(cost(1, 0), cost(1, 64)) << "one row a block: the multi-row width is moot";
+  EXPECT_GT(cost(16, 0), cost(1, 0)) << "without registers, 16 rows a block lose the gain";
+  EXPECT_LT(cost(16, 64), cost(16, 0));
+  EXPECT_DOUBLE_EQ(cost(16, 512), cost(16, 0)) << "rows narrower than the backend's minimum";
+}
+
 TEST(CostModelDefaultsTest, UnknownTargetValuesUseDefaults) {
   SearchOptions options;
   options.simd_width_floats = 0;

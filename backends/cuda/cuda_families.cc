@@ -182,6 +182,9 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // rows of one width, at least 256 and a multiple of 8 (16-byte loads).
   row->set_register_row_min_width(256);
   row->set_register_row_multiple(8);
+  // With several rows a block, a row takes the fewest threads that hold it
+  // (CanUseRegisterRows: 64 wide and up).
+  row->set_register_row_multi_min_width(64);
   // cuda_row_kernel.cc PlanSplitRows: 256 items of 8 elements a block.
   row->set_split_row_min_width(2048);
   // cuBLASLt's heuristic ranks several algorithms; the top three are timed.
