@@ -14,14 +14,12 @@
 namespace yirage::server {
 
 // A connection, the lock that guards it, and the group commit of its
-// writes. Stores that write on every worker report (JobStore, LeaseStore)
-// share one: in WAL mode SQLite empties a connection's whole page cache
-// whenever another connection has committed, so two connections writing in
-// turn each read every page again from the file, inside their write
-// transactions; on one connection the pages stay cached, and the stores'
-// writes can share one group commit. The cost is that the stores' calls no
-// longer run at the same time (they would mostly wait for SQLite's one
-// writer anyway).
+// writes. The stores that write on every worker call (WorkerStore,
+// JobStore, LeaseStore) share one in the server: in WAL mode SQLite empties a connection's whole
+// page cache whenever another connection has committed, so two connections writing in turn each
+// read every page again from the file, inside their write transactions; on one connection the pages
+// stay cached, and the stores' writes can share one group commit. The cost is that the stores'
+// calls no longer run at the same time (they would mostly wait for SQLite's one writer anyway).
 // Thread-safe: `mu` guards `db`.
 struct Connection {
   // Opens the database at `path` (Database::Open, the schema's migrations);

@@ -205,6 +205,11 @@ Statement& Statement::BindNull(int index) {
   return *this;
 }
 
+absl::StatusOr<int> Statement::Count() {
+  YIRAGE_ASSIGN_OR_RETURN(bool row, Step());
+  return row ? static_cast<int>(ColumnInt(0)) : 0;
+}
+
 absl::StatusOr<std::map<std::string, int>> Statement::CountsByKey() {
   std::map<std::string, int> out;
   for (;;) {

@@ -121,6 +121,9 @@ class Statement {
   // Steps to the end of a query whose rows are (key text, count), as a
   // GROUP BY gives them: the counts by key.
   absl::StatusOr<std::map<std::string, int>> CountsByKey();
+  // The first row's first column of a query such as SELECT COUNT(*), as an
+  // int; 0 where there is no row.
+  absl::StatusOr<int> Count();
   // Runs to completion (for statements returning no rows).
   absl::Status Run();
   // Makes the statement runnable again with fresh bindings.

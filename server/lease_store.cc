@@ -36,14 +36,13 @@ absl::StatusOr<LeaseStore::Holder> LeaseStore::BatchHolderLocked(const std::stri
 absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::Open(const std::string& path,
                                                              const LeaseStoreOptions& options) {
   YIRAGE_ASSIGN_OR_RETURN(std::shared_ptr<Connection> connection, Connection::Open(path, "leases"));
-  return OnConnection(std::move(connection), path, options);
+  return OnConnection(std::move(connection), options);
 }
 
 absl::StatusOr<std::unique_ptr<LeaseStore>> LeaseStore::OnConnection(
-    std::shared_ptr<Connection> connection, const std::string& path,
-    const LeaseStoreOptions& options) {
+    std::shared_ptr<Connection> connection, const LeaseStoreOptions& options) {
   YIRAGE_ASSIGN_OR_RETURN(auto checkpoints,
-                          Database::Open(path, SchemaMigrations(), "checkpoints"));
+                          Database::Open(connection->path, SchemaMigrations(), "checkpoints"));
   return std::unique_ptr<LeaseStore>(
       new LeaseStore(std::move(connection), std::move(checkpoints), options));
 }

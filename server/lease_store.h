@@ -72,11 +72,10 @@ class LeaseStore {
   static absl::StatusOr<std::unique_ptr<LeaseStore>> Open(const std::string& path,
                                                           const LeaseStoreOptions& options);
   // The same on `connection`, which other stores may share
-  // (server/connection.h); its checkpoints on a connection of their own to
-  // `path`.
+  // (server/connection.h); its checkpoints run on a connection of their own
+  // to the same file.
   static absl::StatusOr<std::unique_ptr<LeaseStore>> OnConnection(
-      std::shared_ptr<Connection> connection, const std::string& path,
-      const LeaseStoreOptions& options);
+      std::shared_ptr<Connection> connection, const LeaseStoreOptions& options);
 
   // Leases the next batch of pending candidates for a worker of `backend`
   // from the runnable job leased from least recently (then the oldest), so

@@ -183,8 +183,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   YIRAGE_ASSIGN_OR_RETURN(s->store_,
                           JobStore::OnConnection(scheduler_db, s->worker_store_.get(),
                                                  options.confirm_winners, options.finalists));
-  YIRAGE_ASSIGN_OR_RETURN(s->lease_store_,
-                          LeaseStore::OnConnection(scheduler_db, options.db_path, options.leases));
+  YIRAGE_ASSIGN_OR_RETURN(s->lease_store_, LeaseStore::OnConnection(scheduler_db, options.leases));
   YIRAGE_ASSIGN_OR_RETURN(s->chip_store_, ChipStore::Open(options.db_path));
   const CatalogReport& catalog = s->chip_store_->catalog_report();
   spdlog::info(

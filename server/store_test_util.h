@@ -69,8 +69,7 @@ class StoreTest : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     // The three on one connection, as the server opens them.
-    auto leases =
-        LeaseStore::OnConnection(workers_->connection(), (dir_ / "yirage.db").string(), options_);
+    auto leases = LeaseStore::OnConnection(workers_->connection(), options_);
     ASSERT_TRUE(leases.ok()) << leases.status();
     leases_ = std::move(*leases);
   }

@@ -81,11 +81,12 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
   }
   s.Bind(10, identity);
   // The device rarely changes: its identity is parsed again only then.
-  Written& previous = written_[request.worker_id()];
-  if (previous.device != request.device_description() || previous.last_seen == 0) {
-    previous.software = SoftwareIdentity(request.device_description());
-  }
-  s.Bind(11, previous.software);
+  const auto known = written_.find(request.worker_id());
+  const std::string software =
+      known != written_.end() && known->second.device == request.device_description()
+          ? known->second.software
+          : SoftwareIdentity(request.device_description());
+  s.Bind(11, software);
   YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
   const bool has_kernels = row && s.ColumnInt(0) != 0;
   YIRAGE_RETURN_IF_ERROR(s.Run());  // to the statement's end
@@ -97,7 +98,7 @@ absl::StatusOr<bool> WorkerStore::Upsert(const yirage::v1::SynchronizeRequest& r
               request.device_description(),
               state,
               stored_identity,
-              w.software,
+              software,
               request.pid(),
               now,
               has_kernels};
@@ -156,8 +157,7 @@ absl::StatusOr<int> WorkerStore::CountWithSoftware(double now, const std::string
       .Bind(2, backend)
       .Bind(3, chip_id)
       .Bind(4, software);
-  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-  return row ? static_cast<int>(s.ColumnInt(0)) : 0;
+  return s.Count();
 }
 
 absl::StatusOr<std::string> WorkerStore::WorkerSoftware(const std::string& worker_id) {
@@ -213,8 +213,7 @@ absl::StatusOr<int> WorkerStore::CountConnectedLocked(double now, const std::str
                           db_->Prepare("SELECT COUNT(*) FROM workers WHERE last_seen >= ? AND "
                                        "(?2 = '' OR backend = ?2) AND (?3 = '' OR chip_id = ?3)"));
   s.Bind(1, now - options_.worker_timeout_seconds).Bind(2, backend).Bind(3, chip_id);
-  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-  return row ? static_cast<int>(s.ColumnInt(0)) : 0;
+  return s.Count();
 }
 
 absl::StatusOr<std::map<std::string, int>> WorkerStore::CountConnectedByBackend(double now) {
@@ -245,8 +244,7 @@ absl::StatusOr<int> WorkerStore::CountConfirmersLocked(double now, const std::st
       .Bind(2, backend)
       .Bind(3, exclude_worker)
       .Bind(4, chip_id);
-  YIRAGE_ASSIGN_OR_RETURN(bool row, s.Step());
-  return row ? static_cast<int>(s.ColumnInt(0)) : 0;
+  return s.Count();
 }
 
 }  // namespace yirage::server
