@@ -15,7 +15,10 @@
 #   THREADS     threads of both sides (default every core)
 #   ITERS       timed calls per side (default 50)
 #   OUT         logs, kernels and results (default /tmp/yirage-cpu-bench):
-#               table.txt, table.md, results.json, job_seconds.json
+#               table.txt, table.md, results.json, job_seconds.json,
+#               candidates/NAME.txt and .json (every candidate of each job,
+#               for bench/rank_quality.py) and chip.json (the worker's chip)
+#   SKIP_TORCH  1: stop after the jobs (no export, no PyTorch timing)
 # Needs /usr/bin/python3 with python3-torch (Debian), and OpenBLAS
 # (libopenblas0-pthread) for both sides' matmuls.
 set -uo pipefail
@@ -89,13 +92,21 @@ table[name] = float(seconds)
 json.dump(table, open(path, "w"), indent=1, sort_keys=True)
 PY
   echo "== $name: job $J done in $secs s"
-  "$BIN/yirage-client" --server "$C" candidates "$J" | cut -c1-150 | head -8
+  mkdir -p "$OUT/candidates"
+  "$BIN/yirage-client" --server "$C" candidates "$J" >"$OUT/candidates/$name.txt" 2>&1
+  "$BIN/yirage-client" --server "$C" candidates "$J" --json >"$OUT/candidates/$name.json" 2>/dev/null
+  cut -c1-150 "$OUT/candidates/$name.txt" | head -8
+  [ "${SKIP_TORCH:-0}" = 1 ] && continue
   "$BIN/yirage-client" --server "$C" kernel "$J" --out "$OUT/kernels/$name" >/dev/null &&
     DIRS+=("$OUT/kernels/$name")
 done
+CHIP=$("$BIN/yirage-client" --server "$C" workers --json 2>/dev/null |
+  $PY -c 'import json,sys; print(([w.get("chip_id","") for w in json.load(sys.stdin)["workers"]] + [""])[0])')
+[ -n "$CHIP" ] && "$BIN/yirage-client" --server "$C" chips get "$CHIP" --json >"$OUT/chip.json" 2>/dev/null
 kill $WORKER $SERVER 2>/dev/null
 wait 2>/dev/null
 trap - EXIT
+[ "${SKIP_TORCH:-0}" = 1 ] && exit 0
 if [ ${#DIRS[@]} -eq 0 ]; then echo "no kernel was exported" >&2; exit 1; fi
 echo "== exported kernels vs PyTorch CPU eager (one process, alternating calls)"
 $PY "$ROOT/bench/cpu_vs_torch.py" --threads "$THREADS" --iters "${ITERS:-50}" \

@@ -18,7 +18,14 @@ to the measured times:
 Input: `yirage-client candidates JOB --json` outputs, one a file (gpu_bench.sh
 keeps them as OUT/candidates/NAME.json), or folders of them.
 
-  python3 bench/rank_quality.py [--budgets 8,12] FILE_OR_DIR...
+  python3 bench/rank_quality.py [--budgets 8,12] [--order DIR] FILE_OR_DIR...
+
+--order DIR replays the jobs in another order: DIR/NAME.json (NAME: the
+candidates file's stem) as `yirage-search-bench --json-dir DIR` writes it
+for the job's graph and chip, say with a changed cost model. The measured
+rows are then ranked by their place in that order (matched by description)
+and its estimates, and `new@N` counts the plans among its first N that the
+job never timed (regret@N is then a bound on what that budget finds).
 """
 import argparse
 import json
@@ -52,17 +59,42 @@ def spearman(xs, ys):
     return cov / math.sqrt(vx * vy) if vx > 0 and vy > 0 else float("nan")
 
 
-def job_quality(doc, budgets):
+def replay(search, order):
+    """search's rows at their places in `order` (a search-bench plans list,
+    baseline first), with its estimates; rows it lacks go last. Also returns
+    the places of the order's plans that no row matches."""
+    places = {}
+    for i, p in enumerate(order[1:]):
+        places.setdefault(p["description"], []).append((i, p.get("estimated_cost", 0)))
+    placed = []
+    for c in search:
+        spots = places.get(c.get("description", ""))
+        if spots:
+            i, est = spots.pop(0)
+            c = dict(c, estimated_cost=est)
+        else:  # not in the order: no estimate of its
+            i = len(order) + len(placed)
+            c = dict(c, estimated_cost=0)
+        placed.append((i, c))
+    placed.sort(key=lambda t: t[0])
+    unmatched = sorted(i for spots in places.values() for i, _ in spots)
+    return placed, unmatched
+
+
+def job_quality(doc, budgets, order=None):
     rows = [c for c in doc.get("candidates", [])
             if not c.get("final_of") and not c.get("confirms")]
     rows.sort(key=lambda c: c["candidate_id"])  # the order the budget takes them in
     search = [c for c in rows if not c.get("baseline")]
     unevaluated = sum(1 for c in search if c.get("status") in ("PENDING", "LEASED", "SKIPPED"))
-    timed = [(i, c) for i, c in enumerate(search)
+    placed, unmatched = replay(search, order) if order is not None else (
+        list(enumerate(search)), [])
+    timed = [(i, c) for i, c in placed
              if c.get("status") == "VERIFIED" and c.get("time_us", 0) > 0]
     if not timed:
         return None
     best_i, best = min(timed, key=lambda t: t[1]["time_us"])
+    estimated = [(i, c) for i, c in timed if c.get("estimated_cost", 0) > 0]
     out = {
         "job_id": doc.get("job_id", ""),
         "rows": len(search),
@@ -71,18 +103,21 @@ def job_quality(doc, budgets):
         "best_rank": best_i + 1,
         "best_us": best["time_us"],
         "best_plan": best.get("description", ""),
-        "spearman": spearman([c.get("estimated_cost", 0) for _, c in timed],
-                             [c["time_us"] for _, c in timed]),
+        "ratios": [c["time_us"] / (c["estimated_cost"] * 1e6) for _, c in estimated],
+        "spearman": spearman([c["estimated_cost"] for _, c in estimated],
+                             [c["time_us"] for _, c in estimated]),
     }
     for n in budgets:
         first = [c["time_us"] for i, c in timed if i < n]
         out[f"regret@{n}"] = (min(first) / best["time_us"]) if first else float("inf")
+        out[f"new@{n}"] = sum(1 for i in unmatched if i < n)
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budgets", default="8,12", help="budgets N to report regret@N for")
+    ap.add_argument("--order", help="folder of search orders to replay the jobs in")
     ap.add_argument("paths", nargs="+")
     args = ap.parse_args()
     budgets = [int(b) for b in args.budgets.split(",") if b]
@@ -100,7 +135,16 @@ def main():
         except (OSError, ValueError) as e:
             print(f"{f}: unreadable: {e}", file=sys.stderr)
             continue
-        q = job_quality(doc, budgets)
+        order = None
+        if args.order:
+            path = os.path.join(args.order, os.path.basename(f))
+            try:
+                with open(path) as fh:
+                    order = json.load(fh)["plans"]
+            except (OSError, ValueError, KeyError) as e:
+                print(f"{path}: no order: {e}", file=sys.stderr)
+                continue
+        q = job_quality(doc, budgets, order)
         if q is None:
             print(f"{f}: no verified search row", file=sys.stderr)
             continue
@@ -114,7 +158,8 @@ def main():
     for q in results:
         cells = [f"`{q['name']}`", str(q["rows"]), str(q["verified"]), str(q["best_rank"]),
                  "n/a" if math.isnan(q["spearman"]) else f"{q['spearman']:.2f}"]
-        cells += [f"{q[f'regret@{n}']:.2f}" for n in budgets]
+        cells += [f"{q[f'regret@{n}']:.2f}" + (f" (new {q[f'new@{n}']})" if q[f"new@{n}"] else "")
+                  for n in budgets]
         print("| " + " | ".join(cells) + f" | {q['best_plan'][:70]} |")
     partial = [q["name"] for q in results if q["unevaluated"]]
     for n in budgets:
@@ -123,6 +168,13 @@ def main():
         found = sum(1 for q in results if q[f"regret@{n}"] <= 1.0)
         print(f"\nbudget {n}: the best found in {found} of {len(results)} jobs; "
               f"geometric mean regret {geo:.3f}")
+    ratios = [r for q in results for r in q["ratios"]]
+    if len(ratios) >= 2:
+        logs = [math.log(r) for r in ratios]
+        mean = sum(logs) / len(logs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / len(logs))
+        print(f"measured time / estimate (estimates in seconds) over {len(ratios)} verified rows: "
+              f"geometric mean {math.exp(mean):.3g}, log spread {sd:.2f}")
     rhos = [q["spearman"] for q in results if not math.isnan(q["spearman"])]
     if rhos:
         print(f"median spearman {sorted(rhos)[len(rhos) // 2]:.2f} over {len(rhos)} jobs")

@@ -48,6 +48,28 @@ class RankQualityTest(unittest.TestCase):
         self.assertIsNone(rank_quality.job_quality(
             {"candidates": [row(1, 0, 100, baseline=True), row(2, 1, 0, status="ERROR")]}, [8]))
 
+    def test_replayed_order_ranks_by_its_places_and_counts_untimed_plans(self):
+        doc = {"candidates": [row(1, 0, 100, baseline=True), row(2, 1, 40), row(3, 2, 30),
+                              row(4, 3, 20), row(5, 4, 25)]}
+        # The new order puts the fastest (plan 4) first, then a plan the job
+        # never timed, then plans 2 and 5; plan 3 is not in it.
+        order = [{"description": "base", "estimated_cost": 9},
+                 {"description": "plan 4", "estimated_cost": 1},
+                 {"description": "plan 99", "estimated_cost": 2},
+                 {"description": "plan 2", "estimated_cost": 3},
+                 {"description": "plan 5", "estimated_cost": 4}]
+        q = rank_quality.job_quality(doc, [1, 2, 3], order)
+        self.assertEqual(q["best_rank"], 1)
+        self.assertAlmostEqual(q["regret@1"], 1.0)
+        self.assertEqual(q["new@1"], 0)
+        self.assertEqual(q["new@2"], 1)
+        # Plan 3 has no estimate in that order: left out of the correlation
+        # and of the ratios. Estimates 1, 3, 4 against times 20, 40, 25.
+        self.assertAlmostEqual(q["spearman"], 0.5)
+        self.assertEqual(len(q["ratios"]), 3)
+        # Without an order: the job's own order.
+        self.assertEqual(rank_quality.job_quality(doc, [1])["best_rank"], 3)
+
     def test_command_line_reads_a_folder(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "case_a.json"), "w") as f:

@@ -4,13 +4,19 @@
 // (server/scheduler.cc Submit: backend cpu, --max-candidates 64 by default,
 // the chip's search space when --chip names a built-in chip).
 //
-//   yirage-search-bench [--runs N] [--chip ID] [--backend B] [--max-candidates N] [--full-size]
-//                       [--list] [--backend-lib PATH] [GRAPH.json ...]
+//   yirage-search-bench [--runs N] [--chip ID | --chip-json FILE] [--backend B]
+//                       [--max-candidates N] [--full-size] [--list] [--json-dir DIR]
+//                       [--backend-lib PATH] [GRAPH.json ...]
 //
 // --full-size times the rewrite search alone (ExploreRewrites with the
 // options GenerateCandidatesWithStats passes it) with shape reduction off, so
 // every fingerprint runs on the graph's own shapes; the plans column is then 0.
 // --list prints the last run's plans in order, with their estimated cost.
+// --json-dir writes them to DIR/NAME.json (NAME: the graph file's stem) as
+// {"graph", "chip_id", "plans": [{"description", "estimated_cost"}]}, the
+// order bench/rank_quality.py --order compares a job's measured times with.
+// --chip-json takes the chip from a file (`yirage-client chips get ID`:
+// a detected chip, which has no built-in entry) in place of --chip.
 // --backend-lib loads a backend library (libyirage_backend_cuda.so, ...) and
 // plans what it says it runs (its describe call) on the --chip's target, as
 // the scheduler does once a worker of that backend has reported: without it
@@ -26,16 +32,19 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/builtin_chips.h"
 #include "core/candidate_generator.h"
+#include "core/chip.h"
 #include "core/chip_search.h"
 #include "core/graph.h"
 #include "core/graph_json.h"
 #include "core/rewrite.h"
+#include "nlohmann/json.hpp"
 #include "workers/backend_library.h"
 
 namespace {
@@ -46,6 +55,8 @@ int Run(int argc, char** argv) {
   int runs = 5;
   int max_candidates = 64;
   std::string chip_id;
+  std::string chip_json;
+  std::string json_dir;
   bool full_size = false;
   bool list_plans = false;
   std::string backend = "cpu";
@@ -57,6 +68,10 @@ int Run(int argc, char** argv) {
       runs = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--chip" && i + 1 < argc) {
       chip_id = argv[++i];
+    } else if (a == "--chip-json" && i + 1 < argc) {
+      chip_json = argv[++i];
+    } else if (a == "--json-dir" && i + 1 < argc) {
+      json_dir = argv[++i];
     } else if (a == "--max-candidates" && i + 1 < argc) {
       max_candidates = std::atoi(argv[++i]);
     } else if (a == "--full-size") {
@@ -69,8 +84,8 @@ int Run(int argc, char** argv) {
       list_plans = true;
     } else if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: %s [--runs N] [--chip ID] [--backend B] [--max-candidates N] [--full-size] "
-          "[--list] [--backend-lib PATH] [GRAPH.json ...]\n",
+          "usage: %s [--runs N] [--chip ID | --chip-json FILE] [--backend B] [--max-candidates N] "
+          "[--full-size] [--list] [--json-dir DIR] [--backend-lib PATH] [GRAPH.json ...]\n",
           argv[0]);
       return 0;
     } else {
@@ -87,18 +102,37 @@ int Run(int argc, char** argv) {
   yirage::core::SearchOptions options;
   options.backend = backend;
   options.max_candidates = max_candidates;
-  if (!chip_id.empty()) {
+  // The chip: a built-in one by id, or one from a file.
+  std::optional<yirage::v1::Chip> chip;
+  if (!chip_json.empty()) {
+    std::ifstream in(chip_json);
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<yirage::v1::Chip> parsed = yirage::core::ParseChipJson(text.str());
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "%s: %s\n", chip_json.c_str(),
+                   std::string(parsed.status().message()).c_str());
+      return 1;
+    }
+    chip = *std::move(parsed);
+  } else if (!chip_id.empty()) {
     absl::StatusOr<std::vector<yirage::v1::Chip>> chips = yirage::core::BuiltinChips();
     if (!chips.ok()) {
       std::fprintf(stderr, "built-in chips: %s\n", std::string(chips.status().message()).c_str());
       return 1;
     }
-    bool found = false;
     for (const yirage::v1::Chip& c : *chips) {
-      if (c.chip_id() != chip_id) continue;
-      options = yirage::core::SearchOptionsForChip(c, options);
-      found = true;
-      if (backend_lib.empty()) continue;
+      if (c.chip_id() == chip_id) chip = c;
+    }
+    if (!chip.has_value()) {
+      std::fprintf(stderr, "no built-in chip '%s'\n", chip_id.c_str());
+      return 1;
+    }
+  }
+  if (chip.has_value()) {
+    const yirage::v1::Chip& c = *chip;
+    options = yirage::core::SearchOptionsForChip(c, options);
+    if (!backend_lib.empty()) {
       yirage::v1::CompileTarget target;
       const std::string& arch = c.arch_code();
       if (arch.rfind("sm_", 0) == 0) target.set_compute_capability(std::atoi(arch.c_str() + 3));
@@ -115,10 +149,6 @@ int Run(int argc, char** argv) {
         return 1;
       }
       options.kernels = *kernels;
-    }
-    if (!found) {
-      std::fprintf(stderr, "no built-in chip '%s'\n", chip_id.c_str());
-      return 1;
     }
   }
   std::printf("%-24s %9s %9s %9s %9s %8s %8s %8s\n", "graph", "median_s", "min_s", "max_s",
@@ -191,6 +221,16 @@ int Run(int argc, char** argv) {
     }
     if (!stats.rewrites_skipped.empty()) {
       std::printf("    rewrites skipped: %s\n", stats.rewrites_skipped.c_str());
+    }
+    if (!json_dir.empty()) {
+      nlohmann::json doc = {{"graph", graph->name()}, {"chip_id", options.chip_id}};
+      nlohmann::json plans = nlohmann::json::array();
+      for (const yirage::v1::Plan& p : last_plans) {
+        plans.push_back({{"description", p.description()}, {"estimated_cost", p.estimated_cost()}});
+      }
+      doc["plans"] = std::move(plans);
+      std::filesystem::create_directories(json_dir);
+      std::ofstream(std::filesystem::path(json_dir) / (name + ".json")) << doc.dump(1) << "\n";
     }
     if (list_plans) {
       for (size_t i = 0; i < last_plans.size(); ++i) {

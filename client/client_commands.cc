@@ -374,8 +374,10 @@ int ClientCommands::Candidates(const std::string& job_id) {
   }
   // STATUS is the numeric check on the device; PROOF is the fingerprint
   // check of a rewritten graph against the job's graph ("original": no
-  // rewrite, nothing to prove).
-  TextTable table({"ID", "STATUS", "TIME_US", "SPEEDUP", "MAX_ABS", "PROOF", "PLAN / ERROR"});
+  // rewrite, nothing to prove). EST_US is the cost model's estimate
+  // (core/cost_model.h), beside the measured TIME_US.
+  TextTable table(
+      {"ID", "STATUS", "TIME_US", "EST_US", "SPEEDUP", "MAX_ABS", "PROOF", "PLAN / ERROR"});
   for (const auto& c : response.candidates()) {
     bool timed = c.time_us() > 0;
     std::string proof = "original";
@@ -398,6 +400,7 @@ int ClientCommands::Candidates(const std::string& job_id) {
     table.Add(
         {std::to_string(c.candidate_id()), yirage::v1::CandidateStatus_Name(c.status()),
          timed ? Fixed(c.time_us(), 2) : "-",
+         c.plan().estimated_cost() > 0 ? Fixed(c.plan().estimated_cost() * 1e6, 2) : "-",
          timed && c.baseline_time_us() > 0 ? Fixed(c.baseline_time_us() / c.time_us(), 2) : "-",
          c.status() == yirage::v1::VERIFIED || c.status() == yirage::v1::MISMATCH
              ? Fixed(c.max_abs_error(), 6)

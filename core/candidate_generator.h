@@ -44,6 +44,12 @@ struct SearchOptions {
   std::vector<int> tile_sizes;  // tile_n / tile_k choices, ascending, each fitting max_tile_bytes
   std::vector<int> block_threads;  // threads per block: multiples of warp_size <= the limits
   std::vector<int> grid_blocks;    // grid sizes: whole waves over num_compute_units
+  // The target's roofline, for the cost model (core/cost_model.h): the
+  // registry's figures, 0 = unknown (the model's defaults).
+  double memory_bandwidth_gbps = 0;
+  double peak_tflops_fp32 = 0;  // vector units (CUDA cores, SIMD lanes)
+  double peak_tflops_fp16 = 0;  // matrix units (tensor cores, AMX); 0 = none
+  double peak_tflops_bf16 = 0;
 
   // ---- Algebraic rewrites (core/rewrite.h): the original graph and every
   // fingerprint-verified rewritten graph are planned and ranked together. ----

@@ -10,6 +10,7 @@ constexpr int kMinTile = 16;
 constexpr int kMaxTile = 512;
 constexpr int kDefaultMaxThreadsPerBlock = 1024;
 constexpr int kGpuVectorFloats = 4;  // 128-bit vector loads
+constexpr double kDefaultCpuClockMhz = 2500;
 
 // Bytes two fp32 operand tiles of t x t take (a matmul's A and B tiles).
 int64_t TileBytes(int t) { return int64_t{2} * t * t * 4; }
@@ -75,6 +76,16 @@ SearchOptions SearchOptionsForChip(const yirage::v1::Chip& chip, SearchOptions o
     }
   }
 
+  o.memory_bandwidth_gbps = chip.memory().bandwidth_gbps();
+  o.peak_tflops_fp32 = c.peak_tflops_fp32();
+  o.peak_tflops_fp16 = c.peak_tflops_fp16();
+  o.peak_tflops_bf16 = c.peak_tflops_bf16();
+  if (cpu && o.peak_tflops_fp32 <= 0 && c.num_compute_units() > 0 && o.simd_width_floats > 0) {
+    // A detected CPU has no datasheet figure: two FMA pipes of the widest
+    // vector a core, at its clock (or kDefaultCpuClockMhz).
+    const double mhz = c.clock_mhz() > 0 ? c.clock_mhz() : kDefaultCpuClockMhz;
+    o.peak_tflops_fp32 = 4.0 * o.simd_width_floats * c.num_compute_units() * mhz * 1e6 / 1e12;
+  }
   const auto& sc = chip.search_config();
   if (!sc.tile_sizes().empty()) o.tile_sizes.assign(sc.tile_sizes().begin(), sc.tile_sizes().end());
   if (!sc.block_threads().empty()) {

@@ -391,6 +391,23 @@ TEST(ChipSearchTest, SearchSpaceFollowsTheChip) {
   EXPECT_TRUE(epyc.block_threads.empty());
   SearchOptions graviton = SearchOptionsForChip(by_id["graviton4"], base);
   EXPECT_EQ(graviton.simd_width_floats, 4);
+  // The roofline's figures (core/cost_model.h): the registry's.
+  EXPECT_DOUBLE_EQ(h100.memory_bandwidth_gbps, 3350);
+  EXPECT_DOUBLE_EQ(h100.peak_tflops_fp32, 67);
+  EXPECT_DOUBLE_EQ(h100.peak_tflops_fp16, 989.5);
+  EXPECT_DOUBLE_EQ(h100.peak_tflops_bf16, 989.5);
+  EXPECT_DOUBLE_EQ(epyc.memory_bandwidth_gbps, 460.8);
+  // A CPU without a fp32 peak: two FMA pipes of its widest vector a core,
+  // at its clock (2.5 GHz where it has none, as a detected CPU).
+  Chip detected;
+  detected.set_category("cpu");
+  detected.mutable_compute()->set_num_compute_units(2);
+  detected.mutable_compute()->set_simd_width_bits(512);
+  EXPECT_DOUBLE_EQ(SearchOptionsForChip(detected, base).peak_tflops_fp32,
+                   4.0 * 16 * 2 * 2.5e9 / 1e12);
+  detected.mutable_compute()->set_clock_mhz(3000);
+  EXPECT_DOUBLE_EQ(SearchOptionsForChip(detected, base).peak_tflops_fp32,
+                   4.0 * 16 * 2 * 3e9 / 1e12);
   // search_config overrides the derived values.
   auto custom = ChipFromJson(CustomChip());
   ASSERT_TRUE(custom.ok());

@@ -26,6 +26,50 @@ int EffectiveSimdWidth(const SearchOptions& options) {
   return options.simd_width_floats > 0 ? options.simd_width_floats : kDefaultSimdWidth;
 }
 
+double Roofline::MatrixFlopsPerSecond(yirage::v1::DType dtype) const {
+  switch (dtype) {
+    case yirage::v1::FLOAT16:
+      return matrix_fp16_flops_per_second;
+    case yirage::v1::BFLOAT16:
+      return matrix_bf16_flops_per_second;
+    default:
+      return matrix_fp32_flops_per_second;
+  }
+}
+
+Roofline RooflineOf(const SearchOptions& options) {
+  Roofline r;
+  r.gpu = options.kernels.gpu() || options.warp_size > 1;
+  r.launch_seconds = r.gpu ? kGpuLaunchSeconds : kCpuLaunchSeconds;
+  const double bandwidth =
+      options.memory_bandwidth_gbps > 0
+          ? options.memory_bandwidth_gbps * 1e9 * kBandwidthEfficiency
+          : (r.gpu ? kDefaultGpuBandwidthGbps : kDefaultCpuBandwidthGbps) * 1e9;
+  r.memory_bytes_per_second = bandwidth;
+  r.cache_bytes_per_second = bandwidth * kCacheSpeedup;
+  r.vector_flops_per_second = options.peak_tflops_fp32 > 0
+                                  ? options.peak_tflops_fp32 * 1e12 * kVectorEfficiency
+                                  : bandwidth * kDefaultFlopsPerByte;
+  // Matrix units: the dtype's peak; fp32 on a GPU's tensor cores runs as
+  // TF32, half the fp16 rate. Without matrix figures: the vector peak (a
+  // CPU's BLAS), or the default speedup over the vector rate.
+  const double fallback = !r.gpu && options.peak_tflops_fp32 > 0
+                              ? options.peak_tflops_fp32 * 1e12 * kMatrixEfficiency
+                              : r.vector_flops_per_second *
+                                    (r.gpu ? kDefaultGpuMatrixSpeedup : kDefaultCpuMatrixSpeedup);
+  auto matrix = [&](double tflops) {
+    return tflops > 0 ? tflops * 1e12 * kMatrixEfficiency : fallback;
+  };
+  r.matrix_fp16_flops_per_second = matrix(options.peak_tflops_fp16);
+  r.matrix_bf16_flops_per_second = matrix(options.peak_tflops_bf16);
+  r.matrix_fp32_flops_per_second =
+      r.gpu && options.peak_tflops_fp16 > 0 ? matrix(options.peak_tflops_fp16 / 2) : fallback;
+  r.parallel_units = options.num_threads > 0                  ? options.num_threads
+                     : r.gpu && options.num_compute_units > 0 ? options.num_compute_units
+                                                              : kDefaultThreads;
+  return r;
+}
+
 double OpFlops(const Graph& graph, int op_index) {
   const OpInfo& op = graph.op(op_index);
   const OpSpec& spec = SpecOf(op.type);
@@ -92,50 +136,62 @@ int64_t SplitRowBlocks(const Graph& graph, const yirage::v1::KernelPlan& kernel,
 
 double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kernel,
                           const RowGroupInfo* row, const SearchOptions& options) {
+  const Roofline rates = RooflineOf(options);
   std::vector<int> ops;
   for (const std::string& name : kernel.ops()) {
     if (int op = graph.FindOp(name); op >= 0) ops.push_back(op);
   }
+  // Bytes moved at the memory rate (traffic) and at the cache rate (cached).
   double traffic = 0;
+  double cached = 0;
   for (const std::string& name : kernel.inputs()) {
-    if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
+    if (int t = graph.FindTensor(name); t >= 0) traffic += TensorBytes(graph, t);
   }
   for (const std::string& name : kernel.outputs()) {
-    if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
+    if (int t = graph.FindTensor(name); t >= 0) traffic += TensorBytes(graph, t);
+  }
+  auto memory_seconds = [&] {
+    return traffic / rates.memory_bytes_per_second + cached / rates.cache_bytes_per_second;
+  };
+  double all_flops = 0;
+  yirage::v1::DType matmul_dtype = yirage::v1::FLOAT32;
+  bool has_matmul = false;
+  for (int op : ops) {
+    all_flops += OpFlops(graph, op);
+    if (!has_matmul && graph.op(op).type == OpType::kMatmul) {
+      has_matmul = true;
+      matmul_dtype = graph.tensor(graph.op(op).inputs[0]).dtype;
+    }
   }
 
-  // A kernel of a backend family (its schedule carries the family's knobs:
-  // core/kernel_family.h) is one hand-structured tensor-core kernel: it moves
-  // only its inputs and outputs, at tensor-core rates.
-  const bool gpu = options.kernels.gpu();
-  if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) {
-    double flops = 0;
-    for (int op : ops) flops += OpFlops(graph, op);
-    return kKernelOverhead + traffic +
-           kFlopCost * flops / (gpu ? kTensorCoreSpeedup : kCpuLibrarySpeedup);
-  }
-  if (kernel.kind() == yirage::v1::KERNEL_ROW &&
-      ScheduleFamily(kernel.schedule()) != yirage::v1::FAMILY_PATTERN_UNSPECIFIED) {
-    double flops = 0;
-    for (int op : ops) flops += OpFlops(graph, op);
-    return kKernelOverhead + traffic + kFlopCost * flops / kTensorCoreSpeedup;
+  // A vendor library's kernel, or a kernel of a backend family (its schedule
+  // carries the family's knobs: core/kernel_family.h): one hand-structured,
+  // pipelined kernel that moves only its inputs and outputs and runs its
+  // matmuls on the matrix units.
+  if (kernel.kind() == yirage::v1::KERNEL_LIBRARY ||
+      (kernel.kind() == yirage::v1::KERNEL_ROW &&
+       ScheduleFamily(kernel.schedule()) != yirage::v1::FAMILY_PATTERN_UNSPECIFIED)) {
+    return rates.launch_seconds +
+           std::max(memory_seconds(), all_flops / rates.MatrixFlopsPerSecond(matmul_dtype));
   }
   if (kernel.kind() != yirage::v1::KERNEL_ROW || row == nullptr ||
       row->row_width.size() != ops.size()) {
-    double flops = 0;
-    for (int op : ops) flops += OpFlops(graph, op);
-    return kKernelOverhead + (traffic + kFlopCost * flops) * kGenericSlowdown;
+    return rates.launch_seconds +
+           (memory_seconds() + all_flops / rates.vector_flops_per_second) * kGenericSlowdown;
   }
 
   const yirage::v1::Schedule& schedule = kernel.schedule();
-  const int64_t threads = EffectiveThreads(options);
+  const int64_t threads = rates.parallel_units;
   const double cache = static_cast<double>(EffectiveCacheBytes(options));
   const int64_t rows = std::max<int64_t>(1, row->num_rows);
   const bool cols = schedule.parallel() == yirage::v1::PARALLEL_COLS;
   const int64_t block_rows = cols ? rows : std::clamp<int64_t>(schedule.block_rows(), 1, rows);
   const int64_t blocks = CeilDiv(rows, block_rows);
   const int64_t tile_n = std::max(1, schedule.tile_n());
-  auto rate = [cache](double bytes) { return bytes <= cache ? kCachedByteCost : kByteCost; };
+  // Re-reads: at the cache rate when the re-read block fits in the cache.
+  auto reread = [&](double bytes, double times) {
+    (bytes <= cache ? cached : traffic) += times * bytes;
+  };
 
   double flops = 0;
   double row_width_sum = 0;
@@ -151,11 +207,10 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
       const double k = static_cast<double>(a.empty() ? 1 : a.back());
       const int64_t n_tiles = CeilDiv(width, tile_n);
       // A rows: re-read once per extra N tile, in every block.
-      const double a_block = static_cast<double>(block_rows) * k * 4.0;
-      traffic += static_cast<double>(blocks * (n_tiles - 1)) * a_block * rate(a_block);
+      reread(static_cast<double>(block_rows) * k * 4.0,
+             static_cast<double>(blocks * (n_tiles - 1)));
       // B: read whole by every row block; PARALLEL_COLS reads it once.
-      const double b_bytes = TensorBytes(graph, op.inputs[1]);
-      traffic += static_cast<double>(blocks - 1) * b_bytes * rate(b_bytes);
+      reread(TensorBytes(graph, op.inputs[1]), static_cast<double>(blocks - 1));
       if (schedule.unroll() >= 4) op_flops *= kUnrollGain;
     }
     flops += op_flops;
@@ -169,12 +224,12 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   const bool norm_split = splits > 1 && !IsReduction(graph.op(ops.back()).type);
   if (norm_split) {
     for (const std::string& name : kernel.inputs()) {
-      if (int t = graph.FindTensor(name); t >= 0) traffic += kByteCost * TensorBytes(graph, t);
+      if (int t = graph.FindTensor(name); t >= 0) traffic += TensorBytes(graph, t);
     }
   }
   if (splits == 1 && static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
     // Block buffers that do not fit in the cache spill: written and read back.
-    traffic += 2.0 * kByteCost * static_cast<double>(rows) * row_width_sum * 4.0;
+    traffic += 2.0 * static_cast<double>(rows) * row_width_sum * 4.0;
   }
   // Rows the backend holds in registers (RowKernels.register_row_*): one
   // width, elementwise ops, norms and softmax; one row a block, or several
@@ -193,13 +248,14 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   }
   const int simd = EffectiveSimdWidth(options);
   const int vector_width = std::clamp(schedule.vector_width(), 1, simd);
-  const double compute = kFlopCost * flops * static_cast<double>(simd) / vector_width;
+  const double compute =
+      flops * static_cast<double>(simd) / vector_width / rates.vector_flops_per_second;
 
   const int64_t work = splits > 1 ? rows * splits : cols ? col_tiles : blocks;
-  const double imbalance =
-      static_cast<double>(CeilDiv(work, threads) * threads) / static_cast<double>(work);
-  return kKernelOverhead * (norm_split ? 2 : 1) + (traffic + compute) * imbalance +
-         kWorkItemOverhead * static_cast<double>(CeilDiv(work, threads));
+  const int64_t rounds = CeilDiv(work, threads);
+  const double imbalance = static_cast<double>(rounds * threads) / static_cast<double>(work);
+  return rates.launch_seconds * (norm_split ? 2 : 1) + (memory_seconds() + compute) * imbalance +
+         (rates.gpu ? kGpuWorkRoundSeconds : kCpuWorkRoundSeconds) * static_cast<double>(rounds);
 }
 
 }  // namespace yirage::core

@@ -171,6 +171,106 @@ TEST(CostModelRegisterRowsTest, SeveralRowsABlockWhereTheBackendHoldsThemInRegis
   EXPECT_DOUBLE_EQ(cost(16, 512), cost(16, 0)) << "rows narrower than the backend's minimum";
 }
 
+// An H200 as its registry entry describes it (data/chips/nvidia.json).
+SearchOptions H200Options() {
+  SearchOptions o;
+  o.warp_size = 32;
+  o.num_compute_units = 132;
+  o.cache_bytes = int64_t{60} << 20;
+  o.simd_width_floats = 4;
+  o.memory_bandwidth_gbps = 4800;
+  o.peak_tflops_fp32 = 67;
+  o.peak_tflops_fp16 = 989.5;
+  o.peak_tflops_bf16 = 989.5;
+  o.kernels.set_gpu(true);
+  return o;
+}
+
+TEST(CostModelRooflineTest, RatesComeFromTheChipsFigures) {
+  const Roofline r = RooflineOf(H200Options());
+  EXPECT_TRUE(r.gpu);
+  EXPECT_EQ(r.parallel_units, 132);
+  EXPECT_DOUBLE_EQ(r.launch_seconds, kGpuLaunchSeconds);
+  EXPECT_DOUBLE_EQ(r.memory_bytes_per_second, 4800e9 * kBandwidthEfficiency);
+  EXPECT_DOUBLE_EQ(r.cache_bytes_per_second, 4800e9 * kBandwidthEfficiency * kCacheSpeedup);
+  EXPECT_DOUBLE_EQ(r.vector_flops_per_second, 67e12 * kVectorEfficiency);
+  EXPECT_DOUBLE_EQ(r.MatrixFlopsPerSecond(yirage::v1::FLOAT16), 989.5e12 * kMatrixEfficiency);
+  EXPECT_DOUBLE_EQ(r.MatrixFlopsPerSecond(yirage::v1::BFLOAT16), 989.5e12 * kMatrixEfficiency);
+  // fp32 on tensor cores: TF32, half the fp16 rate.
+  EXPECT_DOUBLE_EQ(r.MatrixFlopsPerSecond(yirage::v1::FLOAT32), 989.5e12 / 2 * kMatrixEfficiency);
+}
+
+TEST(CostModelRooflineTest, UnknownFiguresUseDefaults) {
+  const Roofline cpu = RooflineOf({});
+  EXPECT_FALSE(cpu.gpu);
+  EXPECT_EQ(cpu.parallel_units, kDefaultThreads);
+  EXPECT_DOUBLE_EQ(cpu.launch_seconds, kCpuLaunchSeconds);
+  EXPECT_DOUBLE_EQ(cpu.memory_bytes_per_second, kDefaultCpuBandwidthGbps * 1e9);
+  EXPECT_DOUBLE_EQ(cpu.vector_flops_per_second,
+                   kDefaultCpuBandwidthGbps * 1e9 * kDefaultFlopsPerByte);
+  EXPECT_DOUBLE_EQ(cpu.MatrixFlopsPerSecond(yirage::v1::FLOAT32),
+                   cpu.vector_flops_per_second * kDefaultCpuMatrixSpeedup);
+  // A CPU with a vector peak (a detected one: core/chip_search.h derives it)
+  // runs its BLAS at that peak, the generated kernels at a fraction of it.
+  SearchOptions detected;
+  detected.num_threads = 2;
+  detected.peak_tflops_fp32 = 0.32;
+  const Roofline d = RooflineOf(detected);
+  EXPECT_EQ(d.parallel_units, 2);
+  EXPECT_DOUBLE_EQ(d.vector_flops_per_second, 0.32e12 * kVectorEfficiency);
+  EXPECT_DOUBLE_EQ(d.MatrixFlopsPerSecond(yirage::v1::FLOAT16), 0.32e12 * kMatrixEfficiency);
+}
+
+// The estimates are times: a large elementwise kernel costs its bytes over
+// the bandwidth (plus its launch and block rounds), a library GEMM its flops
+// over the matrix rate of its dtype.
+TEST(CostModelRooflineTest, EstimatesAreSecondsOnTheRoofline) {
+  const SearchOptions h200 = H200Options();
+  const Roofline r = RooflineOf(h200);
+  const Graph relu = MustBuild(testing::GraphProtoBuilder("g")
+                                   .Input("X", {4096, 16384}, yirage::v1::FLOAT16)
+                                   .Op("Y", "relu", {"X"})
+                                   .Output("Y")
+                                   .proto());
+  KernelPlan kernel;
+  kernel.set_name("k0");
+  kernel.set_kind(yirage::v1::KERNEL_ROW);
+  kernel.add_ops("Y");
+  kernel.add_inputs("X");
+  kernel.add_outputs("Y");
+  kernel.mutable_schedule()->set_block_rows(1);
+  kernel.mutable_schedule()->set_vector_width(4);
+  absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(relu, std::vector<int>{0});
+  ASSERT_TRUE(row.ok()) << row.status();
+  const double bytes = 2.0 * 2 * 4096 * 16384;
+  const double floor = r.launch_seconds + bytes / r.memory_bytes_per_second;
+  const double relu_s = EstimateKernelCost(relu, kernel, &*row, h200);
+  EXPECT_GE(relu_s, floor);
+  EXPECT_LT(relu_s, 1.1 * floor);
+
+  auto gemm = [](yirage::v1::DType dtype) {
+    return MustBuild(testing::GraphProtoBuilder("g")
+                         .Input("A", {4096, 4096}, dtype)
+                         .Input("B", {4096, 4096}, dtype)
+                         .Op("Y", "matmul", {"A", "B"})
+                         .Output("Y")
+                         .proto());
+  };
+  KernelPlan library;
+  library.set_name("k0");
+  library.set_kind(yirage::v1::KERNEL_LIBRARY);
+  library.add_ops("Y");
+  library.add_inputs("A");
+  library.add_inputs("B");
+  library.add_outputs("Y");
+  const double flops = 2.0 * 4096 * 4096 * 4096;
+  for (yirage::v1::DType dtype : {yirage::v1::FLOAT16, yirage::v1::BFLOAT16, yirage::v1::FLOAT32}) {
+    SCOPED_TRACE(yirage::v1::DType_Name(dtype));
+    EXPECT_DOUBLE_EQ(EstimateKernelCost(gemm(dtype), library, nullptr, h200),
+                     r.launch_seconds + flops / r.MatrixFlopsPerSecond(dtype));
+  }
+}
+
 TEST(CostModelDefaultsTest, UnknownTargetValuesUseDefaults) {
   SearchOptions options;
   options.simd_width_floats = 0;
