@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "backends/cuda/cuda_test_util.h"
+#include "core/builtin_chips.h"
+#include "core/chip_search.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -72,8 +74,18 @@ absl::StatusOr<GraphCandidates> LoadCandidates(
   if (!proto.ok()) return proto.status();
   absl::StatusOr<core::Graph> g = core::Graph::FromProto(*proto);
   if (!g.ok()) return g.status();
-  core::SearchOptions options;  // as the scheduler searches for a CUDA worker on `target`
+  // As the scheduler searches for a CUDA worker on `target`: the H200's
+  // registry entry (its figures drive the cost model's order) and what the
+  // backend describes for the target.
+  core::SearchOptions options;
   options.backend = "cuda";
+  if (target.compute_capability() == 90) {
+    absl::StatusOr<std::vector<yirage::v1::Chip>> chips = core::BuiltinChips();
+    if (!chips.ok()) return chips.status();
+    for (const yirage::v1::Chip& chip : *chips) {
+      if (chip.chip_id() == "h200") options = core::SearchOptionsForChip(chip, options);
+    }
+  }
   options.kernels = DescribeKernels(target);
   options.max_candidates = max_candidates;
   absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*g, options);
@@ -167,6 +179,47 @@ TEST_P(SuiteCompileTest, FirstCandidatesCompileWithNvrtc) {
               loaded->proto.name().c_str(), c.response.plans_size(), c.response.compile_seconds(),
               library);
 }
+
+// CPU-only (CI): the first candidates of random graphs a job could get
+// (bench/random_graphs.py's seed-11 set, written at configure time into
+// YIRAGE_RANDOM_GRAPH_DIR) compile, so that what a device session times
+// first is known to build.
+class RandomGraphCompileTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RandomGraphCompileTest, FirstCandidatesCompileWithNvrtc) {
+  constexpr int kFirstCandidates = 12;
+  absl::StatusOr<GraphCandidates> loaded = LoadCandidates(GetParam(), kFirstCandidates);
+  ASSERT_TRUE(loaded.ok()) << GetParam() << ": " << loaded.status();
+  ASSERT_FALSE(loaded->plans.empty());
+  Compiled c;
+  CompileThroughAbi(loaded->proto, loaded->plans, &c);
+  ExpectAllCompiled(c);
+  PrintRequestedPlans(loaded->plans, c);
+  std::printf("[ compiled ] %-40s %d candidates in %.1f s\n", loaded->proto.name().c_str(),
+              c.response.plans_size(), c.response.compile_seconds());
+}
+
+std::vector<std::string> RandomGraphFiles() {
+  std::vector<std::string> files;
+#ifdef YIRAGE_RANDOM_GRAPH_DIR
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(YIRAGE_RANDOM_GRAPH_DIR, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+#endif
+  return files;
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(RandomGraphCompileTest);
+INSTANTIATE_TEST_SUITE_P(Random, RandomGraphCompileTest, ::testing::ValuesIn(RandomGraphFiles()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = std::filesystem::path(info.param).stem();
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Suite, SuiteCompileTest, ::testing::ValuesIn(GraphFilesIn("suite")),
                          [](const ::testing::TestParamInfo<std::string>& info) {
