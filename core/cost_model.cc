@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "core/fused_pattern.h"
 #include "core/kernel_family.h"
 #include "core/op_table.h"
 
@@ -132,6 +134,50 @@ int64_t SplitRowBlocks(const Graph& graph, const yirage::v1::KernelPlan& kernel,
   return splits >= (IsReduction(tail.type) ? 2 : 8) ? splits : 1;
 }
 
+// The share of a GEMM family kernel's tile work that computes C with tiles
+// of tile_m x tile_n: partial tiles at C's edges compute padding, and a
+// persistent grid's last wave leaves multiprocessors idle unless split-K
+// cuts its tiles into K ranges (`split_k`, or where it is 0 as many as fill
+// the wave, as the CUDA planner does).
+double GemmTileShare(const GemmMatch& match, int64_t tile_m, int64_t tile_n, int split_k,
+                     int units) {
+  // A gated tile's columns are half gate, half up products.
+  tile_n = std::max<int64_t>(1, tile_n / (match.b2 >= 0 ? 2 : 1));
+  const int64_t tiles_m = CeilDiv(match.m, tile_m);
+  const int64_t tiles_n = CeilDiv(match.n, tile_n);
+  const double padding =
+      static_cast<double>(match.m) * static_cast<double>(match.n) /
+      (static_cast<double>(tiles_m * tile_m) * static_cast<double>(tiles_n * tile_n));
+  const int64_t tiles = std::max<int64_t>(1, match.batch) * tiles_m * tiles_n;
+  const int64_t last = tiles % units;
+  double waves = static_cast<double>(tiles / units);
+  if (last > 0) {
+    const int64_t splits = split_k > 0 ? split_k : std::max<int64_t>(1, units / last);
+    waves += static_cast<double>(CeilDiv(last * splits, units)) / static_cast<double>(splits);
+  }
+  return padding * static_cast<double>(tiles) / (waves * units);
+}
+
+// A GEMM family kernel's (GemmSchedule) tile share over the best of the
+// family's tiles for its shape: its points rank by how well their tiles
+// fit, while the best of them costs as a library GEMM does (the library
+// picks its own tiles). 1 for other kernels.
+double GemmTileEfficiency(const Graph& graph, const std::vector<int>& ops,
+                          const yirage::v1::Schedule& schedule, int units) {
+  if (!schedule.has_gemm() || units <= 0) return 1.0;
+  const yirage::v1::GemmSchedule& g = schedule.gemm();
+  std::optional<GemmMatch> match = MatchGemm(graph, ops);
+  if (!match.has_value() || match->m <= 0 || match->n <= 0) return 1.0;
+  double best = 0;
+  for (const auto& [m, n] : {std::pair{128, 128}, std::pair{128, 256}, std::pair{256, 128}}) {
+    best = std::max(best, GemmTileShare(*match, m, n, 0, units));
+  }
+  const double share =
+      GemmTileShare(*match, g.tile_m() > 0 ? g.tile_m() : kDefaultGemmTileM,
+                    g.tile_n() > 0 ? g.tile_n() : kDefaultGemmTileN, g.split_k(), units);
+  return best > 0 ? std::min(1.0, share / best) : 1.0;
+}
+
 }  // namespace
 
 double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kernel,
@@ -171,8 +217,11 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   if (kernel.kind() == yirage::v1::KERNEL_LIBRARY ||
       (kernel.kind() == yirage::v1::KERNEL_ROW &&
        ScheduleFamily(kernel.schedule()) != yirage::v1::FAMILY_PATTERN_UNSPECIFIED)) {
+    const double efficiency =
+        GemmTileEfficiency(graph, ops, kernel.schedule(), rates.gpu ? rates.parallel_units : 0);
     return rates.launch_seconds +
-           std::max(memory_seconds(), all_flops / rates.MatrixFlopsPerSecond(matmul_dtype));
+           std::max(memory_seconds(),
+                    all_flops / (rates.MatrixFlopsPerSecond(matmul_dtype) * efficiency));
   }
   if (kernel.kind() != yirage::v1::KERNEL_ROW || row == nullptr ||
       row->row_width.size() != ops.size()) {

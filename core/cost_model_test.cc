@@ -271,6 +271,56 @@ TEST(CostModelRooflineTest, EstimatesAreSecondsOnTheRoofline) {
   }
 }
 
+// A GEMM family kernel computes at the matrix rate on the share of its tile
+// work that covers C: tiles of 256 rows over 128 rows compute half padding,
+// and a last wave that leaves multiprocessors idle costs what split-K does
+// not win back.
+TEST(CostModelRooflineTest, GemmTilesPayForPaddingAndPartialWaves) {
+  auto cost = [](int64_t m, int64_t n, int tile_m, int tile_n, int split_k) {
+    const Graph g = MustBuild(testing::GraphProtoBuilder("g")
+                                  .Input("A", {m, 4096}, yirage::v1::FLOAT16)
+                                  .Input("B", {4096, n}, yirage::v1::FLOAT16)
+                                  .Op("Y", "matmul", {"A", "B"})
+                                  .Output("Y")
+                                  .proto());
+    KernelPlan kernel;
+    kernel.set_name("k0");
+    kernel.set_kind(yirage::v1::KERNEL_ROW);
+    kernel.add_ops("Y");
+    kernel.add_inputs("A");
+    kernel.add_inputs("B");
+    kernel.add_outputs("Y");
+    if (tile_m == 0) {
+      kernel.set_kind(yirage::v1::KERNEL_LIBRARY);
+    } else {
+      yirage::v1::GemmSchedule* gemm = kernel.mutable_schedule()->mutable_gemm();
+      gemm->set_tile_m(tile_m);
+      gemm->set_tile_n(tile_n);
+      gemm->set_split_k(split_k);
+    }
+    return EstimateKernelCost(g, kernel, nullptr, H200Options());
+  };
+  auto library = [&](int64_t m, int64_t n) { return cost(m, n, 0, 0, 0); };
+  // 384 rows: tiles of 256 rows compute a quarter padding (512 rows).
+  EXPECT_NEAR(cost(384, 16384, 256, 128, 0) / cost(384, 16384, 128, 128, 0), 4.0 / 3, 0.05);
+  // The best tiles for the shape cost as the library would.
+  EXPECT_DOUBLE_EQ(cost(384, 16384, 128, 128, 0), library(384, 16384));
+  // 512 x 16384: 128x128 tiles are 512 of them (3.9 waves of 132), 128x256
+  // ones 256 (1.9 waves): the same share of the chip busy.
+  EXPECT_NEAR(cost(512, 16384, 128, 256, 0), cost(512, 16384, 128, 128, 0),
+              0.05 * cost(512, 16384, 128, 128, 0));
+  // 512 x 9728 in 128x256 tiles: 152 tiles, a last wave of 20. Without
+  // split-K it idles 112 multiprocessors; split into 6 it fills the wave.
+  EXPECT_GT(cost(512, 9728, 128, 256, 1), 1.5 * cost(512, 9728, 128, 256, 0));
+  // Whole waves (1056 tiles of 128x128 over 132 multiprocessors) reach the
+  // matrix rate.
+  const Roofline r = RooflineOf(H200Options());
+  EXPECT_NEAR(cost(128 * 132, 1024, 128, 128, 0),
+              r.launch_seconds +
+                  2.0 * 128 * 132 * 1024 * 4096 / r.MatrixFlopsPerSecond(yirage::v1::FLOAT16),
+              1e-9);
+}
+
 TEST(CostModelDefaultsTest, UnknownTargetValuesUseDefaults) {
   SearchOptions options;
   options.simd_width_floats = 0;
