@@ -236,10 +236,11 @@ KernelPlan MakeKernel(const Graph& graph, const KernelGroup& group, const Schedu
 // only when the plan holds a matmul), "cols ..." when every KERNEL_ROW kernel
 // splits columns, "cols ... + rows b4" when some do not qualify, "fused" and
 // the family point's label when every KERNEL_ROW kernel is a family's.
+// `with_fused`: name the family point of family kernels beside row kernels.
 std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const Plan& plan,
-                            const SearchOptions& options) {
+                            const SearchOptions& options, bool with_fused = true) {
   bool any_rows = false, any_cols = false, any_matmul = false, all_fused = true;
-  bool point_applies = false;
+  bool any_fused = false, point_applies = false;
   for (const KernelPlan& kernel : plan.kernels()) {
     std::vector<int> ops;
     for (const std::string& op : kernel.ops()) {
@@ -249,6 +250,7 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
     if (kernel.kind() != yirage::v1::KERNEL_ROW) continue;
     const int family = MatchFamily(options.kernels, graph, ops);
     all_fused = all_fused && family >= 0;
+    any_fused = any_fused || family >= 0;
     if (family >= 0 && family == v.family) {
       const yirage::v1::KernelFamily& f = options.kernels.families(family);
       point_applies =
@@ -260,14 +262,21 @@ std::string VariantToString(const Graph& graph, const ScheduleVariant& v, const 
   }
   if (!any_rows && !any_cols) return "generic";
   // Family chains take none of the generic knobs.
-  if (all_fused) {
-    if (!point_applies) return "fused";
+  std::string fused = "fused";
+  if (point_applies) {
     const std::string& label = options.kernels.families(v.family).points(v.point).label();
-    return label.empty() ? std::string("fused") : absl::StrCat("fused ", label);
+    if (!label.empty()) absl::StrAppend(&fused, " ", label);
+  }
+  if (all_fused) return fused;
+  if (any_fused && with_fused) {
+    // Family kernels beside row kernels: their point, then the row knobs,
+    // so that plans differing only in the point read differently.
+    return absl::StrCat(fused, " + ", VariantToString(graph, v, plan, options, false));
   }
   if (v.gpu_threads > 0) {
-    const std::string base = VariantToString(
-        graph, ScheduleVariant{v.cols, v.block_rows, v.tile_n, v.unroll}, plan, options);
+    const std::string base =
+        VariantToString(graph, ScheduleVariant{v.cols, v.block_rows, v.tile_n, v.unroll}, plan,
+                        options, with_fused);
     return absl::StrCat(base, " threads ", v.gpu_threads);
   }
   const std::string knobs =

@@ -425,6 +425,26 @@ TEST(CandidateGeneratorTest, FamilyKnobsOnlyForTheirChains) {
   }
 }
 
+// Plans are told apart by their descriptions, also where a family kernel
+// sits beside row kernels: its point is named before the row knobs.
+TEST(CandidateGeneratorTest, NoTwoPlansShareADescription) {
+  for (const char* file : {"examples/graphs/bench/gqa_decode_b8.json",
+                           "examples/graphs/bench/rms_norm_linear_b1.json"}) {
+    SCOPED_TRACE(file);
+    absl::StatusOr<yirage::v1::Graph> proto = LoadGraphFile(file);
+    ASSERT_TRUE(proto.ok()) << proto.status();
+    std::set<std::string> seen;
+    bool mixed = false;
+    for (const Plan& plan : MustGenerate(MustBuild(*proto), GpuOptions())) {
+      EXPECT_TRUE(seen.insert(plan.description()).second) << plan.description();
+      mixed = mixed || plan.description().find("fused warps 4 + rows") != std::string::npos ||
+              plan.description().find("stages 3 + rows") != std::string::npos;
+    }
+    EXPECT_TRUE(mixed || std::string(file).find("rms_norm") != std::string::npos)
+        << "a plan with a family kernel beside row kernels names its point";
+  }
+}
+
 // Attention chains get the attention family's points.
 TEST(CandidateGeneratorTest, AttentionPointsAreSearched) {
   absl::StatusOr<yirage::v1::Graph> proto =
