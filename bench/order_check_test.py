@@ -45,6 +45,16 @@ class OrderCheckTest(unittest.TestCase):
             self.assertIn("1 of 2 graphs change their first 2", tight.stdout)
             # Measured 2 us against 2 us, 8 us against 4 us: ratios 1 and 2.
             self.assertIn("geometric mean 1.41", tight.stdout)
+            # A winner moved out on purpose, saying why, does not fail it.
+            with open(winners, "w") as f:
+                json.dump({"g1": [{"description": "win", "moved_out": "a bet"}],
+                           "g2": [{"description": "w2"}]}, f)
+            excused = run(2)
+            self.assertEqual(excused.returncode, 0, excused.stdout + excused.stderr)
+            self.assertIn("moved out on purpose: g1: a bet", excused.stdout)
+            with open(winners, "w") as f:
+                json.dump({"_about": "x", "g1": [{"description": "win", "yirage_us": 2.0}],
+                           "g2": [{"description": "w2", "yirage_us": 8.0}]}, f)
             loose = run(3)
             self.assertEqual(loose.returncode, 0, loose.stdout + loose.stderr)
             self.assertIn("2 of 2 newest winners within the first 3", loose.stdout)
