@@ -178,6 +178,48 @@ double GemmTileEfficiency(const Graph& graph, const std::vector<int>& ops,
   return best > 0 ? std::min(1.0, share / best) : 1.0;
 }
 
+// The share of input tensor `t` that a kernel of `ops` (writing `outputs`)
+// reads: where each of its uses in the kernel is a slice, or a concat along
+// an axis whose result only slices along that axis read (and the kernel
+// does not write), only the windows are read. 1 where any use reads it all.
+double ReadShare(const Graph& graph, const std::vector<int>& ops, const std::vector<int>& outputs,
+                 int t) {
+  auto in_kernel = [&](int op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
+  const std::vector<int64_t>& shape = graph.tensor(t).shape;
+  double share = 0;
+  bool used = false;
+  for (int use : graph.tensor(t).consumers) {
+    if (!in_kernel(use)) continue;
+    used = true;
+    const OpInfo& op = graph.op(use);
+    if (op.axis < 0 || op.axis >= static_cast<int>(shape.size()) || shape[op.axis] <= 0) return 1.0;
+    const double length = static_cast<double>(shape[op.axis]);
+    if (op.type == OpType::kSlice) {
+      share += static_cast<double>(op.slice_end - op.slice_start) / length;
+      continue;
+    }
+    if (op.type != OpType::kConcat || std::count(op.inputs.begin(), op.inputs.end(), t) != 1 ||
+        std::find(outputs.begin(), outputs.end(), op.output) != outputs.end()) {
+      return 1.0;
+    }
+    // t's place along the concat axis.
+    int64_t offset = 0;
+    for (int in : op.inputs) {
+      if (in == t) break;
+      offset += graph.tensor(in).shape[op.axis];
+    }
+    for (int reader : graph.tensor(op.output).consumers) {
+      if (!in_kernel(reader)) continue;
+      const OpInfo& slice = graph.op(reader);
+      if (slice.type != OpType::kSlice || slice.axis != op.axis) return 1.0;
+      const int64_t overlap =
+          std::min(slice.slice_end, offset + shape[op.axis]) - std::max(slice.slice_start, offset);
+      share += static_cast<double>(std::max<int64_t>(0, overlap)) / length;
+    }
+  }
+  return used ? std::min(1.0, share) : 1.0;
+}
+
 }  // namespace
 
 double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kernel,
@@ -187,15 +229,21 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   for (const std::string& name : kernel.ops()) {
     if (int op = graph.FindOp(name); op >= 0) ops.push_back(op);
   }
-  // Bytes moved at the memory rate (traffic) and at the cache rate (cached).
-  double traffic = 0;
-  double cached = 0;
-  for (const std::string& name : kernel.inputs()) {
-    if (int t = graph.FindTensor(name); t >= 0) traffic += TensorBytes(graph, t);
-  }
+  // Bytes moved at the memory rate (traffic) and at the cache rate (cached):
+  // inputs as far as the kernel reads them (ReadShare), outputs whole.
+  std::vector<int> outputs;
   for (const std::string& name : kernel.outputs()) {
-    if (int t = graph.FindTensor(name); t >= 0) traffic += TensorBytes(graph, t);
+    if (int t = graph.FindTensor(name); t >= 0) outputs.push_back(t);
   }
+  double input_bytes = 0;
+  for (const std::string& name : kernel.inputs()) {
+    if (int t = graph.FindTensor(name); t >= 0) {
+      input_bytes += TensorBytes(graph, t) * ReadShare(graph, ops, outputs, t);
+    }
+  }
+  double traffic = input_bytes;
+  double cached = 0;
+  for (int t : outputs) traffic += TensorBytes(graph, t);
   auto memory_seconds = [&] {
     return traffic / rates.memory_bytes_per_second + cached / rates.cache_bytes_per_second;
   };
@@ -271,11 +319,7 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   // A split norm (the group does not end in its reduction) reads its
   // inputs again in a second kernel.
   const bool norm_split = splits > 1 && !IsReduction(graph.op(ops.back()).type);
-  if (norm_split) {
-    for (const std::string& name : kernel.inputs()) {
-      if (int t = graph.FindTensor(name); t >= 0) traffic += TensorBytes(graph, t);
-    }
-  }
+  if (norm_split) traffic += input_bytes;
   if (splits == 1 && static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
     // Block buffers that do not fit in the cache spill: written and read back.
     traffic += 2.0 * static_cast<double>(rows) * row_width_sum * 4.0;

@@ -20,7 +20,9 @@
 //  * launch: kGpuLaunchSeconds or kCpuLaunchSeconds, a kernel's fixed cost.
 //  * memory: bytes over the memory bandwidth, re-reads that fit the cache
 //    over the cache's (kCacheSpeedup times that). Every kernel input read
-//    once and every output written once, at the tensor's dtype size for
+//    once (only the windows where the kernel reads it through slices, or
+//    through a concat that only slices read) and every output written
+//    once, at the tensor's dtype size for
 //    graph inputs and outputs and 4 bytes (float32 scratch) for
 //    intermediates passed between kernels. KERNEL_ROW extras:
 //      - matmul B operands are read whole by every row block (PARALLEL_ROWS);

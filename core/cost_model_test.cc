@@ -321,6 +321,42 @@ TEST(CostModelRooflineTest, GemmTilesPayForPaddingAndPartialWaves) {
               1e-9);
 }
 
+// A kernel that reads an input through a slice, or through a concat that
+// only a slice reads, moves the window, not the whole input.
+TEST(CostModelRooflineTest, SlicesReadTheirWindows) {
+  const Graph g = MustBuild(testing::GraphProtoBuilder("g")
+                                .Input("A", {1000, 1000}, yirage::v1::BFLOAT16)
+                                .Input("B", {1000, 1000}, yirage::v1::BFLOAT16)
+                                .Op("C", "concat", {"A", "B"}, {{"axis", testing::IntAttr(0)}})
+                                .Op("S", "slice", {"C"},
+                                    {{"axis", testing::IntAttr(0)},
+                                     {"start", testing::IntAttr(900)},
+                                     {"end", testing::IntAttr(1100)}})
+                                .Output("S")
+                                .proto());
+  auto cost = [&](std::vector<std::string> ops, std::vector<std::string> inputs,
+                  std::vector<std::string> outputs) {
+    KernelPlan kernel;
+    kernel.set_name("k0");
+    kernel.set_kind(yirage::v1::KERNEL_GENERIC);
+    for (const std::string& o : ops) kernel.add_ops(o);
+    for (const std::string& i : inputs) kernel.add_inputs(i);
+    for (const std::string& o : outputs) kernel.add_outputs(o);
+    return EstimateKernelCost(g, kernel, nullptr, H200Options());
+  };
+  const Roofline r = RooflineOf(H200Options());
+  const double row = 1000 * 2.0;  // bytes of one bf16 row
+  auto expected = [&](double bytes) {
+    return r.launch_seconds + bytes / r.memory_bytes_per_second * kGenericSlowdown;
+  };
+  // concat + slice in one kernel: rows 900-999 of A and 0-99 of B in, 200 rows out.
+  EXPECT_DOUBLE_EQ(cost({"C", "S"}, {"A", "B"}, {"S"}), expected(400 * row));
+  // The slice alone reads its 200 of C's 2000 rows (C passed as float32 scratch).
+  EXPECT_DOUBLE_EQ(cost({"S"}, {"C"}, {"S"}), expected(200 * 2 * row + 200 * row));
+  // The concat alone reads both inputs whole.
+  EXPECT_DOUBLE_EQ(cost({"C"}, {"A", "B"}, {"C"}), expected(2000 * row + 2000 * 2 * row));
+}
+
 TEST(CostModelDefaultsTest, UnknownTargetValuesUseDefaults) {
   SearchOptions options;
   options.simd_width_floats = 0;
