@@ -158,23 +158,32 @@ double GemmTileShare(const GemmMatch& match, int64_t tile_m, int64_t tile_n, int
   return padding * static_cast<double>(tiles) / (waves * units);
 }
 
-// A GEMM family kernel's (GemmSchedule) tile share over the best of the
-// family's tiles for its shape: its points rank by how well their tiles
-// fit, while the best of them costs as a library GEMM does (the library
-// picks its own tiles). 1 for other kernels.
+// A GEMM family kernel's (GemmSchedule) tile share over the best share
+// among the tiles of its family's points that take its chain (the
+// backend's, as it describes them): its points rank by how well their
+// tiles fit, while the best of them costs as a library GEMM does (the
+// library picks its own tiles). 1 for other kernels, and where the knobs
+// leave the tile to the backend.
 double GemmTileEfficiency(const Graph& graph, const std::vector<int>& ops,
-                          const yirage::v1::Schedule& schedule, int units) {
+                          const yirage::v1::Schedule& schedule,
+                          const yirage::v1::BackendKernels& kernels, int units) {
   if (!schedule.has_gemm() || units <= 0) return 1.0;
   const yirage::v1::GemmSchedule& g = schedule.gemm();
+  if (g.tile_m() <= 0 || g.tile_n() <= 0) return 1.0;
   std::optional<GemmMatch> match = MatchGemm(graph, ops);
-  if (!match.has_value() || match->m <= 0 || match->n <= 0) return 1.0;
+  const int family = MatchFamily(kernels, graph, ops);
+  if (!match.has_value() || match->m <= 0 || match->n <= 0 || family < 0) return 1.0;
+  const yirage::v1::KernelFamily& f = kernels.families(family);
   double best = 0;
-  for (const auto& [m, n] : {std::pair{128, 128}, std::pair{128, 256}, std::pair{256, 128}}) {
-    best = std::max(best, GemmTileShare(*match, m, n, 0, units));
+  for (const yirage::v1::SchedulePoint& point : f.points()) {
+    const yirage::v1::GemmSchedule& p = point.schedule().gemm();
+    if (p.tile_m() <= 0 || p.tile_n() <= 0 ||
+        !WithinLimits(point.limits(), f.pattern(), graph, ops)) {
+      continue;
+    }
+    best = std::max(best, GemmTileShare(*match, p.tile_m(), p.tile_n(), 0, units));
   }
-  const double share =
-      GemmTileShare(*match, g.tile_m() > 0 ? g.tile_m() : kDefaultGemmTileM,
-                    g.tile_n() > 0 ? g.tile_n() : kDefaultGemmTileN, g.split_k(), units);
+  const double share = GemmTileShare(*match, g.tile_m(), g.tile_n(), g.split_k(), units);
   return best > 0 ? std::min(1.0, share / best) : 1.0;
 }
 
@@ -265,8 +274,8 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   if (kernel.kind() == yirage::v1::KERNEL_LIBRARY ||
       (kernel.kind() == yirage::v1::KERNEL_ROW &&
        ScheduleFamily(kernel.schedule()) != yirage::v1::FAMILY_PATTERN_UNSPECIFIED)) {
-    const double efficiency =
-        GemmTileEfficiency(graph, ops, kernel.schedule(), rates.gpu ? rates.parallel_units : 0);
+    const double efficiency = GemmTileEfficiency(graph, ops, kernel.schedule(), options.kernels,
+                                                 rates.gpu ? rates.parallel_units : 0);
     return rates.launch_seconds +
            std::max(memory_seconds(),
                     all_flops / (rates.MatrixFlopsPerSecond(matmul_dtype) * efficiency));

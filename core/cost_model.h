@@ -55,10 +55,10 @@
 //    tiles' share of work that computes C (partial edge tiles compute
 //    padding; a persistent grid's last wave of tiles over the
 //    multiprocessors leaves some idle unless split-K, the knob or as many K
-//    ranges as fill the wave, cuts them), over the best share of the
-//    family's tiles (128x128, 128x256, 256x128) for that shape, scales its
-//    matrix rate: its points rank by their tiles' fit, the best costs as a
-//    library GEMM (which picks its own tiles).
+//    ranges as fill the wave, cuts them), over the best share among the
+//    tiles of its family's points that take the chain, scales its matrix
+//    rate: its points rank by their tiles' fit, the best costs as a library
+//    GEMM (which picks its own tiles).
 //  * KERNEL_GENERIC kernels (and KERNEL_ROW kernels that are not legal row
 //    groups) cost launch + (memory + compute) * kGenericSlowdown, no imbalance.
 #ifndef YIRAGE_CORE_COST_MODEL_H_
@@ -90,9 +90,6 @@ inline constexpr double kGpuWorkRoundSeconds = 1e-8;
 inline constexpr double kGenericSlowdown = 2.0;
 inline constexpr double kUnrollGain = 0.9;
 inline constexpr double kRegisterRowsGain = 0.5;
-// GemmSchedule's tile where its knobs leave it 0 (the CUDA planner's default).
-inline constexpr int kDefaultGemmTileM = 128;
-inline constexpr int kDefaultGemmTileN = 256;
 // Defaults where the registry has no figure.
 inline constexpr double kDefaultCpuBandwidthGbps = 20.0;
 inline constexpr double kDefaultGpuBandwidthGbps = 1000.0;

@@ -15,15 +15,22 @@ namespace {
 
 using yirage::v1::KernelPlan;
 
-// The matmul Y = S @ W of rms_norm_linear as its own kernel.
-KernelPlan MatmulKernel(yirage::v1::ParallelAxis axis, int block_rows, int tile_n) {
+// Kernel k0 of `kind` running `ops`, reading `inputs`, writing `outputs`.
+KernelPlan KernelOf(yirage::v1::KernelKind kind, const std::vector<std::string>& ops,
+                    const std::vector<std::string>& inputs,
+                    const std::vector<std::string>& outputs) {
   KernelPlan kernel;
   kernel.set_name("k0");
-  kernel.set_kind(yirage::v1::KERNEL_ROW);
-  kernel.add_ops("Y");
-  kernel.add_inputs("S");
-  kernel.add_inputs("W");
-  kernel.add_outputs("Y");
+  kernel.set_kind(kind);
+  for (const std::string& o : ops) kernel.add_ops(o);
+  for (const std::string& i : inputs) kernel.add_inputs(i);
+  for (const std::string& o : outputs) kernel.add_outputs(o);
+  return kernel;
+}
+
+// The matmul Y = S @ W of rms_norm_linear as its own kernel.
+KernelPlan MatmulKernel(yirage::v1::ParallelAxis axis, int block_rows, int tile_n) {
+  KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, {"Y"}, {"S", "W"}, {"Y"});
   yirage::v1::Schedule* s = kernel.mutable_schedule();
   s->set_parallel(axis);
   s->set_block_rows(block_rows);
@@ -101,12 +108,7 @@ TEST_F(CostModelTest, GenericKernelsCostMoreThanRowKernels) {
 TEST(CostModelSplitRowsTest, FewLongRowsSplitWhereTheBackendSplitsThem) {
   auto cost = [](const yirage::v1::Graph& proto, const std::string& op, int split_min) {
     const Graph g = MustBuild(proto);
-    KernelPlan kernel;
-    kernel.set_name("k0");
-    kernel.set_kind(yirage::v1::KERNEL_ROW);
-    kernel.add_ops(op);
-    kernel.add_inputs("X");
-    kernel.add_outputs(op);
+    KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, {op}, {"X"}, {op});
     kernel.mutable_schedule()->set_block_rows(1);
     kernel.mutable_schedule()->set_vector_width(8);
     absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(g, std::vector<int>{g.FindOp(op)});
@@ -148,12 +150,7 @@ TEST(CostModelRegisterRowsTest, SeveralRowsABlockWhereTheBackendHoldsThemInRegis
   absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(g, std::vector<int>{g.FindOp("Y")});
   ASSERT_TRUE(row.ok()) << row.status();
   auto cost = [&](int block_rows, int multi_min) {
-    KernelPlan kernel;
-    kernel.set_name("k0");
-    kernel.set_kind(yirage::v1::KERNEL_ROW);
-    kernel.add_ops("Y");
-    kernel.add_inputs("X");
-    kernel.add_outputs("Y");
+    KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, {"Y"}, {"X"}, {"Y"});
     kernel.mutable_schedule()->set_block_rows(block_rows);
     kernel.mutable_schedule()->set_vector_width(4);
     SearchOptions options;
@@ -232,12 +229,7 @@ TEST(CostModelRooflineTest, EstimatesAreSecondsOnTheRoofline) {
                                    .Op("Y", "relu", {"X"})
                                    .Output("Y")
                                    .proto());
-  KernelPlan kernel;
-  kernel.set_name("k0");
-  kernel.set_kind(yirage::v1::KERNEL_ROW);
-  kernel.add_ops("Y");
-  kernel.add_inputs("X");
-  kernel.add_outputs("Y");
+  KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, {"Y"}, {"X"}, {"Y"});
   kernel.mutable_schedule()->set_block_rows(1);
   kernel.mutable_schedule()->set_vector_width(4);
   absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(relu, std::vector<int>{0});
@@ -256,13 +248,7 @@ TEST(CostModelRooflineTest, EstimatesAreSecondsOnTheRoofline) {
                          .Output("Y")
                          .proto());
   };
-  KernelPlan library;
-  library.set_name("k0");
-  library.set_kind(yirage::v1::KERNEL_LIBRARY);
-  library.add_ops("Y");
-  library.add_inputs("A");
-  library.add_inputs("B");
-  library.add_outputs("Y");
+  const KernelPlan library = KernelOf(yirage::v1::KERNEL_LIBRARY, {"Y"}, {"A", "B"}, {"Y"});
   const double flops = 2.0 * 4096 * 4096 * 4096;
   for (yirage::v1::DType dtype : {yirage::v1::FLOAT16, yirage::v1::BFLOAT16, yirage::v1::FLOAT32}) {
     SCOPED_TRACE(yirage::v1::DType_Name(dtype));
@@ -276,29 +262,34 @@ TEST(CostModelRooflineTest, EstimatesAreSecondsOnTheRoofline) {
 // and a last wave that leaves multiprocessors idle costs what split-K does
 // not win back.
 TEST(CostModelRooflineTest, GemmTilesPayForPaddingAndPartialWaves) {
-  auto cost = [](int64_t m, int64_t n, int tile_m, int tile_n, int split_k) {
+  // A GEMM family with the tiles its points offer (as the CUDA backend
+  // describes them), and one point leaving the tile to the backend.
+  SearchOptions options = H200Options();
+  yirage::v1::KernelFamily* family = options.kernels.add_families();
+  family->set_name("gemm");
+  family->set_pattern(yirage::v1::GEMM);
+  for (const auto& [m, n] :
+       {std::pair{0, 0}, std::pair{128, 256}, std::pair{128, 128}, std::pair{256, 128}}) {
+    yirage::v1::GemmSchedule* point = family->add_points()->mutable_schedule()->mutable_gemm();
+    point->set_tile_m(m);
+    point->set_tile_n(n);
+  }
+  auto cost = [&](int64_t m, int64_t n, int tile_m, int tile_n, int split_k) {
     const Graph g = MustBuild(testing::GraphProtoBuilder("g")
                                   .Input("A", {m, 4096}, yirage::v1::FLOAT16)
                                   .Input("B", {4096, n}, yirage::v1::FLOAT16)
                                   .Op("Y", "matmul", {"A", "B"})
                                   .Output("Y")
                                   .proto());
-    KernelPlan kernel;
-    kernel.set_name("k0");
-    kernel.set_kind(yirage::v1::KERNEL_ROW);
-    kernel.add_ops("Y");
-    kernel.add_inputs("A");
-    kernel.add_inputs("B");
-    kernel.add_outputs("Y");
-    if (tile_m == 0) {
-      kernel.set_kind(yirage::v1::KERNEL_LIBRARY);
-    } else {
+    KernelPlan kernel = KernelOf(tile_m == 0 ? yirage::v1::KERNEL_LIBRARY : yirage::v1::KERNEL_ROW,
+                                 {"Y"}, {"A", "B"}, {"Y"});
+    if (tile_m != 0) {
       yirage::v1::GemmSchedule* gemm = kernel.mutable_schedule()->mutable_gemm();
       gemm->set_tile_m(tile_m);
       gemm->set_tile_n(tile_n);
       gemm->set_split_k(split_k);
     }
-    return EstimateKernelCost(g, kernel, nullptr, H200Options());
+    return EstimateKernelCost(g, kernel, nullptr, options);
   };
   auto library = [&](int64_t m, int64_t n) { return cost(m, n, 0, 0, 0); };
   // 384 rows: tiles of 256 rows compute a quarter padding (512 rows).
@@ -319,6 +310,10 @@ TEST(CostModelRooflineTest, GemmTilesPayForPaddingAndPartialWaves) {
               r.launch_seconds +
                   2.0 * 128 * 132 * 1024 * 4096 / r.MatrixFlopsPerSecond(yirage::v1::FLOAT16),
               1e-9);
+  // Tiles rank against the backend's own points: with no GEMM family
+  // described, no tile is preferred.
+  options.kernels.clear_families();
+  EXPECT_DOUBLE_EQ(cost(384, 16384, 256, 128, 0), library(384, 16384));
 }
 
 // A kernel that reads an input through a slice, or through a concat that
@@ -334,15 +329,10 @@ TEST(CostModelRooflineTest, SlicesReadTheirWindows) {
                                      {"end", testing::IntAttr(1100)}})
                                 .Output("S")
                                 .proto());
-  auto cost = [&](std::vector<std::string> ops, std::vector<std::string> inputs,
-                  std::vector<std::string> outputs) {
-    KernelPlan kernel;
-    kernel.set_name("k0");
-    kernel.set_kind(yirage::v1::KERNEL_GENERIC);
-    for (const std::string& o : ops) kernel.add_ops(o);
-    for (const std::string& i : inputs) kernel.add_inputs(i);
-    for (const std::string& o : outputs) kernel.add_outputs(o);
-    return EstimateKernelCost(g, kernel, nullptr, H200Options());
+  auto cost = [&](const std::vector<std::string>& ops, const std::vector<std::string>& inputs,
+                  const std::vector<std::string>& outputs) {
+    return EstimateKernelCost(g, KernelOf(yirage::v1::KERNEL_GENERIC, ops, inputs, outputs),
+                              nullptr, H200Options());
   };
   const Roofline r = RooflineOf(H200Options());
   const double row = 1000 * 2.0;  // bytes of one bf16 row
