@@ -180,6 +180,15 @@ TEST_P(SuiteCompileTest, FirstCandidatesCompileWithNvrtc) {
               library);
 }
 
+// A graph file's test name: its stem, characters GoogleTest refuses as '_'.
+std::string GraphFileTestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = std::filesystem::path(info.param).stem();
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
 // CPU-only (CI): the first candidates of random graphs a job could get
 // (bench/random_graphs.py's seed-11 set, written at configure time into
 // YIRAGE_RANDOM_GRAPH_DIR) compile, so that what a device session times
@@ -213,22 +222,10 @@ std::vector<std::string> RandomGraphFiles() {
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(RandomGraphCompileTest);
 INSTANTIATE_TEST_SUITE_P(Random, RandomGraphCompileTest, ::testing::ValuesIn(RandomGraphFiles()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = std::filesystem::path(info.param).stem();
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
-                         });
+                         GraphFileTestName);
 
 INSTANTIATE_TEST_SUITE_P(Suite, SuiteCompileTest, ::testing::ValuesIn(GraphFilesIn("suite")),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = std::filesystem::path(info.param).stem();
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
-                         });
+                         GraphFileTestName);
 
 // Without cuBLASLt the probe says so (and only library plans fail): run in
 // a child process, since the library is looked up once per process.
@@ -267,14 +264,8 @@ std::vector<std::string> AllGraphFiles() {
 
 INSTANTIATE_TEST_SUITE_P(ExampleGraphs, CandidatesCompileTest, ::testing::ValuesIn(AllGraphFiles()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = std::filesystem::path(info.param).stem();
-                           if (info.param.find("/bench/") != std::string::npos) {
-                             name = "bench_" + name;
-                           }
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
+                           const bool bench = info.param.find("/bench/") != std::string::npos;
+                           return (bench ? "bench_" : "") + GraphFileTestName(info);
                          });
 
 yirage::v1::Graph SmallGraph() {
