@@ -33,10 +33,10 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/rpc_util.h"
 #include "core/builtin_chips.h"
 #include "core/candidate_generator.h"
 #include "core/chip.h"
@@ -105,10 +105,9 @@ int Run(int argc, char** argv) {
   // The chip: a built-in one by id, or one from a file.
   std::optional<yirage::v1::Chip> chip;
   if (!chip_json.empty()) {
-    std::ifstream in(chip_json);
-    std::stringstream text;
-    text << in.rdbuf();
-    absl::StatusOr<yirage::v1::Chip> parsed = yirage::core::ParseChipJson(text.str());
+    absl::StatusOr<std::string> text = yirage::ReadTextFile(chip_json, "--chip-json");
+    absl::StatusOr<yirage::v1::Chip> parsed =
+        text.ok() ? yirage::core::ParseChipJson(*text) : text.status();
     if (!parsed.ok()) {
       std::fprintf(stderr, "%s: %s\n", chip_json.c_str(),
                    std::string(parsed.status().message()).c_str());
@@ -154,10 +153,9 @@ int Run(int argc, char** argv) {
   std::printf("%-24s %9s %9s %9s %9s %8s %8s %8s\n", "graph", "median_s", "min_s", "max_s",
               "rewrite_s", "verified", "plans", "fp_chks");
   for (const std::string& file : files) {
-    std::ifstream in(file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    absl::StatusOr<yirage::v1::Graph> proto = yirage::core::ParseGraphJson(ss.str());
+    absl::StatusOr<std::string> text = yirage::ReadTextFile(file, "GRAPH");
+    absl::StatusOr<yirage::v1::Graph> proto =
+        text.ok() ? yirage::core::ParseGraphJson(*text) : text.status();
     if (!proto.ok()) {
       std::fprintf(stderr, "%s: %s\n", file.c_str(), std::string(proto.status().message()).c_str());
       return 1;
