@@ -19,9 +19,11 @@ estimates (seconds, core/cost_model.h) come to those times.
 """
 import argparse
 import json
-import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rank_quality  # noqa: E402
 
 
 def load_orders(folder, costs=None):
@@ -38,8 +40,8 @@ def load_orders(folder, costs=None):
 
 def estimate_accuracy(orders, costs, winners):
     """Measured time of each newest winner (yirage_us) over the order's
-    estimate of its plan (seconds): the ratios' geometric mean, the spread
-    of their logs, and the share within 2x of that mean."""
+    estimate of its plan (seconds): how many, and rank_quality's
+    log_ratio_stats of them (None for fewer than two)."""
     ratios = []
     for name, order in orders.items():
         w = (winners.get(name) or [{}])[0]
@@ -48,13 +50,8 @@ def estimate_accuracy(orders, costs, winners):
         if p is None or not us or costs[name][p - 1] <= 0:
             continue
         ratios.append(us / (costs[name][p - 1] * 1e6))
-    if len(ratios) < 2:
-        return None
-    logs = [math.log(r) for r in ratios]
-    mean = sum(logs) / len(logs)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / len(logs))
-    within = sum(1 for x in logs if abs(x - mean) <= math.log(2)) / len(logs)
-    return len(ratios), math.exp(mean), sd, within
+    stats = rank_quality.log_ratio_stats(ratios)
+    return (len(ratios),) + stats if stats else None
 
 
 def place(order, description):
@@ -67,7 +64,7 @@ def place(order, description):
     return None
 
 
-def check(orders, winners, budget):
+def check(orders, winners):
     rows = []
     for name in sorted(orders):
         entries = winners.get(name) or []
@@ -90,9 +87,9 @@ def main():
         winners = json.load(fh)
     costs = {}
     orders = load_orders(args.orders, costs)
-    rows = check(orders, winners, args.budget)
+    rows = check(orders, winners)
     before = load_orders(args.before) if args.before else {}
-    old = {name: p for name, _, p, _ in check(before, winners, args.budget)} if before else {}
+    old = {name: p for name, _, p, _ in check(before, winners)} if before else {}
     outside = 0
     excused = []
     print(f"| graph | newest winner | place | {'before | ' if before else ''}within {args.budget} |")

@@ -81,6 +81,19 @@ def replay(search, order):
     return placed, unmatched
 
 
+def log_ratio_stats(ratios):
+    """Of positive ratios (measured time / estimate): their geometric mean,
+    the spread (standard deviation) of their logs, and the share within 2x
+    of that mean. None for fewer than two."""
+    if len(ratios) < 2:
+        return None
+    logs = [math.log(r) for r in ratios]
+    mean = sum(logs) / len(logs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / len(logs))
+    within = sum(1 for x in logs if abs(x - mean) <= math.log(2)) / len(logs)
+    return math.exp(mean), sd, within
+
+
 def job_quality(doc, budgets, order=None):
     rows = [c for c in doc.get("candidates", [])
             if not c.get("final_of") and not c.get("confirms")]
@@ -169,12 +182,11 @@ def main():
         print(f"\nbudget {n}: the best found in {found} of {len(results)} jobs; "
               f"geometric mean regret {geo:.3f}")
     ratios = [r for q in results for r in q["ratios"]]
-    if len(ratios) >= 2:
-        logs = [math.log(r) for r in ratios]
-        mean = sum(logs) / len(logs)
-        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / len(logs))
+    stats = log_ratio_stats(ratios)
+    if stats:
+        geo, sd, _ = stats
         print(f"measured time / estimate (estimates in seconds) over {len(ratios)} verified rows: "
-              f"geometric mean {math.exp(mean):.3g}, log spread {sd:.2f}")
+              f"geometric mean {geo:.3g}, log spread {sd:.2f}")
     rhos = [q["spearman"] for q in results if not math.isnan(q["spearman"])]
     if rhos:
         print(f"median spearman {sorted(rhos)[len(rhos) // 2]:.2f} over {len(rhos)} jobs")
