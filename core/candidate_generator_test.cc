@@ -434,14 +434,17 @@ TEST(CandidateGeneratorTest, NoTwoPlansShareADescription) {
     absl::StatusOr<yirage::v1::Graph> proto = LoadGraphFile(file);
     ASSERT_TRUE(proto.ok()) << proto.status();
     std::set<std::string> seen;
-    bool mixed = false;
     for (const Plan& plan : MustGenerate(MustBuild(*proto), GpuOptions())) {
       EXPECT_TRUE(seen.insert(plan.description()).second) << plan.description();
-      mixed = mixed || plan.description().find("fused warps 4 + rows") != std::string::npos ||
-              plan.description().find("stages 3 + rows") != std::string::npos;
     }
-    EXPECT_TRUE(mixed || std::string(file).find("rms_norm") != std::string::npos)
-        << "a plan with a family kernel beside row kernels names its point";
+    // The attention graph has plans with a family kernel (a streamed matmul's
+    // point) beside row kernels.
+    if (std::string(file).find("gqa_decode") != std::string::npos) {
+      const bool mixed = std::any_of(seen.begin(), seen.end(), [](const std::string& d) {
+        return d.find("fused form 1 stages 3 + rows") != std::string::npos;
+      });
+      EXPECT_TRUE(mixed) << "a plan with a family kernel beside row kernels names its point";
+    }
   }
 }
 
