@@ -248,6 +248,26 @@ yirage::v1::Graph WideRowsGraph(DType dtype) {
   return b.proto();
 }
 
+// Register rows whose width no thread count divides or no 16-byte load
+// fits: rows of 1000 (125 chunks of 8, the threads' last chunk guarded),
+// of 255 (one element a chunk: rows start 2 or 4 bytes apart) and of 260
+// (chunks of 4), each with a reduction, a norm or softmax and a broadcast
+// operand.
+yirage::v1::Graph OddRowsGraph(DType dtype) {
+  GraphBuilder b("odd_rows");
+  b.Input("x", {7, 1000}, dtype).Input("g", {1000}, dtype);
+  b.Input("y", {9, 255}, dtype).Input("z", {5, 260}, dtype).Input("zb", {260}, dtype);
+  b.Op("xa", "mul", {"x", "g"}).Op("ln", "layer_norm", {"xa"}).Output("ln");
+  b.Op("xs", "reduce_max", {"xa"}, {I("axis", -1), B("keepdim", true)}).Output("xs");
+  b.Op("ya", "abs", {"y"}).Op("ys", "softmax", {"ya"}).Output("ys");
+  b.Op("yr", "reduce_sum", {"ya"}, {I("axis", -1), B("keepdim", true)}).Output("yr");
+  b.Op("yn", "rms_norm", {"y"}).Output("yn");
+  b.Op("zs", "sub", {"z", "zb"});
+  b.Op("zm", "reduce_mean", {"zs"}, {I("axis", -1), B("keepdim", true)});
+  b.Op("zc", "sub", {"zs", "zm"}).Output("zc").Op("zn", "softmax", {"zs"}).Output("zn");
+  return b.proto();
+}
+
 // Last-axis reductions over few, long rows (split rows: each row over
 // several blocks, the last to finish combining): an elementwise prologue
 // with a broadcast operand over 3 rows of 40000 (16-byte loads), a max over
@@ -642,6 +662,17 @@ std::vector<Case> AllCases() {
                       OneRowGroup(nc, WithGpu(Rows(1), 0, 1))}});
     const yirage::v1::Graph wr = WideRowsGraph(dt);
     cases.push_back({wr, {OneRowGroup(wr, Rows(1)), OneRowGroup(wr, Rows(2))}});
+    // Register rows of any width: guarded last chunks, 4- and 1-element
+    // chunks, one row a block and several.
+    const yirage::v1::Graph od = OddRowsGraph(dt);
+    cases.push_back(
+        {od,
+         {{Row({"xa", "ln", "xs"}, Rows(1)), Row({"ya", "ys", "yr", "yn"}, Rows(4)),
+           Row({"zs", "zm", "zc", "zn"}, Rows(1))},
+          {Row({"xa", "ln", "xs"}, Rows(3)), Row({"ya", "ys", "yr", "yn"}, Rows(2)),
+           Row({"zs", "zm", "zc", "zn"}, Rows(4))},
+          {Row({"xa", "ln", "xs"}, WithGpu(Rows(1), 0, 1)), Row({"ya", "ys", "yr", "yn"}, Rows(16)),
+           Row({"zs", "zm", "zc", "zn"}, WithGpu(Rows(1), 0, 2))}}});
     const yirage::v1::Graph cr = ColumnReduceGraph(dt);
     cases.push_back({cr, {AllGeneric(cr)}});
     const yirage::v1::Graph al = AxisLanesGraph(dt);
@@ -1063,17 +1094,40 @@ TEST(CudaCodegenCompileTest, NormChainsUseRegisterRows) {
             std::string::npos);
   // Several rows a block: the fewest threads that hold a row (64 chunks,
   // at most 4 a thread), no more rows than the group has.
-  EXPECT_NE(
-      PlanSource(g, OneRowGroup(g, Rows(2))).find("threads 16, 32 per thread, 2 rows a block"),
-      std::string::npos);
-  EXPECT_NE(
-      PlanSource(g, OneRowGroup(g, Rows(64))).find("threads 16, 32 per thread, 6 rows a block"),
-      std::string::npos);
+  EXPECT_NE(PlanSource(g, OneRowGroup(g, Rows(2)))
+                .find("threads 16, 32 per thread in chunks of 8, 2 rows a block"),
+            std::string::npos);
+  EXPECT_NE(PlanSource(g, OneRowGroup(g, Rows(64)))
+                .find("threads 16, 32 per thread in chunks of 8, 6 rows a block"),
+            std::string::npos);
   // 3584 wide (448 chunks of 8): 448 threads; reductions over the row too.
   const yirage::v1::Graph wide = WideRowsGraph(FLOAT16);
   EXPECT_NE(
       PlanSource(wide, OneRowGroup(wide, Rows(1))).find("register rows (3584 wide, threads 448"),
       std::string::npos);
+  // Widths no thread count divides, or no 16-byte load fits, stay in
+  // registers: the last chunk guarded, chunks of 4 or 1 elements.
+  const yirage::v1::Graph odd = OddRowsGraph(FLOAT16);
+  const std::vector<KernelSpec> one = {Row({"xa", "ln", "xs"}, Rows(1)),
+                                       Row({"ya", "ys", "yr", "yn"}, Rows(4)),
+                                       Row({"zs", "zm", "zc", "zn"}, Rows(1))};
+  const std::string src = PlanSource(odd, one);
+  // 1000 wide: 125 chunks of 8 over 128 threads, 3 of them idle.
+  EXPECT_NE(src.find("register rows (1000 wide, threads 128, 8 per thread in chunks of 8, last "
+                     "chunk guarded, 1 rows a block)"),
+            std::string::npos)
+      << src;
+  // 255 wide, 4 rows a block: 8 threads a row, 32 elements each.
+  EXPECT_NE(src.find("register rows (255 wide, threads 8, 32 per thread in chunks of 1, last "
+                     "chunk guarded, 4 rows a block)"),
+            std::string::npos)
+      << src;
+  // 260 wide: 65 chunks of 4.
+  EXPECT_NE(src.find("register rows (260 wide, threads 96, 4 per thread in chunks of 4, last chunk "
+                     "guarded, 1 rows a block)"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("BR "), std::string::npos) << "no shared-memory row kernel: " << src;
 }
 
 // CPU-only (CI): matmul -> softmax -> matmul groups become the fused

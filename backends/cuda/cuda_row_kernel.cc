@@ -156,44 +156,109 @@ class RowKernelEmitter {
 
   // ---- Register rows ----
   // A group of elementwise ops and last-axis norms/softmax, all as wide as
-  // W, runs with one block per row and the row in registers: thread t owns
-  // the 8-element chunks t, t + T, ... (16-byte loads and stores), every op
-  // is a loop over those registers, and the norms reduce across the block.
-  // No shared-memory row buffers, no pass waiting on memory: what
-  // decode-sized norm chains need.
+  // W, runs with the row in registers: thread t of a row owns its chunks t,
+  // t + T, ... (a chunk is `vec` consecutive elements, one vector load and
+  // store), every op is a loop over those registers, and the norms reduce
+  // across the row's threads. No shared-memory row buffers, no pass waiting
+  // on memory: what decode-sized norm chains need, and what short rows need
+  // with several rows a block.
   static constexpr int kRegisterRowsMaxPerThread = 32;
 
-  // The register-rows thread count for width `w`: 8-element chunks spread
-  // over up to 1024 threads, a power of two where one divides the chunks,
-  // else the largest multiple of 32 that does (hidden sizes such as 3584 or
-  // 14336 have 448 and 1792 chunks); CanUseRegisterRows checks the result.
-  // Rows of 512 chunks or more take two chunks a thread: blocks of 1024
-  // threads fit one an SM beside their registers and leave HBM idle while
-  // they reduce (softmax over 8192 columns, H200: 52 us with 1024 threads,
-  // 39 with 512).
-  // The schedule's warps, where set and they divide the chunks into at most
-  // kRegisterRowsMaxPerThread values a thread, override the rule. With
-  // several rows a block (block_rows > 1) a row gets the fewest threads
-  // that hold it (a warp or less for rows up to 1024 wide: no barriers), so
-  // that short rows do not pay one block launch each.
-  int RegisterRowsThreads(int64_t w) const {
-    const int64_t chunks = std::max<int64_t>(1, w / 8);
-    if (s_.block_rows() > 1) {
-      for (int t = 1; t <= 1024; t = t < 32 ? 2 * t : t + 32) {
-        if (chunks % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) return t;
+  // How a row is spread over its threads.
+  struct RegisterRowsLayout {
+    int vec = 8;      // elements a chunk: 8 (16-byte loads), 4 or 1
+    int threads = 0;  // threads a row
+    int chunks = 0;   // chunks a thread
+    int64_t row_chunks = 0;
+    // The threads' last chunks run past the row: loads, reductions and
+    // stores of a thread's last chunk are guarded.
+    bool masked = false;
+    int per_thread() const { return vec * chunks; }
+  };
+
+  // The widest chunk every row-contiguous operand, and the row itself,
+  // start aligned to: 8 elements (16 bytes of a 16-bit type; two 16-byte
+  // loads of floats), 4, else 1 (scalar loads, still coalesced: rows of
+  // 255 floats start 4 bytes apart).
+  int RegisterRowsVector(int64_t w) const {
+    for (int vec : {8, 4}) {
+      if (w % vec != 0) continue;
+      bool aligned = true;
+      for (size_t j = 0; j < ops_.size() && aligned; ++j) {
+        const OpInfo& op = g_.op(ops_[j]);
+        for (size_t slot = 0; slot < op.inputs.size() && aligned; ++slot) {
+          if (info_.in_group[j][slot]) continue;
+          std::vector<int64_t> space = info_.lead_dims;
+          space.push_back(w);
+          const std::vector<int64_t> strides =
+              BroadcastStrides(g_.tensor(op.inputs[slot]).shape, space);
+          if (strides.back() != 1) continue;
+          for (size_t d = 0; d + 1 < strides.size(); ++d) aligned &= strides[d] % vec == 0;
+        }
       }
+      if (aligned) return vec;
     }
-    if (const int t = 32 * std::min(32, s_.warps());
-        t > 0 && chunks % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) {
-      return t;
+    return 1;
+  }
+
+  // The register-rows layout for width `w`. Rows whose chunks divide over
+  // the threads take no guards: chunks spread over up to 1024 threads, a
+  // power of two where one divides the chunks, else the largest multiple of
+  // 32 that does (hidden sizes such as 3584 or 14336 have 448 and 1792
+  // chunks). Rows of 512 chunks or more take two chunks a thread: blocks of
+  // 1024 threads fit one an SM beside their registers and leave HBM idle
+  // while they reduce (softmax over 8192 columns, H200: 52 us with 1024
+  // threads, 39 with 512). The schedule's warps, where set and they divide
+  // the chunks into at most kRegisterRowsMaxPerThread values a thread,
+  // override the rule. With several rows a block (block_rows > 1) a row
+  // gets the fewest threads that hold it (a warp or less for rows up to
+  // 1024 wide: no barriers), so that short rows do not pay one block launch
+  // each. Other widths (1000, 255, any prime) take the same rules with the
+  // threads' last chunk guarded. threads == 0: no layout holds the row.
+  RegisterRowsLayout LayoutRegisterRows(int64_t w) const {
+    RegisterRowsLayout l;
+    l.vec = RegisterRowsVector(w);
+    l.row_chunks = std::max<int64_t>(1, w / l.vec);
+    const int64_t total = l.row_chunks;
+    const int vec = l.vec;
+    auto fits = [&](int t, bool exact) {
+      if (t <= 0 || t > 1024 || (exact && total % t != 0)) return false;
+      return CeilDiv(total, t) * vec <= kRegisterRowsMaxPerThread;
+    };
+    auto take = [&](int t) {
+      l.threads = t;
+      l.chunks = static_cast<int>(CeilDiv(total, t));
+      l.masked = total % t != 0;
+      return l;
+    };
+    // Thread counts a row's reductions take: powers of two up to a warp,
+    // then whole warps.
+    auto next = [](int t) { return t < 32 ? 2 * t : t + 32; };
+    if (s_.block_rows() > 1) {
+      for (int t = 1; t <= 1024; t = next(t)) {
+        if (fits(t, true)) return take(t);
+      }
+      for (int t = 1; t <= 1024; t = next(t)) {
+        if (fits(t, false)) return take(t);
+      }
+      return l;
     }
-    const int64_t spread = chunks >= 512 && chunks % 2 == 0 ? chunks / 2 : chunks;
+    if (const int t = 32 * std::min(32, s_.warps()); fits(t, true)) return take(t);
+    const int64_t spread = total >= 512 && total % 2 == 0 ? total / 2 : total;
     const int pow2 = static_cast<int>(std::clamp<int64_t>(FloorPow2(spread), 32, 1024));
-    if (spread % pow2 == 0) return pow2;
+    if (spread % pow2 == 0 && fits(pow2, true)) return take(pow2);
     for (int t = 1024; t >= 32; t -= 32) {
-      if (spread % t == 0 && chunks / t * 8 <= kRegisterRowsMaxPerThread) return t;
+      if (spread % t == 0 && fits(t, true)) return take(t);
     }
-    return pow2;
+    // Guarded: the schedule's warps where they leave no warp idle, else
+    // whole warps over the spread.
+    if (const int t = 32 * std::min(32, s_.warps()); t > 0 && t < total + 32 && fits(t, false)) {
+      return take(t);
+    }
+    const int64_t guarded = total >= 512 ? CeilDiv(total, 2) : total;
+    const int t = static_cast<int>(std::clamp<int64_t>(CeilDiv(guarded, 32) * 32, 32, 1024));
+    if (fits(t, false)) return take(t);
+    return l;
   }
 
   // The tensors the group's ops read from memory, each once, in first-use
@@ -865,8 +930,9 @@ class RowKernelEmitter {
   // Rows a register-rows block holds: the schedule's block_rows, at most the
   // group's rows, and at most 8192 values a block (1024 threads of 8, 256 of
   // 32), so that two blocks an SM fit the register file without spills.
-  int RegisterRowsPerBlock(int64_t w, int tpr) const {
-    const int64_t per = w / tpr;
+  int RegisterRowsPerBlock(const RegisterRowsLayout& l) const {
+    const int64_t per = l.per_thread();
+    const int tpr = l.threads;
     const int64_t max_threads = std::min<int64_t>(1024, std::max<int64_t>(tpr, 8192 / per));
     return static_cast<int>(std::clamp<int64_t>(
         std::min<int64_t>(std::max(1, s_.block_rows()), max_threads / tpr), 1, info_.num_rows));
@@ -875,9 +941,7 @@ class RowKernelEmitter {
   bool CanUseRegisterRows() const {
     if (s_.parallel() != yirage::v1::PARALLEL_ROWS) return false;
     const int64_t w = RegisterRowsWidth();
-    if (w < (s_.block_rows() > 1 ? 64 : 256) || w % 8 != 0) return false;
-    const int threads = RegisterRowsThreads(w);
-    if (w % (8 * threads) != 0 || w / threads > kRegisterRowsMaxPerThread) return false;
+    if (w < (s_.block_rows() > 1 ? 64 : 256)) return false;
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
       // A last-axis sum, mean or max reduces the row to one value (width 1),
@@ -902,15 +966,9 @@ class RowKernelEmitter {
         const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
         const int64_t cs = strides.back();
         if (cs != 0 && cs != 1) return false;
-        if (cs == 1) {
-          // 16-byte vector loads: rows must start 16-byte aligned.
-          for (size_t d = 0; d + 1 < strides.size(); ++d) {
-            if (strides[d] % 8 != 0) return false;
-          }
-        }
       }
     }
-    return true;
+    return LayoutRegisterRows(w).threads > 0;
   }
 
   // Reads operand `slot` of group op j as register q's value, given the
@@ -930,10 +988,15 @@ class RowKernelEmitter {
   absl::Status EmitRegisterRows(const std::vector<int>& outputs, bool inject_fault, Code* out) {
     const int64_t w = RegisterRowsWidth();
     // `threads` is the threads of one row; a block holds `rows` rows.
-    const int threads = RegisterRowsThreads(w);
-    const int rows = RegisterRowsPerBlock(w, threads);
-    const int chunks = static_cast<int>(w / (8 * threads));
-    const int per = 8 * chunks;
+    const RegisterRowsLayout l = LayoutRegisterRows(w);
+    const int threads = l.threads;
+    const int vec = l.vec;
+    const int rows = RegisterRowsPerBlock(l);
+    const int chunks = l.chunks;
+    const int per = l.per_thread();
+    // Registers below `full` hold columns of the row in every thread; the
+    // last chunk's (masked layouts) only where `tail_ok`.
+    const int full = l.masked ? vec * (chunks - 1) : per;
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     std::vector<std::string> params;
     KernelLaunch launch = StartLaunch(outputs, &params);
@@ -943,7 +1006,8 @@ class RowKernelEmitter {
     Code& c = *out;
     c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
         info_.num_rows, " rows, register rows (", w, " wide, threads ", threads, ", ", per,
-        " per thread, ", rows, " rows a block)");
+        " per thread in chunks of ", vec, l.masked ? ", last chunk guarded" : "", ", ", rows,
+        " rows a block)");
     c.L("extern \"C\" __global__ void __launch_bounds__(", threads * rows, ") ", name, "(",
         absl::StrJoin(params, ", "), ") {");
     c.Open("{");
@@ -963,8 +1027,15 @@ class RowKernelEmitter {
     }
     c.L("(void)r;");
     c.L("(void)live;");
+    if (l.masked) {
+      c.L("const bool tail_ok = ", chunks - 1, " * ", threads, " + tid < ", l.row_chunks, ";");
+    }
+    // The guard of register q in loops that reduce over the row.
+    auto guarded = [&](const std::string& stmt) {
+      return l.masked ? absl::StrCat("if (q < ", full, " || tail_ok) ", stmt) : stmt;
+    };
     if (inject_fault) c.Line(FaultLine());
-    // Register q holds column (q / 8 * T + tid) * 8 + q % 8.
+    // Register q holds column (q / vec * T + tid) * vec + q % vec.
     // Every outside operand, loaded once, all loads before any use.
     for (int t : OutsideOperands()) {
       std::vector<int64_t> space = info_.lead_dims;
@@ -984,15 +1055,29 @@ class RowKernelEmitter {
       const bool shared = std::all_of(lead.begin(), lead.end(), [](int64_t s) { return s == 0; });
       const bool is_float = ctx_.ReadType(t) == "float";
       for (int ch = 0; ch < chunks; ++ch) {
-        const std::string at =
-            absl::StrCat(ctx_.Var(t), " + ", row_off, " + (", ch, " * ", threads, " + tid) * 8");
-        if (read_past_l1_ && !shared) {
-          c.L("yr_ld8_once(", at, ", in", t, " + ", ch * 8, ");");
+        const bool tail = l.masked && ch == chunks - 1;
+        const std::string col = absl::StrCat("(", ch, " * ", threads, " + tid) * ", vec);
+        const std::string at = absl::StrCat(ctx_.Var(t), " + ", row_off, " + ", col);
+        std::string load;
+        if (vec == 1) {
+          load = absl::StrCat("in", t, "[", ch, "] = yr_ld(", ctx_.Var(t), ", ", row_off, " + ",
+                              col, ");");
+        } else if (vec == 4) {
+          load = absl::StrCat("yr_ld4(", at, ", in", t, " + ", ch * 4, ");");
+        } else if (read_past_l1_ && !shared) {
+          load = absl::StrCat("yr_ld8_once(", at, ", in", t, " + ", ch * 8, ");");
         } else if (is_float) {
-          c.L("yr_ld4(", at, ", in", t, " + ", ch * 8, ");");
-          c.L("yr_ld4(", at, " + 4, in", t, " + ", ch * 8 + 4, ");");
+          load = absl::StrCat("yr_ld4(", at, ", in", t, " + ", ch * 8, "); yr_ld4(", at, " + 4, in",
+                              t, " + ", ch * 8 + 4, ");");
         } else {
-          c.L("yr_ld8(", at, ", in", t, " + ", ch * 8, ");");
+          load = absl::StrCat("yr_ld8(", at, ", in", t, " + ", ch * 8, ");");
+        }
+        if (tail) {
+          // Past the row: zeros, which no reduction reads and no store writes.
+          c.L("if (tail_ok) { ", load, " } else { for (int e = 0; e < ", vec, "; ++e) in", t, "[",
+              ch * vec, " + e] = 0.0f; }");
+        } else {
+          c.L(load);
         }
       }
     }
@@ -1020,7 +1105,8 @@ class RowKernelEmitter {
         c.Open("{");
         c.L("float acc = ", mx ? "-__int_as_float(0x7f800000)" : "0.0f", ";");
         c.L("#pragma unroll");
-        c.L("for (int q = 0; q < ", per, "; ++q) acc = ", mx ? "yr_max(acc, " : "acc + (", x, ");");
+        c.L("for (int q = 0; q < ", per, "; ++q) ",
+            guarded(absl::StrCat("acc = ", mx ? "yr_max(acc, " : "acc + (", x, ");")));
         c.L(v, "[0] = ", mx ? "yr_gmax<" : "yr_gsum<", threads, ">(acc, red)",
             op.type == OpType::kReduceMean ? absl::StrCat(" / ", w, ".0f") : "", ";");
         c.Close();
@@ -1030,12 +1116,13 @@ class RowKernelEmitter {
       if (op.type == OpType::kSoftmax) {
         c.L("float mx = -__int_as_float(0x7f800000);");
         c.L("#pragma unroll");
-        c.L("for (int q = 0; q < ", per, "; ++q) mx = yr_max(mx, ", x, ");");
+        c.L("for (int q = 0; q < ", per, "; ++q) ",
+            guarded(absl::StrCat("mx = yr_max(mx, ", x, ");")));
         c.L("mx = yr_gmax<", threads, ">(mx, red);");
         c.L("float sum = 0.0f;");
         c.L("#pragma unroll");
-        c.L("for (int q = 0; q < ", per, "; ++q) { ", v, "[q] = expf(", x, " - mx); sum += ", v,
-            "[q]; }");
+        c.L("for (int q = 0; q < ", per, "; ++q) { ", v, "[q] = expf(", x, " - mx); ",
+            guarded(absl::StrCat("sum += ", v, "[q];")), " }");
         c.L("const float inv = 1.0f / yr_gsum<", threads, ">(sum, red);");
         c.L("#pragma unroll");
         c.L("for (int q = 0; q < ", per, "; ++q) ", v, "[q] *= inv;");
@@ -1044,18 +1131,20 @@ class RowKernelEmitter {
         if (op.type == OpType::kRmsNorm) {
           c.L("float ss = 0.0f;");
           c.L("#pragma unroll");
-          c.L("for (int q = 0; q < ", per, "; ++q) ss += ", x, " * ", x, ";");
+          c.L("for (int q = 0; q < ", per, "; ++q) ",
+              guarded(absl::StrCat("ss += ", x, " * ", x, ";")));
           c.L("ss = yr_gsum<", threads, ">(ss, red);");
           c.L("const float inv = 1.0f / sqrtf(ss / ", w, ".0f + ", Lit(op.eps), ");");
           value = absl::StrCat(x, " * inv");
         } else {
           c.L("float sum = 0.0f;");
           c.L("#pragma unroll");
-          c.L("for (int q = 0; q < ", per, "; ++q) sum += ", x, ";");
+          c.L("for (int q = 0; q < ", per, "; ++q) ", guarded(absl::StrCat("sum += ", x, ";")));
           c.L("const float mean = yr_gsum<", threads, ">(sum, red) / ", w, ".0f;");
           c.L("float var = 0.0f;");
           c.L("#pragma unroll");
-          c.L("for (int q = 0; q < ", per, "; ++q) var += (", x, " - mean) * (", x, " - mean);");
+          c.L("for (int q = 0; q < ", per, "; ++q) ",
+              guarded(absl::StrCat("var += (", x, " - mean) * (", x, " - mean);")));
           c.L("var = yr_gsum<", threads, ">(var, red);");
           c.L("const float inv = 1.0f / sqrtf(var / ", w, ".0f + ", Lit(op.eps), ");");
           value = absl::StrCat("(", x, " - mean) * inv");
@@ -1076,8 +1165,17 @@ class RowKernelEmitter {
           continue;
         }
         for (int ch = 0; ch < chunks; ++ch) {
-          c.L("if (live) yr_st8(", d, " + r * ", w, "LL + (", ch, " * ", threads, " + tid) * 8, v",
-              j, " + ", ch * 8, ");");
+          const std::string when =
+              l.masked && ch == chunks - 1 ? "if (live && tail_ok) " : "if (live) ";
+          const std::string at =
+              absl::StrCat("r * ", w, "LL + (", ch, " * ", threads, " + tid) * ", vec);
+          if (vec == 8) {
+            c.L(when, "yr_st8(", d, " + ", at, ", v", j, " + ", ch * 8, ");");
+          } else if (vec == 4) {
+            c.L(when, "yr_st4(", d, ", ", at, ", v", j, " + ", ch * 4, ");");
+          } else {
+            c.L(when, "yr_st(", d, ", ", at, ", v", j, "[", ch, "]);");
+          }
         }
       }
     }
