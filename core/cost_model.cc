@@ -301,6 +301,9 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
 
   double flops = 0;
   double row_width_sum = 0;
+  // Matmul B bytes: all of them, and what one block reads.
+  double b_bytes = 0;
+  double b_per_block = 0;
   int64_t col_tiles = 1;
   for (size_t i = 0; i < ops.size(); ++i) {
     const OpInfo& op = graph.op(ops[i]);
@@ -317,6 +320,12 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
              static_cast<double>(blocks * (n_tiles - 1)));
       // B: read whole by every row block; PARALLEL_COLS reads it once.
       reread(TensorBytes(graph, op.inputs[1]), static_cast<double>(blocks - 1));
+      // A block reads the B of its batch entry (B's lead dims).
+      const std::vector<int64_t>& b = graph.tensor(op.inputs[1]).shape;
+      int64_t batch = 1;
+      for (size_t d = 0; d + 2 < b.size(); ++d) batch *= b[d];
+      b_bytes += TensorBytes(graph, op.inputs[1]);
+      b_per_block += TensorBytes(graph, op.inputs[1]) / static_cast<double>(batch);
       if (schedule.unroll() >= 4) op_flops *= kUnrollGain;
     }
     flops += op_flops;
@@ -356,7 +365,21 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   const int64_t work = splits > 1 ? rows * splits : cols ? col_tiles : blocks;
   const int64_t rounds = CeilDiv(work, threads);
   const double imbalance = static_cast<double>(rounds * threads) / static_cast<double>(work);
-  return rates.launch_seconds * (norm_split ? 2 : 1) + (memory_seconds() + compute) * imbalance +
+  double memory = memory_seconds() * imbalance;
+  if (rates.gpu && has_matmul) {
+    // Latency-bound blocks (kGpuBlockBytesInFlight): each block's share of
+    // the rows' bytes and the B it multiplies, in waves of the blocks
+    // resident at once.
+    const double base = input_bytes - b_bytes;
+    double out_bytes = 0;
+    for (int t : outputs) out_bytes += TensorBytes(graph, t);
+    const double per_block =
+        std::max(0.0, base + out_bytes) / static_cast<double>(work) + b_per_block;
+    const int64_t waves = CeilDiv(work, threads * kGpuResidentBlocks);
+    memory = std::max(memory, static_cast<double>(waves) * per_block / kGpuBlockBytesInFlight *
+                                  kGpuMemoryLatencySeconds);
+  }
+  return rates.launch_seconds * (norm_split ? 2 : 1) + memory + compute * imbalance +
          (rates.gpu ? kGpuWorkRoundSeconds : kCpuWorkRoundSeconds) * static_cast<double>(rounds);
 }
 

@@ -48,6 +48,12 @@
 //    when W < T. Each round of work items, ceil(W / T), also pays
 //    kCpuWorkRoundSeconds or kGpuWorkRoundSeconds (block setup, scheduling),
 //    which favours fewer, larger blocks once every unit is busy.
+//  * latency (GPU row kernels with a matmul): a block keeps few loads in
+//    flight while it walks K, so its memory time is at least each block's
+//    bytes (its share of the rows' inputs and outputs, plus the B of its
+//    batch entry) over kGpuBlockBytesInFlight per kGpuMemoryLatencySeconds,
+//    in waves of kGpuResidentBlocks blocks a multiprocessor; the larger of
+//    that and the bandwidth time counts.
 //  * KERNEL_LIBRARY kernels (a vendor GEMM and its epilogue) and kernels of a
 //    backend kernel family (a schedule with family knobs: core/kernel_family.h)
 //    are pipelined: launch + max(memory, flops over the matrix rate of their
@@ -87,6 +93,16 @@ inline constexpr double kCpuLaunchSeconds = 2e-6;
 // scheduled by the hardware, several resident on a multiprocessor at once.
 inline constexpr double kCpuWorkRoundSeconds = 1e-7;
 inline constexpr double kGpuWorkRoundSeconds = 1e-8;
+// A GPU row kernel whose matmul walks K keeps few loads in flight a block
+// (its threads' next B elements): by Little's law a block moves at most
+// kGpuBlockBytesInFlight a memory latency, whatever the chip's bandwidth,
+// and at most kGpuResidentBlocks blocks share a multiprocessor at once.
+// What bounds such kernels over few blocks (H200, decode attention of 2
+// heads, 255 keys of 128: 64 us on 4 blocks, each reading 130 KB of K and
+// V; 15 us for P V on 2 blocks).
+inline constexpr double kGpuBlockBytesInFlight = 4096.0;
+inline constexpr double kGpuMemoryLatencySeconds = 1e-6;
+inline constexpr int kGpuResidentBlocks = 8;
 inline constexpr double kGenericSlowdown = 2.0;
 inline constexpr double kUnrollGain = 0.9;
 inline constexpr double kRegisterRowsGain = 0.5;

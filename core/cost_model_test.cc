@@ -257,6 +257,49 @@ TEST(CostModelRooflineTest, EstimatesAreSecondsOnTheRoofline) {
   }
 }
 
+// A GPU row kernel with a matmul over few blocks is latency-bound: each
+// block moves kGpuBlockBytesInFlight a memory latency (Little's law), the B
+// of its own batch entry, however fast the chip's memory. Decode attention
+// of 2 heads (1 query row, 255 keys of 128): two blocks, each reading 65 KB
+// of V, cannot run at a 132nd of the HBM bandwidth each.
+TEST(CostModelRooflineTest, FewMatmulBlocksAreLatencyBound) {
+  const SearchOptions h200 = H200Options();
+  const Roofline r = RooflineOf(h200);
+  auto pv = [](int64_t heads, int64_t rows) {
+    return MustBuild(testing::GraphProtoBuilder("g")
+                         .Input("P", {heads, rows, 255}, yirage::v1::BFLOAT16)
+                         .Input("V", {heads, 255, 128}, yirage::v1::BFLOAT16)
+                         .Op("O", "matmul", {"P", "V"})
+                         .Output("O")
+                         .proto());
+  };
+  KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, {"O"}, {"P", "V"}, {"O"});
+  kernel.mutable_schedule()->set_block_rows(1);
+  kernel.mutable_schedule()->set_tile_n(64);
+  kernel.mutable_schedule()->set_tile_k(256);
+  const Graph decode = pv(2, 1);
+  absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(decode, std::vector<int>{0});
+  ASSERT_TRUE(row.ok()) << row.status();
+  // Each block: its P row and O row, and V of its head.
+  const double per_block = (255.0 * 2 + 128 * 2) + 255.0 * 128 * 2;
+  const double bound =
+      r.launch_seconds + per_block / kGpuBlockBytesInFlight * kGpuMemoryLatencySeconds;
+  const double decode_s = EstimateKernelCost(decode, kernel, &*row, h200);
+  EXPECT_GE(decode_s, bound);
+  EXPECT_LT(decode_s, 1.1 * bound);
+  // Without the bound, two blocks at a 132nd of the chip's bandwidth each
+  // would take under a fifth of it.
+  EXPECT_LT(5 * (132 / 2) * 2 * per_block / r.memory_bytes_per_second, decode_s - r.launch_seconds);
+  // Blocks past what the multiprocessors hold at once run in waves: 8 blocks
+  // an SM, so 132 * 8 * 2 rows of each head take two.
+  const Graph waves = pv(1, 132 * 8 * 2);
+  row = AnalyzeRowGroup(waves, std::vector<int>{0});
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_GE(
+      EstimateKernelCost(waves, kernel, &*row, h200),
+      r.launch_seconds + 2 * 255.0 * 128 * 2 / kGpuBlockBytesInFlight * kGpuMemoryLatencySeconds);
+}
+
 // A GEMM family kernel computes at the matrix rate on the share of its tile
 // work that covers C: tiles of 256 rows over 128 rows compute half padding,
 // and a last wave that leaves multiprocessors idle costs what split-K does
