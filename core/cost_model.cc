@@ -250,9 +250,10 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
       input_bytes += TensorBytes(graph, t) * ReadShare(graph, ops, outputs, t);
     }
   }
-  double traffic = input_bytes;
+  double output_bytes = 0;
+  for (int t : outputs) output_bytes += TensorBytes(graph, t);
+  double traffic = input_bytes + output_bytes;
   double cached = 0;
-  for (int t : outputs) traffic += TensorBytes(graph, t);
   auto memory_seconds = [&] {
     return traffic / rates.memory_bytes_per_second + cached / rates.cache_bytes_per_second;
   };
@@ -370,11 +371,9 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
     // Latency-bound blocks (kGpuBlockBytesInFlight): each block's share of
     // the rows' bytes and the B it multiplies, in waves of the blocks
     // resident at once.
-    const double base = input_bytes - b_bytes;
-    double out_bytes = 0;
-    for (int t : outputs) out_bytes += TensorBytes(graph, t);
     const double per_block =
-        std::max(0.0, base + out_bytes) / static_cast<double>(work) + b_per_block;
+        std::max(0.0, input_bytes - b_bytes + output_bytes) / static_cast<double>(work) +
+        b_per_block;
     const int64_t waves = CeilDiv(work, threads * kGpuResidentBlocks);
     memory = std::max(memory, static_cast<double>(waves) * per_block / kGpuBlockBytesInFlight *
                                   kGpuMemoryLatencySeconds);

@@ -98,8 +98,8 @@ inline constexpr double kGpuWorkRoundSeconds = 1e-8;
 // kGpuBlockBytesInFlight a memory latency, whatever the chip's bandwidth,
 // and at most kGpuResidentBlocks blocks share a multiprocessor at once.
 // What bounds such kernels over few blocks (H200, decode attention of 2
-// heads, 255 keys of 128: 64 us on 4 blocks, each reading 130 KB of K and
-// V; 15 us for P V on 2 blocks).
+// heads, 255 keys of 128: 65 us on 4 blocks, each reading 130 KB of K and
+// V, where the bandwidth alone says 5.5 us).
 inline constexpr double kGpuBlockBytesInFlight = 4096.0;
 inline constexpr double kGpuMemoryLatencySeconds = 1e-6;
 inline constexpr int kGpuResidentBlocks = 8;

@@ -178,8 +178,9 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   yirage::v1::RowKernels* row = kernels.mutable_row();
   row->set_flat_elementwise(true);
   row->set_threads_knob(true);
-  // cuda_row_kernel.cc CanUseRegisterRows: rows of one width, at least 256,
-  // any width (chunks of 8, 4 or 1 elements, the last guarded).
+  // cuda_row_kernel.cc CanUseRegisterRows: rows of one width, at least 256
+  // wide, no multiple required (chunks of 8, 4 or 1 elements, the last
+  // guarded).
   row->set_register_row_min_width(256);
   row->set_register_row_multiple(1);
   // With several rows a block, a row takes the fewest threads that hold it

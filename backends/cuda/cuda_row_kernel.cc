@@ -235,11 +235,10 @@ class RowKernelEmitter {
     // then whole warps.
     auto next = [](int t) { return t < 32 ? 2 * t : t + 32; };
     if (s_.block_rows() > 1) {
-      for (int t = 1; t <= 1024; t = next(t)) {
-        if (fits(t, true)) return take(t);
-      }
-      for (int t = 1; t <= 1024; t = next(t)) {
-        if (fits(t, false)) return take(t);
+      for (bool exact : {true, false}) {
+        for (int t = 1; t <= 1024; t = next(t)) {
+          if (fits(t, exact)) return take(t);
+        }
       }
       return l;
     }
