@@ -101,6 +101,7 @@ bool AttentionWithin(const yirage::v1::MatchLimits& limits, const Graph& graph,
     return false;
   }
   if (!Multiple(a.n, limits.keys_multiple())) return false;
+  if (!a.transpose_k && !Multiple(a.n, limits.keys_by_columns_multiple())) return false;
   if (limits.max_query_rows() > 0 && a.m > limits.max_query_rows()) return false;
   if (a.m < limits.min_query_rows()) return false;
   if (limits.keys_by_rows() && !a.transpose_k) return false;

@@ -61,6 +61,12 @@ TEST(KernelFamilyTest, AttentionQueryRowsAndKeyLayoutLimits) {
   decode.set_max_query_rows(32);
   EXPECT_TRUE(Takes(decode, AttentionGraph(32, 256, 128, false)));
   EXPECT_FALSE(Takes(decode, AttentionGraph(33, 256, 128, false)));
+  // K as [.., D, N]: its rows must start 16-byte aligned; K as [.., N, D]
+  // takes any key count.
+  decode.set_keys_by_columns_multiple(8);
+  EXPECT_TRUE(Takes(decode, AttentionGraph(7, 200, 64, false)));
+  EXPECT_FALSE(Takes(decode, AttentionGraph(7, 201, 64, false))) << "[D, N] rows unaligned";
+  EXPECT_TRUE(Takes(decode, AttentionGraph(7, 201, 64, true)));
   EXPECT_TRUE(Takes(yirage::v1::MatchLimits(), AttentionGraph(7, 256, 128, false)))
       << "no limits: any attention chain";
 }

@@ -27,8 +27,14 @@
 // swizzle) on the stage's mbarrier, so the copy engine rather than the
 // block's few threads keeps the keys in flight; the swizzle keeps ldmatrix
 // free of bank conflicts without padded rows. Needs D and DV multiples of 64.
+// Keys past N: NS * SPLITS is N rounded up to whole tiles (N itself where it
+// is a multiple of 64); in the last tile, rows past N are copies of key N - 1
+// (so every load stays inside K and V) and their scores are masked out of the
+// softmax.
 // REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh and wgmma_ops.cuh before
-// this file; N a multiple of 64 * KG * SPLITS (NS = N / SPLITS); a launch
+// this file; NS * SPLITS a multiple of 64 * KG * SPLITS within 64 keys past N
+// (every tile holds a key); N a multiple of 8 unless KT; no TMA where the
+// last tile is masked; a launch
 // of RW * KG * 32 threads (in clusters of the SPLITS blocks along z for
 // merges 1 and 3), dynamic shared memory as the backend's planner computes it.
 #ifndef YR_ATTENTION_DECODE
@@ -49,6 +55,10 @@ static __device__ __forceinline__ void yr_attention_decode(
   static_assert(!TMA || (D % 64 == 0 && DV % 64 == 0 && (long long)B * N < (1ll << 31) &&
                          (long long)B * D < (1ll << 31)),
                 "TMA form");
+  constexpr bool TAIL = (long long)NS * SPLITS != N;  // the last tile masked
+  static_assert(NS % (BN * KG) == 0 && (long long)NS * SPLITS >= N &&
+                    (long long)NS * SPLITS - N < BN && (KT || N % 8 == 0) && !(TAIL && TMA),
+                "key tiles");
   constexpr int PAD = WG ? 0 : 8, KVPAD = WG || TMA ? 0 : 8;
   constexpr int LQ = D + PAD, LV = DV + KVPAD;
   constexpr int LK = KT ? D + KVPAD : BN + KVPAD;
@@ -146,6 +156,28 @@ static __device__ __forceinline__ void yr_attention_decode(
       T* const sk = skv + (stage * KG + g) * TILE;
       T* const sv = sk + KSIZE;
       const int n0 = key0 + (st * KG + g) * BN;
+      if constexpr (TAIL) {
+        if (n0 + BN > N) {
+          // The last tile: keys past N repeat key N - 1 (whole 8-key chunks
+          // of K as [D][N], as N is a multiple of 8), masked in S.
+#pragma unroll
+          for (int i = 0; i < (KROWS + KRS - 1) / KRS; ++i) {
+            if (KROWS % KRS == 0 || kr + i * KRS < KROWS) {
+              const T* const src = KT ? kb + (i64)min(n0 + kr + i * KRS, N - 1) * D + kc
+                                      : kb + (i64)(kr + i * KRS) * N + min(n0 + kc, N - 8);
+              yr_cp_async16(sk + at(kr + i * KRS, kc, LK), src);
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < (BN + VRS - 1) / VRS; ++i) {
+            if (BN % VRS == 0 || vr + i * VRS < BN) {
+              yr_cp_async16(sv + at(vr + i * VRS, vc, LV),
+                            vb + (i64)min(n0 + vr + i * VRS, N - 1) * DV + vc);
+            }
+          }
+          continue;
+        }
+      }
       const T* const kt = kthread + (KT ? (i64)n0 * D : (i64)n0);
       const T* const vt = vthread + (i64)n0 * DV;
 #pragma unroll
@@ -269,6 +301,27 @@ static __device__ __forceinline__ void yr_attention_decode(
     // carries it into the sums.)
     const float kLog2Scale = scale * 1.4426950408889634f;
     unsigned pk[MT][BN / 8][2];  // P, 16-bit pairs: the mma A fragments
+    // Keys of this warp's tile that exist (columns from `lim` on are past
+    // N): their S leaves the row's max (and min) alone and their P is 0.
+    int lim = BN;
+    (void)lim;
+    if constexpr (TAIL) {
+      lim = min(BN, N - (key0 + (t * KG + kg) * BN));
+      if (lim < BN) {
+        const float none = kLog2Scale > 0.0f   ? -__int_as_float(0x7f800000)
+                           : kLog2Scale < 0.0f ? __int_as_float(0x7f800000)
+                                               : 0.0f;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int c = j * 8 + 2 * (lane & 3);
+            if (c >= lim) s[mt][j][0] = s[mt][j][2] = none;
+            if (c + 1 >= lim) s[mt][j][1] = s[mt][j][3] = none;
+          }
+        }
+      }
+    }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -293,8 +346,13 @@ static __device__ __forceinline__ void yr_attention_decode(
         float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
-          const float e0 = yr_exp2(fmaf(s[mt][j][2 * h], kLog2Scale, -m_new));
-          const float e1 = yr_exp2(fmaf(s[mt][j][2 * h + 1], kLog2Scale, -m_new));
+          float e0 = yr_exp2(fmaf(s[mt][j][2 * h], kLog2Scale, -m_new));
+          float e1 = yr_exp2(fmaf(s[mt][j][2 * h + 1], kLog2Scale, -m_new));
+          if constexpr (TAIL) {
+            const int c = j * 8 + 2 * (lane & 3);
+            if (c >= lim) e0 = 0.0f;
+            if (c + 1 >= lim) e1 = 0.0f;
+          }
           sum += e0 + e1;
           pk[mt][j][h] = yr_pack2<T>(e0, e1);
         }

@@ -41,6 +41,10 @@ namespace {
 
 int64_t RowsPerBlock(const AttentionConfig& c) { return int64_t{c.warp_rows} * c.row_warps; }
 
+// 64-key tiles over the keys; the last one is masked where the keys end
+// inside it.
+int64_t KeyTiles(const AttentionPattern& a) { return (a.n + kTileN - 1) / kTileN; }
+
 // A K and a V tile of the decode form; the TMA form's rows are unpadded.
 int64_t TileBytes(const AttentionPattern& a, const AttentionConfig& c) {
   const int pad = c.tma ? 0 : 8;
@@ -104,8 +108,11 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   }
   c.warp_rows = schedule.warp_rows() == 32 ? 32 : 16;
   c.wgmma = schedule.warp_rows() == 64 && target.sm == 90 && a.d == 64 && a.dv == 64;
+  // TMA's boxes past a batch entry's last key would read the next entry's
+  // keys, so a masked last tile takes cp.async copies (which repeat the last
+  // key) instead.
   c.tma = schedule.tma() && target.sm == 90 && a.d % 64 == 0 && a.dv % 64 == 0 &&
-          a.batch * std::max(a.n, a.d) < (int64_t{1} << 31);
+          a.n % kTileN == 0 && a.batch * std::max(a.n, a.d) < (int64_t{1} << 31);
   // 32-row warps hold twice the S and O registers (about 230 a thread):
   // at most 256 threads a block.
   const int max_warps = c.warp_rows == 32 ? kMaxWarps / 2 : kMaxWarps;
@@ -119,7 +126,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     const int groups = w / c.row_warps;
     if (groups == 1 || groups == 2 || groups == 4) c.key_groups = groups;
   }
-  while ((a.n / kTileN) % c.key_groups != 0) c.key_groups /= 2;  // whole steps
+  while (KeyTiles(a) % c.key_groups != 0) c.key_groups /= 2;  // whole steps
   // Fewer key groups where even a two-stage ring of theirs does not fit
   // (D = 128: 35 KiB a tile).
   auto fits_two_stages = [&] {
@@ -129,7 +136,7 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   };
   while (c.key_groups > 1 && !fits_two_stages()) c.key_groups /= 2;
   c.stages = schedule.stages() >= 2 && schedule.stages() <= 8 ? schedule.stages() : 4;
-  const int64_t steps = a.n / kTileN / c.key_groups;  // with one split
+  const int64_t steps = KeyTiles(a) / c.key_groups;  // with one split
   const bool cluster_ok = target.sm >= 90 && schedule.merge() != Merge::MERGE_WORKSPACE;
   auto fits_cluster = [&](int64_t s) {
     return cluster_ok && s > 1 && s <= kMaxClusterSplits && RowsPerBlock(c) % s == 0;
@@ -327,7 +334,7 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
     return;
   }
   const int splits = config.splits;
-  const int64_t ns = a.n / splits;
+  const int64_t ns = KeyTiles(a) * kTileN / splits;  // the last split's last tile masked
   const bool workspace = splits > 1 && !config.cluster_merge && !config.spin_merge;
   const int merge_kind = splits == 1             ? 0
                          : config.spin_merge     ? 4
@@ -348,11 +355,13 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
       : merge_kind == 3 ? "thread-block cluster (rows pushed to the merging block)"
       : merge_kind == 4 ? "in the kernel, through the workspace (cooperative launch)"
                         : "workspace + merge kernel";
-  absl::StrAppend(source, "// attention: B=", a.batch, " M=", a.m, " N=", a.n, " D=", a.d,
-                  " DV=", a.dv, ", ", splits, " key split(s) of ", ns, " keys; ", config.row_warps,
-                  " row warps of ", config.warp_rows, " rows x ", config.key_groups,
-                  " key group(s), ", config.stages, " stages", config.tma ? " (TMA)" : "",
-                  "; splits merge: ", merge_text, ".\n");
+  absl::StrAppend(
+      source, "// attention: B=", a.batch, " M=", a.m, " N=", a.n, " D=", a.d, " DV=", a.dv, ", ",
+      splits, " key split(s) of ", ns, " keys",
+      a.n % kTileN != 0 ? absl::StrCat(" (the last ", ns * splits - a.n, " masked)") : "", "; ",
+      config.row_warps, " row warps of ", config.warp_rows, " rows x ", config.key_groups,
+      " key group(s), ", config.stages, " stages", config.tma ? " (TMA)" : "",
+      "; splits merge: ", merge_text, ".\n");
   absl::StrAppend(
       source, "extern \"C\" __global__ void ",
       merge_kind == 1 || merge_kind == 3 ? absl::StrCat("__cluster_dims__(1, 1, ", splits, ") ")

@@ -34,7 +34,8 @@ using AttentionPattern = core::AttentionMatch;
 // or nullopt when it is not exactly that chain, when S or P is needed outside
 // the kernel (`outputs`: the tensors the kernel must write), or when the
 // shapes don't fit the kernel (16-bit inputs of equal dtype, identical lead
-// dims, D and DV multiples of 16 up to 128, N a multiple of 64).
+// dims, D and DV multiples of 16 up to 128; K given as [.., D, N]: N a
+// multiple of 8).
 std::optional<AttentionPattern> MatchAttention(const core::Graph& graph,
                                                const std::vector<int>& ops,
                                                const std::vector<int>& outputs);

@@ -357,8 +357,10 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
         if (knobs.tma() && !knobs.prefill() && !PlanAttention(*attention, target_, knobs).tma) {
           return absl::InvalidArgumentError(absl::StrCat(
               kernel_label(k),
-              ": schedule.attention.tma needs sm_90 and D and DV multiples of 64; this is sm_",
-              target_.sm, " with D ", attention->d, ", DV ", attention->dv));
+              ": schedule.attention.tma needs sm_90, D and DV multiples of 64 and keys a "
+              "multiple of 64; this is sm_",
+              target_.sm, " with D ", attention->d, ", DV ", attention->dv, ", ", attention->n,
+              " keys"));
         }
         if (knobs.prefill() && !PlanAttention(*attention, target_, knobs).prefill) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -380,7 +382,8 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
                          "does not take this chain on sm_",
                          target_.sm,
                          " (16-bit graph inputs, D and DV "
-                         "multiples of 16 up to 128, keys a multiple of 64)"));
+                         "multiples of 16 up to 128; K given as [.., D, N]: keys a multiple of "
+                         "8)"));
       }
     } else if (schedule.has_gemm() && !fault) {
       const yirage::v1::GemmSchedule& knobs = schedule.gemm();

@@ -209,6 +209,27 @@ yirage::v1::Graph WarpgroupAttentionGraph(DType dtype, bool transpose_k) {
   return b.proto();
 }
 
+// Keys not a multiple of the kernel's 64-key tile: K as [B, N, D] with 255
+// keys (one masked in the last tile) and a scaled S, or K as [B, D, N] with
+// 72 keys (56 masked, the last tile 8 keys); 7 query rows, D = DV = 64.
+yirage::v1::Graph TailAttentionGraph(DType dtype, bool transpose_k) {
+  GraphBuilder b(transpose_k ? "tail_attention_kt" : "tail_attention");
+  const int64_t n = transpose_k ? 255 : 72;
+  b.Input("Q", {2, 7, 64}, dtype)
+      .Input("K", transpose_k ? std::vector<int64_t>{2, n, 64} : std::vector<int64_t>{2, 64, n},
+             dtype)
+      .Input("V", {2, n, 64}, dtype);
+  if (transpose_k) {
+    b.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
+    b.Op("Ss", "mul", {"S"}, {F("scalar", 0.125)});
+    b.Op("P", "softmax", {"Ss"});
+  } else {
+    b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"});
+  }
+  b.Op("O", "matmul", {"P", "V"}).Output("O");
+  return b.proto();
+}
+
 // GQA decode's shape: a few query rows a key/value head (7), K given as
 // [B, N, D] with a scaled S, D = 128 and DV = 64 (two and one 64-column
 // panels for the TMA form).
@@ -509,6 +530,22 @@ std::vector<Case> AllCases() {
             OneRowGroup(fa, WithForm(WithGpu(Rows(64), max_splits, 4, 4), 4)),
             OneRowGroup(fa, WithForm(WithWarpRows(WithGpu(Rows(64), 0, 4, 2), 32), 4)),
             OneRowGroup(fa, WithForm(WithGpu(Rows(32), 2, 4, 2), 4)), AllRowSingles(fa, Rows(2))}});
+    }
+    // A masked last key tile: automatic; one split; two splits of two key
+    // groups (a cluster); two through the workspace; the most splits pulled
+    // in a cluster; merged in the kernel; the warpgroup form; 32-row warps.
+    for (bool kt : {false, true}) {
+      if (dt == FLOAT32) continue;
+      const yirage::v1::Graph ta = TailAttentionGraph(dt, kt);
+      const int most = kt ? 4 : 2;  // one 64-key tile each
+      cases.push_back({ta,
+                       {OneRowGroup(ta, Rows(4)), OneRowGroup(ta, WithGpu(Rows(16), 1)),
+                        OneRowGroup(ta, WithGpu(Rows(16), 2, 2)),
+                        OneRowGroup(ta, WithForm(WithGpu(Rows(16), 2, 1), 2)),
+                        OneRowGroup(ta, WithForm(WithGpu(Rows(16), most, 1), 3)),
+                        OneRowGroup(ta, WithForm(WithGpu(Rows(32), 2, 4, 2), 4)),
+                        OneRowGroup(ta, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 64)),
+                        OneRowGroup(ta, WithWarpRows(WithGpu(Rows(64), 2, 4, 3), 32))}});
     }
     // The warpgroup form (warp_rows 64; sm_90, else 16-row warps):
     // automatic splits, one, two in a cluster (pushed), four through the
@@ -1185,8 +1222,21 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
   const std::string workspace = PlanSource(g, OneRowGroup(g, WithForm(WithGpu(Rows(4), 2), 2)));
   EXPECT_NE(workspace.find("_merge("), std::string::npos) << workspace;
   EXPECT_EQ(workspace.find("__cluster_dims__"), std::string::npos);
-  // Keys not a multiple of 64: the generic row kernel.
-  const yirage::v1::Graph odd = AttentionGraph(FLOAT16);
+  // Keys not a multiple of 64: the last tile masked. K as [B, D, N] with
+  // rows not 16-byte aligned: the generic row kernel.
+  const yirage::v1::Graph tail = AttentionGraph(FLOAT16);
+  const std::string masked = PlanSource(tail, OneRowGroup(tail, Rows(4)));
+  EXPECT_NE(masked.find("fused attention"), std::string::npos) << masked;
+  EXPECT_NE(masked.find("(the last 56 masked)"), std::string::npos) << masked;
+  const yirage::v1::Graph kt = TailAttentionGraph(FLOAT16, true);
+  const std::string last = PlanSource(kt, OneRowGroup(kt, WithGpu(Rows(16), 1, 2, 4)));
+  EXPECT_NE(last.find("(the last 1 masked)"), std::string::npos) << last;
+  GraphBuilder ub("unaligned_attention");
+  ub.Input("Q", {2, 8, 32}, FLOAT16).Input("K", {2, 32, 201}, FLOAT16);
+  ub.Input("V", {2, 201, 32}, FLOAT16);
+  ub.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  ub.Output("O");
+  const yirage::v1::Graph odd = ub.proto();
   EXPECT_EQ(PlanSource(odd, OneRowGroup(odd, Rows(4))).find("fused attention"), std::string::npos);
 }
 

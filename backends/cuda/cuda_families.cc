@@ -148,7 +148,9 @@ yirage::v1::MatchLimits AttentionLimits() {
   yirage::v1::MatchLimits limits;
   limits.set_head_dim_multiple(16);
   limits.set_max_head_dim(128);
-  limits.set_keys_multiple(64);  // keys per pipeline tile
+  // Any key count: the last 64-key tile is masked. K given as [D, N] is
+  // copied 16 bytes at a time, so its rows (N long) start 16-byte aligned.
+  limits.set_keys_by_columns_multiple(8);
   limits.set_inputs_from_graph(true);
   Add16BitTypes(&limits);
   return limits;
@@ -282,6 +284,7 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   if (target.sm == 90) {
     yirage::v1::MatchLimits tma = few_rows;
     tma.set_head_dim_multiple(64);
+    tma.set_keys_multiple(64);  // no masked last tile (see PlanAttention)
     AddAttentionPoint(attention, M::MERGE_IN_KERNEL, 16, 2, 4, 0, &tma, true);
     AddAttentionPoint(attention, M::MERGE_AUTO, 16, 2, 4, 0, &tma, true);
     AddAttentionPoint(attention, M::MERGE_IN_KERNEL, 32, 4, 4, 0, &tma, true);

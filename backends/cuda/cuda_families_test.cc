@@ -263,6 +263,19 @@ TEST(CudaFamiliesTest, KnobsTheBackendCannotRunAreRefused) {
   EXPECT_NE(error_of(a.proto(), one_kernel(a.proto(), wide))
                 .find("schedule.attention.warp_rows 64 (the wgmma form) needs sm_90"),
             std::string::npos);
+  // Attention's TMA copies with a masked last key tile (255 keys): its boxes
+  // would read the next batch entry's keys.
+  GraphBuilder t("attention_255_keys");
+  t.Input("Q", {2, 7, 64}, FLOAT16).Input("K", {2, 255, 64}, FLOAT16);
+  t.Input("V", {2, 255, 64}, FLOAT16);
+  t.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
+  t.Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"}).Output("O");
+  yirage::v1::Schedule tma = Rows(16);
+  tma.mutable_attention()->set_tma(true);
+  EXPECT_NE(error_of(t.proto(), one_kernel(t.proto(), tma))
+                .find("schedule.attention.tma needs sm_90, D and DV multiples of 64 and keys a "
+                      "multiple of 64; this is sm_90 with D 64, DV 64, 255 keys"),
+            std::string::npos);
   // Attention knobs on a float32 chain, which the kernel does not take.
   GraphBuilder f("attention_f32");
   f.Input("Q", {1, 64, 64}, FLOAT32).Input("K", {1, 64, 128}, FLOAT32);
