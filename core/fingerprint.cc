@@ -845,7 +845,16 @@ std::vector<FT> Fingerprinter::Trial::Evaluate(const Graph& g, const GraphAnalys
   constexpr int64_t kMaxCacheBytes = int64_t{64} << 20;
   std::vector<FT> values(g.num_tensors());
   std::vector<SliceOrigin> origins(g.num_tensors());
-  for (int i = 0; i < g.num_inputs(); ++i) values[i] = Input(i, a.needs_q[i]);
+  for (int i = 0; i < g.num_inputs(); ++i) {
+    values[i] = Input(i, a.needs_q[i]);
+    // The same elements under the graph's own dims (a rewrite may merge or
+    // squeeze them; CheckSameSignature kept the element count).
+    if (values[i]->shape != g.tensor(i).shape) {
+      auto view = std::make_shared<FieldTensor>(*values[i]);
+      view->shape = g.tensor(i).shape;
+      values[i] = std::move(view);
+    }
+  }
   auto lookup = [&](const Hash128& key, bool want_q) -> FT {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);

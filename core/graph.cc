@@ -496,17 +496,18 @@ int DTypeSize(yirage::v1::DType dtype) {
 }
 
 absl::Status CheckSameSignature(const Graph& reference, const Graph& other) {
-  // The same memory layout: the same dims but for size-1 ones (a rewrite
-  // may drop a size-1 tail, core/rewrite.h squeeze_unit_dims).
-  auto layout = [](const std::vector<int64_t>& shape) {
-    std::vector<int64_t> dims;
-    for (int64_t d : shape) {
-      if (d != 1) dims.push_back(d);
-    }
-    return dims;
+  // The same memory layout: a dense row-major tensor is its elements in
+  // order whatever its dims, so the same element count (a rewrite may drop
+  // a size-1 tail or merge dims, core/rewrite.h squeeze_unit_dims and
+  // merge_trailing_axes). That the elements mean the same is the
+  // fingerprint's check, not this one.
+  auto numel = [](const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
   };
   auto same = [&](const TensorInfo& a, const TensorInfo& b) {
-    return a.name == b.name && layout(a.shape) == layout(b.shape) && a.dtype == b.dtype;
+    return a.name == b.name && numel(a.shape) == numel(b.shape) && a.dtype == b.dtype;
   };
   auto describe = [](const TensorInfo& t) {
     return absl::StrCat("'", t.name, "' ", ShapeToString(t.shape), " ", Sv(DTypeName(t.dtype)));

@@ -156,8 +156,9 @@ class Graph {
 };
 
 // OK when `other` has the same inputs and outputs as `reference`: names,
-// dtypes and memory layouts (shapes equal but for size-1 dims), in the same
-// order (what a rewritten graph must keep).
+// dtypes and memory layouts (dense row-major: the same element count, as a
+// rewrite that drops size-1 dims or merges dims keeps), in the same order
+// (what a rewritten graph must keep).
 absl::Status CheckSameSignature(const Graph& reference, const Graph& other);
 
 // NumPy broadcast of two shapes; error text names both shapes.

@@ -843,6 +843,76 @@ Protos SqueezeUnitDims(const Graph& g) {
   return {proto};
 }
 
+// A graph of copies (concat and slice over one axis `a`, with elementwise
+// ops) whose every tensor shares the dims after `a`: the same graph with
+// those dims merged into `a`, which is then the last axis. A concat or
+// slice over `a` copies whole runs of the merged dims, so it is the same
+// copy over the merged axis (slice bounds scaled by the run); the layouts
+// are unchanged. Row kernels take concat and slice over the last axis only,
+// so a concat of [n, k] tensors over rows (axis 0) and the slice of it
+// become one row kernel instead of a generic kernel each. A tensor of one
+// element keeps its shape; an operand that broadcasts along `a` stops it.
+Protos MergeTrailingAxes(const Graph& g) {
+  int axis = -1;
+  for (const OpInfo& op : g.ops()) {
+    if (op.type == OpType::kConcat || op.type == OpType::kSlice) {
+      if (axis >= 0 && op.axis != axis) return {};
+      axis = op.axis;
+    } else if (!IsElementwise(op.type)) {
+      return {};
+    }
+  }
+  if (axis < 0) return {};
+  auto numel = [](const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  };
+  std::vector<int64_t> tail;  // the dims after `axis`, the same in every tensor
+  bool first = true;
+  for (int i = 0; i < g.num_tensors(); ++i) {
+    const std::vector<int64_t>& shape = g.tensor(i).shape;
+    if (numel(shape) == 1) continue;
+    if (static_cast<int>(shape.size()) <= axis) return {};
+    const std::vector<int64_t> t(shape.begin() + axis + 1, shape.end());
+    if (first) tail = t;
+    if (t != tail) return {};
+    first = false;
+  }
+  if (tail.empty()) return {};  // the axis is already the last
+  const int64_t run = numel(tail);
+  auto merged = [&](const std::vector<int64_t>& shape) {
+    if (numel(shape) == 1) return shape;
+    std::vector<int64_t> m(shape.begin(), shape.begin() + axis + 1);
+    m.back() *= run;
+    return m;
+  };
+  yirage::v1::Graph proto = g.proto();
+  for (int i = 0; i < g.num_inputs(); ++i) {
+    auto* in = proto.mutable_inputs(i);
+    in->clear_shape();
+    for (int64_t d : merged(g.tensor(i).shape)) in->add_shape(d);
+  }
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& op = g.op(j);
+    if (op.type == OpType::kConcat || op.type == OpType::kSlice) {
+      SetInt(proto.mutable_ops(j), "axis", axis);
+    }
+    if (op.type == OpType::kSlice) {
+      SetInt(proto.mutable_ops(j), "start", op.slice_start * run);
+      SetInt(proto.mutable_ops(j), "end", op.slice_end * run);
+    }
+  }
+  // Every tensor must come out as the original with its tail merged.
+  absl::StatusOr<Graph> check = Graph::FromProto(proto);
+  if (!check.ok()) return {};
+  for (int i = 0; i < g.num_tensors(); ++i) {
+    const int k = check->FindTensor(g.tensor(i).name);
+    if (k < 0 || check->tensor(k).shape != merged(g.tensor(i).shape)) return {};
+  }
+  return {proto};
+}
+
 // ---- reductions ----
 
 // A reduction of an elementwise op whose second operand is constant along
@@ -923,6 +993,7 @@ const std::vector<RewriteRule>& DefaultRewriteRules() {
       {"defer_layer_norm", DeferLayerNorm},
       {"slice_through_concat", SliceThroughConcat},
       {"squeeze_unit_dims", SqueezeUnitDims},
+      {"merge_trailing_axes", MergeTrailingAxes},
       {"factor_out_of_reduction", FactorOutOfReduction},
   };
   return *rules;

@@ -61,6 +61,12 @@
 //    CheckSameSignature compares layouts), so that an axis followed only by
 //    size-1 dims is the last and row kernels take its norm, softmax or
 //    reduction with the ops around it.
+//  * merge_trailing_axes: a graph of concat and slice over one axis `a`
+//    (and elementwise ops) whose every tensor has the same dims after `a`
+//    -> the same graph with them merged into `a` (slice bounds scaled;
+//    every layout the same), so that the copies are over the last axis,
+//    which row kernels take (a concat of two [n, k] tensors over rows and
+//    a window of it in one kernel).
 //  * factor_out_of_reduction: reduce_sum / reduce_mean of x * w or x / w,
 //    reduce_mean of x + w or x - w, where w is a scalar or
 //    broadcasts to x without reaching the reduced axis -> reduce(x) op w:

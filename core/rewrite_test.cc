@@ -266,6 +266,55 @@ TEST(SqueezeUnitDims, DropsTheSizeOneTailEverywhere) {
   EXPECT_TRUE(ApplyRule(TrailingOnes(false, -2, true), "squeeze_unit_dims").empty());
 }
 
+// Concat and slice over rows of [n, k] tensors (random_013's shape): the
+// same graph over [n k] (the slice's bounds times k), fingerprint-equal and
+// float64-equal on the same data; row kernels then take the copies.
+TEST(MergeTrailingAxes, CopiesOverRowsBecomeCopiesOverTheLastAxis) {
+  const Graph g = SliceOfConcat(0, 0, 5, 11, false);
+  const std::vector<Graph> r = ApplyRule(g, "merge_trailing_axes");
+  ASSERT_EQ(r.size(), 1u);
+  const Graph& m = r[0];
+  EXPECT_EQ(m.tensor(m.FindTensor("A")).shape, (std::vector<int64_t>{32}));
+  EXPECT_EQ(m.tensor(m.FindTensor("B")).shape, (std::vector<int64_t>{24}));
+  EXPECT_EQ(m.tensor(m.FindTensor("C")).shape, (std::vector<int64_t>{56}));
+  EXPECT_EQ(m.tensor(m.FindTensor("Y")).shape, (std::vector<int64_t>{24}));
+  const OpInfo& slice = m.op(1);
+  EXPECT_EQ(slice.slice_start, 20);
+  EXPECT_EQ(slice.slice_end, 44);
+  EXPECT_TRUE(CheckSameSignature(g, m).ok());
+  const FingerprintResult fp = CheckFingerprintEquivalent(g, m);
+  EXPECT_TRUE(fp.equivalent) << fp.message;
+  const std::vector<HostTensor> inputs = MakeRandomInputs(g, 5);
+  std::vector<HostTensor> reshaped = inputs;
+  for (int i = 0; i < m.num_inputs(); ++i) reshaped[i].shape = m.tensor(i).shape;
+  absl::StatusOr<std::vector<HostTensor>> a = EvaluateReference(g, inputs);
+  absl::StatusOr<std::vector<HostTensor>> b = EvaluateReference(m, reshaped);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t o = 0; o < a->size(); ++o) EXPECT_EQ((*a)[o].data, (*b)[o].data);
+  // The whole search admits it.
+  RewriteOptions options;
+  options.time_budget_seconds = 0;
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(g, options, &stats);
+  ASSERT_TRUE(found.ok()) << found.status();
+  bool merged = false;
+  for (const RewrittenGraph& rg : *found) {
+    merged |= rg.rewrites == std::vector<std::string>{"merge_trailing_axes"};
+  }
+  EXPECT_TRUE(merged) << absl::StrJoin(stats.rejections, "; ");
+  // Concat over the last axis already; concat and slice over other axes;
+  // an operand that broadcasts along the axis: left alone.
+  EXPECT_TRUE(ApplyRule(SliceOfConcat(1, 1, 2, 7, false), "merge_trailing_axes").empty());
+  EXPECT_TRUE(ApplyRule(SliceOfConcat(0, 1, 1, 3, false), "merge_trailing_axes").empty());
+  using testing::IntAttr;
+  testing::GraphProtoBuilder row("broadcast_row");
+  row.Input("A", {8, 4}).Input("B", {6, 4}).Input("w", {1, 4});
+  row.Op("C", "concat", {"A", "B"}, {{"axis", IntAttr(0)}}).Op("Y", "mul", {"C", "w"}).Output("Y");
+  absl::StatusOr<Graph> bw = Graph::FromProto(row.proto());
+  ASSERT_TRUE(bw.ok()) << bw.status();
+  EXPECT_TRUE(ApplyRule(*bw, "merge_trailing_axes").empty());
+}
+
 // reduce(x op w) with w constant along the reduced axis: w applies to the
 // reduction's result (random_022's mul by a [C] row, then a column sum).
 Graph ReductionOfElementwise(const std::string& reduce, const std::string& op,
