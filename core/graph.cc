@@ -495,19 +495,20 @@ int DTypeSize(yirage::v1::DType dtype) {
   }
 }
 
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 absl::Status CheckSameSignature(const Graph& reference, const Graph& other) {
   // The same memory layout: a dense row-major tensor is its elements in
   // order whatever its dims, so the same element count (a rewrite may drop
   // a size-1 tail or merge dims, core/rewrite.h squeeze_unit_dims and
   // merge_trailing_axes). That the elements mean the same is the
   // fingerprint's check, not this one.
-  auto numel = [](const std::vector<int64_t>& shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  };
   auto same = [&](const TensorInfo& a, const TensorInfo& b) {
-    return a.name == b.name && numel(a.shape) == numel(b.shape) && a.dtype == b.dtype;
+    return a.name == b.name && NumElements(a.shape) == NumElements(b.shape) && a.dtype == b.dtype;
   };
   auto describe = [](const TensorInfo& t) {
     return absl::StrCat("'", t.name, "' ", ShapeToString(t.shape), " ", Sv(DTypeName(t.dtype)));

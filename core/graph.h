@@ -166,7 +166,9 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>&
                                                      const std::vector<int64_t>& b);
 
 std::string ShapeToString(const std::vector<int64_t>& shape);  // "[16, 4096]"
-std::string_view DTypeName(yirage::v1::DType dtype);           // "float16"
+// The product of the dims (1 for a scalar's []).
+int64_t NumElements(const std::vector<int64_t>& shape);
+std::string_view DTypeName(yirage::v1::DType dtype);  // "float16"
 bool ParseDType(std::string_view name, yirage::v1::DType* dtype);
 int DTypeSize(yirage::v1::DType dtype);  // bytes
 

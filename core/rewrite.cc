@@ -775,6 +775,19 @@ absl::StatusOr<Graph> ReduceShapes(const Graph& graph, int64_t factor) {
   return reduced;
 }
 
+// `g`'s proto with each input's dims replaced by `dims(old dims)` (the
+// layout-keeping reshapes of squeeze_unit_dims and merge_trailing_axes).
+template <typename DimsFn>
+yirage::v1::Graph WithInputDims(const Graph& g, const DimsFn& dims) {
+  yirage::v1::Graph proto = g.proto();
+  for (int i = 0; i < g.num_inputs(); ++i) {
+    auto* in = proto.mutable_inputs(i);
+    in->clear_shape();
+    for (int64_t d : dims(g.tensor(i).shape)) in->add_shape(d);
+  }
+  return proto;
+}
+
 // Every tensor of the graph ends in t >= 1 size-1 dims (a tensor of one
 // element may end in fewer, down to rank 1): the same graph without them
 // keeps every tensor's memory layout, and an axis followed only by size-1
@@ -783,11 +796,6 @@ absl::StatusOr<Graph> ReduceShapes(const Graph& graph, int64_t factor) {
 // [b, h, n, 1]). Matmuls and attention contract their last dims and take no
 // such squeeze; an op over a dropped dim stops it.
 Protos SqueezeUnitDims(const Graph& g) {
-  auto numel = [](const std::vector<int64_t>& shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  };
   for (const OpInfo& op : g.ops()) {
     if (!IsElementwise(op.type) && !IsReduction(op.type) && !IsNormOrSoftmax(op.type) &&
         op.type != OpType::kConcat && op.type != OpType::kSlice) {
@@ -802,7 +810,7 @@ Protos SqueezeUnitDims(const Graph& g) {
   int t = 1 << 20;
   for (int i = 0; i < g.num_tensors(); ++i) {
     const std::vector<int64_t>& shape = g.tensor(i).shape;
-    if (numel(shape) == 1) continue;
+    if (NumElements(shape) == 1) continue;
     t = std::min(t, trailing_ones(shape));
   }
   if (t == 0 || t == 1 << 20) return {};
@@ -817,12 +825,7 @@ Protos SqueezeUnitDims(const Graph& g) {
     }
     if (op.axis >= static_cast<int>(squeezed(g.tensor(op.inputs[0]).shape).size())) return {};
   }
-  yirage::v1::Graph proto = g.proto();
-  for (int i = 0; i < g.num_inputs(); ++i) {
-    auto* in = proto.mutable_inputs(i);
-    in->clear_shape();
-    for (int64_t d : squeezed(g.tensor(i).shape)) in->add_shape(d);
-  }
+  yirage::v1::Graph proto = WithInputDims(g, squeezed);
   for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
     const OpInfo& op = g.op(j);
     if (IsReduction(op.type) || IsNormOrSoftmax(op.type) || op.type == OpType::kConcat ||
@@ -837,8 +840,8 @@ Protos SqueezeUnitDims(const Graph& g) {
     const int k = check->FindTensor(g.tensor(i).name);
     if (k < 0) return {};
     const std::vector<int64_t>& got = check->tensor(k).shape;
-    if (numel(got) != numel(g.tensor(i).shape)) return {};
-    if (numel(got) > 1 && got != squeezed(g.tensor(i).shape)) return {};
+    if (NumElements(got) != NumElements(g.tensor(i).shape)) return {};
+    if (NumElements(got) > 1 && got != squeezed(g.tensor(i).shape)) return {};
   }
   return {proto};
 }
@@ -863,16 +866,11 @@ Protos MergeTrailingAxes(const Graph& g) {
     }
   }
   if (axis < 0) return {};
-  auto numel = [](const std::vector<int64_t>& shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  };
   std::vector<int64_t> tail;  // the dims after `axis`, the same in every tensor
   bool first = true;
   for (int i = 0; i < g.num_tensors(); ++i) {
     const std::vector<int64_t>& shape = g.tensor(i).shape;
-    if (numel(shape) == 1) continue;
+    if (NumElements(shape) == 1) continue;
     if (static_cast<int>(shape.size()) <= axis) return {};
     const std::vector<int64_t> t(shape.begin() + axis + 1, shape.end());
     if (first) tail = t;
@@ -880,19 +878,14 @@ Protos MergeTrailingAxes(const Graph& g) {
     first = false;
   }
   if (tail.empty()) return {};  // the axis is already the last
-  const int64_t run = numel(tail);
+  const int64_t run = NumElements(tail);
   auto merged = [&](const std::vector<int64_t>& shape) {
-    if (numel(shape) == 1) return shape;
+    if (NumElements(shape) == 1) return shape;
     std::vector<int64_t> m(shape.begin(), shape.begin() + axis + 1);
     m.back() *= run;
     return m;
   };
-  yirage::v1::Graph proto = g.proto();
-  for (int i = 0; i < g.num_inputs(); ++i) {
-    auto* in = proto.mutable_inputs(i);
-    in->clear_shape();
-    for (int64_t d : merged(g.tensor(i).shape)) in->add_shape(d);
-  }
+  yirage::v1::Graph proto = WithInputDims(g, merged);
   for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
     const OpInfo& op = g.op(j);
     if (op.type == OpType::kConcat || op.type == OpType::kSlice) {

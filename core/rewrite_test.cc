@@ -203,6 +203,30 @@ Graph SliceOfConcat(int cat_axis, int slice_axis, int64_t start, int64_t end, bo
   return *g;
 }
 
+// `rewritten` (a layout-keeping reshape of `g`) gives `g`'s float64 outputs
+// exactly on the same data under its own dims.
+void ExpectSameOutputsOnTheSameData(const Graph& g, const Graph& rewritten, int seed) {
+  const std::vector<HostTensor> inputs = MakeRandomInputs(g, seed);
+  std::vector<HostTensor> reshaped = inputs;
+  for (int i = 0; i < rewritten.num_inputs(); ++i) reshaped[i].shape = rewritten.tensor(i).shape;
+  absl::StatusOr<std::vector<HostTensor>> a = EvaluateReference(g, inputs);
+  absl::StatusOr<std::vector<HostTensor>> b = EvaluateReference(rewritten, reshaped);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t o = 0; o < a->size(); ++o) EXPECT_EQ((*a)[o].data, (*b)[o].data);
+}
+
+// The whole search (fingerprint-checked) admits `rule` applied alone to `g`.
+void ExpectTheSearchFinds(const Graph& g, const std::string& rule) {
+  RewriteOptions options;
+  options.time_budget_seconds = 0;
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(g, options, &stats);
+  ASSERT_TRUE(found.ok()) << found.status();
+  bool alone = false;
+  for (const RewrittenGraph& rg : *found) alone |= rg.rewrites == std::vector<std::string>{rule};
+  EXPECT_TRUE(alone) << absl::StrJoin(stats.rejections, "; ");
+}
+
 // Graphs whose every tensor ends in size-1 dims: the same graph without
 // them, fingerprint-equal and float64-equal on the same data (the layouts
 // are the same); an axis followed by size-1 dims becomes the last.
@@ -241,24 +265,8 @@ TEST(SqueezeUnitDims, DropsTheSizeOneTailEverywhere) {
   const FingerprintResult fp = CheckFingerprintEquivalent(g, s);
   EXPECT_TRUE(fp.equivalent) << fp.message;
   // The same data under the squeezed shapes.
-  const std::vector<HostTensor> inputs = MakeRandomInputs(g, 3);
-  std::vector<HostTensor> reshaped = inputs;
-  for (int i = 0; i < s.num_inputs(); ++i) reshaped[i].shape = s.tensor(i).shape;
-  absl::StatusOr<std::vector<HostTensor>> a = EvaluateReference(g, inputs);
-  absl::StatusOr<std::vector<HostTensor>> b = EvaluateReference(s, reshaped);
-  ASSERT_TRUE(a.ok() && b.ok());
-  for (size_t o = 0; o < a->size(); ++o) EXPECT_EQ((*a)[o].data, (*b)[o].data);
-  // The whole search admits it.
-  RewriteOptions options;
-  options.time_budget_seconds = 0;
-  RewriteStats stats;
-  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(g, options, &stats);
-  ASSERT_TRUE(found.ok()) << found.status();
-  bool squeezed = false;
-  for (const RewrittenGraph& rg : *found) {
-    squeezed |= rg.rewrites == std::vector<std::string>{"squeeze_unit_dims"};
-  }
-  EXPECT_TRUE(squeezed) << absl::StrJoin(stats.rejections, "; ");
+  ExpectSameOutputsOnTheSameData(g, s, 3);
+  ExpectTheSearchFinds(g, "squeeze_unit_dims");
   // A matmul, a reduction over the size-1 tail itself, a tensor without
   // the tail: left alone.
   EXPECT_TRUE(ApplyRule(TrailingOnes(true, -2, false), "squeeze_unit_dims").empty());
@@ -284,24 +292,8 @@ TEST(MergeTrailingAxes, CopiesOverRowsBecomeCopiesOverTheLastAxis) {
   EXPECT_TRUE(CheckSameSignature(g, m).ok());
   const FingerprintResult fp = CheckFingerprintEquivalent(g, m);
   EXPECT_TRUE(fp.equivalent) << fp.message;
-  const std::vector<HostTensor> inputs = MakeRandomInputs(g, 5);
-  std::vector<HostTensor> reshaped = inputs;
-  for (int i = 0; i < m.num_inputs(); ++i) reshaped[i].shape = m.tensor(i).shape;
-  absl::StatusOr<std::vector<HostTensor>> a = EvaluateReference(g, inputs);
-  absl::StatusOr<std::vector<HostTensor>> b = EvaluateReference(m, reshaped);
-  ASSERT_TRUE(a.ok() && b.ok());
-  for (size_t o = 0; o < a->size(); ++o) EXPECT_EQ((*a)[o].data, (*b)[o].data);
-  // The whole search admits it.
-  RewriteOptions options;
-  options.time_budget_seconds = 0;
-  RewriteStats stats;
-  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(g, options, &stats);
-  ASSERT_TRUE(found.ok()) << found.status();
-  bool merged = false;
-  for (const RewrittenGraph& rg : *found) {
-    merged |= rg.rewrites == std::vector<std::string>{"merge_trailing_axes"};
-  }
-  EXPECT_TRUE(merged) << absl::StrJoin(stats.rejections, "; ");
+  ExpectSameOutputsOnTheSameData(g, m, 5);
+  ExpectTheSearchFinds(g, "merge_trailing_axes");
   // Concat over the last axis already; concat and slice over other axes;
   // an operand that broadcasts along the axis: left alone.
   EXPECT_TRUE(ApplyRule(SliceOfConcat(1, 1, 2, 7, false), "merge_trailing_axes").empty());

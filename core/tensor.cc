@@ -71,8 +71,6 @@ int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
   return n;
 }
 
-int64_t NumElements(const std::vector<int64_t>& shape) { return Product(shape, 0, shape.size()); }
-
 // Element strides of a row-major `in_shape` tensor viewed as `out_shape` under
 // NumPy broadcasting (stride 0 along broadcast dims).
 std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& in_shape,

@@ -190,32 +190,12 @@ yirage::v1::Graph PrefillAttentionGraph(DType dtype, int64_t m, int64_t n, int64
   return b.proto();
 }
 
-// D = DV = 64, which the warpgroup (wgmma) form takes; 100 query rows (not
-// a multiple of 64); K as [B, D, N], or as [B, N, D] with a scaled S.
-yirage::v1::Graph WarpgroupAttentionGraph(DType dtype, bool transpose_k) {
-  GraphBuilder b(transpose_k ? "warpgroup_attention_kt" : "warpgroup_attention");
-  b.Input("Q", {2, 100, 64}, dtype)
-      .Input("K", transpose_k ? std::vector<int64_t>{2, 512, 64} : std::vector<int64_t>{2, 64, 512},
-             dtype)
-      .Input("V", {2, 512, 64}, dtype);
-  if (transpose_k) {
-    b.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
-    b.Op("Ss", "mul", {"S"}, {F("scalar", 0.125)});
-    b.Op("P", "softmax", {"Ss"});
-  } else {
-    b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"});
-  }
-  b.Op("O", "matmul", {"P", "V"}).Output("O");
-  return b.proto();
-}
-
-// Keys not a multiple of the kernel's 64-key tile: K as [B, N, D] with 255
-// keys (one masked in the last tile) and a scaled S, or K as [B, D, N] with
-// 72 keys (56 masked, the last tile 8 keys); 7 query rows, D = DV = 64.
-yirage::v1::Graph TailAttentionGraph(DType dtype, bool transpose_k) {
-  GraphBuilder b(transpose_k ? "tail_attention_kt" : "tail_attention");
-  const int64_t n = transpose_k ? 255 : 72;
-  b.Input("Q", {2, 7, 64}, dtype)
+// Two heads of `m` query rows and `n` keys, D = DV = 64; K as [B, D, N], or
+// as [B, N, D] with a scaled S.
+yirage::v1::Graph HeadDim64Attention(const std::string& name, DType dtype, int64_t m, int64_t n,
+                                     bool transpose_k) {
+  GraphBuilder b(name);
+  b.Input("Q", {2, m, 64}, dtype)
       .Input("K", transpose_k ? std::vector<int64_t>{2, n, 64} : std::vector<int64_t>{2, 64, n},
              dtype)
       .Input("V", {2, n, 64}, dtype);
@@ -228,6 +208,21 @@ yirage::v1::Graph TailAttentionGraph(DType dtype, bool transpose_k) {
   }
   b.Op("O", "matmul", {"P", "V"}).Output("O");
   return b.proto();
+}
+
+// D = DV = 64, which the warpgroup (wgmma) form takes; 100 query rows (not
+// a multiple of 64); K as [B, D, N], or as [B, N, D] with a scaled S.
+yirage::v1::Graph WarpgroupAttentionGraph(DType dtype, bool transpose_k) {
+  return HeadDim64Attention(transpose_k ? "warpgroup_attention_kt" : "warpgroup_attention", dtype,
+                            100, 512, transpose_k);
+}
+
+// Keys not a multiple of the kernel's 64-key tile: K as [B, N, D] with 255
+// keys (one masked in the last tile) and a scaled S, or K as [B, D, N] with
+// 72 keys (56 masked, the last tile 8 keys); 7 query rows, D = DV = 64.
+yirage::v1::Graph TailAttentionGraph(DType dtype, bool transpose_k) {
+  return HeadDim64Attention(transpose_k ? "tail_attention_kt" : "tail_attention", dtype, 7,
+                            transpose_k ? 255 : 72, transpose_k);
 }
 
 // GQA decode's shape: a few query rows a key/value head (7), K given as
