@@ -291,6 +291,16 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   const int64_t threads = rates.parallel_units;
   const double cache = static_cast<double>(EffectiveCacheBytes(options));
   const int64_t rows = std::max<int64_t>(1, row->num_rows);
+  // Elementwise ops of one output shape on a backend with flat row kernels
+  // (RowKernels.flat_elementwise) run over the elements: the rows do not
+  // bound the grid (one row of 10M elements is not one block) and no row is
+  // held in a block buffer.
+  bool flat = options.kernels.row().flat_elementwise() && !ops.empty();
+  for (int op : ops) {
+    flat =
+        flat && IsElementwise(graph.op(op).type) &&
+        graph.tensor(graph.op(op).output).shape == graph.tensor(graph.op(ops.front()).output).shape;
+  }
   const bool cols = schedule.parallel() == yirage::v1::PARALLEL_COLS;
   const int64_t block_rows = cols ? rows : std::clamp<int64_t>(schedule.block_rows(), 1, rows);
   const int64_t blocks = CeilDiv(rows, block_rows);
@@ -339,7 +349,7 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   // inputs again in a second kernel.
   const bool norm_split = splits > 1 && !IsReduction(graph.op(ops.back()).type);
   if (norm_split) traffic += input_bytes;
-  if (splits == 1 && static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
+  if (!flat && splits == 1 && static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
     // Block buffers that do not fit in the cache spill: written and read back.
     traffic += 2.0 * static_cast<double>(rows) * row_width_sum * 4.0;
   }
@@ -363,7 +373,12 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   const double compute =
       flops * static_cast<double>(simd) / vector_width / rates.vector_flops_per_second;
 
-  const int64_t work = splits > 1 ? rows * splits : cols ? col_tiles : blocks;
+  // A flat grid: at least one block a thread (SM), more where the elements
+  // make more blocks of kFlatBlockElements.
+  const int64_t flat_blocks = std::max<int64_t>(
+      threads,
+      CeilDiv(NumElements(graph.tensor(graph.op(ops.front()).output).shape), kFlatBlockElements));
+  const int64_t work = flat ? flat_blocks : splits > 1 ? rows * splits : cols ? col_tiles : blocks;
   const int64_t rounds = CeilDiv(work, threads);
   const double imbalance = static_cast<double>(rounds * threads) / static_cast<double>(work);
   double memory = memory_seconds() * imbalance;

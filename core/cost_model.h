@@ -47,7 +47,10 @@
 //    ceil(W / T) * T / W, which is 1 when the units are evenly busy and T / W
 //    when W < T. Each round of work items, ceil(W / T), also pays
 //    kCpuWorkRoundSeconds or kGpuWorkRoundSeconds (block setup, scheduling),
-//    which favours fewer, larger blocks once every unit is busy.
+//    which favours fewer, larger blocks once every unit is busy. A flat
+//    elementwise group (RowKernels.flat_elementwise: elementwise ops of one
+//    output shape) has max(T, elements / kFlatBlockElements) work items
+//    whatever its rows, and no block buffer.
 //  * latency (GPU row kernels with a matmul): a block keeps few loads in
 //    flight while it walks K, so its memory time is at least each block's
 //    bytes (its share of the rows' inputs and outputs, plus the B of its
@@ -93,6 +96,9 @@ inline constexpr double kCpuLaunchSeconds = 2e-6;
 // scheduled by the hardware, several resident on a multiprocessor at once.
 inline constexpr double kCpuWorkRoundSeconds = 1e-7;
 inline constexpr double kGpuWorkRoundSeconds = 1e-8;
+// Elements a work item of a flat elementwise kernel covers
+// (RowKernels.flat_elementwise): a block of 256 threads, 16 elements each.
+inline constexpr int64_t kFlatBlockElements = 4096;
 // A GPU row kernel whose matmul walks K keeps few loads in flight a block
 // (its threads' next B elements): by Little's law a block moves at most
 // kGpuBlockBytesInFlight a memory latency, whatever the chip's bandwidth,

@@ -257,6 +257,34 @@ TEST(CostModelRooflineTest, EstimatesAreSecondsOnTheRoofline) {
   }
 }
 
+// On a backend with flat elementwise kernels (RowKernels.flat_elementwise)
+// an elementwise group's elements, not its rows, make the work: a rank-1
+// tensor of 10M elements is one row but not one block, and costs its bytes
+// over the bandwidth. Where the backend runs rows, one row is one block.
+TEST(CostModelRooflineTest, FlatElementwiseGroupsAreNotBoundByTheirRows) {
+  SearchOptions h200 = H200Options();
+  const Roofline r = RooflineOf(h200);
+  const Graph flat = MustBuild(testing::GraphProtoBuilder("g")
+                                   .Input("X", {9999991}, yirage::v1::FLOAT16)
+                                   .Input("G", {9999991}, yirage::v1::FLOAT16)
+                                   .Op("S", "silu", {"X"})
+                                   .Op("Y", "mul", {"S", "G"})
+                                   .Output("Y")
+                                   .proto());
+  KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, {"S", "Y"}, {"X", "G"}, {"Y"});
+  kernel.mutable_schedule()->set_vector_width(4);
+  absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(flat, std::vector<int>{0, 1});
+  ASSERT_TRUE(row.ok()) << row.status();
+  ASSERT_EQ(row->num_rows, 1);
+  const double floor = r.launch_seconds + 3.0 * 2 * 9999991 / r.memory_bytes_per_second;
+  const double rows_s = EstimateKernelCost(flat, kernel, &*row, h200);
+  EXPECT_GT(rows_s, 50 * floor) << "one row, one block";
+  h200.kernels.mutable_row()->set_flat_elementwise(true);
+  const double flat_s = EstimateKernelCost(flat, kernel, &*row, h200);
+  EXPECT_GE(flat_s, floor);
+  EXPECT_LT(flat_s, 1.2 * floor);
+}
+
 // A GPU row kernel with a matmul over few blocks is latency-bound: each
 // block moves kGpuBlockBytesInFlight a memory latency (Little's law), the B
 // of its own batch entry, however fast the chip's memory. Decode attention

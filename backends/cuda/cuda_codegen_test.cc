@@ -389,12 +389,27 @@ yirage::v1::Graph ColumnReduceGraph(DType dtype) {
 }
 
 // A same-shape elementwise chain (the flat kernel) over 21000 8-element
-// items, a column broadcast mixed in: no unroll divides the items evenly.
+// items, a row and a per-row broadcast mixed in (both read once an item):
+// no unroll divides the items evenly.
 yirage::v1::Graph FlatChainGraph(DType dtype) {
   GraphBuilder b("flat_chain");
   b.Input("X", {7, 1000, 24}, dtype).Input("G", {7, 1000, 24}, dtype).Input("c", {24}, dtype);
+  b.Input("k", {7, 1000, 1}, dtype);
   b.Op("S", "silu", {"X"}).Op("M", "mul", {"S", "G"}).Output("M");
-  b.Op("Y", "add", {"M", "c"}).Output("Y");
+  b.Op("Y", "add", {"M", "c"}).Op("Z", "sub", {"Y", "k"}).Output("Z");
+  return b.proto();
+}
+
+// Flat kernels over element counts that are no multiple of 8 (21021: 2627
+// items of 8, then 5 elements one a thread), with broadcasts along a width
+// of 7 (element by element), and over fewer than 8 elements.
+yirage::v1::Graph FlatOddGraph(DType dtype) {
+  GraphBuilder b("flat_odd");
+  b.Input("X", {3, 1001, 7}, dtype).Input("G", {3, 1001, 7}, dtype).Input("r", {7}, dtype);
+  b.Input("c", {1001, 1}, dtype).Input("t", {5}, dtype);
+  b.Op("S", "silu", {"X"}).Op("M", "mul", {"S", "G"}).Op("Y", "add", {"M", "r"});
+  b.Op("Z", "maximum", {"Y", "c"}).Output("Z").Output("M");
+  b.Op("T", "tanh", {"t"}).Output("T");
   return b.proto();
 }
 
@@ -726,6 +741,10 @@ std::vector<Case> AllCases() {
     cases.push_back({fl,
                      {OneRowGroup(fl, Rows(1)), OneRowGroup(fl, Rows(1, 0, 0, 0, 3)),
                       OneRowGroup(fl, Rows(1, 0, 0, 0, 8))}});
+    const yirage::v1::Graph fo = FlatOddGraph(dt);
+    cases.push_back({fo,
+                     {{Row({"S", "M", "Y", "Z"}, Rows(1)), Row({"T"}, Rows(1))},
+                      {Row({"S", "M", "Y", "Z"}, Rows(1, 0, 0, 0, 4)), Row({"T"}, Rows(1))}}});
     if (dt != FLOAT32) {
       for (const yirage::v1::Graph& sm :
            {StreamedGatedGraph(dt, 24, 512, 128), StreamedRmsLinearGraph(dt, 3, 1024, 192),
@@ -966,6 +985,13 @@ TEST(CudaCodegenGpuTest, LargeFusedMatmulsMatchReference) {
   CheckCudaPlans(many, {OneRowGroup(many, Cols(128)), OneRowGroup(many, Rows(16, 64))});
 }
 
+// How many times `what` occurs in `text`.
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 std::string PlanSource(const yirage::v1::Graph& proto, const std::vector<KernelSpec>& spec) {
   absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
   EXPECT_TRUE(g.ok());
@@ -977,6 +1003,34 @@ std::string PlanSource(const yirage::v1::Graph& proto, const std::vector<KernelS
              ? c.response.plans(0).source() +
                    "\n// launches: " + c.response.plans(0).launch().ShortDebugString()
              : "";
+}
+
+// CPU-only (CI): flat kernels load 16 bytes an item over the largest
+// multiple of 8 elements and take the rest one a thread; a row broadcast
+// whose width is a multiple of 8 is one 16-byte load an item, a per-row one
+// a single load, other broadcasts element by element.
+TEST(CudaCodegenCompileTest, FlatKernelsVectorizeOddCountsAndBroadcasts) {
+  const yirage::v1::Graph odd = FlatOddGraph(FLOAT16);
+  const std::string src =
+      PlanSource(odd, {Row({"S", "M", "Y", "Z"}, Rows(1)), Row({"T"}, Rows(1))});
+  if (std::getenv("YIRAGE_DUMP_SOURCE") != nullptr) std::printf("%s\n", src.c_str());
+  EXPECT_NE(src.find("21021 elements, flat elementwise (8 a thread"), std::string::npos) << src;
+  EXPECT_NE(src.find("the last 5 one a thread"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (e >= 21016LL) break;"), std::string::npos) << src;
+  EXPECT_NE(src.find("5 elements, flat elementwise (1 a thread"), std::string::npos) << src;
+  // X and G 16 bytes an item; r (width 7) and c (per row, width 7) element by element.
+  const std::string kernels = src.substr(src.find("// kernel 0"));
+  EXPECT_EQ(CountOf(kernels, "reinterpret_cast<const uint4*>("), 2) << src;
+  const yirage::v1::Graph chain = FlatChainGraph(BFLOAT16);
+  const std::string chain_src = PlanSource(chain, OneRowGroup(chain, Rows(1)));
+  if (std::getenv("YIRAGE_DUMP_SOURCE") != nullptr) std::printf("%s\n", chain_src.c_str());
+  // X, G and the row c 16 bytes an item; k one element for all 8.
+  EXPECT_EQ(
+      CountOf(chain_src.substr(chain_src.find("// kernel 0")), "reinterpret_cast<const uint4*>("),
+      3)
+      << chain_src;
+  EXPECT_NE(chain_src.find("const float x = yr_ld("), std::string::npos) << chain_src;
+  EXPECT_EQ(chain_src.find("one a thread"), std::string::npos) << chain_src;
 }
 
 // CPU-only (CI): skinny 16-bit matmuls take the tensor-core path, with split-K

@@ -298,24 +298,54 @@ class RowKernelEmitter {
                       op.has_scalar ? Lit(op.scalar) : ItemOperand(j, 1));
   }
 
+  // How an item of 8 elements (its first element `e` a multiple of 8) reads
+  // operand `t` of the flat space `shape`: 16 bytes at an offset (the
+  // operand has the space's shape, or varies along the last axis with a
+  // width that is a multiple of 8, so the 8 elements are one aligned run),
+  // one element for all 8 (it is constant along a last axis of such a
+  // width), or element by element (any other broadcast).
+  enum class ItemRead { kVector, kSplat, kElements };
+  ItemRead ItemReadOf(int t, const std::vector<int64_t>& shape, int vec) const {
+    if (vec != 8) return ItemRead::kElements;
+    const std::vector<int64_t>& ts = g_.tensor(t).shape;
+    if (ts == shape) return ItemRead::kVector;
+    if (shape.empty() || shape.back() % 8 != 0) return ItemRead::kElements;
+    const std::vector<int64_t> strides = BroadcastStrides(ts, shape);
+    if (strides.back() == 1) return ItemRead::kVector;
+    if (strides.back() == 0) return ItemRead::kSplat;
+    return ItemRead::kElements;
+  }
+
+  // The element offset in operand `t` of element `var` of the space `shape`.
+  std::string ItemOffset(int t, const std::vector<int64_t>& shape, const std::string& var) const {
+    const bool narrow = Numel(shape) < (int64_t{1} << 31);
+    return OffsetExpr(shape, BroadcastStrides(g_.tensor(t).shape, shape), var, narrow);
+  }
+
   // Stages operand `t` of item `u` (element `e` of the space `shape`) into
-  // in<t>[vec]: from its 16-byte loads raw<t>[u] where `vectorized`, else
-  // element by element.
-  void EmitStageItem(int t, bool vectorized, const std::vector<int64_t>& shape, int vec,
+  // in<t>[vec]: from its 16-byte loads raw<t>[u] (ItemRead::kVector), one
+  // load for all (kSplat), else element by element.
+  void EmitStageItem(int t, ItemRead read, const std::vector<int64_t>& shape, int vec,
                      Code& c) const {
     c.L("float in", t, "[", vec, "];");
-    if (vectorized) {
+    if (read == ItemRead::kVector) {
       c.L("yr_stage16(in", t, ", raw", t, "[u][0], ", ctx_.Var(t), ");");
       if (ctx_.ReadType(t) == "float") {
         c.L("yr_stage16(in", t, " + 4, raw", t, "[u][1], ", ctx_.Var(t), ");");
       }
       return;
     }
-    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, shape);
-    const bool narrow = Numel(shape) < (int64_t{1} << 31);
+    if (read == ItemRead::kSplat) {
+      c.L("{");
+      c.L("  const float x = yr_ld(", ctx_.Var(t), ", ", ItemOffset(t, shape, "e"), ");");
+      c.L("  #pragma unroll");
+      c.L("  for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = x;");
+      c.L("}");
+      return;
+    }
     c.L("#pragma unroll");
     c.L("for (int q = 0; q < ", vec, "; ++q) in", t, "[q] = yr_ld(", ctx_.Var(t), ", ",
-        OffsetExpr(shape, strides, "e + q", narrow), ");");
+        ItemOffset(t, shape, "e + q"), ");");
   }
 
   // Stores each output's item registers at element `e`.
@@ -359,15 +389,18 @@ class RowKernelEmitter {
 
   absl::Status EmitFlatElementwise(const std::vector<int>& outputs, bool inject_fault, Code* out) {
     const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
-    int64_t total = 1;
-    for (int64_t d : shape) total *= d;
-    const int vec = total % 8 == 0 ? 8 : 1;
-    const int64_t items = total / vec;
+    const int64_t total = Numel(shape);
+    // Items of 8 elements over the largest multiple of 8 (16-byte loads and
+    // stores: every buffer starts 16-byte aligned), the last total % 8
+    // elements one a thread after them.
+    const int vec = total >= 8 ? 8 : 1;
+    const int64_t bulk = total / vec * vec;
+    const int64_t tail = total - bulk;
+    const int64_t items = bulk / vec;
     const std::vector<int> operands = OutsideOperands();
-    auto full = [&](int t) { return vec == 8 && g_.tensor(t).shape == shape; };
-    int full_operands = 0;
-    for (int t : operands) full_operands += full(t) ? 1 : 0;
-    const int unroll = vec == 8 ? FlatElementwiseUnroll(full_operands) : 1;
+    int vector_operands = 0;
+    for (int t : operands) vector_operands += ItemReadOf(t, shape, vec) == ItemRead::kVector;
+    const int unroll = vec == 8 ? FlatElementwiseUnroll(vector_operands) : 1;
     constexpr int kThreads = 256;
     const int64_t blocks = std::clamp<int64_t>(
         CeilDiv(items, kThreads * static_cast<int64_t>(unroll)), 1, (int64_t{1} << 31) - 1);
@@ -379,7 +412,8 @@ class RowKernelEmitter {
     Code& c = *out;
     c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ", total,
         " elements, flat elementwise (", vec, " a thread, unroll ", unroll, ", ", blocks,
-        " blocks, grid-stride)");
+        " blocks, grid-stride", tail > 0 ? absl::StrCat(", the last ", tail, " one a thread") : "",
+        ")");
     c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
         absl::StrJoin(params, ", "), ") {");
     c.Open("{");
@@ -388,10 +422,10 @@ class RowKernelEmitter {
     c.L("for (i64 it0 = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; it0 < ", items,
         "LL; it0 += stride * ", unroll, ") {");
     c.Open("{");
-    // Round: every item's full-shape operands loaded raw (16 bytes, kept
-    // packed until used), then each item computed and stored.
+    // Round: every item's 16-byte operands loaded raw (kept packed until
+    // used), then each item computed and stored.
     for (int t : operands) {
-      if (full(t))
+      if (ItemReadOf(t, shape, vec) == ItemRead::kVector)
         c.L("uint4 raw", t, "[", unroll, "][", ctx_.ReadType(t) == "float" ? 2 : 1, "];");
     }
     // Opens the loop over a round's items, `e` the item's first element.
@@ -400,20 +434,46 @@ class RowKernelEmitter {
       c.L("for (int u = 0; u < ", unroll, "; ++u) {");
       c.Open("{");
       c.L("const i64 e = (it0 + u * stride) * ", vec, ";");
-      c.L("if (e >= ", total, "LL) break;");
+      c.L("if (e >= ", bulk, "LL) break;");
     };
     open_items();
     for (int t : operands) {
-      if (!full(t)) continue;
-      c.L("raw", t, "[u][0] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e));");
+      if (ItemReadOf(t, shape, vec) != ItemRead::kVector) continue;
+      const std::string at = absl::StrCat(ctx_.Var(t), " + ", ItemOffset(t, shape, "e"));
+      c.L("raw", t, "[u][0] = __ldg(reinterpret_cast<const uint4*>(", at, "));");
       if (ctx_.ReadType(t) == "float") {
-        c.L("raw", t, "[u][1] = __ldg(reinterpret_cast<const uint4*>(", ctx_.Var(t), " + e + 4));");
+        c.L("raw", t, "[u][1] = __ldg(reinterpret_cast<const uint4*>(", at, " + 4));");
       }
     }
     c.Close();
     c.Line("}");
     open_items();
-    for (int t : operands) EmitStageItem(t, full(t), shape, vec, c);
+    for (int t : operands) EmitStageItem(t, ItemReadOf(t, shape, vec), shape, vec, c);
+    EmitItemOps(vec, c);
+    EmitItemStores(outputs, vec, c);
+    c.Close();
+    c.Line("}");
+    c.Close();
+    c.Line("}");
+    if (tail > 0) {
+      c.L("if (blockIdx.x == 0 && threadIdx.x < ", tail, ") {");
+      c.Open("{");
+      c.L("const i64 e = ", bulk, "LL + threadIdx.x;");
+      for (int t : operands) EmitStageItem(t, ItemRead::kElements, shape, 1, c);
+      EmitItemOps(1, c);
+      EmitItemStores(outputs, 1, c);
+      c.Close();
+      c.Line("}");
+    }
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
+  // The group's ops over an item's `vec` registers: v<j>[vec] from the
+  // staged operands in<t> and earlier ops' registers.
+  void EmitItemOps(int vec, Code& c) const {
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
       c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
@@ -421,15 +481,6 @@ class RowKernelEmitter {
       c.L("#pragma unroll");
       c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", ItemElementwise(j, true), ";");
     }
-    EmitItemStores(outputs, vec, c);
-    c.Close();
-    c.Line("}");
-    c.Close();
-    c.Line("}");
-    c.Close();
-    c.Line("}");
-    ctx_.code->launches.push_back(std::move(launch));
-    return absl::OkStatus();
   }
 
   // ---- Gather elements ----
@@ -669,7 +720,10 @@ class RowKernelEmitter {
     c.Close();
     c.Line("}");
     open_items();
-    for (int t : operands) EmitStageItem(t, SplitVectorOperand(t, shape, vec), shape, vec, c);
+    for (int t : operands) {
+      EmitStageItem(t, SplitVectorOperand(t, shape, vec) ? ItemRead::kVector : ItemRead::kElements,
+                    shape, vec, c);
+    }
     for (size_t j = 0; j < n; ++j) {
       const OpInfo& op = g_.op(ops_[j]);
       c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
