@@ -362,6 +362,23 @@ yirage::v1::Graph GatherGraph(DType dtype) {
   return b.proto();
 }
 
+// The gather form over 8 columns at a time: every row, piece and slice
+// start a multiple of 8; a window of a rank-1 concat, and a cache append
+// ([8, 1920] and [8, 128] joined along rows of 2048) with a per-row and a
+// row operand.
+yirage::v1::Graph GatherVectorsGraph(DType dtype) {
+  GraphBuilder b("gather_vectors");
+  b.Input("p", {64000}, dtype).Input("q", {32008}, dtype);
+  b.Input("kc", {8, 1920}, dtype).Input("kn", {8, 128}, dtype);
+  b.Input("rb", {8, 1}, dtype).Input("cb", {2048}, dtype);
+  b.Op("pq", "concat", {"p", "q"}, {I("axis", 0)});
+  b.Op("w", "slice", {"pq"}, {I("axis", 0), I("start", 8008), I("end", 90008)});
+  b.Op("sw", "sigmoid", {"w"}).Output("sw");
+  b.Op("k", "concat", {"kc", "kn"}, {I("axis", 1)}).Output("k");
+  b.Op("kr", "mul", {"k", "rb"}).Op("kb", "add", {"kr", "cb"}).Output("kb");
+  return b.proto();
+}
+
 // A norm followed by elementwise ops at a width register rows do not take
 // (1000): the whole group in whole rows, no column tiles; two outputs.
 yirage::v1::Graph NormTailGraph(DType dtype) {
@@ -733,6 +750,8 @@ std::vector<Case> AllCases() {
     cases.push_back({ga,
                      {{Row({"ab", "s", "m"}, Rows(1)), Row({"xy", "xs", "o"}, Rows(1))},
                       {Row({"ab", "s", "m"}, Cols(64)), Row({"xy", "xs", "o"}, Rows(4))}}});
+    const yirage::v1::Graph gv = GatherVectorsGraph(dt);
+    cases.push_back({gv, {{Row({"pq", "w", "sw"}, Rows(1)), Row({"k", "kr", "kb"}, Rows(1))}}});
     const yirage::v1::Graph sn = SplitNormsGraph(dt);
     cases.push_back(
         {sn, {{Row({"st", "p"}, Rows(1)), Row({"ny", "gy"}, Rows(1)), Row({"h", "nx"}, Rows(1))}}});
@@ -883,7 +902,7 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
       &gather);
   ExpectAllCompiled(gather);
   const std::string& gs = gather.response.plans(0).source();
-  EXPECT_NE(gs.find("1 rows, gather elements (586 blocks"), std::string::npos) << gs;
+  EXPECT_NE(gs.find("1 rows, gather elements (1 a thread, 586 blocks"), std::string::npos) << gs;
   EXPECT_NE(gs.find("5 rows, gather elements"), std::string::npos) << gs;
   const yirage::v1::Graph sn = SplitNormsGraph(FLOAT16);
   g = core::Graph::FromProto(sn);
@@ -1003,6 +1022,24 @@ std::string PlanSource(const yirage::v1::Graph& proto, const std::vector<KernelS
              ? c.response.plans(0).source() +
                    "\n// launches: " + c.response.plans(0).launch().ShortDebugString()
              : "";
+}
+
+// CPU-only (CI): the gather form takes 8 columns a thread where every
+// row, piece and slice start is a multiple of 8, one otherwise.
+TEST(CudaCodegenCompileTest, GatherFormsVectorizeAlignedPieces) {
+  const yirage::v1::Graph gv = GatherVectorsGraph(BFLOAT16);
+  const std::string src =
+      PlanSource(gv, {Row({"pq", "w", "sw"}, Rows(1)), Row({"k", "kr", "kb"}, Rows(1))});
+  if (std::getenv("YIRAGE_DUMP_SOURCE") != nullptr) std::printf("%s\n", src.c_str());
+  EXPECT_EQ(CountOf(src, "gather elements (8 a thread"), 2) << src;
+  const std::string kernels = src.substr(src.find("// kernel 0"));
+  // p and q; kc, kn and cb 16 bytes at a time; rb one load for 8 columns.
+  EXPECT_EQ(CountOf(kernels, "yr_ld8_once("), 5) << src;
+  EXPECT_EQ(CountOf(kernels, "const float s_ = yr_ld("), 1) << src;
+  const yirage::v1::Graph ga = GatherGraph(BFLOAT16);
+  const std::string odd =
+      PlanSource(ga, {Row({"ab", "s", "m"}, Rows(1)), Row({"xy", "xs", "o"}, Rows(1))});
+  EXPECT_EQ(CountOf(odd, "gather elements (1 a thread"), 2) << odd;
 }
 
 // CPU-only (CI): flat kernels load 16 bytes an item over the largest

@@ -528,12 +528,102 @@ class RowKernelEmitter {
     return absl::StrCat("f", p, "(", r, ", ", info_.row_width[p] == 1 ? "0" : c, ")");
   }
 
+  // Whether the group gathers 8 consecutive columns at a time: every op's
+  // row, every concat piece and every slice start a multiple of 8 wide, so
+  // that 8 columns never straddle two pieces and every load of a kernel
+  // input that varies along the row is 16 bytes at an aligned offset (its
+  // row is the op's, a multiple of 8); inputs constant along the row are
+  // one load for all 8.
+  bool GatherVectors() const {
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      if (info_.row_width[j] % 8 != 0) return false;
+      if (op.type == OpType::kSlice && op.slice_start % 8 != 0) return false;
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const std::vector<int64_t>& shape = g_.tensor(op.inputs[slot]).shape;
+        const int64_t w = shape.empty() ? 1 : shape.back();
+        if (w % 8 != 0 && !(w == 1 && !info_.in_group[j][slot])) return false;
+      }
+    }
+    return true;
+  }
+
+  // Fills `dst`[8] with operand `slot` of group op j at row `r`, columns
+  // `c`..`c`+7 of the op's input space (width `w`; GatherVectors holds).
+  void EmitGatherOperand8(size_t j, int slot, int64_t w, const std::string& r, const std::string& c,
+                          const std::string& dst, Code& code) const {
+    const int t = g_.op(ops_[j]).inputs[slot];
+    if (info_.in_group[j][slot]) {
+      code.L("f", group_pos_.at(t), "(", r, ", ", c, ", ", dst, ");");
+      return;
+    }
+    std::vector<int64_t> space = info_.lead_dims;
+    space.push_back(w);
+    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+    const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
+    const bool narrow = info_.num_rows * w < (int64_t{1} << 31);
+    std::string at = info_.lead_dims.empty() ? "0LL" : OffsetExpr(info_.lead_dims, lead, r, narrow);
+    if (strides.back() == 0) {
+      code.L("{ const float s_ = yr_ld(", ctx_.Var(t), ", ", at, "); for (int q = 0; q < 8; ++q) ",
+             dst, "[q] = s_; }");
+      return;
+    }
+    code.L("yr_ld8_once(", ctx_.Var(t), " + ", at, " + (", c, "), ", dst, ");");
+  }
+
+  // The gather form's ops as device lambdas of 8 columns:
+  // f<j>(r, c, out) fills out[8] with op j's row r, columns c..c+7.
+  void EmitGatherLambdas8(Code& c) const {
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      const int64_t w = info_.row_width[j];
+      c.L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)));
+      c.Open(absl::StrCat("auto f", j, " = [&](i64 r, i64 c, float* o) {"));
+      c.L("(void)r;");
+      if (op.type == OpType::kSlice) {
+        const int64_t in_w = g_.tensor(op.inputs[0]).shape.back();
+        EmitGatherOperand8(j, 0, in_w, "r", absl::StrCat("c + ", op.slice_start), "o", c);
+      } else if (op.type == OpType::kConcat) {
+        int64_t off = 0;
+        for (size_t k = 0; k < op.inputs.size(); ++k) {
+          const int64_t wk = g_.tensor(op.inputs[k]).shape.back();
+          const bool last = k + 1 == op.inputs.size();
+          if (!last) c.Open(absl::StrCat("if (c < ", off + wk, "LL) {"));
+          EmitGatherOperand8(j, static_cast<int>(k), wk, "r", absl::StrCat("c - ", off), "o", c);
+          if (!last) {
+            c.L("return;");
+            c.Close();
+          }
+          off += wk;
+        }
+      } else {
+        c.L("float a[8];");
+        EmitGatherOperand8(j, 0, w, "r", "c", "a", c);
+        std::string value;
+        if (core::IsUnaryElementwise(op.type)) {
+          value = UnaryExpr(op, "a[q]");
+        } else if (op.has_scalar) {
+          value = BinaryExpr(op.type, "a[q]", Lit(op.scalar));
+        } else {
+          c.L("float b[8];");
+          EmitGatherOperand8(j, 1, w, "r", "c", "b", c);
+          value = BinaryExpr(op.type, "a[q]", "b[q]");
+        }
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < 8; ++q) o[q] = ", value, ";");
+      }
+      c.Close("};");
+    }
+  }
+
   absl::Status EmitGatherElements(const std::vector<int>& outputs, bool inject_fault, Code* out) {
     constexpr int kThreads = 256;
+    const bool vectors = GatherVectors();
+    const int vec = vectors ? 8 : 1;
     int64_t most = 1;
     for (int t : outputs) most = std::max(most, info_.num_rows * info_.row_width[group_pos_.at(t)]);
     const int64_t sms = std::max(1, ctx_.target.sm_count);
-    const int64_t blocks = std::clamp<int64_t>(CeilDiv(most, kThreads), 1, 16 * sms);
+    const int64_t blocks = std::clamp<int64_t>(CeilDiv(most / vec, kThreads), 1, 16 * sms);
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     std::vector<std::string> params;
     KernelLaunch launch = StartLaunch(outputs, &params);
@@ -541,11 +631,49 @@ class RowKernelEmitter {
     launch.block = kThreads;
     Code& c = *out;
     c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
-        info_.num_rows, " rows, gather elements (", blocks, " blocks, grid-stride)");
+        info_.num_rows, " rows, gather elements (", vec, " a thread, ", blocks,
+        " blocks, grid-stride)");
     c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
         absl::StrJoin(params, ", "), ") {");
     c.Open("{");
     if (inject_fault) c.Line(FaultLine());
+    if (vectors) {
+      EmitGatherLambdas8(c);
+    } else {
+      EmitGatherLambdas(c);
+    }
+    c.L("const i64 step = (i64)gridDim.x * ", kThreads, ";");
+    for (int t : outputs) {
+      const size_t j = group_pos_.at(t);
+      const int64_t w = info_.row_width[j];
+      const int64_t total = info_.num_rows * w;
+      // Row and column of element e, 32-bit where the elements allow.
+      const bool narrow = total < (int64_t{1} << 31);
+      const std::string x = narrow ? "(unsigned)e" : "e";
+      const std::string k = narrow ? "u" : "LL";
+      c.Open(absl::StrCat("for (i64 it = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; it < ",
+                          total / vec, "LL; it += step) {"));
+      c.L("const i64 e = it * ", vec, ";");
+      c.L("const i64 r = ", x, " / ", w, k, ", col = ", x, " % ", w, k, ";");
+      if (vectors) {
+        c.L("float v[8];");
+        c.L("f", j, "(r, col, v);");
+        for (const std::string& d : dsts_[t]) c.L("yr_st8(", d, " + e, v);");
+      } else {
+        c.L("const float v = f", j, "(r, col);");
+        EmitStores(dsts_[t], "e", "v", &c);
+      }
+      c.Close();
+    }
+    c.Close();
+    c.Line("}");
+    ctx_.code->launches.push_back(std::move(launch));
+    return absl::OkStatus();
+  }
+
+  // The gather form's ops as device lambdas of one element: f<j>(r, c) is
+  // op j's row r, column c.
+  void EmitGatherLambdas(Code& c) const {
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
       const int64_t w = info_.row_width[j];
@@ -579,20 +707,6 @@ class RowKernelEmitter {
       }
       c.Close("};");
     }
-    c.L("const i64 step = (i64)gridDim.x * ", kThreads, ";");
-    for (int t : outputs) {
-      const size_t j = group_pos_.at(t);
-      const int64_t w = info_.row_width[j];
-      c.Open(absl::StrCat("for (i64 e = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; e < ",
-                          info_.num_rows * w, "LL; e += step) {"));
-      c.L("const float v = f", j, "(e / ", w, "LL, e % ", w, "LL);");
-      EmitStores(dsts_[t], "e", "v", &c);
-      c.Close();
-    }
-    c.Close();
-    c.Line("}");
-    ctx_.code->launches.push_back(std::move(launch));
-    return absl::OkStatus();
   }
 
   // ---- Split rows ----
