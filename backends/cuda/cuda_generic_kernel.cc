@@ -384,6 +384,208 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
   ctx.code->launches.push_back(std::move(launch));
 }
 
+// Softmax and the norms over an axis followed by contiguous columns whose
+// count is a multiple of 8 (a middle or the first axis): EmitAxisLanes'
+// units with each thread on 8 neighbouring columns, so that every load and
+// store is 16 bytes (one thread a column reads 2 bytes a load of 16-bit
+// rows, a warp 64 bytes). Each thread keeps its 8 columns' statistics;
+// lanes combine them through shuffles and shared memory as there. The
+// rows are read again for the output (from L1 or L2). 16-bit outputs take
+// the approximate exponential. False (nothing emitted) for other ops and
+// shapes.
+bool EmitAxisLanes8(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
+                    bool inject_fault, Code* code) {
+  constexpr int kThreads = kGenericThreads;
+  constexpr int kVec = 8;
+  const Graph& g = ctx.graph;
+  const OpInfo& op = g.op(op_id);
+  if (!core::IsNormOrSoftmax(op.type)) return false;
+  const int in = op.inputs[0];
+  const std::vector<int64_t>& shape = g.tensor(in).shape;
+  const int64_t outer = Numel(Slice(shape, 0, op.axis));
+  const int64_t d = shape[op.axis];
+  const int64_t inner = Numel(Slice(shape, op.axis + 1, shape.size()));
+  if (inner < kVec || inner % kVec != 0) return false;
+  auto pow2_floor = [](int64_t v) {
+    int64_t p = 1;
+    while (p * 2 <= v) p *= 2;
+    return p;
+  };
+  auto pow2_ceil = [](int64_t v) {
+    int64_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+  };
+  // About 4 rows a lane (32 values); fewer column vectors a unit (down to
+  // 2: 32-byte sectors) while the grid would leave SMs idle.
+  const int64_t sms = std::max(1, ctx.target.sm_count);
+  const int64_t vectors = inner / kVec;
+  int64_t cx = std::min<int64_t>(32, pow2_floor(vectors));
+  int64_t lanes = 1, col_tiles = 1, per_block = 1, blocks = 1;
+  for (;;) {
+    lanes = std::min<int64_t>(kThreads / cx, pow2_ceil(CeilDiv(d, 4)));
+    col_tiles = CeilDiv(vectors, cx);
+    per_block = kThreads / (cx * lanes);
+    blocks = CeilDiv(outer * col_tiles, per_block);
+    if (cx <= 2 || blocks >= 2 * sms) break;
+    cx /= 2;
+  }
+  const int64_t unit = cx * lanes;
+  const int64_t warps = unit > 32 ? unit / 32 : 1;
+  const int64_t units = outer * col_tiles;
+  const std::string name = KernelName(ctx.plan_index, kernel_index);
+  KernelLaunch launch;
+  launch.name = name;
+  launch.block = kThreads;
+  launch.grid[0] = blocks;
+  std::vector<std::string> params;
+  for (const std::string& t : kernel.inputs()) {
+    ctx.AddReadParam(g.FindTensor(t), &params, &launch.args);
+  }
+  const std::vector<std::string> dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
+  const std::vector<int64_t>& out = g.tensor(op.output).shape;
+  const bool fast = core::DTypeSize(g.tensor(op.output).dtype) == 2;
+  const std::string exp = fast ? "__expf" : "expf";
+  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
+          CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
+          core::ShapeToString(out), ", lanes along the axis, 8 columns a thread (", outer, " x ", d,
+          " x ", inner, ": ", cx, " column vectors x ", lanes, " lanes a unit, ", per_block,
+          " unit(s) a block)");
+  code->L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
+          absl::StrJoin(params, ", "), ") {");
+  code->Open("{");
+  if (inject_fault) code->Line(FaultLine());
+  const bool pair = op.type == OpType::kSoftmax;
+  if (warps > 1) {
+    code->L("__shared__ float red0[", kThreads / 32, "][", cx * kVec, "];");
+    if (pair) code->L("__shared__ float red1[", kThreads / 32, "][", cx * kVec, "];");
+  }
+  code->L("const int cxi = threadIdx.x % ", cx, ";");
+  code->L("const int ryi = (threadIdx.x / ", cx, ") % ", lanes, ";");
+  code->L("const int ul = threadIdx.x / ", unit, ";");
+  code->L("const i64 u = (i64)blockIdx.x * ", per_block, " + ul;");
+  code->L("const i64 o = u / ", col_tiles, "LL;");
+  code->L("const i64 n = ((u % ", col_tiles, "LL) * ", cx, " + cxi) * ", kVec,
+          ";  // first column");
+  code->L("const bool live = u < ", units, "LL && n < ", inner, "LL;");
+  code->L("const i64 base = o * ", d * inner, "LL + n;");
+  code->L("const i64 c0 = live ? (i64)ryi : ", d, "LL;");
+  const std::string loop = absl::StrCat("for (i64 c = c0; c < ", d, "LL; c += ", lanes, ")");
+  // Loads row c's 8 columns into xv[8] (allocating in L1: the output pass
+  // reads them again).
+  auto load = [&] {
+    code->L("float xv[8];");
+    code->L("yr_ld8_keep(", ctx.Var(in), " + base + c * ", inner, "LL, xv);");
+  };
+  auto each = [&](const std::string& statement) {
+    code->L("#pragma unroll");
+    code->L("for (int k = 0; k < 8; ++k) ", statement);
+  };
+  // Combines v[8] (and w[8] for softmax) over the unit's lanes of these
+  // columns; every lane of the unit ends with the result.
+  auto combine_lanes = [&](const std::string& how) {
+    auto merge = [&](const std::string& a, const std::string& b, const std::string& a2,
+                     const std::string& b2) {
+      if (how == "sum") return absl::StrCat(a, " += ", b, ";");
+      return absl::StrCat("{ const float m_ = yr_max(", a, ", ", b, "); ", a2, " = (", a,
+                          " == m_ ? ", a2, " : ", a2, " * ", exp, "(", a, " - m_)) + (", b,
+                          " == m_ ? ", b2, " : ", b2, " * ", exp, "(", b, " - m_)); ", a,
+                          " = m_; }");
+    };
+    const int64_t span = std::min<int64_t>(unit, 32);
+    for (int64_t off = cx; off < span; off *= 2) {
+      code->L("#pragma unroll");
+      code->Open("for (int k = 0; k < 8; ++k) {");
+      code->L("const float v2 = __shfl_xor_sync(0xffffffffu, v[k], ", off, ");");
+      if (pair) code->L("const float w2 = __shfl_xor_sync(0xffffffffu, w[k], ", off, ");");
+      code->L(merge("v[k]", "v2", "w[k]", "w2"));
+      code->Close();
+    }
+    if (warps > 1) {
+      code->L("__syncthreads();  // red0/red1 free from the previous combine");
+      code->Open(absl::StrCat("if ((threadIdx.x & 31) < ", cx, ") {"));
+      each("red0[threadIdx.x / 32][(threadIdx.x & 31) * 8 + k] = v[k];");
+      if (pair) each("red1[threadIdx.x / 32][(threadIdx.x & 31) * 8 + k] = w[k];");
+      code->Close();
+      code->L("__syncthreads();");
+      code->L("#pragma unroll");
+      code->Open("for (int k = 0; k < 8; ++k) {");
+      code->L("v[k] = red0[ul * ", warps, "][cxi * 8 + k];");
+      if (pair) code->L("w[k] = red1[ul * ", warps, "][cxi * 8 + k];");
+      code->Open(absl::StrCat("for (int y = 1; y < ", warps, "; ++y) {"));
+      code->L("const float v2 = red0[ul * ", warps, " + y][cxi * 8 + k];");
+      if (pair) code->L("const float w2 = red1[ul * ", warps, " + y][cxi * 8 + k];");
+      code->L(merge("v[k]", "v2", "w[k]", "w2"));
+      code->Close();
+      code->Close();
+    }
+  };
+  // The output pass: y[k] = `value` (of xv[k] and the statistics) times
+  // the op's other inputs (weight, then bias), 16 bytes a store.
+  auto norm_store = [&](const std::string& value) {
+    code->L("if (!live) return;");
+    code->L("#pragma unroll 2");
+    code->Open(absl::StrCat(loop, " {"));
+    code->L("const i64 q = base + c * ", inner, "LL;");
+    load();
+    std::string v = value;
+    for (size_t k = 1; k < op.inputs.size(); ++k) {
+      const int t = op.inputs[k];
+      const std::string p = absl::StrCat("yr_ld(", ctx.Var(t), ", ",
+                                         OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out),
+                                                    "q + k", Numel(out) < (int64_t{1} << 31)),
+                                         ")");
+      v = k == 1 ? absl::StrCat("(", v, ") * ", p) : absl::StrCat(v, " + ", p);
+    }
+    code->L("float y[8];");
+    each(absl::StrCat("y[k] = ", v, ";"));
+    for (const std::string& dst : dsts) code->L("yr_st8(", dst, " + q, y);");
+    code->Close();
+  };
+  if (op.type == OpType::kSoftmax) {
+    code->L("float v[8], w[8];");
+    each("{ v[k] = -__int_as_float(0x7f800000); w[k] = 0.0f; }");
+    code->Open(absl::StrCat(loop, " {"));
+    load();
+    code->L("#pragma unroll");
+    code->Open("for (int k = 0; k < 8; ++k) {");
+    code->L("if (xv[k] > v[k]) { w[k] = w[k] * ", exp, "(v[k] - xv[k]) + 1.0f; v[k] = xv[k]; }");
+    code->L("else { w[k] += ", exp, "(xv[k] - v[k]); }");
+    code->Close();
+    code->Close();
+    combine_lanes("softmax");
+    code->L("float inv[8];");
+    each("inv[k] = 1.0f / w[k];");
+    norm_store(absl::StrCat(exp, "(xv[k] - v[k]) * inv[k]"));
+  } else {
+    auto sum_pass = [&](const std::string& term) {
+      each("v[k] = 0.0f;");
+      code->L("#pragma unroll 2");
+      code->Open(absl::StrCat(loop, " {"));
+      load();
+      each(absl::StrCat("v[k] += ", term, ";"));
+      code->Close();
+      combine_lanes("sum");
+    };
+    code->L("float v[8];");
+    std::string centered = "xv[k]";
+    if (op.type == OpType::kLayerNorm) {
+      sum_pass("xv[k]");
+      code->L("float mean[8];");
+      each(absl::StrCat("mean[k] = v[k] / ", d, ".0f;"));
+      centered = "(xv[k] - mean[k])";
+    }
+    sum_pass(absl::StrCat(centered, " * ", centered));
+    code->L("float inv[8];");
+    each(absl::StrCat("inv[k] = 1.0f / sqrtf(v[k] / ", d, ".0f + ", Lit(op.eps), ");"));
+    norm_store(absl::StrCat(centered, " * inv[k]"));
+  }
+  code->Close();
+  code->Line("}");
+  ctx.code->launches.push_back(std::move(launch));
+  return true;
+}
+
 }  // namespace
 
 void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
@@ -391,6 +593,7 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
   const Graph& g = ctx.graph;
   const OpInfo& op = g.op(op_id);
   if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, inject_fault, code)) return;
+  if (EmitAxisLanes8(ctx, kernel, kernel_index, op_id, inject_fault, code)) return;
   if (core::IsReduction(op.type) || core::IsNormOrSoftmax(op.type)) {
     EmitAxisLanes(ctx, kernel, kernel_index, op_id, inject_fault, code);
     return;
