@@ -906,7 +906,17 @@ absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
         !library.empty() && library.front().first.estimated_cost() < plans.front().estimated_cost();
     const int best = fused_best ? library.front().second : 0;
     const size_t after = fused_best ? 1 : 0;
-    for (int algo = options.kernels.library().algorithms() - 1; algo >= 1; --algo) {
+    // Another algorithm changes only the library's own kernels; where the
+    // plan it would vary costs about its launches (matmuls of a few KB, for
+    // which cuBLASLt's heuristic also offers fewer algorithms than asked),
+    // timing more of them would only spend the budget.
+    const Plan& varied = fused_best ? library.front().first : plans.front();
+    const double launches =
+        RooflineOf(options).launch_seconds * static_cast<double>(varied.kernels_size());
+    const int algorithms = varied.estimated_cost() > kMinAlgorithmLaunches * launches
+                               ? options.kernels.library().algorithms()
+                               : 1;
+    for (int algo = algorithms - 1; algo >= 1; --algo) {
       std::optional<Plan> plan =
           LibraryPlan(graph, enumerator, partitions[best],
                       best == 0 ? baseline_variant : variants.front(), algo, options);

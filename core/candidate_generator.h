@@ -22,7 +22,8 @@ struct SearchOptions {
   // `kernels.row` says, KERNEL_LIBRARY kernels where `kernels.library` is
   // set (then the baseline's matmuls are library calls, the generated
   // one-kernel-per-op plan becomes an ordinary candidate, and library plans
-  // are offered first, with `kernels.library.algorithms` algorithms each),
+  // are offered first, with `kernels.library.algorithms` algorithms each
+  // where the plan costs more than its launches: kMinAlgorithmLaunches),
   // and the points of `kernels.families` for the chains they match
   // (core/kernel_family.h). Empty: generic row kernels only.
   yirage::v1::BackendKernels kernels;
@@ -110,6 +111,11 @@ absl::Status ValidatePlan(const Graph& graph, const yirage::v1::Plan& plan);
 // The most fingerprint trials ValidatePlan runs for a rewritten plan, whatever
 // its fingerprint_trials says.
 inline constexpr int kMaxPlanFingerprintTrials = 16;
+
+// The library's further algorithms are offered only for plans whose
+// estimate is above this many times their kernels' launch overhead: below,
+// the matmuls are a few KB and no algorithm can change the time.
+inline constexpr double kMinAlgorithmLaunches = 2.0;
 
 // Relative cost estimate of a plan (bytes moved plus flops, weighted); used to
 // rank candidates and shown to users. Lower is better. A plan with its own

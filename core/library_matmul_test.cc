@@ -174,6 +174,34 @@ TEST(LibraryMatmulTest, BaselineAndFirstCandidatesUseTheLibrary) {
   }
 }
 
+// A matmul of a few KB costs its launch whatever the algorithm (and
+// cuBLASLt's heuristic offers fewer than asked for it): only the first
+// algorithm is a candidate, so no budget goes to plans that cannot differ.
+TEST(LibraryMatmulTest, TinyMatmulsTakeOneAlgorithm) {
+  const Graph g = FromJson(R"({"name": "g",
+    "inputs": [{"name": "X", "shape": [16, 32], "dtype": "bfloat16"},
+               {"name": "W", "shape": [32, 16], "dtype": "bfloat16"}],
+    "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]},
+            {"name": "R", "op": "relu", "inputs": ["Y"]}], "outputs": ["R"]})");
+  SearchOptions options;
+  options.backend = "cuda";
+  options.warp_size = 32;
+  options.kernels.set_gpu(true);
+  options.kernels.mutable_library()->set_algorithms(3);
+  options.max_candidates = 12;
+  absl::StatusOr<std::vector<yirage::v1::Plan>> plans = GenerateCandidates(g, options);
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  int library_plans = 0;
+  for (const yirage::v1::Plan& p : *plans) {
+    for (const auto& k : p.kernels()) {
+      if (k.kind() != yirage::v1::KERNEL_LIBRARY) continue;
+      ++library_plans;
+      EXPECT_EQ(k.schedule().library().algorithm(), 0) << p.description();
+    }
+  }
+  EXPECT_GT(library_plans, 0);
+}
+
 // silu(X W1) * (X W2) at prefill size: two library calls and the two
 // elementwise ops gathered into one kernel between and after them.
 TEST(LibraryMatmulTest, GathersTheOpsBetweenLibraryCalls) {

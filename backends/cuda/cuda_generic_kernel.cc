@@ -416,19 +416,32 @@ bool EmitAxisLanes8(PlanContext& ctx, const KernelPlan& kernel, int kernel_index
     while (p < v) p *= 2;
     return p;
   };
-  // About 4 rows a lane (32 values); fewer column vectors a unit (down to
-  // 2: 32-byte sectors) while the grid would leave SMs idle.
+  // Each thread walks its rows one load at a time, so the grid, not the
+  // loads a thread keeps in flight, hides the memory latency: the first
+  // shape (most column vectors a unit, then most rows a lane: 4, 2, 1)
+  // that gives at least kAxisBlocksPerSm blocks an SM, else the one with
+  // the most blocks. Column vectors go down to 2 a unit (32-byte sectors).
+  constexpr int64_t kAxisBlocksPerSm = 4;
   const int64_t sms = std::max(1, ctx.target.sm_count);
   const int64_t vectors = inner / kVec;
-  int64_t cx = std::min<int64_t>(32, pow2_floor(vectors));
-  int64_t lanes = 1, col_tiles = 1, per_block = 1, blocks = 1;
-  for (;;) {
-    lanes = std::min<int64_t>(kThreads / cx, pow2_ceil(CeilDiv(d, 4)));
-    col_tiles = CeilDiv(vectors, cx);
-    per_block = kThreads / (cx * lanes);
-    blocks = CeilDiv(outer * col_tiles, per_block);
-    if (cx <= 2 || blocks >= 2 * sms) break;
-    cx /= 2;
+  int64_t cx = 1, lanes = 1, col_tiles = 1, per_block = 1, blocks = 0;
+  bool enough = false;
+  for (int64_t try_cx = std::min<int64_t>(32, pow2_floor(vectors)); try_cx >= 1 && !enough;
+       try_cx /= 2) {
+    if (try_cx < 2 && vectors >= 2) break;
+    for (int64_t rows_a_lane : {4, 2, 1}) {
+      const int64_t l = std::min<int64_t>(kThreads / try_cx, pow2_ceil(CeilDiv(d, rows_a_lane)));
+      const int64_t tiles = CeilDiv(vectors, try_cx);
+      const int64_t pb = kThreads / (try_cx * l);
+      const int64_t b = CeilDiv(outer * tiles, pb);
+      if (b > blocks) {
+        cx = try_cx, lanes = l, col_tiles = tiles, per_block = pb, blocks = b;
+      }
+      if (b >= kAxisBlocksPerSm * sms) {
+        enough = true;
+        break;
+      }
+    }
   }
   const int64_t unit = cx * lanes;
   const int64_t warps = unit > 32 ? unit / 32 : 1;

@@ -623,7 +623,12 @@ class RowKernelEmitter {
     int64_t most = 1;
     for (int t : outputs) most = std::max(most, info_.num_rows * info_.row_width[group_pos_.at(t)]);
     const int64_t sms = std::max(1, ctx_.target.sm_count);
-    const int64_t blocks = std::clamp<int64_t>(CeilDiv(most / vec, kThreads), 1, 16 * sms);
+    // 8 columns a thread cover the elements in one round (as flat
+    // elementwise kernels: a grid capped at 16 blocks an SM that strides was
+    // slower there); one a thread, the capped grid strides.
+    const int64_t blocks =
+        vectors ? std::clamp<int64_t>(CeilDiv(most / vec, kThreads), 1, (int64_t{1} << 31) - 1)
+                : std::clamp<int64_t>(CeilDiv(most, kThreads), 1, 16 * sms);
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     std::vector<std::string> params;
     KernelLaunch launch = StartLaunch(outputs, &params);
