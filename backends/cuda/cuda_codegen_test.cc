@@ -325,20 +325,6 @@ yirage::v1::Graph SplitNormsGraph(DType dtype) {
 // of 16 lanes (inner 3), a layer_norm over a middle axis with a weight and
 // a bias that broadcast; copies along a first and a middle axis, 4 elements
 // at a time (inner 12 and 8) and one (inner 3).
-// Softmax and norms over a middle or the first axis with 8k contiguous
-// columns after it (8 columns a thread): one unit a slab (softmax over
-// 100 rows of 128 columns), few columns and many rows (units over several
-// warps), a layer_norm with weight and bias.
-yirage::v1::Graph AxisVectorsGraph(DType dtype) {
-  GraphBuilder b("axis_vectors");
-  b.Input("a", {6, 100, 128}, dtype).Input("r", {1000, 16}, dtype);
-  b.Input("l", {3, 45, 24}, dtype).Input("lw", {45, 1}, dtype).Input("lb", {3, 1, 24}, dtype);
-  b.Op("pa", "softmax", {"a"}, {I("axis", 1)}).Output("pa");
-  b.Op("nr", "rms_norm", {"r"}, {I("axis", 0)}).Output("nr");
-  b.Op("nl", "layer_norm", {"l", "lw", "lb"}, {I("axis", 1)}).Output("nl");
-  return b.proto();
-}
-
 yirage::v1::Graph AxisLanesGraph(DType dtype) {
   GraphBuilder b("axis_lanes");
   b.Input("a", {40, 6, 33}, dtype).Input("r", {7, 2000, 1}, dtype);
@@ -755,8 +741,6 @@ std::vector<Case> AllCases() {
     cases.push_back({cr, {AllGeneric(cr)}});
     const yirage::v1::Graph al = AxisLanesGraph(dt);
     cases.push_back({al, {AllGeneric(al)}});
-    const yirage::v1::Graph av = AxisVectorsGraph(dt);
-    cases.push_back({av, {AllGeneric(av)}});
     const yirage::v1::Graph sr = SplitRowsGraph(dt);
     cases.push_back(
         {sr, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)), Row({"az"}, Rows(1))}}});
@@ -1038,18 +1022,6 @@ std::string PlanSource(const yirage::v1::Graph& proto, const std::vector<KernelS
              ? c.response.plans(0).source() +
                    "\n// launches: " + c.response.plans(0).launch().ShortDebugString()
              : "";
-}
-
-// CPU-only (CI): softmax and norms over an axis followed by a multiple of
-// 8 columns take 8 columns a thread; other column counts one.
-TEST(CudaCodegenCompileTest, AxisLanesTakeEightColumnsAThread) {
-  const yirage::v1::Graph av = AxisVectorsGraph(FLOAT16);
-  const std::string src = PlanSource(av, AllGeneric(av));
-  if (std::getenv("YIRAGE_DUMP_SOURCE") != nullptr) std::printf("%s\n", src.c_str());
-  EXPECT_EQ(CountOf(src, "lanes along the axis, 8 columns a thread"), 3) << src;
-  EXPECT_NE(src.find("__expf(xv[k] - v[k])"), std::string::npos) << src;
-  const yirage::v1::Graph al = AxisLanesGraph(FLOAT16);
-  EXPECT_EQ(CountOf(PlanSource(al, AllGeneric(al)), "8 columns a thread"), 0);
 }
 
 // CPU-only (CI): the gather form takes 8 columns a thread where every
