@@ -200,6 +200,14 @@ TEST(CpuBackendTest, TimingIsSane) {
             YIRAGE_OK);
   EXPECT_EQ(t.runs, 3);
 
+  // Flushes count against the wall clock: 128 MiB written before each run
+  // (milliseconds) ends a 1 ms target after min_runs, well before max_runs.
+  opts = {0, 1000, 1e-3, 2, int64_t{128} << 20};
+  ASSERT_EQ(Backend()->time(c.module, 0, b.in_ptrs.data(), b.out_ptrs.data(), &opts, &t, &error),
+            YIRAGE_OK);
+  EXPECT_GE(t.runs, 2);
+  EXPECT_LT(t.runs, 1000);
+
   ASSERT_EQ(Backend()->time(c.module, 0, b.in_ptrs.data(), b.out_ptrs.data(), nullptr, &t, &error),
             YIRAGE_OK);
   EXPECT_GE(t.runs, 3);

@@ -19,6 +19,10 @@
 namespace yirage::backends::cpu {
 namespace {
 
+// A timing's wall clock (flushes included) ends it, once min_runs are in,
+// past this many times its target_seconds.
+constexpr double kMaxWallFactor = 20.0;
+
 // Generated modules link the OpenMP runtime. Unloading it with the last
 // module would pull the code from under its idle pool threads, so pin it.
 void PinOpenMpRuntime() {
@@ -145,10 +149,19 @@ absl::StatusOr<YirageTiming> CpuModule::Time(int plan, const void* const* inputs
   for (int i = 0; i < warmup; ++i) {
     if (fn(inputs, outputs) != 0) return absl::InternalError("plan not initialized");
   }
+  // The flushes count against the wall clock too: past kMaxWallFactor
+  // times the target, min_runs end the timing (a flush of twice a large
+  // last-level cache, 960 MiB on a VM that reports 480, takes about 0.1 s a
+  // run, which would turn 100 runs of a 100 us kernel into 10 s).
+  const auto start = std::chrono::steady_clock::now();
+  auto wall = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   std::vector<double> times;
   double total = 0;
   while (static_cast<int>(times.size()) < max_runs &&
-         (total < target || static_cast<int>(times.size()) < min_runs)) {
+         (static_cast<int>(times.size()) < min_runs ||
+          (total < target && wall() < kMaxWallFactor * target))) {
     flush(static_cast<int>(times.size()));
     const auto t0 = std::chrono::steady_clock::now();
     const int rc = fn(inputs, outputs);
