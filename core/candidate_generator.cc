@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,11 @@ constexpr int kMaxGeneratedPlans = 200;
 // Schedule knobs. block_rows values above every kernel's row count are not
 // generated; tile_n and unroll vary only for groups holding a matmul.
 constexpr int kBlockRowsChoices[] = {1, 4, 16, 64};
+// On GPUs, graphs whose rows are all at most kNarrowRowWidth wide also take
+// kNarrowBlockRows rows a block: a thread a row, where 64 rows a block give
+// each row several threads that mostly idle and combine through shuffles.
+constexpr int64_t kNarrowRowWidth = 16;
+constexpr int kNarrowBlockRows = 256;
 constexpr int kTileNChoices[] = {64, 256};
 constexpr int kUnrollChoices[] = {1, 4};
 constexpr int kDefaultTileN = 64;
@@ -293,15 +299,25 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
                                           const SearchOptions& options) {
   int64_t max_rows = 1;
   bool has_matmul = false;
+  int64_t max_width = 0;
   for (int i = 0; i < enumerator.num_ops(); ++i) {
     if (const RowGroupInfo* row = enumerator.RowGroup(i, i + 1); row != nullptr) {
       max_rows = std::max(max_rows, row->num_rows);
+      for (int64_t w : row->row_width) max_width = std::max(max_width, w);
+      // A reduction's row is its input's.
+      const std::vector<int64_t>& in = graph.tensor(graph.op(i).inputs[0]).shape;
+      if (!in.empty()) max_width = std::max(max_width, in.back());
+    } else {
+      max_width = std::numeric_limits<int64_t>::max();
     }
     has_matmul = has_matmul || graph.op(i).type == OpType::kMatmul;
   }
   std::vector<int> blocks;
   for (int b : kBlockRowsChoices) {
     if (b <= max_rows) blocks.push_back(b);
+  }
+  if (options.kernels.gpu() && max_width <= kNarrowRowWidth && kNarrowBlockRows <= max_rows) {
+    blocks.push_back(kNarrowBlockRows);
   }
   std::vector<int> tiles = {kDefaultTileN};
   std::vector<int> unrolls = {1};

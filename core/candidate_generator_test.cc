@@ -283,6 +283,28 @@ TEST(CandidateGeneratorTest, NonLastAxisReductionIsGeneric) {
   EXPECT_THAT(plans[0].description(), HasSubstr("[R:generic]"));
 }
 
+// On a GPU, a graph whose rows are a few elements wide also takes 256 rows a
+// block (a thread a row); wider rows, and CPUs, keep the usual choices.
+TEST(CandidateGeneratorTest, NarrowRowsTakeAThreadARowOnGpus) {
+  auto softmax = [](int64_t width) {
+    return MustBuild(testing::GraphProtoBuilder("g")
+                         .Input("X", {4000, width}, yirage::v1::FLOAT32)
+                         .Op("Y", "softmax", {"X"})
+                         .Output("Y")
+                         .proto());
+  };
+  auto block_rows = [](const std::vector<Plan>& plans) {
+    std::set<int> seen;
+    for (const Plan& plan : plans) {
+      for (const KernelPlan& kernel : plan.kernels()) seen.insert(kernel.schedule().block_rows());
+    }
+    return seen;
+  };
+  EXPECT_EQ(block_rows(MustGenerate(softmax(5), GpuOptions())).count(256), 1u);
+  EXPECT_EQ(block_rows(MustGenerate(softmax(64), GpuOptions())).count(256), 0u);
+  EXPECT_EQ(block_rows(MustGenerate(softmax(5))).count(256), 0u) << "a CPU";
+}
+
 TEST(CandidateGeneratorTest, MaxCandidatesTruncatesAndKeepsBaseline) {
   Graph graph = MustBuild(testing::RmsNormLinearProto());
   std::vector<Plan> all = MustGenerate(graph);

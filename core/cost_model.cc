@@ -8,6 +8,7 @@
 #include "core/fused_pattern.h"
 #include "core/kernel_family.h"
 #include "core/op_table.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace yirage::core {
 namespace {
@@ -158,12 +159,14 @@ double GemmTileShare(const GemmMatch& match, int64_t tile_m, int64_t tile_n, int
   return padding * static_cast<double>(tiles) / (waves * units);
 }
 
-// A GEMM family kernel's (GemmSchedule) tile share over the best share
-// among the tiles of its family's points that take its chain (the
-// backend's, as it describes them): its points rank by how well their
-// tiles fit, while the best of them costs as a library GEMM does (the
-// library picks its own tiles). 1 for other kernels, and where the knobs
-// leave the tile to the backend.
+// A GEMM family kernel's (GemmSchedule) efficiency over the best among its
+// family's points that take its chain (the backend's, as it describes
+// them): a point's is its tile share (over its waves of `units` times its
+// blocks_per_multiprocessor) times its matrix_share. Its points rank by how
+// well their tiles and forms fit, while the best of them costs as a library
+// GEMM does (the library picks its own tiles). The kernel's own figures are
+// those of the point whose knobs it carries (the defaults where none does).
+// 1 for other kernels, and where the knobs leave the tile to the backend.
 double GemmTileEfficiency(const Graph& graph, const std::vector<int>& ops,
                           const yirage::v1::Schedule& schedule,
                           const yirage::v1::BackendKernels& kernels, int units) {
@@ -174,17 +177,27 @@ double GemmTileEfficiency(const Graph& graph, const std::vector<int>& ops,
   const int family = MatchFamily(kernels, graph, ops);
   if (!match.has_value() || match->m <= 0 || match->n <= 0 || family < 0) return 1.0;
   const yirage::v1::KernelFamily& f = kernels.families(family);
+  auto efficiency = [&](const yirage::v1::GemmSchedule& knobs,
+                        const yirage::v1::SchedulePoint* point) {
+    const int per_unit = point != nullptr ? std::max(1, point->blocks_per_multiprocessor()) : 1;
+    const double matrix =
+        point != nullptr && point->matrix_share() > 0 ? point->matrix_share() : 1.0;
+    return matrix *
+           GemmTileShare(*match, knobs.tile_m(), knobs.tile_n(), knobs.split_k(), units * per_unit);
+  };
   double best = 0;
+  const yirage::v1::SchedulePoint* own = nullptr;
   for (const yirage::v1::SchedulePoint& point : f.points()) {
     const yirage::v1::GemmSchedule& p = point.schedule().gemm();
+    if (own == nullptr && google::protobuf::util::MessageDifferencer::Equals(p, g)) own = &point;
     if (p.tile_m() <= 0 || p.tile_n() <= 0 ||
         !WithinLimits(point.limits(), f.pattern(), graph, ops)) {
       continue;
     }
-    best = std::max(best, GemmTileShare(*match, p.tile_m(), p.tile_n(), 0, units));
+    best = std::max(best, efficiency(p, &point));
   }
-  const double share = GemmTileShare(*match, g.tile_m(), g.tile_n(), g.split_k(), units);
-  return best > 0 ? std::min(1.0, share / best) : 1.0;
+  const double mine = efficiency(g, own);
+  return best > 0 ? std::min(1.0, mine / best) : 1.0;
 }
 
 // The share of input tensor `t` that a kernel of `ops` (writing `outputs`)

@@ -387,6 +387,60 @@ TEST(CostModelRooflineTest, GemmTilesPayForPaddingAndPartialWaves) {
   EXPECT_DOUBLE_EQ(cost(384, 16384, 256, 128, 0), library(384, 16384));
 }
 
+// A point's matrix_share scales its products' rate and its
+// blocks_per_multiprocessor the waves its tiles run in; the kernel takes
+// the figures of the point whose knobs it carries.
+TEST(CostModelRooflineTest, GemmPointsChargeTheirFormsRateAndResidentBlocks) {
+  SearchOptions options = H200Options();
+  yirage::v1::KernelFamily* family = options.kernels.add_families();
+  family->set_name("gemm");
+  family->set_pattern(yirage::v1::GEMM);
+  yirage::v1::SchedulePoint* wgmma = family->add_points();
+  wgmma->mutable_schedule()->mutable_gemm()->set_tile_m(128);
+  wgmma->mutable_schedule()->mutable_gemm()->set_tile_n(256);
+  wgmma->mutable_schedule()->mutable_gemm()->set_split_k(1);
+  yirage::v1::SchedulePoint* mma = family->add_points();
+  mma->mutable_schedule()->mutable_gemm()->set_mma_sync(true);
+  mma->mutable_schedule()->mutable_gemm()->set_tile_m(64);
+  mma->mutable_schedule()->mutable_gemm()->set_tile_n(64);
+  mma->mutable_schedule()->mutable_gemm()->set_split_k(1);
+  mma->set_matrix_share(0.5);
+  mma->set_blocks_per_multiprocessor(2);
+  auto cost = [&](int64_t m, int64_t n, const yirage::v1::SchedulePoint* point) {
+    const Graph g = MustBuild(testing::GraphProtoBuilder("g")
+                                  .Input("A", {m, 4096}, yirage::v1::FLOAT16)
+                                  .Input("B", {4096, n}, yirage::v1::FLOAT16)
+                                  .Op("Y", "matmul", {"A", "B"})
+                                  .Output("Y")
+                                  .proto());
+    KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, {"Y"}, {"A", "B"}, {"Y"});
+    *kernel.mutable_schedule() = point->schedule();
+    return EstimateKernelCost(g, kernel, nullptr, options);
+  };
+  const Roofline r = RooflineOf(H200Options());
+  const int64_t m = 128 * 132;
+  const double at_peak =
+      r.launch_seconds + 2.0 * m * 2048 * 4096 / r.MatrixFlopsPerSecond(yirage::v1::FLOAT16);
+  // Whole waves of both (1056 tiles of 128 x 256 over 132 multiprocessors;
+  // 8448 of 64 x 64 over 132 x 2 blocks): the wgmma point at the peak, the
+  // mma one at half of it.
+  EXPECT_NEAR(cost(m, 2048, wgmma), at_peak, 1e-9);
+  EXPECT_NEAR(cost(m, 2048, mma), 2 * at_peak - r.launch_seconds, 1e-9);
+  // 512 x 512 without split-K: 8 tiles of 128 x 256 keep 8 of 132
+  // multiprocessors busy; 64 tiles of 64 x 64 are 64 of 264 blocks at
+  // half the rate, twice the share: the mma point is the cheaper.
+  EXPECT_LT(cost(512, 512, mma), cost(512, 512, wgmma));
+  // With 4 blocks a multiprocessor, the 64 tiles are a quarter of a wave
+  // of 528 blocks: the two cost the same.
+  mma->set_blocks_per_multiprocessor(4);
+  EXPECT_NEAR(cost(512, 512, mma), cost(512, 512, wgmma), 1e-3 * cost(512, 512, wgmma));
+  // A kernel whose knobs are no point's: the defaults (the full rate, a
+  // block a multiprocessor).
+  yirage::v1::SchedulePoint other = *mma;
+  other.mutable_schedule()->mutable_gemm()->set_stages(7);
+  EXPECT_LT(cost(m, 2048, &other), cost(m, 2048, mma));
+}
+
 // A kernel that reads an input through a slice, or through a concat that
 // only a slice reads, moves the window, not the whole input.
 TEST(CostModelRooflineTest, SlicesReadTheirWindows) {

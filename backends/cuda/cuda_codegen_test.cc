@@ -325,6 +325,19 @@ yirage::v1::Graph SplitNormsGraph(DType dtype) {
 // of 16 lanes (inner 3), a layer_norm over a middle axis with a weight and
 // a bias that broadcast; copies along a first and a middle axis, 4 elements
 // at a time (inner 12 and 8) and one (inner 3).
+// Rows a few elements wide, 256 a block (a thread a row): a softmax over
+// 5, a layer_norm over 7 with weight and bias, a sum over 3 after an
+// elementwise op; 3001 rows leave the last block partial.
+yirage::v1::Graph NarrowRowsGraph(DType dtype) {
+  GraphBuilder b("narrow_rows");
+  b.Input("x", {3001, 5}, dtype).Input("y", {3001, 7}, dtype).Input("yw", {7}, dtype);
+  b.Input("yb", {7}, dtype).Input("z", {3001, 3}, dtype);
+  b.Op("px", "softmax", {"x"}).Output("px");
+  b.Op("ny", "layer_norm", {"y", "yw", "yb"}).Output("ny");
+  b.Op("az", "abs", {"z"}).Op("sz", "reduce_sum", {"az"}, {I("axis", 1)}).Output("sz");
+  return b.proto();
+}
+
 yirage::v1::Graph AxisLanesGraph(DType dtype) {
   GraphBuilder b("axis_lanes");
   b.Input("a", {40, 6, 33}, dtype).Input("r", {7, 2000, 1}, dtype);
@@ -705,6 +718,47 @@ std::vector<Case> AllCases() {
         cases.push_back({bg, plans});
       }
     }
+    // The GEMM family's sm_80 form (sm_80 on, 16-bit; graphs "mma_..."):
+    // every tile shape, M, N and K off the tiles (K 72 and 136: not
+    // multiples of 64; N 255), B as [K, N] and [N, K], more tiles than
+    // multiprocessors, the epilogue of bias, activation, scalar and
+    // residual and the plain product, batches (tiles past M and N of one
+    // product next to the next one's) and rows of A over lead dims.
+    if (dt != FLOAT32 && TargetOfCompiles().sm >= 80) {
+      const std::vector<yirage::v1::Schedule> mma = {
+          WithMmaGemm(Rows(4), 128, 256, 3), WithMmaGemm(Rows(4), 128, 128, 4),
+          WithMmaGemm(Rows(4), 128, 128, 3), WithMmaGemm(Rows(4), 64, 128, 4),
+          WithMmaGemm(Rows(4), 64, 64, 4),   WithMmaGemm(Rows(4), 64, 64, 2)};
+      const std::vector<std::tuple<int, int, int, bool>> shapes = {
+          {65, 200, 72, false},   {129, 255, 136, true},  {4093, 264, 136, false},
+          {389, 1288, 136, true}, {300, 64, 1096, false}, {1000, 520, 64, true}};
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const auto& [m, n, k, nk] = shapes[i];
+        yirage::v1::Graph gg = GemmGraph(dt, m, n, k, nk);
+        gg.set_name("mma_" + gg.name());
+        std::vector<std::vector<KernelSpec>> plans;
+        for (size_t p : {i, (i + 1) % mma.size()}) {
+          plans.push_back({Row({"p", "pb", "act", "half", "c"}, mma[p]), Row({"d"}, mma[p])});
+        }
+        cases.push_back({gg, plans});
+      }
+      const std::vector<std::tuple<std::vector<int64_t>, int, int, int, bool, bool>> batched = {
+          {{2}, 100, 255, 1096, true, true},
+          {{2, 3}, 129, 136, 128, false, true},
+          {{3}, 70, 200, 72, true, true},
+          {{3, 2}, 50, 264, 136, false, false}};
+      for (size_t i = 0; i < batched.size(); ++i) {
+        const auto& [lead, m, n, k, nk, is_batch] = batched[i];
+        yirage::v1::Graph bg = BatchedGemmGraph(dt, lead, m, n, k, nk, is_batch);
+        bg.set_name("mma_" + bg.name());
+        std::vector<std::vector<KernelSpec>> plans;
+        for (size_t p : {i, i + 3}) {
+          plans.push_back({Row({"p", "pb", "act", "half", "c"}, mma[p % mma.size()]),
+                           Row({"d"}, mma[p % mma.size()])});
+        }
+        cases.push_back({bg, plans});
+      }
+    }
     if (dt == FLOAT32 && TargetOfCompiles().sm == 90) {
       // Shape i under points i and i + 1: every point under some shape.
       const std::vector<yirage::v1::Graph> tf32 = Tf32GemmGraphs();
@@ -739,6 +793,11 @@ std::vector<Case> AllCases() {
            Row({"zs", "zm", "zc", "zn"}, WithGpu(Rows(1), 0, 2))}}});
     const yirage::v1::Graph cr = ColumnReduceGraph(dt);
     cases.push_back({cr, {AllGeneric(cr)}});
+    const yirage::v1::Graph nw = NarrowRowsGraph(dt);
+    cases.push_back(
+        {nw,
+         {{Row({"px"}, Rows(256)), Row({"ny"}, Rows(256)), Row({"az", "sz"}, Rows(256))},
+          {Row({"px"}, Rows(64)), Row({"ny"}, Rows(16)), Row({"az", "sz"}, Rows(4))}}});
     const yirage::v1::Graph al = AxisLanesGraph(dt);
     cases.push_back({al, {AllGeneric(al)}});
     const yirage::v1::Graph sr = SplitRowsGraph(dt);
@@ -1022,6 +1081,19 @@ std::string PlanSource(const yirage::v1::Graph& proto, const std::vector<KernelS
              ? c.response.plans(0).source() +
                    "\n// launches: " + c.response.plans(0).launch().ShortDebugString()
              : "";
+}
+
+// CPU-only (CI): rows at most 16 wide take up to 256 rows a block (a
+// thread a row); wider rows stay at 64.
+TEST(CudaCodegenCompileTest, NarrowRowsTakeAThreadARow) {
+  const yirage::v1::Graph nw = NarrowRowsGraph(FLOAT32);
+  const std::string src = PlanSource(
+      nw, {Row({"px"}, Rows(256)), Row({"ny"}, Rows(256)), Row({"az", "sz"}, Rows(256))});
+  EXPECT_EQ(CountOf(src, "rows, BR 256, threads 256"), 3) << src;
+  GraphBuilder b("wide_softmax");
+  b.Input("x", {3001, 40}, FLOAT32).Op("p", "softmax", {"x"}).Output("p");
+  const std::string wide = PlanSource(b.proto(), {Row({"p"}, Rows(256))});
+  EXPECT_NE(wide.find("rows, BR 64, "), std::string::npos) << wide;
 }
 
 // CPU-only (CI): the gather form takes 8 columns a thread where every

@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_families.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -110,6 +111,53 @@ void AddGemmPoints(yirage::v1::KernelFamily* gemm) {
   // at work (ping-pong gives a lone tile to one of them).
   AddGemmPoint(gemm, 128, 128, 6, true, 1, 1);
   AddGemmPoint(gemm, 128, 128, 6, false, 2, 1);
+}
+
+// The sm_80 form's points (gemm_sm80.cuh) that fit the target's shared
+// memory, with what the cost model needs of them: the blocks a
+// multiprocessor holds (by shared memory and by registers: about two a
+// thread's accumulator plus 48, at most 255) and, on Hopper, where wgmma
+// issues the same products faster, the share of its peak they reach.
+void AddSm80GemmPoints(yirage::v1::KernelFamily* gemm, const CudaTarget& target) {
+  struct Shape {
+    int tile_m, tile_n, stages;
+  };
+  // 128 x 256 for large products; 128 x 128 and the 64-row tiles for
+  // products of few tiles, where smaller tiles fill more multiprocessors.
+  const Shape shapes[] = {{128, 256, 3}, {128, 128, 4}, {128, 128, 3}, {64, 128, 4}, {64, 64, 4}};
+  const int64_t sm_smem = target.max_smem_per_block + 1024;  // the opt-in limit leaves 1 KB
+  for (const Shape& sh : shapes) {
+    const int64_t smem = int64_t{sh.stages} * (sh.tile_m + sh.tile_n) * 64 * 2;
+    if (smem > target.max_smem_per_block) continue;
+    // 128 x 128 in 3 stages where two blocks fit beside each other, or
+    // where 4 stages do not fit at all.
+    if (sh.tile_m == 128 && sh.tile_n == 128 && sh.stages == 3 && sm_smem / smem < 2 &&
+        smem / 3 * 4 <= target.max_smem_per_block) {
+      continue;
+    }
+    const int warps =
+        (sh.tile_m / (sh.tile_m >= 128 ? 64 : 32)) * (sh.tile_n / (sh.tile_n >= 128 ? 64 : 32));
+    const int threads = 32 * warps;
+    const int accumulators = sh.tile_m * sh.tile_n / threads;
+    const int64_t registers = std::min(255, 2 * accumulators + 48);
+    const int64_t blocks =
+        std::max<int64_t>(1, std::min<int64_t>(sm_smem / smem, 65536 / (threads * registers)));
+    yirage::v1::SchedulePoint* point = gemm->add_points();
+    yirage::v1::GemmSchedule* s = point->mutable_schedule()->mutable_gemm();
+    s->set_mma_sync(true);
+    s->set_tile_m(sh.tile_m);
+    s->set_tile_n(sh.tile_n);
+    s->set_stages(sh.stages);
+    s->set_split_k(1);
+    point->set_label(absl::StrCat("mma.sync ", sh.tile_m, "x", sh.tile_n, " stages ", sh.stages));
+    *point->mutable_limits() = GemmLimits();
+    point->mutable_limits()->set_no_gate(true);
+    point->set_blocks_per_multiprocessor(static_cast<int>(blocks));
+    // mma.sync does not reach wgmma's rate on sm_90. 0.6 is an estimate
+    // (published Hopper microbenchmarks put mma.sync near two thirds of
+    // wgmma) until bench/micro/gemm.cu's mma variants run on a Hopper part.
+    if (target.sm >= 90) point->set_matrix_share(0.6);
+  }
 }
 
 }  // namespace
@@ -307,6 +355,19 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   AddAttentionPoint(attention, M::MERGE_WORKSPACE, 64, 4, 4, 0, nullptr);
   AddAttentionPoint(attention, M::MERGE_IN_KERNEL, 64, 4, 2, 32, nullptr);
 
+  if (target.sm >= 80 && target.sm != 90) {
+    // Ampere and Ada (and later parts the Hopper kernel does not run on):
+    // the sm_80 form alone, which takes no gated pair.
+    yirage::v1::KernelFamily* gemm = kernels.add_families();
+    gemm->set_name("gemm");
+    gemm->set_pattern(yirage::v1::GEMM);
+    gemm->set_doc(
+        "matmuls and batched matmuls above decode sizes with their elementwise epilogue fused "
+        "(bias, activations, scales, residuals): cp.async, ldmatrix and mma.sync (sm_80 on)");
+    *gemm->mutable_limits() = GemmLimits();
+    gemm->mutable_limits()->set_no_gate(true);
+    AddSm80GemmPoints(gemm, target);
+  }
   if (target.sm == 90) {
     yirage::v1::KernelFamily* gemm = kernels.add_families();
     gemm->set_name("gemm");
@@ -314,9 +375,10 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
     gemm->set_doc(
         "matmuls and batched matmuls above decode sizes with their elementwise epilogue fused "
         "(bias, activations, scales, residuals): TMA, wgmma, warp-specialized and persistent "
-        "(sm_90)");
+        "(sm_90); the sm_80 form (mma.sync) for products of few tiles");
     *gemm->mutable_limits() = GemmLimits();
     AddGemmPoints(gemm);
+    AddSm80GemmPoints(gemm, target);
     // The same kernel on float32 through TF32 (a stage holds half the K of
     // a 16-bit one, in the same bytes), where the job's tolerance allows.
     yirage::v1::KernelFamily* tf32 = kernels.add_families();

@@ -74,6 +74,36 @@ TEST(CudaFamiliesTest, DescribeSaysWhatTheTargetRuns) {
     EXPECT_NE(p.schedule().attention().warp_rows(), 64) << p.label();
     EXPECT_FALSE(p.schedule().attention().prefill()) << p.label();
   }
+  // The GEMM family off Hopper: the sm_80 form alone (no gated pairs), the
+  // points whose ring fits the part; on Hopper those after the wgmma ones.
+  auto mma_labels = [](const BackendKernels& k) {
+    std::vector<std::string> labels;
+    const yirage::v1::KernelFamily* gemm = Family(k, "gemm");
+    if (gemm == nullptr) return labels;
+    for (const auto& p : gemm->points()) {
+      if (!p.schedule().gemm().mma_sync()) continue;
+      labels.push_back(p.label());
+      EXPECT_TRUE(p.limits().no_gate()) << p.label();
+      EXPECT_GE(p.blocks_per_multiprocessor(), 1) << p.label();
+    }
+    return labels;
+  };
+  ASSERT_NE(Family(a100, "gemm"), nullptr);
+  EXPECT_TRUE(Family(a100, "gemm")->limits().no_gate());
+  EXPECT_EQ(Family(a100, "gemm_tf32"), nullptr);
+  EXPECT_EQ(mma_labels(a100),
+            (std::vector<std::string>{"mma.sync 128x256 stages 3", "mma.sync 128x128 stages 4",
+                                      "mma.sync 64x128 stages 4", "mma.sync 64x64 stages 4"}));
+  EXPECT_EQ(mma_labels(DescribeKernels(Target(89, 128, 101376))),
+            (std::vector<std::string>{"mma.sync 128x128 stages 3", "mma.sync 64x128 stages 4",
+                                      "mma.sync 64x64 stages 4"}));
+  const BackendKernels hopper = DescribeKernels(Target(90, 132, 232448));
+  const std::vector<std::string> hopper_mma = mma_labels(hopper);
+  EXPECT_EQ(hopper_mma.size(), 5u) << "128 x 128 in 3 stages too: two blocks fit";
+  EXPECT_FALSE(Family(hopper, "gemm")->points(0).schedule().gemm().mma_sync());
+  for (const auto& p : Family(hopper, "gemm")->points()) {
+    EXPECT_EQ(p.matrix_share() > 0, p.schedule().gemm().mma_sync()) << p.label();
+  }
   // sm_90: the prefill points, each limited to the chains the form runs.
   int prefill = 0, warp_specialized = 0;
   const BackendKernels sm90 = DescribeKernels(Target(90, 132, 232448));

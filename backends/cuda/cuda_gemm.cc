@@ -21,6 +21,24 @@ const char* GemmSource() {
       ;
 }
 
+const char* GemmSm80Source() {
+  // backends/cuda/gemm_sm80.cuh, embedded at build time.
+  return
+#include "cuda_gemm_sm80.inc"
+      ;
+}
+
+// The sm_80 form's K elements a stage (yr_gemm_sm80_cfg::bk) and its
+// shared memory (yr_gemm_sm80_cfg::smem_bytes: 16-bit elements).
+constexpr int64_t kSm80StageK = 64;
+int64_t Sm80RingBytes(int tile_m, int tile_n, int stages) {
+  return int64_t{stages} * (tile_m + tile_n) * kSm80StageK * 2;
+}
+// A warp's piece of the sm_80 form's tile along an axis: 64 where the tile
+// is at least 128, else 32 (yr_gemm_sm80_cfg: m16 rows, 32-column quads,
+// at most 128 accumulators a thread).
+int Sm80WarpPiece(int tile) { return tile >= 128 ? 64 : 32; }
+
 // yr_gemm_sm90_cfg::smem_bytes: the ring (1024-aligned; a stage holds a
 // 128-byte row of K for each of the tile's rows of A and B), its
 // mbarriers, a word a consumer.
@@ -62,9 +80,59 @@ yirage::v1::MatchLimits GemmTf32Limits() {
   return limits;
 }
 
+namespace {
+
+std::optional<GemmPlan> PlanGemmSm80(const core::Graph& graph, const std::vector<int>& ops,
+                                     yirage::v1::DType out_dtype, const CudaTarget& target,
+                                     const yirage::v1::GemmSchedule& knobs) {
+  // cp.async, ldmatrix and mma.sync with 16-bit operands: sm_80 on.
+  if (target.sm < 80 || !core::WithinLimits(GemmLimits(), yirage::v1::GEMM, graph, ops)) {
+    return std::nullopt;
+  }
+  std::optional<core::GemmMatch> match = core::MatchGemm(graph, ops);
+  if (!match.has_value() || match->b2 >= 0) return std::nullopt;
+  GemmPlan plan;
+  plan.match = *std::move(match);
+  plan.dtype = graph.tensor(plan.match.a).dtype;
+  if (out_dtype != plan.dtype) return std::nullopt;
+  plan.mma_sync = true;
+  plan.pingpong = false;
+  plan.cluster_m = plan.cluster_n = 1;
+  plan.tile_m = knobs.tile_m() != 0 ? knobs.tile_m() : 128;
+  plan.tile_n = knobs.tile_n() != 0 ? knobs.tile_n() : 128;
+  plan.stages = knobs.stages() != 0 ? knobs.stages() : 3;
+  if ((plan.tile_m != 64 && plan.tile_m != 128) ||
+      (plan.tile_n != 64 && plan.tile_n != 128 && plan.tile_n != 256)) {
+    return std::nullopt;
+  }
+  if (knobs.pingpong() || knobs.cluster_m() > 1 || knobs.cluster_n() > 1 || knobs.split_k() > 1 ||
+      plan.stages < 2) {
+    return std::nullopt;
+  }
+  plan.warps_m = plan.tile_m / Sm80WarpPiece(plan.tile_m);
+  plan.warps_n = plan.tile_n / Sm80WarpPiece(plan.tile_n);
+  plan.smem_bytes = Sm80RingBytes(plan.tile_m, plan.tile_n, plan.stages);
+  if (plan.smem_bytes > target.max_smem_per_block) return std::nullopt;
+  const int64_t tiles =
+      plan.match.batch * CeilDiv(plan.match.m, plan.tile_m) * CeilDiv(plan.match.n, plan.tile_n);
+  // 32-bit rows, columns and block indices (the template's int math).
+  constexpr int64_t kLimit = (int64_t{1} << 31) - 1;
+  if (tiles > kLimit || plan.match.batch * plan.match.m > kLimit ||
+      plan.match.batch * plan.match.n > kLimit || plan.match.k > kLimit) {
+    return std::nullopt;
+  }
+  plan.blocks = tiles;
+  return plan;
+}
+
+}  // namespace
+
 std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int>& ops,
                                  yirage::v1::DType out_dtype, const CudaTarget& target,
                                  const yirage::v1::GemmSchedule& knobs) {
+  // The sm_80 form where asked for, and by default off Hopper.
+  if (knobs.mma_sync() || target.sm != 90)
+    return PlanGemmSm80(graph, ops, out_dtype, target, knobs);
   if (target.sm != 90) return std::nullopt;  // TMA, wgmma and setmaxnreg: sm_90a
   if (!core::WithinLimits(GemmLimits(), yirage::v1::GEMM, graph, ops) &&
       !core::WithinLimits(GemmTf32Limits(), yirage::v1::GEMM, graph, ops)) {
@@ -161,6 +229,13 @@ int64_t GemmCounterBytes(const GemmPlan& plan) {
 }
 
 std::string GemmSummary(const GemmPlan& p) {
+  if (p.mma_sync) {
+    return absl::StrCat(
+        "GEMM (cp.async, mma.sync; tile ", p.tile_m, " x ", p.tile_n, ", ", p.stages, " stages, ",
+        p.warps_m, " x ", p.warps_n, " warps, ", p.blocks, " blocks), ",
+        p.match.batch > 1 ? absl::StrCat("batch ", p.match.batch, " x ") : "", "M ", p.match.m,
+        ", N ", p.match.n, ", K ", p.match.k, ", epilogue of ", p.match.epilogue.size(), " ops");
+  }
   return absl::StrCat(
       "Hopper GEMM (TMA, wgmma; ", p.pingpong ? "ping-pong" : "cooperative", ", tile ", p.tile_m,
       " x ", p.tile_n, ", ", p.stages, " stages, cluster ", p.cluster_m, " x ", p.cluster_n,
@@ -196,9 +271,13 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
               std::string* source, std::vector<KernelLaunch>* launches) {
   const core::GemmMatch& m = plan.match;
   const std::string t = CType(plan.dtype);
-  *source += WgmmaHelpersSource();
-  *source += WgmmaOpsSource();
-  *source += GemmSource();
+  if (plan.mma_sync) {
+    *source += GemmSm80Source();
+  } else {
+    *source += WgmmaHelpersSource();
+    *source += WgmmaOpsSource();
+    *source += GemmSource();
+  }
   // The epilogue: each step on the float accumulator, in the chain's order,
   // its tensors read in their own dtype.
   std::string members, params, inits, body;
@@ -243,6 +322,29 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
                   "  __device__ __forceinline__ float operator()(float v, int row, int col) const "
                   "{\n    (void)row;\n    (void)col;\n",
                   body, "    return v;\n  }\n};\n");
+  if (plan.mma_sync) {
+    const int threads = 32 * plan.warps_m * plan.warps_n;
+    // Two blocks a multiprocessor where a thread's accumulators allow it.
+    const int min_blocks = plan.tile_m * plan.tile_n / threads <= 64 ? 2 : 1;
+    absl::StrAppend(
+        source, "extern \"C\" __global__ void __launch_bounds__(", threads, ", ", min_blocks, ") ",
+        name, "(", t, "* __restrict__ c", params, ", const ", t, "* __restrict__ a, const ", t,
+        "* __restrict__ b) {\n  yr_gemm_sm80<yr_gemm_sm80_cfg<", t, ", ", plan.tile_m, ", ",
+        plan.tile_n, ", ", plan.warps_m, ", ", plan.warps_n, ", ", plan.stages, ", ",
+        m.transpose_b ? "true" : "false", ", ", plan.group, ">, ", epi, ">(a, b, c, ", m.m, ", ",
+        m.n, ", ", m.k, ", ", m.n, ", ", epi, "{", inits, "}, ", m.batch, ");\n}\n");
+    KernelLaunch launch;
+    launch.name = name;
+    launch.grid[0] = plan.blocks;
+    launch.block = threads;
+    launch.smem_bytes = static_cast<int>(plan.smem_bytes);
+    launch.args.push_back(out_arg);
+    launch.args.insert(launch.args.end(), operand_args.begin(), operand_args.end());
+    launch.args.push_back(read_arg(m.a));
+    launch.args.push_back(read_arg(m.b));
+    launches->push_back(launch);
+    return;
+  }
   const std::string cfg = absl::StrCat(
       "yr_gemm_sm90_cfg<", t, ", ", plan.tile_m, ", ", plan.tile_n, ", ", plan.stages, ", ",
       m.transpose_b ? "true" : "false", ", ", plan.pingpong ? "true" : "false", ", ",

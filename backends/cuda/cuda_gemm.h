@@ -1,9 +1,10 @@
-// The Hopper GEMM family for the CUDA backend (core/fused_pattern.h
-// GemmMatch): a matmul of any M, N and K with its elementwise epilogue
-// fused, on backends/cuda/gemm_sm90.cuh (TMA, wgmma, warp-specialized,
-// persistent). The planner is a pure function of the chain, the schedule and
-// the target; the emitter writes a short extern "C" kernel that instantiates
-// the template with an epilogue functor made from the chain's ops.
+// The GEMM family for the CUDA backend (core/fused_pattern.h GemmMatch): a
+// matmul of any M, N and K with its elementwise epilogue fused, on
+// backends/cuda/gemm_sm90.cuh (TMA, wgmma, warp-specialized, persistent;
+// sm_90) or, where the schedule asks for mma_sync, gemm_sm80.cuh
+// (cp.async, ldmatrix, mma.sync, a block a tile; sm_80 on). The planner is a pure function of the
+// chain, the schedule and the target; the emitter writes a short extern "C" kernel that
+// instantiates the template with an epilogue functor made from the chain's ops.
 #ifndef YIRAGE_BACKENDS_CUDA_CUDA_GEMM_H_
 #define YIRAGE_BACKENDS_CUDA_CUDA_GEMM_H_
 
@@ -32,6 +33,10 @@ struct GemmPlan {
   int64_t split_tiles = 0;  // ...of the last cluster tiles (0 without split-K)
   int64_t blocks = 0;       // the persistent grid
   int64_t smem_bytes = 0;   // dynamic shared memory (yr_gemm_sm90_cfg::smem_bytes)
+  // The sm_80 form (pingpong, clusters and split-K unused): its warps along
+  // M and N, each a (tile_m / warps_m) x (tile_n / warps_n) piece.
+  bool mma_sync = false;
+  int warps_m = 0, warps_n = 0;
 };
 
 // The chains the family takes (cuda_families.h): 16-bit inputs of one dtype
@@ -62,6 +67,11 @@ yirage::v1::MatchLimits GemmTf32Limits();
 // (all of them where there are fewer than fit at once) into K ranges: the
 // knobs' split_k of them, or by default as many as the wave has room for,
 // each of at least 16 K blocks.
+// knobs.mma_sync: the sm_80 form, on sm_80 and later, for 16-bit chains
+// that are not gated: tiles of 64 or 128 rows by 64, 128 or 256 columns
+// (warps of 64 x 64 pieces, 32 where the tile is 64 along an axis), at
+// least 2 stages within the target's shared memory; a block a tile of
+// each product, at most 2^31 - 1 blocks.
 std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int>& ops,
                                  yirage::v1::DType out_dtype, const CudaTarget& target,
                                  const yirage::v1::GemmSchedule& knobs);
@@ -76,8 +86,8 @@ int64_t GemmCounterBytes(const GemmPlan& plan);
 // so a second GEMM in the same source repeats them harmlessly) and its
 // launch: tensor maps of A and B (and B2, gated), then C (buffer
 // `out_arg`), every epilogue operand, then with split-K the workspace and
-// counter buffers. `read_arg`: the buffer id a kernel reads tensor t from
-// (a graph input's, or an earlier kernel's output in its own dtype).
+// counter buffers; the sm_80 form: C, every epilogue operand, A, B. `read_arg`: the buffer id a
+// kernel reads tensor t from (a graph input's, or an earlier kernel's output in its own dtype).
 // REQUIRES: where plan.splits > 1, buffers `workspace_arg` and
 // `counter_arg` of GemmWorkspaceBytes and GemmCounterBytes, the counters
 // zero before the first launch.

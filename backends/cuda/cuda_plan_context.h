@@ -23,6 +23,12 @@ namespace yirage::backends::cuda {
 
 inline constexpr int kDefaultBlockRows = 8;
 inline constexpr int kMaxBlockRows = 64;
+// Row groups (without a matmul) whose rows, and the rows their reductions,
+// norms and softmax read, are at most kNarrowRowWidth wide take up to
+// kMaxNarrowBlockRows rows a block: at 256 threads a thread a row, where
+// 64 rows a block give each row 4 threads that combine through shuffles.
+inline constexpr int64_t kNarrowRowWidth = 16;
+inline constexpr int kMaxNarrowBlockRows = 256;
 inline constexpr int kDefaultTileN = 128;
 inline constexpr int kGenericThreads = 256;
 inline constexpr int kMaxAccumulators = 64;  // per thread in SIMT matmul tiles

@@ -478,6 +478,77 @@ TEST(GemmPlannerTest, BatchesAndRowsOverLeadDims) {
   EXPECT_TRUE(PlanGemm(nk_tail, AllOps(nk_tail), FLOAT16, H200(), {}).has_value());
 }
 
+yirage::v1::GemmSchedule MmaKnobs(int tm, int tn, int stages) {
+  yirage::v1::GemmSchedule s;
+  s.set_mma_sync(true);
+  s.set_tile_m(tm);
+  s.set_tile_n(tn);
+  s.set_stages(stages);
+  return s;
+}
+
+TEST(GemmPlannerTest, Sm80FormTakesABlockATileOfEveryProduct) {
+  const core::Graph g = GemmChain(1000, 520, 4096, true);
+  std::optional<GemmPlan> p = PlanGemm(g, AllOps(g), FLOAT16, H200(), MmaKnobs(128, 256, 3));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(p->mma_sync);
+  EXPECT_EQ(p->warps_m, 2);
+  EXPECT_EQ(p->warps_n, 4);
+  EXPECT_EQ(p->blocks, 8 * 3) << "8 row tiles, 3 column tiles";
+  EXPECT_EQ(p->smem_bytes, 3 * (128 + 256) * 64 * 2);
+  EXPECT_EQ(p->splits, 1);
+  EXPECT_EQ(GemmWorkspaceBytes(*p), 0);
+  EXPECT_NE(GemmSummary(*p).find("mma.sync; tile 128 x 256, 3 stages, 2 x 4 warps, 24 blocks"),
+            std::string::npos)
+      << GemmSummary(*p);
+  // 64-row and 64-column tiles take 32 x 32 pieces a warp.
+  p = PlanGemm(g, AllOps(g), FLOAT16, A100(), MmaKnobs(64, 64, 4));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->warps_m * p->warps_n, 4);
+  EXPECT_EQ(p->blocks, 16 * 9);
+  // Off Hopper the backend's choice is this form: 128 x 128, 3 stages.
+  p = PlanGemm(g, AllOps(g), FLOAT16, A100(), {});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(p->mma_sync);
+  EXPECT_EQ(p->tile_m, 128);
+  EXPECT_EQ(p->tile_n, 128);
+  EXPECT_EQ(p->stages, 3);
+  // Batches: a block a tile of each product.
+  const core::Graph b = BatchedGemmChain({3}, 200, 128, 136, false, true);
+  p = PlanGemm(b, AllOps(b), FLOAT16, A100(), MmaKnobs(128, 128, 4));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->blocks, 3 * 2 * 1) << "a K tail reads only its own product's rows";
+}
+
+TEST(GemmPlannerTest, Sm80FormRefusesWhatItCannotRun) {
+  const core::Graph g = GemmChain(1000, 520, 4096, true);
+  auto plan = [&](const CudaTarget& t, const yirage::v1::GemmSchedule& k) {
+    return PlanGemm(g, AllOps(g), FLOAT16, t, k).has_value();
+  };
+  EXPECT_TRUE(plan(A100(), MmaKnobs(128, 256, 3)));
+  EXPECT_FALSE(plan(A100(), MmaKnobs(256, 128, 3))) << "tile_m 64 or 128";
+  EXPECT_FALSE(plan(A100(), MmaKnobs(128, 96, 3))) << "tile_n 64, 128 or 256";
+  EXPECT_FALSE(plan(A100(), MmaKnobs(128, 128, 1))) << "one stage";
+  EXPECT_FALSE(plan(A100(), MmaKnobs(128, 256, 4))) << "192 KiB of ring on a 163 KiB part";
+  EXPECT_FALSE(plan(CudaTarget{86, 101376, 84}, MmaKnobs(128, 128, 4))) << "128 KiB on sm_86";
+  EXPECT_TRUE(plan(CudaTarget{86, 101376, 84}, MmaKnobs(128, 128, 3)));
+  EXPECT_FALSE(plan(CudaTarget{75, 65536, 40}, MmaKnobs(64, 64, 2))) << "no cp.async";
+  yirage::v1::GemmSchedule k = MmaKnobs(128, 128, 3);
+  k.set_split_k(2);
+  EXPECT_FALSE(plan(A100(), k)) << "no split-K";
+  k = MmaKnobs(128, 128, 3);
+  k.set_pingpong(true);
+  EXPECT_FALSE(plan(A100(), k));
+  k = MmaKnobs(128, 128, 3);
+  k.set_cluster_m(2);
+  EXPECT_FALSE(plan(A100(), k));
+  // float32 (TF32 is the Hopper form's; gated pairs: below).
+  const core::Graph f32 = GemmChain(1000, 520, 4096, true, yirage::v1::FLOAT32, 1e-2);
+  EXPECT_FALSE(
+      PlanGemm(f32, AllOps(f32), yirage::v1::FLOAT32, A100(), MmaKnobs(128, 128, 3)).has_value());
+  EXPECT_FALSE(PlanGemm(f32, AllOps(f32), yirage::v1::FLOAT32, A100(), {}).has_value());
+}
+
 // H = silu(X @ W1) * (X @ W3 * 0.5) + bias, then (`down`) Y = H @ WD + R:
 // the gated form, then a GEMM whose A is the first kernel's output.
 core::Graph GatedGemmChain(int64_t m, int64_t n, int64_t k, bool nk, bool up_first = false) {
@@ -520,6 +591,14 @@ TEST(GemmPlannerTest, GatedChainsAndOperandsFromEarlierKernels) {
     ASSERT_TRUE(p.has_value());
     EXPECT_EQ(p->match.a, g.FindTensor("H"));
     EXPECT_EQ(p->match.b2, -1);
+    // The sm_80 form takes no gated pair (its points' limits say no_gate).
+    EXPECT_FALSE(PlanGemm(g, gated, FLOAT16, H200(), MmaKnobs(128, 128, 3)).has_value());
+    EXPECT_FALSE(PlanGemm(g, gated, FLOAT16, A100(), {}).has_value());
+    yirage::v1::MatchLimits no_gate;
+    no_gate.set_no_gate(true);
+    EXPECT_FALSE(core::WithinLimits(no_gate, yirage::v1::GEMM, g, gated));
+    EXPECT_TRUE(core::WithinLimits(no_gate, yirage::v1::GEMM, g, down));
+    EXPECT_TRUE(PlanGemm(g, down, FLOAT16, A100(), {}).has_value());
   }
   // Not gated: the two products of different A, or a branch op with a
   // tensor operand, or a 64-wide tile of products (32 columns of C).
@@ -542,7 +621,11 @@ TEST(GemmPlannerTest, GatedChainsAndOperandsFromEarlierKernels) {
 TEST(GemmPlannerTest, RefusesWhatTheTemplateCannotRun) {
   const core::Graph g = GemmChain(512, 512, 512, false);
   const std::vector<int> ops = AllOps(g);
-  EXPECT_FALSE(PlanGemm(g, ops, FLOAT16, A100(), {}).has_value()) << "sm_90 only";
+  const std::optional<GemmPlan> a100 = PlanGemm(g, ops, FLOAT16, A100(), {});
+  ASSERT_TRUE(a100.has_value());
+  EXPECT_TRUE(a100->mma_sync) << "the sm_80 form off Hopper";
+  EXPECT_FALSE(PlanGemm(g, ops, FLOAT16, A100(), GemmKnobs(128, 256, 4, false, 2, 1)).has_value())
+      << "clusters: the Hopper form, sm_90 only";
   EXPECT_FALSE(PlanGemm(g, ops, yirage::v1::FLOAT32, H200(), {}).has_value())
       << "the output in A's dtype";
   EXPECT_FALSE(PlanGemm(g, ops, FLOAT16, H200(), GemmKnobs(128, 256, 4, true, 1, 1)).has_value())
@@ -620,10 +703,24 @@ TEST(GemmPlannerTest, DescribedOnSm90AfterTheOtherFamilies) {
   EXPECT_EQ(core::MatchFamily(h200, f16, AllOps(f16)), h200.families_size() - 2);
   const core::Graph tight = GemmChain(1024, 1024, 1024, true, yirage::v1::FLOAT32, 1e-4);
   EXPECT_EQ(core::MatchFamily(h200, tight, AllOps(tight)), -1) << "rtol 1e-4: no TF32";
+  // Off Hopper: the gemm family of the sm_80 form, every point plannable
+  // there; no TF32 family.
   const yirage::v1::BackendKernels a100 = DescribeKernels(A100());
+  int gemm_families = 0;
   for (const yirage::v1::KernelFamily& f : a100.families()) {
-    EXPECT_NE(f.pattern(), yirage::v1::GEMM);
+    if (f.pattern() != yirage::v1::GEMM) continue;
+    ++gemm_families;
+    EXPECT_EQ(f.name(), "gemm");
+    for (const yirage::v1::SchedulePoint& point : f.points()) {
+      SCOPED_TRACE(point.label());
+      const core::Graph g = GemmChain(4096, 4096, 4096, false);
+      const std::optional<GemmPlan> p =
+          PlanGemm(g, AllOps(g), FLOAT16, A100(), point.schedule().gemm());
+      ASSERT_TRUE(p.has_value());
+      EXPECT_TRUE(p->mma_sync);
+    }
   }
+  EXPECT_EQ(gemm_families, 1);
 }
 
 }  // namespace

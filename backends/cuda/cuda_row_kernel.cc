@@ -1405,7 +1405,14 @@ class RowKernelEmitter {
       int64_t br = s_.parallel() == yirage::v1::PARALLEL_COLS
                        ? rows
                        : (s_.block_rows() > 0 ? s_.block_rows() : kDefaultBlockRows);
-      br = std::max<int64_t>(1, std::min<int64_t>({br, rows, kMaxBlockRows}));
+      bool narrow = !t_matmul && !has_t_;
+      for (size_t j = 0; j < ops_.size() && narrow; ++j) {
+        const std::vector<int64_t>& in = g_.tensor(g_.op(ops_[j]).inputs[0]).shape;
+        narrow =
+            info_.row_width[j] <= kNarrowRowWidth && (in.empty() || in.back() <= kNarrowRowWidth);
+      }
+      br = std::max<int64_t>(
+          1, std::min<int64_t>({br, rows, narrow ? kMaxNarrowBlockRows : kMaxBlockRows}));
       // Few blocks (decode-sized row kernels): widen them so that every
       // thread holds a few elements of its rows, up to 1024 threads.
       if (!t_matmul && s_.warps() == 0 && CeilDiv(rows, br) < ctx_.target.sm_count) {

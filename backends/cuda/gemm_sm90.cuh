@@ -157,26 +157,6 @@ static __device__ __forceinline__ unsigned yr_gemm_atomic_arrive(unsigned* p) {
   return old;
 }
 
-// A 4 x 4 transpose of words across the 4 lanes of each quad (q: the lane's
-// index in it): word jj of lane q becomes word q of lane jj. Two butterfly
-// steps (lanes 1 apart, then 2), each swapping half of a lane's words.
-static __device__ __forceinline__ void yr_gemm_quad_transpose(unsigned (&v)[4], int q) {
-#pragma unroll
-  for (int s = 1; s <= 2; s *= 2) {
-    const bool up = (q & s) != 0;
-#pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {
-      if (jj & s) continue;  // the pair (jj, jj + s)
-      const unsigned recv = __shfl_xor_sync(0xffffffffu, up ? v[jj] : v[jj + s], s);
-      if (up) {
-        v[jj] = recv;
-      } else {
-        v[jj + s] = recv;
-      }
-    }
-  }
-}
-
 // The kernel body. `a`, `b`: tensor maps of A (dims {K, M}, box {bk,
 // a_box_rows}) and B (B_NK: dims {K, N}, box {bk, b_box_rows}; else dims
 // {N, K}, box {64, 64}), 128-byte swizzle, zeros out of bounds; `a` and

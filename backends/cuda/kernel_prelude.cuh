@@ -177,6 +177,26 @@ static __device__ __forceinline__ float2 yr_unpack2(unsigned v) {
     return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
   }
 }
+// A 4 x 4 transpose of words across the 4 lanes of each quad (q: the lane's
+// index in it): word jj of lane q becomes word q of lane jj. Two butterfly
+// steps (lanes 1 apart, then 2), each swapping half of a lane's words. The
+// GEMM epilogues: a lane then holds 8 consecutive columns of C.
+static __device__ __forceinline__ void yr_gemm_quad_transpose(unsigned (&v)[4], int q) {
+#pragma unroll
+  for (int s = 1; s <= 2; s *= 2) {
+    const bool up = (q & s) != 0;
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      if (jj & s) continue;  // the pair (jj, jj + s)
+      const unsigned recv = __shfl_xor_sync(0xffffffffu, up ? v[jj] : v[jj + s], s);
+      if (up) {
+        v[jj] = recv;
+      } else {
+        v[jj + s] = recv;
+      }
+    }
+  }
+}
 // 2^x on the special function unit (flush-to-zero; the attention
 // kernel's softmax runs in base 2).
 static __device__ __forceinline__ float yr_exp2(float x) {

@@ -1,5 +1,6 @@
-// The Hopper GEMM on its own (bench/micro/run.sh sm_90a gemm):
-// backends/cuda/gemm_sm90.cuh's variants, each checked against a
+// The GEMM on its own (bench/micro/run.sh sm_90a gemm):
+// backends/cuda/gemm_sm90.cuh's variants and gemm_sm80.cuh's (the mma.sync
+// form, "mma..."; no split-K), each checked against a
 // float64-accumulating GPU reference on odd shapes (M 1, 7, 129, 4093; N not
 // a multiple of the tile; K not a multiple of 64; both 16-bit types; B
 // K x N and N x K), with C poisoned (NaN) before the launch, a row stride
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "timing.cuh"
@@ -26,6 +28,7 @@
 #include "../../backends/cuda/wgmma_helpers.cuh"
 #include "../../backends/cuda/wgmma_ops.cuh"
 #include "../../backends/cuda/gemm_sm90.cuh"
+#include "../../backends/cuda/gemm_sm80.cuh"
 // clang-format on
 
 #define CU(x)                                               \
@@ -195,6 +198,42 @@ struct Launch {
   }
 };
 
+// The sm_80 form's wrapper and launch (a block a tile, no split-K: the
+// `splits` argument is ignored).
+template <class Cfg, class Epi>
+__global__ void __launch_bounds__(Cfg::threads)
+    Gemm80(const typename Cfg::elem* a, const typename Cfg::elem* b, typename Cfg::elem* c, int m,
+           int n, int k, int ldc, Epi epi) {
+  yr_gemm_sm80<Cfg, Epi>(a, b, c, m, n, k, ldc, epi);
+}
+
+template <class Cfg, class Epi = yr_gemm_store>
+struct Launch80 {
+  using T = typename Cfg::elem;
+  const T *a, *b;
+  T* c;
+  int m, n, k, ldc, grid;
+  Epi epi;
+  Launch80(const T* a_, const T* b_, T* c_, int m_, int n_, int k_, int ldc_, Epi e = Epi(), int = 1)
+      : a(a_), b(b_), c(c_), m(m_), n(n_), k(k_), ldc(ldc_), epi(e) {
+    CK(cudaFuncSetAttribute(Gemm80<Cfg, Epi>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            Cfg::smem_bytes));
+    grid = static_cast<int>(yr_gemm_sm80_grid<Cfg>(m, n));
+  }
+  void Free() {}
+  void operator()() const {
+    Gemm80<Cfg, Epi><<<grid, Cfg::threads, Cfg::smem_bytes>>>(a, b, c, m, n, k, ldc, epi);
+    CK(cudaGetLastError());
+  }
+};
+
+template <class Cfg>
+struct IsSm80 : std::false_type {};
+template <typename T, int BM, int BN, int WM, int WN, int S, bool NK, int G>
+struct IsSm80<yr_gemm_sm80_cfg<T, BM, BN, WM, WN, S, NK, G>> : std::true_type {};
+template <class Cfg, class Epi = yr_gemm_store>
+using LaunchOf = std::conditional_t<IsSm80<Cfg>::value, Launch80<Cfg, Epi>, Launch<Cfg, Epi>>;
+
 // Row-major C = A B through cuBLAS's column-major GEMM: C^T = B^T A^T.
 template <typename T, bool B_NK>
 void CublasGemm(cublasHandle_t h, const T* a, const T* b, T* c, int m, int n, int k) {
@@ -234,12 +273,12 @@ void Check(const char* name, int m, int n, int k, int ldc, int splits = 1) {
   Reference<T, B_NK><<<dim3((n + 127) / 128, m), 128>>>(a, b, ref, m, n, k);
   CK(cudaGetLastError());
   if constexpr (BIAS) {
-    Launch<Cfg, BiasRelu<T>> l(a, b, c, m, n, k, ldc, BiasRelu<T>{bias}, splits);
+    LaunchOf<Cfg, BiasRelu<T>> l(a, b, c, m, n, k, ldc, BiasRelu<T>{bias}, splits);
     for (int i = 0; i < (splits > 1 ? 2 : 1); ++i) l();
     CK(cudaDeviceSynchronize());
     l.Free();
   } else {
-    Launch<Cfg> l(a, b, c, m, n, k, ldc, yr_gemm_store(), splits);
+    LaunchOf<Cfg> l(a, b, c, m, n, k, ldc, yr_gemm_store(), splits);
     for (int i = 0; i < (splits > 1 ? 2 : 1); ++i) l();
     CK(cudaDeviceSynchronize());
     l.Free();
@@ -322,7 +361,7 @@ void Time(cublasHandle_t h, const char* name, int m, int n, int k, int splits = 
   FillRandom(b, (size_t)n * k, 12);
   CK(cudaMemset(c, 0xff, (size_t)m * n * sizeof(T)));
   CK(cudaMemset(diff, 0, 2 * sizeof(float)));
-  Launch<Cfg> ours(a, b, c, m, n, k, n, yr_gemm_store(), splits);
+  LaunchOf<Cfg> ours(a, b, c, m, n, k, n, yr_gemm_store(), splits);
   auto theirs = [&] { CublasGemm<T, B_NK>(h, a, b, cref, m, n, k); };
   const float us = FlushedMedianUs(ours, iters, 3);
   const float us_ref = FlushedMedianUs(theirs, iters, 3);
@@ -366,6 +405,18 @@ template <typename T, bool B_NK>
 using Ping128C11 = yr_gemm_sm90_cfg<T, 128, 128, 6, B_NK, true, 1, 1>;
 template <typename T, bool B_NK>
 using Coop256C21G16 = yr_gemm_sm90_cfg<T, 128, 256, 4, B_NK, false, 2, 1, 16>;
+// The sm_80 form at the backend's points: 64 x 64 pieces a warp (32 along a
+// 64 axis).
+template <typename T, bool B_NK>
+using Mma128x256 = yr_gemm_sm80_cfg<T, 128, 256, 2, 4, 3, B_NK>;
+template <typename T, bool B_NK>
+using Mma128x128S4 = yr_gemm_sm80_cfg<T, 128, 128, 2, 2, 4, B_NK>;
+template <typename T, bool B_NK>
+using Mma128x128S3 = yr_gemm_sm80_cfg<T, 128, 128, 2, 2, 3, B_NK>;
+template <typename T, bool B_NK>
+using Mma64x128 = yr_gemm_sm80_cfg<T, 64, 128, 2, 2, 4, B_NK>;
+template <typename T, bool B_NK>
+using Mma64x64 = yr_gemm_sm80_cfg<T, 64, 64, 2, 2, 4, B_NK>;
 
 // Variants run: those named in a comma-separated list (all if empty).
 static const char* g_only = "";
@@ -397,6 +448,7 @@ void CheckVariant(const char* name) {
   // ring's rounds across tiles), with 16-byte and 2-byte stores.
   Check<Cfg>(name, 4093, 2000, 136, 2008);
   Check<Cfg, true>(name, 2047, 1000, 200, 1003);
+  if constexpr (IsSm80<Cfg>::value) return;  // no split-K
   // Split-K: 2 and 3 ranges, a range with no K block (K 72: 2 blocks, 3
   // ranges), more tiles than blocks (whole tiles first, then the last,
   // partial wave's tiles split).
@@ -416,6 +468,11 @@ void CheckAll() {
   CheckVariant<Ping128C21<T, B_NK>>("ping128x128_c2x1");
   CheckVariant<Ping128C11<T, B_NK>>("ping128x128_c1x1");
   CheckVariant<Coop256C21G16<T, B_NK>>("coop128x256_c2x1_g16");
+  CheckVariant<Mma128x256<T, B_NK>>("mma128x256");
+  CheckVariant<Mma128x128S4<T, B_NK>>("mma128x128_s4");
+  CheckVariant<Mma128x128S3<T, B_NK>>("mma128x128_s3");
+  CheckVariant<Mma64x128<T, B_NK>>("mma64x128");
+  CheckVariant<Mma64x64<T, B_NK>>("mma64x64");
 }
 
 template <class Cfg>
@@ -432,6 +489,12 @@ void TimeAll(cublasHandle_t h, int m, int n, int k, int splits = 1) {
   TimeVariant<Ping128C21<T, B_NK>>(h, "ping128x128_c2x1", m, n, k, splits);
   TimeVariant<Ping128C11<T, B_NK>>(h, "ping128x128_c1x1", m, n, k, splits);
   TimeVariant<Coop256C21G16<T, B_NK>>(h, "coop128x256_c2x1_g16", m, n, k, splits);
+  if (splits > 1) return;  // the sm_80 form has no split-K
+  TimeVariant<Mma128x256<T, B_NK>>(h, "mma128x256", m, n, k);
+  TimeVariant<Mma128x128S4<T, B_NK>>(h, "mma128x128_s4", m, n, k);
+  TimeVariant<Mma128x128S3<T, B_NK>>(h, "mma128x128_s3", m, n, k);
+  TimeVariant<Mma64x128<T, B_NK>>(h, "mma64x128", m, n, k);
+  TimeVariant<Mma64x64<T, B_NK>>(h, "mma64x64", m, n, k);
 }
 
 // Few tiles: a shape's variants with 1 to 8 K ranges.
