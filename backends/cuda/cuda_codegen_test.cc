@@ -758,6 +758,17 @@ std::vector<Case> AllCases() {
         }
         cases.push_back({bg, plans});
       }
+      // The gated form (tile_n 128 and 256: warps 64 products wide), B as
+      // [K, N] and [N, K], the product first or second, M, N and K off the
+      // tiles; the down GEMM reads the first kernel's output.
+      for (size_t p = 0; p < 4; ++p) {
+        yirage::v1::Graph gg = GatedGemmGraph(dt, p % 2 ? 389 : 200, p % 2 ? 264 : 136,
+                                              p % 2 ? 136 : 72, p % 2 == 1, p >= 2);
+        gg.set_name("mma_" + gg.name());
+        cases.push_back({gg,
+                         {{Row({"g", "u", "ga", "us", "h", "hb"}, mma[p % 3]),
+                           Row({"d", "c"}, mma[3 + p % 3])}}});
+      }
     }
     if (dt == FLOAT32 && TargetOfCompiles().sm == 90) {
       // Shape i under points i and i + 1: every point under some shape.

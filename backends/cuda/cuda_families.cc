@@ -151,7 +151,8 @@ void AddSm80GemmPoints(yirage::v1::KernelFamily* gemm, const CudaTarget& target)
     s->set_split_k(1);
     point->set_label(absl::StrCat("mma.sync ", sh.tile_m, "x", sh.tile_n, " stages ", sh.stages));
     *point->mutable_limits() = GemmLimits();
-    point->mutable_limits()->set_no_gate(true);
+    // Gated pairs need warps 64 products wide (gemm_sm80.cuh).
+    point->mutable_limits()->set_no_gate(sh.tile_n < 128);
     point->set_blocks_per_multiprocessor(static_cast<int>(blocks));
     // mma.sync does not reach wgmma's rate on sm_90. 0.6 is an estimate
     // (published Hopper microbenchmarks put mma.sync near two thirds of
@@ -357,7 +358,7 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
 
   if (target.sm >= 80 && target.sm != 90) {
     // Ampere and Ada (and later parts the Hopper kernel does not run on):
-    // the sm_80 form alone, which takes no gated pair.
+    // the sm_80 form alone.
     yirage::v1::KernelFamily* gemm = kernels.add_families();
     gemm->set_name("gemm");
     gemm->set_pattern(yirage::v1::GEMM);
@@ -365,7 +366,6 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
         "matmuls and batched matmuls above decode sizes with their elementwise epilogue fused "
         "(bias, activations, scales, residuals): cp.async, ldmatrix and mma.sync (sm_80 on)");
     *gemm->mutable_limits() = GemmLimits();
-    gemm->mutable_limits()->set_no_gate(true);
     AddSm80GemmPoints(gemm, target);
   }
   if (target.sm == 90) {

@@ -90,7 +90,7 @@ std::optional<GemmPlan> PlanGemmSm80(const core::Graph& graph, const std::vector
     return std::nullopt;
   }
   std::optional<core::GemmMatch> match = core::MatchGemm(graph, ops);
-  if (!match.has_value() || match->b2 >= 0) return std::nullopt;
+  if (!match.has_value()) return std::nullopt;
   GemmPlan plan;
   plan.match = *std::move(match);
   plan.dtype = graph.tensor(plan.match.a).dtype;
@@ -111,10 +111,14 @@ std::optional<GemmPlan> PlanGemmSm80(const core::Graph& graph, const std::vector
   }
   plan.warps_m = plan.tile_m / Sm80WarpPiece(plan.tile_m);
   plan.warps_n = plan.tile_n / Sm80WarpPiece(plan.tile_n);
+  // Gated: a warp holds the same 32-column quads of both products, so its
+  // piece is 64 products wide (tile_n 128 or 256).
+  const bool gated = plan.match.b2 >= 0;
+  if (gated && Sm80WarpPiece(plan.tile_n) != 64) return std::nullopt;
   plan.smem_bytes = Sm80RingBytes(plan.tile_m, plan.tile_n, plan.stages);
   if (plan.smem_bytes > target.max_smem_per_block) return std::nullopt;
-  const int64_t tiles =
-      plan.match.batch * CeilDiv(plan.match.m, plan.tile_m) * CeilDiv(plan.match.n, plan.tile_n);
+  const int64_t tiles = plan.match.batch * CeilDiv(plan.match.m, plan.tile_m) *
+                        CeilDiv(plan.match.n, plan.tile_n / (gated ? 2 : 1));
   // 32-bit rows, columns and block indices (the template's int math).
   constexpr int64_t kLimit = (int64_t{1} << 31) - 1;
   if (tiles > kLimit || plan.match.batch * plan.match.m > kLimit ||
@@ -230,11 +234,13 @@ int64_t GemmCounterBytes(const GemmPlan& plan) {
 
 std::string GemmSummary(const GemmPlan& p) {
   if (p.mma_sync) {
-    return absl::StrCat(
-        "GEMM (cp.async, mma.sync; tile ", p.tile_m, " x ", p.tile_n, ", ", p.stages, " stages, ",
-        p.warps_m, " x ", p.warps_n, " warps, ", p.blocks, " blocks), ",
-        p.match.batch > 1 ? absl::StrCat("batch ", p.match.batch, " x ") : "", "M ", p.match.m,
-        ", N ", p.match.n, ", K ", p.match.k, ", epilogue of ", p.match.epilogue.size(), " ops");
+    return absl::StrCat("GEMM (cp.async, mma.sync; tile ", p.tile_m, " x ", p.tile_n, ", ",
+                        p.stages, " stages, ", p.warps_m, " x ", p.warps_n, " warps, ", p.blocks,
+                        " blocks), ",
+                        p.match.batch > 1 ? absl::StrCat("batch ", p.match.batch, " x ") : "", "M ",
+                        p.match.m, ", N ", p.match.n, ", K ", p.match.k,
+                        p.match.b2 >= 0 ? ", gated (two B, one C tile of tile_n / 2 columns)" : "",
+                        ", epilogue of ", p.match.epilogue.size(), " ops");
   }
   return absl::StrCat(
       "Hopper GEMM (TMA, wgmma; ", p.pingpong ? "ping-pong" : "cooperative", ", tile ", p.tile_m,
@@ -329,10 +335,12 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
     absl::StrAppend(
         source, "extern \"C\" __global__ void __launch_bounds__(", threads, ", ", min_blocks, ") ",
         name, "(", t, "* __restrict__ c", params, ", const ", t, "* __restrict__ a, const ", t,
-        "* __restrict__ b) {\n  yr_gemm_sm80<yr_gemm_sm80_cfg<", t, ", ", plan.tile_m, ", ",
-        plan.tile_n, ", ", plan.warps_m, ", ", plan.warps_n, ", ", plan.stages, ", ",
-        m.transpose_b ? "true" : "false", ", ", plan.group, ">, ", epi, ">(a, b, c, ", m.m, ", ",
-        m.n, ", ", m.k, ", ", m.n, ", ", epi, "{", inits, "}, ", m.batch, ");\n}\n");
+        "* __restrict__ b", gated ? absl::StrCat(", const ", t, "* __restrict__ b2") : "",
+        ") {\n  yr_gemm_sm80<yr_gemm_sm80_cfg<", t, ", ", plan.tile_m, ", ", plan.tile_n, ", ",
+        plan.warps_m, ", ", plan.warps_n, ", ", plan.stages, ", ", m.transpose_b ? "true" : "false",
+        ", ", plan.group, ", ", gated ? "true" : "false", ">, ", epi, ">(a, b, c, ", m.m, ", ", m.n,
+        ", ", m.k, ", ", m.n, ", ", epi, "{", inits, "}, ", m.batch, gated ? ", b2" : "",
+        ");\n}\n");
     KernelLaunch launch;
     launch.name = name;
     launch.grid[0] = plan.blocks;
@@ -342,6 +350,7 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
     launch.args.insert(launch.args.end(), operand_args.begin(), operand_args.end());
     launch.args.push_back(read_arg(m.a));
     launch.args.push_back(read_arg(m.b));
+    if (gated) launch.args.push_back(read_arg(m.b2));
     launches->push_back(launch);
     return;
   }

@@ -67,11 +67,12 @@ yirage::v1::MatchLimits GemmTf32Limits();
 // (all of them where there are fewer than fit at once) into K ranges: the
 // knobs' split_k of them, or by default as many as the wave has room for,
 // each of at least 16 K blocks.
-// knobs.mma_sync: the sm_80 form, on sm_80 and later, for 16-bit chains
-// that are not gated: tiles of 64 or 128 rows by 64, 128 or 256 columns
-// (warps of 64 x 64 pieces, 32 where the tile is 64 along an axis), at
-// least 2 stages within the target's shared memory; a block a tile of
-// each product, at most 2^31 - 1 blocks.
+// knobs.mma_sync: the sm_80 form, on sm_80 and later, for 16-bit chains:
+// tiles of 64 or 128 rows by 64, 128 or 256 columns (warps of 64 x 64
+// pieces, 32 where the tile is 64 along an axis; gated chains need the
+// 64-wide pieces, tile_n 128 or 256), at least 2 stages within the
+// target's shared memory; a block a tile of each product, at most
+// 2^31 - 1 blocks.
 std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int>& ops,
                                  yirage::v1::DType out_dtype, const CudaTarget& target,
                                  const yirage::v1::GemmSchedule& knobs);
@@ -86,7 +87,8 @@ int64_t GemmCounterBytes(const GemmPlan& plan);
 // so a second GEMM in the same source repeats them harmlessly) and its
 // launch: tensor maps of A and B (and B2, gated), then C (buffer
 // `out_arg`), every epilogue operand, then with split-K the workspace and
-// counter buffers; the sm_80 form: C, every epilogue operand, A, B. `read_arg`: the buffer id a
+// counter buffers; the sm_80 form: C, every epilogue operand, A, B (and
+// B2, gated). `read_arg`: the buffer id a
 // kernel reads tensor t from (a graph input's, or an earlier kernel's output in its own dtype).
 // REQUIRES: where plan.splits > 1, buffers `workspace_arg` and
 // `counter_arg` of GemmWorkspaceBytes and GemmCounterBytes, the counters

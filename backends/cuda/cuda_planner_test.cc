@@ -591,9 +591,16 @@ TEST(GemmPlannerTest, GatedChainsAndOperandsFromEarlierKernels) {
     ASSERT_TRUE(p.has_value());
     EXPECT_EQ(p->match.a, g.FindTensor("H"));
     EXPECT_EQ(p->match.b2, -1);
-    // The sm_80 form takes no gated pair (its points' limits say no_gate).
-    EXPECT_FALSE(PlanGemm(g, gated, FLOAT16, H200(), MmaKnobs(128, 128, 3)).has_value());
-    EXPECT_FALSE(PlanGemm(g, gated, FLOAT16, A100(), {}).has_value());
+    // The sm_80 form takes gated pairs where its warps are 64 products
+    // wide: tile_n 128 (C's tiles 64 wide: 8 x 5 of them) or 256.
+    std::optional<GemmPlan> mma = PlanGemm(g, gated, FLOAT16, A100(), {});
+    ASSERT_TRUE(mma.has_value());
+    EXPECT_TRUE(mma->mma_sync);
+    EXPECT_EQ(mma->blocks, 8 * 5);
+    EXPECT_NE(GemmSummary(*mma).find("gated"), std::string::npos);
+    EXPECT_TRUE(PlanGemm(g, gated, FLOAT16, H200(), MmaKnobs(128, 256, 3)).has_value());
+    EXPECT_FALSE(PlanGemm(g, gated, FLOAT16, H200(), MmaKnobs(128, 64, 3)).has_value());
+    EXPECT_FALSE(PlanGemm(g, gated, FLOAT16, A100(), MmaKnobs(64, 64, 4)).has_value());
     yirage::v1::MatchLimits no_gate;
     no_gate.set_no_gate(true);
     EXPECT_FALSE(core::WithinLimits(no_gate, yirage::v1::GEMM, g, gated));

@@ -22,8 +22,15 @@
 //   consecutive (A batch * M rows, B batch * K or batch * N rows, C batch *
 //   M rows of ldc), the tiles of each product in turn; the epilogue's row
 //   counts on over them (product p's row r is p * m + r).
+// - Gated (GATED, SwiGLU's shape): two B operands of one shape, B and B2;
+//   a tile's BN columns of products are BN / 2 of A @ B, then the same
+//   BN / 2 of A @ B2, and each warp's piece holds the same columns of both
+//   (its first NJ / 2 n8 blocks A @ B's, the rest A @ B2's), so that C's
+//   tiles are BN / 2 wide and the functor's `gate(p, p2)` joins a thread's
+//   two products before the epilogue.
 // The epilogue functor as gemm_sm90.cuh's: `float operator()(float acc,
-// int row, int col) const`, called once for each element inside C.
+// int row, int col) const`, called once for each element inside C; with
+// GATED also `float gate(float p, float p2) const`.
 // REQUIRES: kernel_prelude.cuh before this file; a kernel of
 // yr_gemm_sm80_cfg::threads threads, smem_bytes of dynamic shared memory
 // and a grid of yr_gemm_sm80_grid blocks.
@@ -33,11 +40,12 @@
 // One kernel's constants. BM, BN multiples of 16 per warp along M and of
 // 32 along N (whole quads of n8 products for the 16-byte stores).
 template <typename T, int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool B_NK,
-          int GROUP = 8>
+          int GROUP = 8, bool GATED = false>
 struct yr_gemm_sm80_cfg {
   using elem = T;
   static constexpr int bm = BM, bn = BN, bk = 64, stages = STAGES, group = GROUP;
-  static constexpr bool b_nk = B_NK;
+  static constexpr bool b_nk = B_NK, gated = GATED;
+  static constexpr int on = GATED ? BN / 2 : BN;  // C's columns a tile
   static constexpr int warps_m = WARPS_M, warps_n = WARPS_N;
   static constexpr int warps = WARPS_M * WARPS_N, threads = 32 * warps;
   static constexpr int wm = BM / WARPS_M, wn = BN / WARPS_N;  // a warp's piece
@@ -50,13 +58,15 @@ struct yr_gemm_sm80_cfg {
   static_assert(mi * nj * 4 <= 128, "at most 128 accumulators a thread");
   static_assert(STAGES >= 2, "at least two stages");
   static_assert((BM * 8) % threads == 0 && (BN * 8) % threads == 0, "whole chunks a thread");
+  static_assert(!GATED || (wn % 64 == 0 && (B_NK || on % 64 == 0)),
+                "GATED: 32-column quads of each product a warp, whole panels a half");
 };
 
 // The grid: a block for each tile of each product.
 template <class Cfg>
 __host__ __device__ constexpr long long yr_gemm_sm80_grid(int m, int n, int batch = 1) {
   return static_cast<long long>(batch) * ((m + Cfg::bm - 1) / Cfg::bm) *
-         ((n + Cfg::bn - 1) / Cfg::bn);
+         ((n + Cfg::on - 1) / Cfg::on);
 }
 
 // The instructions the kernel issues, each in one wrapper, so that a host
@@ -99,20 +109,21 @@ static __device__ __forceinline__ void yr_gemm80_mma(float* c, const unsigned* a
 #endif
 
 template <class Cfg, class Epi>
-static __device__ __forceinline__ void yr_gemm_sm80(const typename Cfg::elem* __restrict__ a,
-                                                    const typename Cfg::elem* __restrict__ b,
-                                                    typename Cfg::elem* __restrict__ c, int m,
-                                                    int n, int k, int ldc, Epi epi, int batch = 1) {
+static __device__ __forceinline__ void yr_gemm_sm80(
+    const typename Cfg::elem* __restrict__ a, const typename Cfg::elem* __restrict__ b,
+    typename Cfg::elem* __restrict__ c, int m, int n, int k, int ldc, Epi epi, int batch = 1,
+    const typename Cfg::elem* __restrict__ b2 = nullptr) {
   using T = typename Cfg::elem;
   constexpr int BM = Cfg::bm, BN = Cfg::bn, BK = Cfg::bk, STAGES = Cfg::stages;
   constexpr int THREADS = Cfg::threads, MI = Cfg::mi, NJ = Cfg::nj;
-  constexpr bool B_NK = Cfg::b_nk;
+  constexpr bool B_NK = Cfg::b_nk, GATED = Cfg::gated;
+  constexpr int ON = Cfg::on;  // C's columns a tile
   extern __shared__ __align__(128) unsigned char yr_gemm80_smem_raw[];
   T* const sa = reinterpret_cast<T*>(yr_gemm80_smem_raw);  // stage s at s * a_stage
   T* const sb = sa + STAGES * Cfg::a_stage;                // stage s at s * b_stage
 
   // The tile: product, then groups of GROUP tile rows, column-major inside.
-  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
+  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + ON - 1) / ON;
   const int ptiles = tiles_m * tiles_n;
   int t = static_cast<int>(blockIdx.x);
   const int bt = t / ptiles;
@@ -123,16 +134,18 @@ static __device__ __forceinline__ void yr_gemm_sm80(const typename Cfg::elem* __
   const int rows = min(tiles_m - first, Cfg::group);
   const int r_in = t - (t / per_group) * per_group;
   const int tm = first + r_in % rows, tn = r_in / rows;
-  const int row0 = tm * BM, col0 = tn * BN;
+  const int row0 = tm * BM, col0 = tn * ON;
   const T* const ab = a + static_cast<i64>(bt) * m * k;
   const T* const bb = b + static_cast<i64>(bt) * k * n;
+  const T* const bb2 = GATED ? b2 + static_cast<i64>(bt) * k * n : bb;
   T* const cb = c + static_cast<i64>(bt) * m * ldc;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int kblocks = (k + BK - 1) / BK;
 
   // One K step's copies: A's BM rows and B's BN rows (B_NK) or BK rows of
-  // BN columns, 16-byte chunks, each thread a fixed share.
+  // BN columns, 16-byte chunks, each thread a fixed share. GATED: the
+  // tile's products' columns c >= ON are B2's column c - ON.
   auto load = [&](int stage, int kb) {
     const int k0 = kb * BK;
     T* const da = sa + stage * Cfg::a_stage;
@@ -141,28 +154,31 @@ static __device__ __forceinline__ void yr_gemm_sm80(const typename Cfg::elem* __
       const int id = tid + i * THREADS, r = id / 8, ch = id % 8;
       const int gr = row0 + r, gk = k0 + ch * 8;
       const bool ok = gr < m && gk < k;
-      yr_gemm80_cp16(da + yr_swz<64>(r, ch * 8), ok ? ab + static_cast<i64>(gr) * k + gk : ab,
-                          ok);
+      yr_gemm80_cp16(da + yr_swz<64>(r, ch * 8), ok ? ab + static_cast<i64>(gr) * k + gk : ab, ok);
     }
     T* const db = sb + stage * Cfg::b_stage;
     if constexpr (B_NK) {
 #pragma unroll
       for (int i = 0; i < BN * 8 / THREADS; ++i) {
         const int id = tid + i * THREADS, r = id / 8, ch = id % 8;
-        const int gn = col0 + r, gk = k0 + ch * 8;
+        const bool second = GATED && r >= ON;
+        const T* const src = second ? bb2 : bb;
+        const int gn = col0 + r - (second ? ON : 0), gk = k0 + ch * 8;
         const bool ok = gn < n && gk < k;
-        yr_gemm80_cp16(db + yr_swz<64>(r, ch * 8),
-                            ok ? bb + static_cast<i64>(gn) * k + gk : bb, ok);
+        yr_gemm80_cp16(db + yr_swz<64>(r, ch * 8), ok ? src + static_cast<i64>(gn) * k + gk : bb,
+                       ok);
       }
     } else {
       constexpr int CH = BN / 8;  // chunks a K row
 #pragma unroll
       for (int i = 0; i < BN * 8 / THREADS; ++i) {
         const int id = tid + i * THREADS, r = id / CH, cc = id % CH;
-        const int gk = k0 + r, gn = col0 + cc * 8;
+        const bool second = GATED && cc * 8 >= ON;
+        const T* const src = second ? bb2 : bb;
+        const int gk = k0 + r, gn = col0 + cc * 8 - (second ? ON : 0);
         const bool ok = gk < k && gn < n;
         yr_gemm80_cp16(db + (cc / 8) * (BK * 64) + yr_swz<64>(r, (cc % 8) * 8),
-                            ok ? bb + static_cast<i64>(gk) * n + gn : bb, ok);
+                       ok ? src + static_cast<i64>(gk) * n + gn : bb, ok);
       }
     }
   };
@@ -183,7 +199,13 @@ static __device__ __forceinline__ void yr_gemm_sm80(const typename Cfg::elem* __
     yr_gemm80_commit();
   }
   const int wm0 = (warp / Cfg::warps_n) * Cfg::wm;
-  const int wn0 = (warp % Cfg::warps_n) * Cfg::wn;
+  // The warp's first column of C in the tile, and the tile's column of its
+  // n8 block j (GATED: the first NJ / 2 blocks A @ B's, the rest A @ B2's,
+  // of the same columns).
+  const int wc0 = (warp % Cfg::warps_n) * (GATED ? Cfg::wn / 2 : Cfg::wn);
+  auto block_col = [&](int j) {
+    return GATED && j >= NJ / 2 ? ON + wc0 + 8 * (j - NJ / 2) : wc0 + 8 * j;
+  };
   for (int kb = 0; kb < kblocks; ++kb) {
     // Step kb's group has landed (STAGES - 2 later ones may be in flight),
     // and every warp is past step kb - 1, whose stage the next copy fills.
@@ -206,7 +228,7 @@ static __device__ __forceinline__ void yr_gemm_sm80(const typename Cfg::elem* __
     for (int j = 0; j < NJ; j += 2) {
       // Matrices (k 0-7, n 0-7), (k 8-15, n 0-7), then the same of the
       // next 8 columns: b0, b1 of n8 block j, then of j + 1.
-      const int w = lane / 8, nb = wn0 + j * 8 + (w / 2) * 8;
+      const int w = lane / 8, nb = block_col(j) + (w / 2) * 8;
       fb[j / 2] =
           B_NK ? b0 + 2 * yr_swz<64>(nb + lane % 8, (w % 2) * 8)
                : b0 + 2 * ((nb / 64) * (BK * 64) + yr_swz<64>((w % 2) * 8 + lane % 8, nb % 64));
@@ -240,12 +262,25 @@ static __device__ __forceinline__ void yr_gemm_sm80(const typename Cfg::elem* __
   }
   yr_gemm80_wait<0>();
 
+  // GATED: each element's two products joined, into the first NJ / 2 blocks.
+  constexpr int NO = GATED ? NJ / 2 : NJ;  // n8 blocks of C a warp
+  if constexpr (GATED) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+#pragma unroll
+      for (int j = 0; j < NO; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = epi.gate(acc[i][j][e], acc[i][j + NO][e]);
+      }
+    }
+  }
+
   // Epilogue: lane (g, q) = (lane / 4, lane % 4) holds rows g (+ 8) of each
-  // m16 piece, columns 8 j + 2 q (+ 1). Where a quad's 32 columns are
-  // inside C and C's rows 16-byte aligned, the quad transposes the words of
-  // 4 consecutive j, so that a lane stores 8 consecutive columns at once
-  // (whole 32-byte sectors); elsewhere a pair is one 4-byte store where
-  // aligned, else two.
+  // m16 piece, columns 8 j + 2 q (+ 1) past the warp's first. Where a
+  // quad's 32 columns are inside C and C's rows 16-byte aligned, the quad
+  // transposes the words of 4 consecutive j, so that a lane stores 8
+  // consecutive columns at once (whole 32-byte sectors); elsewhere a pair
+  // is one 4-byte store where aligned, else two.
   const int g = lane / 4, q = lane % 4;
   const int row_base = bt * m;
   const bool wide = ldc % 8 == 0 && reinterpret_cast<unsigned long long>(cb) % 16 == 0;
@@ -258,8 +293,8 @@ static __device__ __forceinline__ void yr_gemm_sm80(const typename Cfg::elem* __
       const bool in = r < m;  // the same for the quad; the warp shuffles together
       T* const crow = cb + static_cast<i64>(r) * ldc;
 #pragma unroll
-      for (int jb = 0; jb < NJ / 4; ++jb) {
-        const int cq = col0 + wn0 + jb * 32;  // the quad's first column
+      for (int jb = 0; jb < NO / 4; ++jb) {
+        const int cq = col0 + wc0 + jb * 32;  // the quad's first column
         if (wide && cq + 32 <= n) {
           unsigned v[4];
 #pragma unroll

@@ -212,7 +212,7 @@ namespace yirage::backends::cuda {
 namespace {
 
 // Bias and ReLU on the product, then minus a residual: the epilogue reads
-// its row (over the batch) and column.
+// its row (over the batch) and column. Gated: silu(A @ B) * (A @ B2) first.
 template <typename T>
 struct Epilogue {
   const T* bias;
@@ -221,6 +221,7 @@ struct Epilogue {
   float operator()(float v, int row, int col) const {
     return fmaxf(v + yr_ld(bias, col), 0.0f) - yr_ld(residual, static_cast<i64>(row) * n + col);
   }
+  float gate(float p, float p2) const { return p / (1.0f + expf(-p)) * p2; }
 };
 
 template <typename T>
@@ -240,10 +241,11 @@ void Check(int m, int n, int k, int ldc, int batch = 1) {
   using T = typename Cfg::elem;
   SCOPED_TRACE(::testing::Message()
                << "tile " << Cfg::bm << " x " << Cfg::bn << ", stages " << Cfg::stages
-               << (Cfg::b_nk ? ", B [N, K]" : ", B [K, N]") << ", M " << m << " N " << n << " K "
-               << k << " batch " << batch);
+               << (Cfg::b_nk ? ", B [N, K]" : ", B [K, N]") << (Cfg::gated ? ", gated" : "")
+               << ", M " << m << " N " << n << " K " << k << " batch " << batch);
   const std::vector<T> a = Random<T>(static_cast<size_t>(batch) * m * k, 1);
   const std::vector<T> b = Random<T>(static_cast<size_t>(batch) * n * k, 2);
+  const std::vector<T> b2 = Random<T>(Cfg::gated ? static_cast<size_t>(batch) * n * k : 0, 5);
   const std::vector<T> bias = Random<T>(n, 3);
   const std::vector<T> residual = Random<T>(static_cast<size_t>(batch) * m * n, 4);
   std::vector<T> c(static_cast<size_t>(batch) * m * ldc);
@@ -268,7 +270,8 @@ void Check(int m, int n, int k, int ldc, int batch = 1) {
         yr_emu::t_block = {static_cast<unsigned>(block), 0, 0};
         yr_emu::t_open.clear();
         yr_emu::t_groups.clear();
-        yr_gemm_sm80<Cfg, Epilogue<T>>(a.data(), b.data(), c.data(), m, n, k, ldc, epi, batch);
+        yr_gemm_sm80<Cfg, Epilogue<T>>(a.data(), b.data(), c.data(), m, n, k, ldc, epi, batch,
+                                       Cfg::gated ? b2.data() : nullptr);
       });
     }
     for (std::thread& t : threads) t.join();
@@ -287,13 +290,18 @@ void Check(int m, int n, int k, int ldc, int batch = 1) {
           outside += !std::isnan(got);
           continue;
         }
-        double sum = 0;
-        for (int i = 0; i < k; ++i) {
-          const double x = yr_ld(a.data(), (static_cast<i64>(p) * m + r) * k + i);
-          const double y = Cfg::b_nk ? yr_ld(b.data(), (static_cast<i64>(p) * n + j) * k + i)
-                                     : yr_ld(b.data(), (static_cast<i64>(p) * k + i) * n + j);
-          sum += x * y;
-        }
+        auto product = [&](const std::vector<T>& bm) {
+          double sum = 0;
+          for (int i = 0; i < k; ++i) {
+            const double x = yr_ld(a.data(), (static_cast<i64>(p) * m + r) * k + i);
+            const double y = Cfg::b_nk ? yr_ld(bm.data(), (static_cast<i64>(p) * n + j) * k + i)
+                                       : yr_ld(bm.data(), (static_cast<i64>(p) * k + i) * n + j);
+            sum += x * y;
+          }
+          return sum;
+        };
+        double sum = product(b);
+        if (Cfg::gated) sum = sum / (1.0 + std::exp(-sum)) * product(b2);
         const double want = std::max(sum + yr_ld(bias.data(), j), 0.0) -
                             yr_ld(residual.data(), (static_cast<i64>(p) * m + r) * n + j);
         if (!(std::fabs(got - want) <= 1e-3 + rel * std::fabs(want))) {
@@ -319,6 +327,16 @@ TEST(GemmSm80HostTest, TilesEdgesAndLayoutsMatchFloat64) {
   Check<yr_gemm_sm80_cfg<__nv_bfloat16, 64, 128, 2, 2, 4, false>>(70, 200, 136, 200);
   Check<yr_gemm_sm80_cfg<__nv_bfloat16, 128, 128, 2, 2, 3, true>>(129, 100, 136, 101);
   Check<yr_gemm_sm80_cfg<__half, 128, 256, 2, 4, 3, false>>(130, 264, 72, 272);
+}
+
+// The gated form: a tile's products are half A @ B, half A @ B2 (B's
+// rows or panels from either operand), C's tiles half as wide; N off the
+// tiles, both layouts, both 128 and 256 products a tile, a batch.
+TEST(GemmSm80HostTest, GatedPairsJoinBeforeTheEpilogue) {
+  Check<yr_gemm_sm80_cfg<__half, 128, 128, 2, 2, 3, true, 8, true>>(129, 100, 136, 104);
+  Check<yr_gemm_sm80_cfg<__nv_bfloat16, 64, 128, 2, 2, 4, false, 8, true>>(70, 136, 72, 136);
+  Check<yr_gemm_sm80_cfg<__half, 128, 256, 2, 4, 3, false, 8, true>>(100, 200, 72, 201);
+  Check<yr_gemm_sm80_cfg<__nv_bfloat16, 64, 128, 2, 2, 2, true, 8, true>>(40, 72, 136, 72, 2);
 }
 
 // A batch: each product's tiles read only its own rows of A and B (a tile
