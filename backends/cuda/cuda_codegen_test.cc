@@ -769,6 +769,31 @@ std::vector<Case> AllCases() {
                          {{Row({"g", "u", "ga", "us", "h", "hb"}, mma[p % 3]),
                            Row({"d", "c"}, mma[3 + p % 3])}}});
       }
+      // Split-K: the planner's ranges (3 x 3 tiles of 128 x 256 over K
+      // 2056: 33 K blocks, 2 ranges), the knobs' 3 (one of them 1 K block
+      // short), gated in 2 ranges, a batch in 2.
+      auto split = [](yirage::v1::Schedule s, int ranges) {
+        s.mutable_gemm()->set_split_k(ranges);
+        return s;
+      };
+      yirage::v1::Graph auto_split = GemmGraph(dt, 300, 520, 2056, true);
+      auto_split.set_name("mma_split_" + auto_split.name());
+      yirage::v1::Schedule planner = mma[0];
+      planner.mutable_gemm()->clear_split_k();
+      cases.push_back({auto_split,
+                       {{Row({"p", "pb", "act", "half", "c"}, planner), Row({"d"}, planner)},
+                        {Row({"p", "pb", "act", "half", "c"}, split(mma[3], 3)),
+                         Row({"d"}, split(mma[4], 2))}}});
+      yirage::v1::Graph gated_split = GatedGemmGraph(dt, 200, 136, 1096, true, false);
+      gated_split.set_name("mma_split_" + gated_split.name());
+      cases.push_back({gated_split,
+                       {{Row({"g", "u", "ga", "us", "h", "hb"}, split(mma[1], 2)),
+                         Row({"d", "c"}, split(mma[4], 2))}}});
+      yirage::v1::Graph batch_split = BatchedGemmGraph(dt, {2}, 100, 255, 1096, true, true);
+      batch_split.set_name("mma_split_" + batch_split.name());
+      cases.push_back({batch_split,
+                       {{Row({"p", "pb", "act", "half", "c"}, split(mma[2], 2)),
+                         Row({"d"}, split(mma[5], 3))}}});
     }
     if (dt == FLOAT32 && TargetOfCompiles().sm == 90) {
       // Shape i under points i and i + 1: every point under some shape.
@@ -1105,6 +1130,27 @@ TEST(CudaCodegenCompileTest, NarrowRowsTakeAThreadARow) {
   b.Input("x", {3001, 40}, FLOAT32).Op("p", "softmax", {"x"}).Output("p");
   const std::string wide = PlanSource(b.proto(), {Row({"p"}, Rows(256))});
   EXPECT_NE(wide.find("rows, BR 64, "), std::string::npos) << wide;
+}
+
+// CPU-only (CI): the sm_80 GEMM form on the H200 target: few tiles split
+// K by the planner (a workspace and zeroed counters in the plan's
+// buffers), a gated chain passes B2, the knobs' split_k 1 is none.
+TEST(CudaCodegenCompileTest, Sm80GemmSplitsKAndTakesGatedPairs) {
+  const yirage::v1::Graph g = GemmGraph(BFLOAT16, 300, 520, 2056, true);
+  const std::string src = PlanSource(
+      g, {Row({"p", "pb", "act", "half", "c"}, WithMmaGemm(Rows(4), 128, 256, 3, /*split_k=*/0)),
+          Row({"d"}, WithMmaGemm(Rows(4), 64, 64, 4))});
+  EXPECT_NE(src.find("yr_gemm80_split{2, ws, flags}"), std::string::npos) << src;
+  EXPECT_NE(src.find("split-K partial sums"), std::string::npos) << src;
+  EXPECT_NE(src.find("GEMM (cp.async, mma.sync; tile 64 x 64, 4 stages, 2 x 2 warps"),
+            std::string::npos)
+      << src;
+  const yirage::v1::Graph gated = GatedGemmGraph(FLOAT16, 200, 136, 72, false, false);
+  const std::string gsrc =
+      PlanSource(gated, {Row({"g", "u", "ga", "us", "h", "hb"}, WithMmaGemm(Rows(4), 128, 128, 3)),
+                         Row({"d", "c"}, WithMmaGemm(Rows(4), 64, 128, 4))});
+  EXPECT_NE(gsrc.find("8, true>"), std::string::npos) << "the gated template" << gsrc;
+  EXPECT_NE(gsrc.find("__restrict__ b2"), std::string::npos) << gsrc;
 }
 
 // CPU-only (CI): the gather form takes 8 columns a thread where every

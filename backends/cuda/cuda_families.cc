@@ -127,12 +127,12 @@ void AddSm80GemmPoints(yirage::v1::KernelFamily* gemm, const CudaTarget& target)
   const Shape shapes[] = {{128, 256, 3}, {128, 128, 4}, {128, 128, 3}, {64, 128, 4}, {64, 64, 4}};
   const int64_t sm_smem = target.max_smem_per_block + 1024;  // the opt-in limit leaves 1 KB
   for (const Shape& sh : shapes) {
-    const int64_t smem = int64_t{sh.stages} * (sh.tile_m + sh.tile_n) * 64 * 2;
+    const int64_t smem = int64_t{sh.stages} * (sh.tile_m + sh.tile_n) * 64 * 2 + 16;
     if (smem > target.max_smem_per_block) continue;
     // 128 x 128 in 3 stages where two blocks fit beside each other, or
     // where 4 stages do not fit at all.
     if (sh.tile_m == 128 && sh.tile_n == 128 && sh.stages == 3 && sm_smem / smem < 2 &&
-        smem / 3 * 4 <= target.max_smem_per_block) {
+        int64_t{4} * (sh.tile_m + sh.tile_n) * 64 * 2 + 16 <= target.max_smem_per_block) {
       continue;
     }
     const int warps =
@@ -148,7 +148,6 @@ void AddSm80GemmPoints(yirage::v1::KernelFamily* gemm, const CudaTarget& target)
     s->set_tile_m(sh.tile_m);
     s->set_tile_n(sh.tile_n);
     s->set_stages(sh.stages);
-    s->set_split_k(1);
     point->set_label(absl::StrCat("mma.sync ", sh.tile_m, "x", sh.tile_n, " stages ", sh.stages));
     *point->mutable_limits() = GemmLimits();
     // Gated pairs need warps 64 products wide (gemm_sm80.cuh).

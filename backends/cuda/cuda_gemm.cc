@@ -29,10 +29,11 @@ const char* GemmSm80Source() {
 }
 
 // The sm_80 form's K elements a stage (yr_gemm_sm80_cfg::bk) and its
-// shared memory (yr_gemm_sm80_cfg::smem_bytes: 16-bit elements).
+// shared memory (yr_gemm_sm80_cfg::smem_bytes: the ring of 16-bit
+// elements, then a word).
 constexpr int64_t kSm80StageK = 64;
 int64_t Sm80RingBytes(int tile_m, int tile_n, int stages) {
-  return int64_t{stages} * (tile_m + tile_n) * kSm80StageK * 2;
+  return int64_t{stages} * (tile_m + tile_n) * kSm80StageK * 2 + 16;
 }
 // A warp's piece of the sm_80 form's tile along an axis: 64 where the tile
 // is at least 128, else 32 (yr_gemm_sm80_cfg: m16 rows, 32-column quads,
@@ -105,8 +106,7 @@ std::optional<GemmPlan> PlanGemmSm80(const core::Graph& graph, const std::vector
       (plan.tile_n != 64 && plan.tile_n != 128 && plan.tile_n != 256)) {
     return std::nullopt;
   }
-  if (knobs.pingpong() || knobs.cluster_m() > 1 || knobs.cluster_n() > 1 || knobs.split_k() > 1 ||
-      plan.stages < 2) {
+  if (knobs.pingpong() || knobs.cluster_m() > 1 || knobs.cluster_n() > 1 || plan.stages < 2) {
     return std::nullopt;
   }
   plan.warps_m = plan.tile_m / Sm80WarpPiece(plan.tile_m);
@@ -125,7 +125,21 @@ std::optional<GemmPlan> PlanGemmSm80(const core::Graph& graph, const std::vector
       plan.match.batch * plan.match.n > kLimit || plan.match.k > kLimit) {
     return std::nullopt;
   }
-  plan.blocks = tiles;
+  // Split-K: the knobs' ranges, or where the tiles are fewer than the
+  // multiprocessors as many as fill them, each of at least
+  // kMinKBlocksPerSplit K blocks. Every tile is split alike (a block a
+  // range; there is no persistent wave to balance).
+  const int64_t kblocks = CeilDiv(plan.match.k, kSm80StageK);
+  if (knobs.split_k() < 0 || knobs.split_k() > std::min(kblocks, kMaxSplits)) return std::nullopt;
+  if (knobs.split_k() != 0) {
+    plan.splits = knobs.split_k();
+  } else if (tiles < target.sm_count) {
+    plan.splits = static_cast<int>(std::max<int64_t>(
+        1, std::min({target.sm_count / tiles, kblocks / kMinKBlocksPerSplit, kMaxSplits})));
+  }
+  plan.split_tiles = plan.splits > 1 ? tiles : 0;
+  if (tiles * plan.splits > kLimit) return std::nullopt;
+  plan.blocks = tiles * plan.splits;
   return plan;
 }
 
@@ -235,8 +249,9 @@ int64_t GemmCounterBytes(const GemmPlan& plan) {
 std::string GemmSummary(const GemmPlan& p) {
   if (p.mma_sync) {
     return absl::StrCat("GEMM (cp.async, mma.sync; tile ", p.tile_m, " x ", p.tile_n, ", ",
-                        p.stages, " stages, ", p.warps_m, " x ", p.warps_n, " warps, ", p.blocks,
-                        " blocks), ",
+                        p.stages, " stages, ",
+                        p.splits > 1 ? absl::StrCat("split-K ", p.splits, ", ") : "", p.warps_m,
+                        " x ", p.warps_n, " warps, ", p.blocks, " blocks), ",
                         p.match.batch > 1 ? absl::StrCat("batch ", p.match.batch, " x ") : "", "M ",
                         p.match.m, ", N ", p.match.n, ", K ", p.match.k,
                         p.match.b2 >= 0 ? ", gated (two B, one C tile of tile_n / 2 columns)" : "",
@@ -329,6 +344,7 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
                   "{\n    (void)row;\n    (void)col;\n",
                   body, "    return v;\n  }\n};\n");
   if (plan.mma_sync) {
+    const bool split = plan.splits > 1;
     const int threads = 32 * plan.warps_m * plan.warps_n;
     // Two blocks a multiprocessor where a thread's accumulators allow it.
     const int min_blocks = plan.tile_m * plan.tile_n / threads <= 64 ? 2 : 1;
@@ -336,11 +352,12 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
         source, "extern \"C\" __global__ void __launch_bounds__(", threads, ", ", min_blocks, ") ",
         name, "(", t, "* __restrict__ c", params, ", const ", t, "* __restrict__ a, const ", t,
         "* __restrict__ b", gated ? absl::StrCat(", const ", t, "* __restrict__ b2") : "",
+        split ? ", float* __restrict__ ws, unsigned* __restrict__ flags" : "",
         ") {\n  yr_gemm_sm80<yr_gemm_sm80_cfg<", t, ", ", plan.tile_m, ", ", plan.tile_n, ", ",
         plan.warps_m, ", ", plan.warps_n, ", ", plan.stages, ", ", m.transpose_b ? "true" : "false",
         ", ", plan.group, ", ", gated ? "true" : "false", ">, ", epi, ">(a, b, c, ", m.m, ", ", m.n,
-        ", ", m.k, ", ", m.n, ", ", epi, "{", inits, "}, ", m.batch, gated ? ", b2" : "",
-        ");\n}\n");
+        ", ", m.k, ", ", m.n, ", ", epi, "{", inits, "}, ", m.batch, gated ? ", b2" : ", nullptr",
+        split ? absl::StrCat(", yr_gemm80_split{", plan.splits, ", ws, flags}") : "", ");\n}\n");
     KernelLaunch launch;
     launch.name = name;
     launch.grid[0] = plan.blocks;
@@ -351,6 +368,10 @@ void EmitGemm(const GemmPlan& plan, const core::Graph& graph, const std::string&
     launch.args.push_back(read_arg(m.a));
     launch.args.push_back(read_arg(m.b));
     if (gated) launch.args.push_back(read_arg(m.b2));
+    if (split) {
+      launch.args.push_back(workspace_arg);
+      launch.args.push_back(counter_arg);
+    }
     launches->push_back(launch);
     return;
   }

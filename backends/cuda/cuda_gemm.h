@@ -72,7 +72,9 @@ yirage::v1::MatchLimits GemmTf32Limits();
 // pieces, 32 where the tile is 64 along an axis; gated chains need the
 // 64-wide pieces, tile_n 128 or 256), at least 2 stages within the
 // target's shared memory; a block a tile of each product, at most
-// 2^31 - 1 blocks.
+// 2^31 - 1 blocks. Split-K there cuts every tile into the knobs' split_k
+// ranges or, by default where the tiles are fewer than the
+// multiprocessors, as many as fill them, each of at least 16 K blocks.
 std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int>& ops,
                                  yirage::v1::DType out_dtype, const CudaTarget& target,
                                  const yirage::v1::GemmSchedule& knobs);

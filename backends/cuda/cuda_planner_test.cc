@@ -494,13 +494,24 @@ TEST(GemmPlannerTest, Sm80FormTakesABlockATileOfEveryProduct) {
   EXPECT_TRUE(p->mma_sync);
   EXPECT_EQ(p->warps_m, 2);
   EXPECT_EQ(p->warps_n, 4);
-  EXPECT_EQ(p->blocks, 8 * 3) << "8 row tiles, 3 column tiles";
-  EXPECT_EQ(p->smem_bytes, 3 * (128 + 256) * 64 * 2);
-  EXPECT_EQ(p->splits, 1);
-  EXPECT_EQ(GemmWorkspaceBytes(*p), 0);
-  EXPECT_NE(GemmSummary(*p).find("mma.sync; tile 128 x 256, 3 stages, 2 x 4 warps, 24 blocks"),
-            std::string::npos)
+  // 8 row tiles by 3 column tiles fill 24 of 132 multiprocessors: K's 64
+  // blocks in 4 ranges of 16.
+  EXPECT_EQ(p->splits, 4);
+  EXPECT_EQ(p->blocks, 8 * 3 * 4);
+  EXPECT_EQ(p->smem_bytes, 3 * (128 + 256) * 64 * 2 + 16);
+  EXPECT_EQ(GemmWorkspaceBytes(*p), int64_t{24} * 4 * 128 * 256 * 4);
+  EXPECT_GE(GemmCounterBytes(*p), 24 * 4);
+  EXPECT_NE(
+      GemmSummary(*p).find("mma.sync; tile 128 x 256, 3 stages, split-K 4, 2 x 4 warps, 96 blocks"),
+      std::string::npos)
       << GemmSummary(*p);
+  // The knobs: 1 is none.
+  yirage::v1::GemmSchedule one = MmaKnobs(128, 256, 3);
+  one.set_split_k(1);
+  p = PlanGemm(g, AllOps(g), FLOAT16, H200(), one);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->blocks, 24);
+  EXPECT_EQ(GemmWorkspaceBytes(*p), 0);
   // 64-row and 64-column tiles take 32 x 32 pieces a warp.
   p = PlanGemm(g, AllOps(g), FLOAT16, A100(), MmaKnobs(64, 64, 4));
   ASSERT_TRUE(p.has_value());
@@ -534,8 +545,16 @@ TEST(GemmPlannerTest, Sm80FormRefusesWhatItCannotRun) {
   EXPECT_TRUE(plan(CudaTarget{86, 101376, 84}, MmaKnobs(128, 128, 3)));
   EXPECT_FALSE(plan(CudaTarget{75, 65536, 40}, MmaKnobs(64, 64, 2))) << "no cp.async";
   yirage::v1::GemmSchedule k = MmaKnobs(128, 128, 3);
-  k.set_split_k(2);
-  EXPECT_FALSE(plan(A100(), k)) << "no split-K";
+  k.set_split_k(16);
+  EXPECT_TRUE(plan(A100(), k)) << "16 ranges of 64 K blocks";
+  k.set_split_k(17);
+  EXPECT_FALSE(plan(A100(), k)) << "at most 16 ranges";
+  k.set_split_k(-1);
+  EXPECT_FALSE(plan(A100(), k));
+  const core::Graph shallow = GemmChain(1000, 520, 128, true);
+  k.set_split_k(3);
+  EXPECT_FALSE(PlanGemm(shallow, AllOps(shallow), FLOAT16, A100(), k).has_value())
+      << "3 ranges of 2 K blocks";
   k = MmaKnobs(128, 128, 3);
   k.set_pingpong(true);
   EXPECT_FALSE(plan(A100(), k));

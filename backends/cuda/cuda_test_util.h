@@ -211,15 +211,16 @@ inline yirage::v1::Schedule WithGemm(yirage::v1::Schedule s, int tile_m, int til
   return s;
 }
 
-// The GEMM family's sm_80 form (gemm_sm80.cuh): tile, stages.
-inline yirage::v1::Schedule WithMmaGemm(yirage::v1::Schedule s, int tile_m, int tile_n,
-                                        int stages) {
+// The GEMM family's sm_80 form (gemm_sm80.cuh): tile, stages, K ranges
+// (1: none; 0: the planner's choice).
+inline yirage::v1::Schedule WithMmaGemm(yirage::v1::Schedule s, int tile_m, int tile_n, int stages,
+                                        int split_k = 1) {
   yirage::v1::GemmSchedule* g = s.mutable_gemm();
   g->set_mma_sync(true);
   g->set_tile_m(tile_m);
   g->set_tile_n(tile_n);
   g->set_stages(stages);
-  g->set_split_k(1);
+  g->set_split_k(split_k);
   return s;
 }
 

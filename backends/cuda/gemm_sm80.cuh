@@ -22,6 +22,14 @@
 //   consecutive (A batch * M rows, B batch * K or batch * N rows, C batch *
 //   M rows of ldc), the tiles of each product in turn; the epilogue's row
 //   counts on over them (product p's row r is p * m + r).
+// - Split-K (`split.splits` > 1, for products of fewer tiles than the chip
+//   holds at once): each tile's K blocks in `splits` ranges, one block
+//   each, the ranges of a tile consecutive in the grid. Every range stores
+//   its float accumulators to its slot of the workspace (a thread's floats
+//   4 at a time, the block's threads side by side) and counts itself in
+//   its tile's counter; the last to arrive adds the others' and runs the
+//   epilogue, and leaves the counter zero for the next launch. No block
+//   waits for another.
 // - Gated (GATED, SwiGLU's shape): two B operands of one shape, B and B2;
 //   a tile's BN columns of products are BN / 2 of A @ B, then the same
 //   BN / 2 of A @ B2, and each warp's piece holds the same columns of both
@@ -33,7 +41,7 @@
 // GATED also `float gate(float p, float p2) const`.
 // REQUIRES: kernel_prelude.cuh before this file; a kernel of
 // yr_gemm_sm80_cfg::threads threads, smem_bytes of dynamic shared memory
-// and a grid of yr_gemm_sm80_grid blocks.
+// and a grid of yr_gemm_sm80_grid blocks (with its splits).
 #ifndef YR_GEMM_SM80
 #define YR_GEMM_SM80
 
@@ -51,7 +59,8 @@ struct yr_gemm_sm80_cfg {
   static constexpr int wm = BM / WARPS_M, wn = BN / WARPS_N;  // a warp's piece
   static constexpr int mi = wm / 16, nj = wn / 8;             // its m16 rows, n8 columns
   static constexpr int a_stage = BM * bk, b_stage = BN * bk;  // elements a stage
-  static constexpr int smem_bytes = STAGES * (a_stage + b_stage) * 2;
+  // The ring, then a word (split-K's "last to arrive").
+  static constexpr int smem_bytes = STAGES * (a_stage + b_stage) * 2 + 16;
   static_assert(sizeof(T) == 2, "T: __half or __nv_bfloat16");
   static_assert(wm % 16 == 0 && wn % 32 == 0, "a warp's piece: m16 rows, 32-column quads");
   static_assert(B_NK || BN % 64 == 0, "B K x N: whole 64-column panels");
@@ -62,11 +71,27 @@ struct yr_gemm_sm80_cfg {
                 "GATED: 32-column quads of each product a warp, whole panels a half");
 };
 
-// The grid: a block for each tile of each product.
+// Split-K's arguments: `splits` K ranges a tile (1: none); `ws`: splits x
+// BM x BN floats a tile of all products; `flags`: a counter a tile, zero
+// before the first launch.
+struct yr_gemm80_split {
+  int splits = 1;
+  float* ws = nullptr;
+  unsigned* flags = nullptr;
+};
+
+// The tiles of all `batch` products.
 template <class Cfg>
-__host__ __device__ constexpr long long yr_gemm_sm80_grid(int m, int n, int batch = 1) {
+__host__ __device__ constexpr long long yr_gemm_sm80_tiles(int m, int n, int batch = 1) {
   return static_cast<long long>(batch) * ((m + Cfg::bm - 1) / Cfg::bm) *
          ((n + Cfg::on - 1) / Cfg::on);
+}
+
+// The grid: a block for each K range of each tile.
+template <class Cfg>
+__host__ __device__ constexpr long long yr_gemm_sm80_grid(int m, int n, int batch = 1,
+                                                          int splits = 1) {
+  return yr_gemm_sm80_tiles<Cfg>(m, n, batch) * (splits > 1 ? splits : 1);
 }
 
 // The instructions the kernel issues, each in one wrapper, so that a host
@@ -106,13 +131,22 @@ static __device__ __forceinline__ void yr_gemm80_mma(float* c, const unsigned* a
                                                      const unsigned* b) {
   yr_mma16816<T>(c, a, b);
 }
+// Split-K: partial sums through L2 (past L1), a GPU-wide fence, and an
+// arrival on a tile's counter that returns the count before it.
+static __device__ __forceinline__ void yr_gemm80_store_cg(float4* p, float4 v) { __stcg(p, v); }
+static __device__ __forceinline__ float4 yr_gemm80_load_cg(const float4* p) { return __ldcg(p); }
+static __device__ __forceinline__ void yr_gemm80_fence() { __threadfence(); }
+static __device__ __forceinline__ unsigned yr_gemm80_arrive(unsigned* counter) {
+  return atomicAdd(counter, 1u);
+}
 #endif
 
 template <class Cfg, class Epi>
 static __device__ __forceinline__ void yr_gemm_sm80(
     const typename Cfg::elem* __restrict__ a, const typename Cfg::elem* __restrict__ b,
     typename Cfg::elem* __restrict__ c, int m, int n, int k, int ldc, Epi epi, int batch = 1,
-    const typename Cfg::elem* __restrict__ b2 = nullptr) {
+    const typename Cfg::elem* __restrict__ b2 = nullptr,
+    yr_gemm80_split split = yr_gemm80_split()) {
   using T = typename Cfg::elem;
   constexpr int BM = Cfg::bm, BN = Cfg::bn, BK = Cfg::bk, STAGES = Cfg::stages;
   constexpr int THREADS = Cfg::threads, MI = Cfg::mi, NJ = Cfg::nj;
@@ -125,7 +159,9 @@ static __device__ __forceinline__ void yr_gemm_sm80(
   // The tile: product, then groups of GROUP tile rows, column-major inside.
   const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + ON - 1) / ON;
   const int ptiles = tiles_m * tiles_n;
-  int t = static_cast<int>(blockIdx.x);
+  const int S = split.splits > 1 ? split.splits : 1;
+  const int tile = static_cast<int>(blockIdx.x) / S, range = static_cast<int>(blockIdx.x) % S;
+  int t = tile;
   const int bt = t / ptiles;
   if (bt >= batch) return;
   t -= bt * ptiles;
@@ -142,6 +178,9 @@ static __device__ __forceinline__ void yr_gemm_sm80(
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int kblocks = (k + BK - 1) / BK;
+  // This block's K blocks: [kb0, kb0 + nk).
+  const int kb0 = static_cast<int>(static_cast<i64>(range) * kblocks / S);
+  const int nk = static_cast<int>(static_cast<i64>(range + 1) * kblocks / S) - kb0;
 
   // One K step's copies: A's BM rows and B's BN rows (B_NK) or BK rows of
   // BN columns, 16-byte chunks, each thread a fixed share. GATED: the
@@ -195,7 +234,7 @@ static __device__ __forceinline__ void yr_gemm_sm80(
   // The first STAGES - 1 steps in flight (a group each, empty past K).
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < kblocks) load(s, s);
+    if (s < nk) load(s, kb0 + s);
     yr_gemm80_commit();
   }
   const int wm0 = (warp / Cfg::warps_n) * Cfg::wm;
@@ -206,12 +245,12 @@ static __device__ __forceinline__ void yr_gemm_sm80(
   auto block_col = [&](int j) {
     return GATED && j >= NJ / 2 ? ON + wc0 + 8 * (j - NJ / 2) : wc0 + 8 * j;
   };
-  for (int kb = 0; kb < kblocks; ++kb) {
+  for (int kb = 0; kb < nk; ++kb) {
     // Step kb's group has landed (STAGES - 2 later ones may be in flight),
     // and every warp is past step kb - 1, whose stage the next copy fills.
     yr_gemm80_wait<STAGES - 2>();
     __syncthreads();
-    if (kb + STAGES - 1 < kblocks) load((kb + STAGES - 1) % STAGES, kb + STAGES - 1);
+    if (kb + STAGES - 1 < nk) load((kb + STAGES - 1) % STAGES, kb0 + kb + STAGES - 1);
     yr_gemm80_commit();
     const T* const ta = sa + (kb % STAGES) * Cfg::a_stage;
     const T* const tb = sb + (kb % STAGES) * Cfg::b_stage;
@@ -261,6 +300,49 @@ static __device__ __forceinline__ void yr_gemm_sm80(
     }
   }
   yr_gemm80_wait<0>();
+
+  if (S > 1) {
+    // Split-K: this range's partial sums to its slot, then the arrival;
+    // the last of the tile's S ranges to arrive adds the others' and goes
+    // on to the epilogue, the rest are done.
+    constexpr int F4 = MI * NJ;  // float4s a thread
+    float4* const ws =
+        reinterpret_cast<float4*>(split.ws) + static_cast<i64>(tile) * S * F4 * THREADS;
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+#pragma unroll
+      for (int j = 0; j < NJ; ++j) {
+        yr_gemm80_store_cg(ws + (static_cast<i64>(range) * F4 + i * NJ + j) * THREADS + tid,
+                           make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]));
+      }
+    }
+    int& last = *reinterpret_cast<int*>(yr_gemm80_smem_raw + Cfg::smem_bytes - 16);
+    yr_gemm80_fence();  // this thread's partial sums, before the block's arrival
+    __syncthreads();
+    if (tid == 0) {
+      const unsigned before = yr_gemm80_arrive(split.flags + tile);
+      last = before == static_cast<unsigned>(S - 1);
+      if (last) split.flags[tile] = 0u;  // all arrived: zero for the next launch
+    }
+    __syncthreads();
+    if (!last) return;
+    yr_gemm80_fence();
+    for (int p = 0; p < S; ++p) {
+      if (p == range) continue;
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+          const float4 v =
+              yr_gemm80_load_cg(ws + (static_cast<i64>(p) * F4 + i * NJ + j) * THREADS + tid);
+          acc[i][j][0] += v.x;
+          acc[i][j][1] += v.y;
+          acc[i][j][2] += v.z;
+          acc[i][j][3] += v.w;
+        }
+      }
+    }
+  }
 
   // GATED: each element's two products joined, into the first NJ / 2 blocks.
   constexpr int NO = GATED ? NJ / 2 : NJ;  // n8 blocks of C a warp

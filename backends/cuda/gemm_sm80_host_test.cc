@@ -206,6 +206,15 @@ static void yr_gemm80_mma(float* c, const unsigned* a, const unsigned* b) {
   w.bar.arrive_and_wait();
 }
 
+// Split-K's global memory: plain stores and loads (blocks run one after
+// another here), and the arrival as an atomic add.
+static void yr_gemm80_store_cg(float4* p, float4 v) { *p = v; }
+static float4 yr_gemm80_load_cg(const float4* p) { return *p; }
+static void yr_gemm80_fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+static unsigned yr_gemm80_arrive(unsigned* counter) {
+  return std::atomic_ref<unsigned>(*counter).fetch_add(1u);
+}
+
 #include "backends/cuda/gemm_sm80.cuh"
 
 namespace yirage::backends::cuda {
@@ -237,12 +246,12 @@ std::vector<T> Random(size_t n, unsigned seed) {
 // stride ldc > n, C poisoned (NaN) beforehand, and compares every element
 // of C with the float64 result; elements past n in each row stay NaN.
 template <class Cfg>
-void Check(int m, int n, int k, int ldc, int batch = 1) {
+void Check(int m, int n, int k, int ldc, int batch = 1, int splits = 1) {
   using T = typename Cfg::elem;
-  SCOPED_TRACE(::testing::Message()
-               << "tile " << Cfg::bm << " x " << Cfg::bn << ", stages " << Cfg::stages
-               << (Cfg::b_nk ? ", B [N, K]" : ", B [K, N]") << (Cfg::gated ? ", gated" : "")
-               << ", M " << m << " N " << n << " K " << k << " batch " << batch);
+  SCOPED_TRACE(::testing::Message() << "tile " << Cfg::bm << " x " << Cfg::bn << ", stages "
+                                    << Cfg::stages << (Cfg::b_nk ? ", B [N, K]" : ", B [K, N]")
+                                    << (Cfg::gated ? ", gated" : "") << ", M " << m << " N " << n
+                                    << " K " << k << " batch " << batch << " splits " << splits);
   const std::vector<T> a = Random<T>(static_cast<size_t>(batch) * m * k, 1);
   const std::vector<T> b = Random<T>(static_cast<size_t>(batch) * n * k, 2);
   const std::vector<T> b2 = Random<T>(Cfg::gated ? static_cast<size_t>(batch) * n * k : 0, 5);
@@ -252,11 +261,20 @@ void Check(int m, int n, int k, int ldc, int batch = 1) {
   for (T& x : c) yr_st(&x, 0, NAN);
   yr_emu::g_misaligned = yr_emu::g_bank_conflicts = yr_emu::g_out_of_smem = 0;
   const Epilogue<T> epi{bias.data(), residual.data(), n};
-  const long long blocks = yr_gemm_sm80_grid<Cfg>(m, n, batch);
+  const long long blocks = yr_gemm_sm80_grid<Cfg>(m, n, batch, splits);
+  const long long tiles = yr_gemm_sm80_tiles<Cfg>(m, n, batch);
   yr_emu::g_grid = {static_cast<unsigned>(blocks), 1, 1};
   yr_emu::g_block_dim = {Cfg::threads, 1, 1};
   ASSERT_LE(Cfg::smem_bytes, static_cast<int>(sizeof yr_gemm80_smem_raw));
-  for (long long block = 0; block < blocks; ++block) {
+  // Split-K: the workspace (poisoned) and the counters (zero before the
+  // first launch); two launches, the second with the blocks in reverse
+  // order (another range arrives last), on the counters the first left.
+  std::vector<float> ws(splits > 1 ? tiles * splits * Cfg::bm * Cfg::bn : 0, NAN);
+  std::vector<unsigned> flags(splits > 1 ? tiles : 0, 0u);
+  const yr_gemm80_split split{splits, ws.data(), flags.data()};
+  const int launches = splits > 1 ? 2 : 1;
+  for (long long i = 0; i < launches * blocks; ++i) {
+    const long long block = i < blocks ? i : 2 * blocks - 1 - i;
     std::memset(yr_gemm80_smem_raw, 0xcd, sizeof yr_gemm80_smem_raw);  // stale data
     std::barrier<> sync(Cfg::threads);
     yr_emu::g_sync = &sync;
@@ -271,7 +289,7 @@ void Check(int m, int n, int k, int ldc, int batch = 1) {
         yr_emu::t_open.clear();
         yr_emu::t_groups.clear();
         yr_gemm_sm80<Cfg, Epilogue<T>>(a.data(), b.data(), c.data(), m, n, k, ldc, epi, batch,
-                                       Cfg::gated ? b2.data() : nullptr);
+                                       Cfg::gated ? b2.data() : nullptr, split);
       });
     }
     for (std::thread& t : threads) t.join();
@@ -279,6 +297,8 @@ void Check(int m, int n, int k, int ldc, int batch = 1) {
   EXPECT_EQ(yr_emu::g_misaligned.load(), 0);
   EXPECT_EQ(yr_emu::g_bank_conflicts.load(), 0) << "ldmatrix phases on one bank group";
   EXPECT_EQ(yr_emu::g_out_of_smem.load(), 0);
+  EXPECT_EQ(std::count(flags.begin(), flags.end(), 0u), static_cast<long>(flags.size()))
+      << "split-K counters left zero for the next launch";
   // The output's rounding (an ulp of the value) plus float accumulation's.
   const double rel = yr_is_half<T>::value ? 1.0 / 1024 : 1.0 / 128;
   int bad = 0, outside = 0;
@@ -337,6 +357,17 @@ TEST(GemmSm80HostTest, GatedPairsJoinBeforeTheEpilogue) {
   Check<yr_gemm_sm80_cfg<__nv_bfloat16, 64, 128, 2, 2, 4, false, 8, true>>(70, 136, 72, 136);
   Check<yr_gemm_sm80_cfg<__half, 128, 256, 2, 4, 3, false, 8, true>>(100, 200, 72, 201);
   Check<yr_gemm_sm80_cfg<__nv_bfloat16, 64, 128, 2, 2, 2, true, 8, true>>(40, 72, 136, 72, 2);
+}
+
+// Split-K: 2 and 3 ranges of a tile's K blocks (K 520: 9 blocks; K 72: 2
+// blocks, so one of 3 ranges is empty and adds nothing), gated and batched
+// tiles, both layouts; every range stores its partial sums and the last
+// to arrive adds them and runs the epilogue.
+TEST(GemmSm80HostTest, SplitKRangesAddUpInTheLastToArrive) {
+  Check<yr_gemm_sm80_cfg<__half, 64, 64, 2, 2, 3, true>>(100, 72, 520, 80, 1, 2);
+  Check<yr_gemm_sm80_cfg<__nv_bfloat16, 64, 128, 2, 2, 2, false>>(70, 136, 72, 137, 1, 3);
+  Check<yr_gemm_sm80_cfg<__half, 128, 128, 2, 2, 3, false, 8, true>>(129, 104, 520, 107, 1, 3);
+  Check<yr_gemm_sm80_cfg<__nv_bfloat16, 64, 64, 2, 2, 4, true>>(40, 72, 136, 72, 2, 2);
 }
 
 // A batch: each product's tiles read only its own rows of A and B (a tile
