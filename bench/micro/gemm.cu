@@ -1,6 +1,6 @@
 // The GEMM on its own (bench/micro/run.sh sm_90a gemm):
 // backends/cuda/gemm_sm90.cuh's variants and gemm_sm80.cuh's (the mma.sync
-// form, "mma..."; no split-K), each checked against a
+// form, "mma..."), each checked against a
 // float64-accumulating GPU reference on odd shapes (M 1, 7, 129, 4093; N not
 // a multiple of the tile; K not a multiple of 64; both 16-bit types; B
 // K x N and N x K), with C poisoned (NaN) before the launch, a row stride
@@ -198,13 +198,13 @@ struct Launch {
   }
 };
 
-// The sm_80 form's wrapper and launch (a block a tile, no split-K: the
-// `splits` argument is ignored).
+// The sm_80 form's wrapper and launch (a block a tile, or a K range of one
+// with `splits` > 1: every tile split alike).
 template <class Cfg, class Epi>
 __global__ void __launch_bounds__(Cfg::threads)
     Gemm80(const typename Cfg::elem* a, const typename Cfg::elem* b, typename Cfg::elem* c, int m,
-           int n, int k, int ldc, Epi epi) {
-  yr_gemm_sm80<Cfg, Epi>(a, b, c, m, n, k, ldc, epi);
+           int n, int k, int ldc, Epi epi, yr_gemm80_split split) {
+  yr_gemm_sm80<Cfg, Epi>(a, b, c, m, n, k, ldc, epi, 1, nullptr, split);
 }
 
 template <class Cfg, class Epi = yr_gemm_store>
@@ -214,15 +214,27 @@ struct Launch80 {
   T* c;
   int m, n, k, ldc, grid;
   Epi epi;
-  Launch80(const T* a_, const T* b_, T* c_, int m_, int n_, int k_, int ldc_, Epi e = Epi(), int = 1)
+  yr_gemm80_split split;
+  Launch80(const T* a_, const T* b_, T* c_, int m_, int n_, int k_, int ldc_, Epi e = Epi(),
+           int splits = 1)
       : a(a_), b(b_), c(c_), m(m_), n(n_), k(k_), ldc(ldc_), epi(e) {
     CK(cudaFuncSetAttribute(Gemm80<Cfg, Epi>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             Cfg::smem_bytes));
-    grid = static_cast<int>(yr_gemm_sm80_grid<Cfg>(m, n));
+    split.splits = splits;
+    if (splits > 1) {
+      const size_t tiles = static_cast<size_t>(yr_gemm_sm80_tiles<Cfg>(m, n));
+      CK(cudaMalloc(&split.ws, tiles * splits * Cfg::bm * Cfg::bn * sizeof(float)));
+      CK(cudaMalloc(&split.flags, tiles * sizeof(unsigned)));
+      CK(cudaMemset(split.flags, 0, tiles * sizeof(unsigned)));
+    }
+    grid = static_cast<int>(yr_gemm_sm80_grid<Cfg>(m, n, 1, splits));
   }
-  void Free() {}
+  void Free() {
+    if (split.ws) CK(cudaFree(split.ws));
+    if (split.flags) CK(cudaFree(split.flags));
+  }
   void operator()() const {
-    Gemm80<Cfg, Epi><<<grid, Cfg::threads, Cfg::smem_bytes>>>(a, b, c, m, n, k, ldc, epi);
+    Gemm80<Cfg, Epi><<<grid, Cfg::threads, Cfg::smem_bytes>>>(a, b, c, m, n, k, ldc, epi, split);
     CK(cudaGetLastError());
   }
 };
@@ -448,7 +460,6 @@ void CheckVariant(const char* name) {
   // ring's rounds across tiles), with 16-byte and 2-byte stores.
   Check<Cfg>(name, 4093, 2000, 136, 2008);
   Check<Cfg, true>(name, 2047, 1000, 200, 1003);
-  if constexpr (IsSm80<Cfg>::value) return;  // no split-K
   // Split-K: 2 and 3 ranges, a range with no K block (K 72: 2 blocks, 3
   // ranges), more tiles than blocks (whole tiles first, then the last,
   // partial wave's tiles split).
@@ -489,12 +500,11 @@ void TimeAll(cublasHandle_t h, int m, int n, int k, int splits = 1) {
   TimeVariant<Ping128C21<T, B_NK>>(h, "ping128x128_c2x1", m, n, k, splits);
   TimeVariant<Ping128C11<T, B_NK>>(h, "ping128x128_c1x1", m, n, k, splits);
   TimeVariant<Coop256C21G16<T, B_NK>>(h, "coop128x256_c2x1_g16", m, n, k, splits);
-  if (splits > 1) return;  // the sm_80 form has no split-K
-  TimeVariant<Mma128x256<T, B_NK>>(h, "mma128x256", m, n, k);
-  TimeVariant<Mma128x128S4<T, B_NK>>(h, "mma128x128_s4", m, n, k);
-  TimeVariant<Mma128x128S3<T, B_NK>>(h, "mma128x128_s3", m, n, k);
-  TimeVariant<Mma64x128<T, B_NK>>(h, "mma64x128", m, n, k);
-  TimeVariant<Mma64x64<T, B_NK>>(h, "mma64x64", m, n, k);
+  TimeVariant<Mma128x256<T, B_NK>>(h, "mma128x256", m, n, k, splits);
+  TimeVariant<Mma128x128S4<T, B_NK>>(h, "mma128x128_s4", m, n, k, splits);
+  TimeVariant<Mma128x128S3<T, B_NK>>(h, "mma128x128_s3", m, n, k, splits);
+  TimeVariant<Mma64x128<T, B_NK>>(h, "mma64x128", m, n, k, splits);
+  TimeVariant<Mma64x64<T, B_NK>>(h, "mma64x64", m, n, k, splits);
 }
 
 // Few tiles: a shape's variants with 1 to 8 K ranges.
