@@ -127,17 +127,15 @@ void AddSm80GemmPoints(yirage::v1::KernelFamily* gemm, const CudaTarget& target)
   const Shape shapes[] = {{128, 256, 3}, {128, 128, 4}, {128, 128, 3}, {64, 128, 4}, {64, 64, 4}};
   const int64_t sm_smem = target.max_smem_per_block + 1024;  // the opt-in limit leaves 1 KB
   for (const Shape& sh : shapes) {
-    const int64_t smem = int64_t{sh.stages} * (sh.tile_m + sh.tile_n) * 64 * 2 + 16;
+    const int64_t smem = GemmSm80SmemBytes(sh.tile_m, sh.tile_n, sh.stages);
     if (smem > target.max_smem_per_block) continue;
     // 128 x 128 in 3 stages where two blocks fit beside each other, or
     // where 4 stages do not fit at all.
     if (sh.tile_m == 128 && sh.tile_n == 128 && sh.stages == 3 && sm_smem / smem < 2 &&
-        int64_t{4} * (sh.tile_m + sh.tile_n) * 64 * 2 + 16 <= target.max_smem_per_block) {
+        GemmSm80SmemBytes(sh.tile_m, sh.tile_n, 4) <= target.max_smem_per_block) {
       continue;
     }
-    const int warps =
-        (sh.tile_m / (sh.tile_m >= 128 ? 64 : 32)) * (sh.tile_n / (sh.tile_n >= 128 ? 64 : 32));
-    const int threads = 32 * warps;
+    const int threads = GemmSm80Threads(sh.tile_m, sh.tile_n);
     const int accumulators = sh.tile_m * sh.tile_n / threads;
     const int64_t registers = std::min(255, 2 * accumulators + 48);
     const int64_t blocks =

@@ -28,13 +28,8 @@ const char* GemmSm80Source() {
       ;
 }
 
-// The sm_80 form's K elements a stage (yr_gemm_sm80_cfg::bk) and its
-// shared memory (yr_gemm_sm80_cfg::smem_bytes: the ring of 16-bit
-// elements, then a word).
+// The sm_80 form's K elements a stage (yr_gemm_sm80_cfg::bk).
 constexpr int64_t kSm80StageK = 64;
-int64_t Sm80RingBytes(int tile_m, int tile_n, int stages) {
-  return int64_t{stages} * (tile_m + tile_n) * kSm80StageK * 2 + 16;
-}
 // A warp's piece of the sm_80 form's tile along an axis: 64 where the tile
 // is at least 128, else 32 (yr_gemm_sm80_cfg: m16 rows, 32-column quads,
 // at most 128 accumulators a thread).
@@ -59,6 +54,14 @@ constexpr int64_t kMinKBlocksPerSplit = 16;
 constexpr int64_t kMaxSplits = 16;
 
 }  // namespace
+
+int64_t GemmSm80SmemBytes(int tile_m, int tile_n, int stages) {
+  return int64_t{stages} * (tile_m + tile_n) * kSm80StageK * 2 + 16;
+}
+
+int GemmSm80Threads(int tile_m, int tile_n) {
+  return 32 * (tile_m / Sm80WarpPiece(tile_m)) * (tile_n / Sm80WarpPiece(tile_n));
+}
 
 yirage::v1::MatchLimits GemmLimits() {
   yirage::v1::MatchLimits limits;
@@ -115,7 +118,7 @@ std::optional<GemmPlan> PlanGemmSm80(const core::Graph& graph, const std::vector
   // piece is 64 products wide (tile_n 128 or 256).
   const bool gated = plan.match.b2 >= 0;
   if (gated && Sm80WarpPiece(plan.tile_n) != 64) return std::nullopt;
-  plan.smem_bytes = Sm80RingBytes(plan.tile_m, plan.tile_n, plan.stages);
+  plan.smem_bytes = GemmSm80SmemBytes(plan.tile_m, plan.tile_n, plan.stages);
   if (plan.smem_bytes > target.max_smem_per_block) return std::nullopt;
   const int64_t tiles = plan.match.batch * CeilDiv(plan.match.m, plan.tile_m) *
                         CeilDiv(plan.match.n, plan.tile_n / (gated ? 2 : 1));

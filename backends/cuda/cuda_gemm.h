@@ -79,6 +79,12 @@ std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int
                                  yirage::v1::DType out_dtype, const CudaTarget& target,
                                  const yirage::v1::GemmSchedule& knobs);
 
+// The sm_80 form's dynamic shared memory (yr_gemm_sm80_cfg::smem_bytes:
+// the ring, then a word) and threads (a warp a 64 x 64 piece of the tile,
+// 32 along an axis where the tile is 64).
+int64_t GemmSm80SmemBytes(int tile_m, int tile_n, int stages);
+int GemmSm80Threads(int tile_m, int tile_n);
+
 // Split-K's workspace (partial sums: a float a split block tile's element
 // a K range) and counters (two a split block tile, zero before the first
 // launch); 0 without split-K.
