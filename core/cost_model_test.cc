@@ -332,6 +332,16 @@ TEST(CostModelRooflineTest, FewMatmulBlocksAreLatencyBound) {
 // work that covers C: tiles of 256 rows over 128 rows compute half padding,
 // and a last wave that leaves multiprocessors idle costs what split-K does
 // not win back.
+// Y = A @ B, A [M, 4096] and B [4096, N] in fp16.
+Graph Fp16Matmul(int64_t m, int64_t n) {
+  return MustBuild(testing::GraphProtoBuilder("g")
+                       .Input("A", {m, 4096}, yirage::v1::FLOAT16)
+                       .Input("B", {4096, n}, yirage::v1::FLOAT16)
+                       .Op("Y", "matmul", {"A", "B"})
+                       .Output("Y")
+                       .proto());
+}
+
 TEST(CostModelRooflineTest, GemmTilesPayForPaddingAndPartialWaves) {
   // A GEMM family with the tiles its points offer (as the CUDA backend
   // describes them), and one point leaving the tile to the backend.
@@ -346,12 +356,7 @@ TEST(CostModelRooflineTest, GemmTilesPayForPaddingAndPartialWaves) {
     point->set_tile_n(n);
   }
   auto cost = [&](int64_t m, int64_t n, int tile_m, int tile_n, int split_k) {
-    const Graph g = MustBuild(testing::GraphProtoBuilder("g")
-                                  .Input("A", {m, 4096}, yirage::v1::FLOAT16)
-                                  .Input("B", {4096, n}, yirage::v1::FLOAT16)
-                                  .Op("Y", "matmul", {"A", "B"})
-                                  .Output("Y")
-                                  .proto());
+    const Graph g = Fp16Matmul(m, n);
     KernelPlan kernel = KernelOf(tile_m == 0 ? yirage::v1::KERNEL_LIBRARY : yirage::v1::KERNEL_ROW,
                                  {"Y"}, {"A", "B"}, {"Y"});
     if (tile_m != 0) {
@@ -407,12 +412,7 @@ TEST(CostModelRooflineTest, GemmPointsChargeTheirFormsRateAndResidentBlocks) {
   mma->set_matrix_share(0.5);
   mma->set_blocks_per_multiprocessor(2);
   auto cost = [&](int64_t m, int64_t n, const yirage::v1::SchedulePoint* point) {
-    const Graph g = MustBuild(testing::GraphProtoBuilder("g")
-                                  .Input("A", {m, 4096}, yirage::v1::FLOAT16)
-                                  .Input("B", {4096, n}, yirage::v1::FLOAT16)
-                                  .Op("Y", "matmul", {"A", "B"})
-                                  .Output("Y")
-                                  .proto());
+    const Graph g = Fp16Matmul(m, n);
     KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, {"Y"}, {"A", "B"}, {"Y"});
     *kernel.mutable_schedule() = point->schedule();
     return EstimateKernelCost(g, kernel, nullptr, options);

@@ -479,6 +479,18 @@ yirage::v1::Graph LoraGraph(DType dtype) {
   return b.proto();
 }
 
+// BatchedGemmGraph's cases (lead dims, M, N, K, B as [N, K], a batch of
+// products rather than rows over lead dims): B as [N, K] with N odd and K
+// off the stage, B as [K, N] with two lead dims, a K tail, rows of A over
+// its lead dims with a 2-D B.
+using BatchedShape = std::tuple<std::vector<int64_t>, int, int, int, bool, bool>;
+std::vector<BatchedShape> BatchedGemmShapes() {
+  return {{{2}, 100, 255, 1096, true, true},
+          {{2, 3}, 129, 136, 128, false, true},
+          {{3}, 70, 200, 72, true, true},
+          {{3, 2}, 50, 264, 136, false, false}};
+}
+
 struct Case {
   yirage::v1::Graph graph;
   std::vector<std::vector<KernelSpec>> plans;
@@ -702,11 +714,7 @@ std::vector<Case> AllCases() {
       // split-K over 4 tiles), B as [K, N] with two lead dims under
       // ping-pong in clusters, rows of A over its lead dims with a 2-D B;
       // tiles past M and N read the next product's rows.
-      const std::vector<std::tuple<std::vector<int64_t>, int, int, int, bool, bool>> batched = {
-          {{2}, 100, 255, 1096, true, true},
-          {{2, 3}, 129, 136, 128, false, true},
-          {{3}, 70, 200, 72, true, true},
-          {{3, 2}, 50, 264, 136, false, false}};
+      const std::vector<BatchedShape> batched = BatchedGemmShapes();
       for (size_t i = 0; i < batched.size(); ++i) {
         const auto& [lead, m, n, k, nk, is_batch] = batched[i];
         const yirage::v1::Graph bg = BatchedGemmGraph(dt, lead, m, n, k, nk, is_batch);
@@ -742,11 +750,7 @@ std::vector<Case> AllCases() {
         }
         cases.push_back({gg, plans});
       }
-      const std::vector<std::tuple<std::vector<int64_t>, int, int, int, bool, bool>> batched = {
-          {{2}, 100, 255, 1096, true, true},
-          {{2, 3}, 129, 136, 128, false, true},
-          {{3}, 70, 200, 72, true, true},
-          {{3, 2}, 50, 264, 136, false, false}};
+      const std::vector<BatchedShape> batched = BatchedGemmShapes();
       for (size_t i = 0; i < batched.size(); ++i) {
         const auto& [lead, m, n, k, nk, is_batch] = batched[i];
         yirage::v1::Graph bg = BatchedGemmGraph(dt, lead, m, n, k, nk, is_batch);

@@ -86,6 +86,20 @@ yirage::v1::MatchLimits GemmTf32Limits() {
 
 namespace {
 
+// A plan of either form holding the chain's match and dtype, or nullopt
+// where `ops` are no GEMM chain or the output is not in A's dtype (both
+// kernels store A's).
+std::optional<GemmPlan> MatchedPlan(const core::Graph& graph, const std::vector<int>& ops,
+                                    yirage::v1::DType out_dtype) {
+  std::optional<core::GemmMatch> match = core::MatchGemm(graph, ops);
+  if (!match.has_value()) return std::nullopt;
+  GemmPlan plan;
+  plan.match = *std::move(match);
+  plan.dtype = graph.tensor(plan.match.a).dtype;
+  if (out_dtype != plan.dtype) return std::nullopt;
+  return plan;
+}
+
 std::optional<GemmPlan> PlanGemmSm80(const core::Graph& graph, const std::vector<int>& ops,
                                      yirage::v1::DType out_dtype, const CudaTarget& target,
                                      const yirage::v1::GemmSchedule& knobs) {
@@ -93,12 +107,9 @@ std::optional<GemmPlan> PlanGemmSm80(const core::Graph& graph, const std::vector
   if (target.sm < 80 || !core::WithinLimits(GemmLimits(), yirage::v1::GEMM, graph, ops)) {
     return std::nullopt;
   }
-  std::optional<core::GemmMatch> match = core::MatchGemm(graph, ops);
-  if (!match.has_value()) return std::nullopt;
-  GemmPlan plan;
-  plan.match = *std::move(match);
-  plan.dtype = graph.tensor(plan.match.a).dtype;
-  if (out_dtype != plan.dtype) return std::nullopt;
+  std::optional<GemmPlan> matched = MatchedPlan(graph, ops, out_dtype);
+  if (!matched.has_value()) return std::nullopt;
+  GemmPlan plan = *std::move(matched);
   plan.mma_sync = true;
   plan.pingpong = false;
   plan.cluster_m = plan.cluster_n = 1;
@@ -152,19 +163,17 @@ std::optional<GemmPlan> PlanGemm(const core::Graph& graph, const std::vector<int
                                  yirage::v1::DType out_dtype, const CudaTarget& target,
                                  const yirage::v1::GemmSchedule& knobs) {
   // The sm_80 form where asked for, and by default off Hopper.
-  if (knobs.mma_sync() || target.sm != 90)
+  // (TMA, wgmma and setmaxnreg, the Hopper form's, are sm_90a only.)
+  if (knobs.mma_sync() || target.sm != 90) {
     return PlanGemmSm80(graph, ops, out_dtype, target, knobs);
-  if (target.sm != 90) return std::nullopt;  // TMA, wgmma and setmaxnreg: sm_90a
+  }
   if (!core::WithinLimits(GemmLimits(), yirage::v1::GEMM, graph, ops) &&
       !core::WithinLimits(GemmTf32Limits(), yirage::v1::GEMM, graph, ops)) {
     return std::nullopt;
   }
-  std::optional<core::GemmMatch> match = core::MatchGemm(graph, ops);
-  if (!match.has_value()) return std::nullopt;
-  GemmPlan plan;
-  plan.match = *std::move(match);
-  plan.dtype = graph.tensor(plan.match.a).dtype;
-  if (out_dtype != plan.dtype) return std::nullopt;
+  std::optional<GemmPlan> matched = MatchedPlan(graph, ops, out_dtype);
+  if (!matched.has_value()) return std::nullopt;
+  GemmPlan plan = *std::move(matched);
   // The kernel's rows, columns and K rows over the batch in 32-bit
   // coordinates (TMA's); B [K, N]'s K tail would read the next product's
   // rows (gemm_sm90.cuh).

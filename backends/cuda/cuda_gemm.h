@@ -96,8 +96,9 @@ int64_t GemmCounterBytes(const GemmPlan& plan);
 // launch: tensor maps of A and B (and B2, gated), then C (buffer
 // `out_arg`), every epilogue operand, then with split-K the workspace and
 // counter buffers; the sm_80 form: C, every epilogue operand, A, B (and
-// B2, gated). `read_arg`: the buffer id a
-// kernel reads tensor t from (a graph input's, or an earlier kernel's output in its own dtype).
+// B2, gated), then with split-K the workspace and counter buffers.
+// `read_arg`: the buffer id a kernel reads tensor t from (a graph input's,
+// or an earlier kernel's output in its own dtype).
 // REQUIRES: where plan.splits > 1, buffers `workspace_arg` and
 // `counter_arg` of GemmWorkspaceBytes and GemmCounterBytes, the counters
 // zero before the first launch.

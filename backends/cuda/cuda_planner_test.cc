@@ -479,11 +479,8 @@ TEST(GemmPlannerTest, BatchesAndRowsOverLeadDims) {
 }
 
 yirage::v1::GemmSchedule MmaKnobs(int tm, int tn, int stages) {
-  yirage::v1::GemmSchedule s;
+  yirage::v1::GemmSchedule s = GemmKnobs(tm, tn, stages, false, 0, 0);
   s.set_mma_sync(true);
-  s.set_tile_m(tm);
-  s.set_tile_n(tn);
-  s.set_stages(stages);
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/backend_api.h"
@@ -215,12 +216,8 @@ inline yirage::v1::Schedule WithGemm(yirage::v1::Schedule s, int tile_m, int til
 // (1: none; 0: the planner's choice).
 inline yirage::v1::Schedule WithMmaGemm(yirage::v1::Schedule s, int tile_m, int tile_n, int stages,
                                         int split_k = 1) {
-  yirage::v1::GemmSchedule* g = s.mutable_gemm();
-  g->set_mma_sync(true);
-  g->set_tile_m(tile_m);
-  g->set_tile_n(tile_n);
-  g->set_stages(stages);
-  g->set_split_k(split_k);
+  s = WithGemm(std::move(s), tile_m, tile_n, stages, false, 0, 0, split_k);
+  s.mutable_gemm()->set_mma_sync(true);
   return s;
 }
 
