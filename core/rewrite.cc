@@ -529,6 +529,50 @@ Protos SliceThroughConcat(const Graph& g) {
   return out;
 }
 
+// slice(f(X_1..X_n), a, s, e) for an elementwise f whose result only the
+// slice reads -> f(X_1', ..., X_n') where X_i' is X_i sliced along its own
+// axis for a (trailing alignment) when X_i spans a, and X_i itself where it
+// broadcasts along a (size 1 there, or too few dims to reach it). f then
+// runs on the window only, and a slice below it may meet a concat
+// (slice_through_concat) or an input, which a kernel reads in part.
+Protos SliceThroughElementwise(const Graph& g) {
+  Protos out;
+  for (int j = 0; j < static_cast<int>(g.ops().size()); ++j) {
+    const OpInfo& sl = g.op(j);
+    if (sl.type != OpType::kSlice) continue;
+    const int f = SingleUseProducer(g, sl.inputs[0]);
+    if (f < 0 || !IsElementwise(g.op(f).type)) continue;
+    const OpInfo& op = g.op(f);
+    const std::vector<int64_t>& full = g.tensor(op.output).shape;
+    const int rank = static_cast<int>(full.size());
+    if (sl.axis < 0 || sl.axis >= rank) continue;
+    std::vector<std::string> taken;
+    std::vector<OpNode> ops;
+    std::vector<std::string> inputs;
+    std::vector<std::pair<int, std::string>> sliced;  // operand tensor, its slice
+    for (int in : op.inputs) {
+      const std::vector<int64_t>& shape = g.tensor(in).shape;
+      const int axis = sl.axis - (rank - static_cast<int>(shape.size()));
+      if (axis < 0 || (shape[axis] == 1 && full[sl.axis] != 1)) {
+        inputs.push_back(TName(g, in));  // broadcast along the axis: whole
+        continue;
+      }
+      auto done =
+          std::find_if(sliced.begin(), sliced.end(), [&](const auto& p) { return p.first == in; });
+      if (done == sliced.end()) {
+        const std::string name = FreshName(g, absl::StrCat(sl.name, "_", op.name), &taken);
+        ops.push_back(Slice(name, TName(g, in), axis, sl.slice_start, sl.slice_end));
+        done = sliced.insert(sliced.end(), {in, name});
+      }
+      inputs.push_back(done->second);
+    }
+    if (sliced.empty()) continue;  // every operand broadcasts: nothing to narrow
+    ops.push_back(Retarget(g, f, sl.name, inputs));
+    out.push_back(ReplaceOps(g, {f, j}, ops));
+  }
+  return out;
+}
+
 // softmax(S) @ V with S = [scale *] (Q @ K) split into `parts` blocks of keys
 // (see the header). One graph per part count in {2, 4} that divides the key
 // length into blocks of at least kMinKeyBlock keys.
@@ -985,6 +1029,7 @@ const std::vector<RewriteRule>& DefaultRewriteRules() {
       {"split_key_axis", SplitKeyAxis},
       {"defer_layer_norm", DeferLayerNorm},
       {"slice_through_concat", SliceThroughConcat},
+      {"slice_through_elementwise", SliceThroughElementwise},
       {"squeeze_unit_dims", SqueezeUnitDims},
       {"merge_trailing_axes", MergeTrailingAxes},
       {"factor_out_of_reduction", FactorOutOfReduction},

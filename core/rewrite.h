@@ -56,6 +56,12 @@
 //    their concat); slice(concat(A_1..A_n, a), b != a, s, e) ->
 //    concat(slice(A_1, b, s, e), ..., a). The slice then reads only what it
 //    keeps (a split of a fused projection, a window of a joined sequence).
+//  * slice_through_elementwise: slice(f(X_1..X_n), a, s, e) for a unary or
+//    binary elementwise f read only by the slice -> f(slice(X_1), ...),
+//    each operand sliced along its own axis for a, except those that
+//    broadcast along a (size 1 there, or of too few dims), which stay whole:
+//    f runs on the window, and the slice reaches what it can narrow further
+//    (a concat, an input read in part).
 //  * squeeze_unit_dims: a graph without matmuls whose every tensor ends in
 //    t size-1 dims -> the same graph without them (every layout the same;
 //    CheckSameSignature compares layouts), so that an axis followed only by

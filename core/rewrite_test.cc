@@ -431,6 +431,93 @@ TEST(SliceThroughConcat, ReadsOnlyThePiecesKept) {
   EXPECT_FALSE(CheckFingerprintEquivalent(g, *w).equivalent);
 }
 
+// slice(f(X, W), a, s, e) -> f(slice(X), W or slice(W)): W stays whole where
+// it broadcasts along a.
+Graph SliceOfElementwise(const std::vector<int64_t>& w_shape, int axis, int64_t start, int64_t end,
+                         bool square) {
+  using testing::IntAttr;
+  testing::GraphProtoBuilder b("slice_of_elementwise");
+  b.Input("X", {8, 6, 4}).Input("W", w_shape);
+  b.Op("M", "minimum", {"W", "X"});
+  if (square) {
+    b.Op("E", "mul", {"M", "M"});
+  } else {
+    b.Op("E", "sub", {"M"}, {{"scalar", testing::FloatAttr(1.5)}});
+  }
+  b.Op("S", "slice", {"E"},
+       {{"axis", IntAttr(axis)}, {"start", IntAttr(start)}, {"end", IntAttr(end)}});
+  b.Output("S");
+  absl::StatusOr<Graph> g = Graph::FromProto(b.proto());
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+TEST(SliceThroughElementwise, SlicesTheOperandsThatSpanTheAxis) {
+  struct Case {
+    std::vector<int64_t> w_shape;
+    int axis;
+    int64_t start, end;
+    bool square;
+    int w_sliced;  // 1 where W is sliced too
+  };
+  for (const Case& c : {Case{{1, 6, 4}, 0, 2, 5, false, 0},  // W broadcasts along axis 0
+                        Case{{6, 4}, 0, 2, 5, false, 0},     // W does not reach axis 0
+                        Case{{6, 4}, 1, 1, 4, false, 1},     // W's axis 0 is X's axis 1
+                        Case{{8, 6, 4}, 2, 0, 3, true, 1},   // same shapes; M read twice
+                        Case{{4}, 2, 1, 2, true, 1}}) {
+    SCOPED_TRACE(absl::StrCat(absl::StrJoin(c.w_shape, "x"), " axis ", c.axis));
+    const Graph g = SliceOfElementwise(c.w_shape, c.axis, c.start, c.end, c.square);
+    // The slice moves below E, then (a second application) below M.
+    const std::vector<Graph> once = ApplyRule(g, "slice_through_elementwise");
+    ASSERT_EQ(once.size(), 1u);
+    EXPECT_EQ(CountOps(once[0], OpType::kSlice), 1) << "M read twice: one slice of it";
+    const std::vector<Graph> twice = ApplyRule(once[0], "slice_through_elementwise");
+    ASSERT_EQ(twice.size(), 1u);
+    EXPECT_EQ(CountOps(twice[0], OpType::kSlice), 1 + c.w_sliced);
+    for (const Graph& r : {once[0], twice[0]}) {
+      const FingerprintResult fp = CheckFingerprintEquivalent(g, r);
+      EXPECT_TRUE(fp.equivalent) << fp.message;
+      EXPECT_EQ(ReferenceDistance(g, r, 17), 0.0);
+    }
+    // Every op of the result runs on the window: no tensor is larger than X's slice.
+    const int64_t window = 8 * 6 * 4 / std::vector<int64_t>{8, 6, 4}[c.axis] * (c.end - c.start);
+    for (const OpInfo& op : twice[0].ops()) {
+      EXPECT_LE(twice[0].tensor(op.output).num_elements(), window) << op.name;
+    }
+    // Slices of inputs only: nothing is left to move.
+    EXPECT_TRUE(ApplyRule(twice[0], "slice_through_elementwise").empty());
+  }
+  // A wrong rewrite (W sliced at the wrong offset) is rejected.
+  const Graph g = SliceOfElementwise({6, 4}, 1, 1, 4, false);
+  testing::GraphProtoBuilder wrong("slice_of_elementwise");
+  wrong.Input("X", {8, 6, 4}).Input("W", {6, 4});
+  wrong.Op("XS", "slice", {"X"},
+           {{"axis", testing::IntAttr(1)},
+            {"start", testing::IntAttr(1)},
+            {"end", testing::IntAttr(4)}});
+  wrong.Op("WS", "slice", {"W"},
+           {{"axis", testing::IntAttr(0)},
+            {"start", testing::IntAttr(2)},
+            {"end", testing::IntAttr(5)}});
+  wrong.Op("M", "minimum", {"WS", "XS"});
+  wrong.Op("S", "sub", {"M"}, {{"scalar", testing::FloatAttr(1.5)}}).Output("S");
+  absl::StatusOr<Graph> w = Graph::FromProto(wrong.proto());
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_FALSE(CheckFingerprintEquivalent(g, *w).equivalent);
+}
+
+TEST(SliceThroughElementwise, LeavesSharedResultsAndGraphOutputs) {
+  using testing::IntAttr;
+  testing::GraphProtoBuilder b("slice_of_shared");
+  b.Input("X", {8, 4});
+  b.Op("E", "exp", {"X"});
+  b.Op("S", "slice", {"E"}, {{"axis", IntAttr(0)}, {"start", IntAttr(1)}, {"end", IntAttr(3)}});
+  b.Output("S").Output("E");
+  absl::StatusOr<Graph> g = Graph::FromProto(b.proto());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(ApplyRule(*g, "slice_through_elementwise").empty()) << "E is computed whole anyway";
+}
+
 struct LayerNormCase {
   bool weight, bias, row_vectors;
 };

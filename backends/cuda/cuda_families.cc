@@ -121,19 +121,35 @@ void AddGemmPoints(yirage::v1::KernelFamily* gemm) {
 void AddSm80GemmPoints(yirage::v1::KernelFamily* gemm, const CudaTarget& target) {
   struct Shape {
     int tile_m, tile_n, stages;
+    // On sm_90: the shape's rate over the wgmma cooperative 128 x 256
+    // tile's on a product that fills the chip (bench/micro/gemm.cu, the
+    // mean over fp16 and bf16 and both B layouts at 4096^3 on an H200,
+    // bench/RESULTS.md).
+    double hopper_share;
   };
   // 128 x 256 for large products; 128 x 128 and the 64-row tiles for
   // products of few tiles, where smaller tiles fill more multiprocessors.
-  const Shape shapes[] = {{128, 256, 3}, {128, 128, 4}, {128, 128, 3}, {64, 128, 4}, {64, 64, 4}};
+  const Shape shapes[] = {{128, 256, 3, 0.50},
+                          {128, 128, 4, 0.32},
+                          {128, 128, 3, 0.46},
+                          {64, 128, 4, 0.41},
+                          {64, 64, 4, 0.35}};
   const int64_t sm_smem = target.max_smem_per_block + 1024;  // the opt-in limit leaves 1 KB
+  auto doubles = [&](const Shape& sh) {
+    return sm_smem / GemmSm80SmemBytes(sh.tile_m, sh.tile_n, sh.stages) >= 2;
+  };
   for (const Shape& sh : shapes) {
     const int64_t smem = GemmSm80SmemBytes(sh.tile_m, sh.tile_n, sh.stages);
     if (smem > target.max_smem_per_block) continue;
-    // 128 x 128 in 3 stages where two blocks fit beside each other, or
-    // where 4 stages do not fit at all.
-    if (sh.tile_m == 128 && sh.tile_n == 128 && sh.stages == 3 && sm_smem / smem < 2 &&
-        GemmSm80SmemBytes(sh.tile_m, sh.tile_n, 4) <= target.max_smem_per_block) {
-      continue;
+    // One 128 x 128 point: 3 stages where two blocks fit beside each other
+    // (a lone block of four warps hides too little latency: 4 stages ran at
+    // two thirds of the rate of 3 doubled up), or where 4 stages do not fit;
+    // 4 stages otherwise.
+    if (sh.tile_m == 128 && sh.tile_n == 128) {
+      const bool three_doubles = doubles({128, 128, 3, 0});
+      const bool four_fits = GemmSm80SmemBytes(128, 128, 4) <= target.max_smem_per_block;
+      if (sh.stages == 4 && three_doubles) continue;
+      if (sh.stages == 3 && !three_doubles && four_fits) continue;
     }
     const int threads = GemmSm80Threads(sh.tile_m, sh.tile_n);
     const int accumulators = sh.tile_m * sh.tile_n / threads;
@@ -151,10 +167,8 @@ void AddSm80GemmPoints(yirage::v1::KernelFamily* gemm, const CudaTarget& target)
     // Gated pairs need warps 64 products wide (gemm_sm80.cuh).
     point->mutable_limits()->set_no_gate(sh.tile_n < 128);
     point->set_blocks_per_multiprocessor(static_cast<int>(blocks));
-    // mma.sync does not reach wgmma's rate on sm_90. 0.6 is an estimate
-    // (published Hopper microbenchmarks put mma.sync near two thirds of
-    // wgmma) until bench/micro/gemm.cu's mma variants run on a Hopper part.
-    if (target.sm >= 90) point->set_matrix_share(0.6);
+    // mma.sync does not reach wgmma's rate on sm_90.
+    if (target.sm >= 90) point->set_matrix_share(sh.hopper_share);
   }
 }
 
