@@ -753,6 +753,7 @@ absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original,
   *graph.proto_.mutable_inputs() = proto.inputs();
   *graph.proto_.mutable_outputs() = proto.outputs();
   *graph.proto_.mutable_tolerance() = proto.tolerance();
+  *graph.proto_.mutable_unread_inputs() = proto.unread_inputs();
   graph.num_inputs_ = num_inputs;
   for (int i = 0; i < num_inputs; ++i) {
     TensorInfo info;
@@ -872,9 +873,19 @@ absl::StatusOr<Graph> Graph::FromProto(const yirage::v1::Graph& original,
     graph.outputs_.push_back(id);
   }
 
-  // 6. Everything must be used.
+  // 6. Everything must be used, but the inputs a rewrite left unread.
+  for (int u = 0; u < proto.unread_inputs_size(); ++u) {
+    const std::string& name = proto.unread_inputs(u);
+    const int id = graph.FindTensor(name);
+    if (id < 0 || id >= num_inputs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unread_inputs[", u, "] '", name, "' is not an input of the graph"));
+    }
+  }
   for (int i = 0; i < num_inputs; ++i) {
-    if (graph.tensors_[i].consumers.empty()) {
+    const bool may_go_unread = std::find(proto.unread_inputs().begin(), proto.unread_inputs().end(),
+                                         proto.inputs(i).name()) != proto.unread_inputs().end();
+    if (graph.tensors_[i].consumers.empty() && !may_go_unread) {
       return absl::InvalidArgumentError(
           absl::StrCat(InputPrefix(i, proto.inputs(i).name()), ": never used (no op reads it)"));
     }

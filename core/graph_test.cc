@@ -406,6 +406,26 @@ TEST(GraphTest, UnusedTensors) {
             "input 'Y' (inputs[1]): never used (no op reads it)");
 }
 
+// A plan's graph may list inputs that a rewrite left unread; nothing else.
+TEST(GraphTest, UnreadInputsOfPlanGraphs) {
+  absl::StatusOr<yirage::v1::Graph> proto =
+      ParseGraphJson(TwoInputs(R"({"name": "A", "op": "exp", "inputs": ["X"]})", R"("A")"));
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  proto->add_unread_inputs("Y");
+  absl::StatusOr<Graph> g = Graph::FromProto(*proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->tensor(g->FindTensor("Y")).consumers.empty());
+  EXPECT_EQ(g->num_inputs(), 2);
+  proto->add_unread_inputs("A");
+  EXPECT_EQ(Graph::FromProto(*proto).status().message(),
+            "unread_inputs[1] 'A' is not an input of the graph");
+  // Listing an input that is read changes nothing.
+  proto->clear_unread_inputs();
+  proto->add_unread_inputs("X");
+  EXPECT_EQ(Graph::FromProto(*proto).status().message(),
+            "input 'Y' (inputs[1]): never used (no op reads it)");
+}
+
 TEST(GraphTest, AttrErrors) {
   EXPECT_EQ(BuildError(OneOp("[4, 8]", "softmax", R"({"axis": 1.5})")),
             "op 'Z' (ops[0], softmax): attrs.axis must be an integer (got float 1.5)");

@@ -75,6 +75,17 @@ yirage::v1::Graph ReplaceOps(const Graph& graph, const std::vector<int>& op_indi
     ops = std::move(kept);
   }
   for (auto& op : ops) *out.add_ops() = std::move(op);
+  // Inputs that no op reads any more (the outputs proved not to depend on
+  // them) are listed, so that the graph still validates.
+  std::set<std::string> read(out.outputs().begin(), out.outputs().end());
+  for (const auto& op : out.ops()) read.insert(op.inputs().begin(), op.inputs().end());
+  for (const yirage::v1::TensorSpec& in : src.inputs()) {
+    if (!read.contains(in.name()) &&
+        std::find(out.unread_inputs().begin(), out.unread_inputs().end(), in.name()) ==
+            out.unread_inputs().end()) {
+      out.add_unread_inputs(in.name());
+    }
+  }
   return out;
 }
 
@@ -495,16 +506,8 @@ Protos SliceThroughConcat(const Graph& g) {
       }
       if (pieces.empty() || (all_whole && pieces.size() == cat.inputs.size())) continue;
       if (pieces.size() == 1) {
-        // One input covers the range: the slice reads it directly, unless
-        // that leaves another input unread (a graph reads every input).
-        const TensorInfo& joined = g.tensor(cat.output);
-        const bool cat_stays = joined.is_graph_output || joined.consumers.size() > 1;
-        bool inputs_read = true;
-        for (int in : cat.inputs) {
-          inputs_read &= cat_stays || TName(g, in) == pieces[0] ||
-                         g.tensor(in).consumers.size() > 1 || g.tensor(in).is_graph_output;
-        }
-        if (!inputs_read) continue;
+        // One input covers the range: the slice reads it directly (inputs
+        // of the graph no op reads any more are listed as unread).
         if (ops.empty()) {
           const int in = g.FindTensor(pieces[0]);
           ops.push_back(Slice(sl.name, pieces[0], cat.axis, 0, g.tensor(in).shape[cat.axis]));

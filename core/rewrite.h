@@ -55,7 +55,8 @@
 //    pieces of the A_i that [s, e) covers (one: a slice of it; several:
 //    their concat); slice(concat(A_1..A_n, a), b != a, s, e) ->
 //    concat(slice(A_1, b, s, e), ..., a). The slice then reads only what it
-//    keeps (a split of a fused projection, a window of a joined sequence).
+//    keeps (a split of a fused projection, a window of a joined sequence);
+//    an input of the graph left unread is listed in unread_inputs.
 //  * slice_through_elementwise: slice(f(X_1..X_n), a, s, e) for a unary or
 //    binary elementwise f read only by the slice -> f(slice(X_1), ...),
 //    each operand sliced along its own axis for a, except those that
@@ -213,7 +214,8 @@ std::string FreshName(const Graph& graph, const std::string& base, std::vector<s
 
 // graph.proto() with op `op_index` replaced by `replacement` (inserted where
 // it was; the replacement's last op should carry the replaced op's name) and
-// ops whose results became unused removed.
+// ops whose results became unused removed; graph inputs that no op reads any
+// more are added to unread_inputs.
 yirage::v1::Graph ReplaceOps(const Graph& graph, const std::vector<int>& op_indices,
                              const std::vector<yirage::v1::OpNode>& replacement);
 

@@ -15,6 +15,7 @@
 #include "core/graph_hash.h"
 #include "core/graph_json.h"
 #include "core/tensor.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace yirage::core {
@@ -414,8 +415,18 @@ TEST(SliceThroughConcat, ReadsOnlyThePiecesKept) {
     EXPECT_EQ(ReferenceDistance(g, r[0], 17), 0.0);
   }
   EXPECT_TRUE(ApplyRule(SliceOfConcat(0, 0, 0, 14, false), "slice_through_concat").empty());
-  // Inside B with nothing else reading C: A would go unread, so no rewrite.
-  EXPECT_TRUE(ApplyRule(SliceOfConcat(0, 0, 9, 12, false), "slice_through_concat").empty());
+  // Inside B with nothing else reading C: A goes unread, and the graph says so.
+  {
+    const Graph g = SliceOfConcat(0, 0, 9, 12, false);
+    const std::vector<Graph> r = ApplyRule(g, "slice_through_concat");
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(CountOps(r[0], OpType::kConcat), 0);
+    EXPECT_THAT(r[0].proto().unread_inputs(), ::testing::ElementsAre("A"));
+    EXPECT_TRUE(r[0].tensor(r[0].FindTensor("A")).consumers.empty());
+    const FingerprintResult fp = CheckFingerprintEquivalent(g, r[0]);
+    EXPECT_TRUE(fp.equivalent) << fp.message;
+    EXPECT_EQ(ReferenceDistance(g, r[0], 17), 0.0);
+  }
   // A wrong piece (B's range shifted by one) is rejected.
   const Graph g = SliceOfConcat(0, 0, 9, 12, true);
   testing::GraphProtoBuilder wrong("slice_of_concat");

@@ -137,7 +137,11 @@ absl::StatusOr<yirage::v1::SubmitJobResponse> Scheduler::Submit(
       limits.max_total_bytes = static_cast<int64_t>(chip_bytes);
     }
   }
-  auto graph = core::Graph::FromProto(request.graph(), limits);
+  auto graph = request.graph().unread_inputs_size() > 0
+                   ? absl::StatusOr<core::Graph>(absl::InvalidArgumentError(
+                         "unread_inputs is set: only the graphs of plans list inputs a rewrite "
+                         "left unread; a submitted graph reads every input"))
+                   : core::Graph::FromProto(request.graph(), limits);
   if (!graph.ok()) {
     const std::string name =
         request.graph().name().size() <= 128

@@ -173,6 +173,12 @@ TEST_F(SchedulerTest, ABadGraphIsRefusedNamingTheOpAndNothingIsStored) {
   auto refused = scheduler_->Submit(request);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("frobnicate"));
+  // unread_inputs belongs to plan graphs; a submitted graph reads every input.
+  yirage::v1::SubmitJobRequest unread = Request(4);
+  unread.mutable_graph()->add_unread_inputs(unread.graph().inputs(0).name());
+  auto refused_unread = scheduler_->Submit(unread);
+  EXPECT_EQ(refused_unread.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused_unread.status().message()), HasSubstr("unread_inputs"));
   yirage::v1::SubmitJobRequest no_chip = Request(4);
   no_chip.set_chip_id("no_such_chip");
   EXPECT_FALSE(scheduler_->Submit(no_chip).ok());
