@@ -144,39 +144,73 @@ void ExpectFingerprintPassNumericFail(const GraphBuilder& original, const GraphB
               mutated.proto().name().c_str(), why.substr(0, 160).c_str());
 }
 
-// The graphs split_key_axis and defer_layer_norm produce compile and run on
-// the CPU backend and match the float64 reference of the original graph
-// (their plans may rank below the ones the test above times).
-TEST(RewriteRulesEndToEnd, SplitKeyAxisAndDeferredLayerNormRun) {
+// A window (rows 1468..1927) of two [1000, 40] tensors joined over rows,
+// after an elementwise op with a row that broadcasts over them: the window
+// lies inside B, so slice_through_elementwise then slice_through_concat
+// leave A unread.
+yirage::v1::Graph WindowOfJoinedRows() {
+  using core::testing::FloatAttr;
+  using core::testing::IntAttr;
+  return core::testing::GraphProtoBuilder("window_of_joined_rows")
+      .Input("A", {1000, 40})
+      .Input("B", {1000, 40})
+      .Input("W", {1, 40})
+      .Op("C", "concat", {"A", "B"}, {{"axis", IntAttr(0)}})
+      .Op("M", "minimum", {"W", "C"})
+      .Op("S", "sub", {"M"}, {{"scalar", FloatAttr(1.444)}})
+      .Op("Y", "slice", {"S"},
+          {{"axis", IntAttr(0)}, {"start", IntAttr(1468)}, {"end", IntAttr(1927)}})
+      .Output("Y")
+      .proto();
+}
+
+// The graphs split_key_axis, defer_layer_norm and the slice rules produce
+// compile and run on the CPU backend and match the float64 reference of the
+// original graph (their plans may rank below the ones the test above times).
+TEST(RewriteRulesEndToEnd, SplitKeyAxisDeferredLayerNormAndSlicesRun) {
   ASSERT_NE(Backend(), nullptr);
   const std::vector<std::pair<yirage::v1::Graph, std::string>> cases = {
       {LoadExample("attention"), "split_key_axis"},
       {core::testing::LayerNormLinearProto(), "defer_layer_norm"},
-      {core::testing::LayerNormLinearProto(true, false, false), "defer_layer_norm"}};
+      {core::testing::LayerNormLinearProto(true, false, false), "defer_layer_norm"},
+      {WindowOfJoinedRows(), "slice_through_elementwise"}};
   for (const auto& [proto, rule_name] : cases) {
     SCOPED_TRACE(rule_name);
     absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
     ASSERT_TRUE(g.ok()) << g.status();
     int graphs = 0;
+    std::vector<yirage::v1::Graph> rewritten;
     for (const core::RewriteRule& rule : core::DefaultRewriteRules()) {
-      if (rule.name != rule_name) continue;
-      for (const yirage::v1::Graph& rewritten_proto : rule.apply(*g)) {
-        absl::StatusOr<core::Graph> rg = core::Graph::FromProto(rewritten_proto);
-        ASSERT_TRUE(rg.ok()) << rg.status();
-        ++graphs;
-        core::SearchOptions options;
-        options.enable_rewrites = false;
-        options.max_candidates = 4;  // the baseline and the 3 cheapest partitions
-        absl::StatusOr<std::vector<yirage::v1::Plan>> plans =
-            core::GenerateCandidates(*rg, options);
-        ASSERT_TRUE(plans.ok()) << plans.status();
-        Compiled c;
-        CompileThroughAbi(rg->proto(), *plans, &c);
-        for (size_t i = 0; i < plans->size(); ++i) {
-          std::string why;
-          EXPECT_TRUE(RunMatches(*g, c, static_cast<int>(i), &why))
-              << (*plans)[i].description() << ": " << why;
-        }
+      if (rule.name == rule_name) rewritten = rule.apply(*g);
+    }
+    if (rule_name == "slice_through_elementwise") {
+      // The whole chain: the slice above both elementwise ops, then inside B.
+      core::RewriteOptions options;
+      absl::StatusOr<std::vector<core::RewrittenGraph>> found =
+          core::ExploreRewrites(*g, options, nullptr);
+      ASSERT_TRUE(found.ok()) << found.status();
+      bool unread = false;
+      for (const core::RewrittenGraph& r : *found) {
+        rewritten.push_back(r.graph->proto());
+        unread = unread || r.graph->proto().unread_inputs_size() > 0;
+      }
+      EXPECT_TRUE(unread) << "a rewritten graph that reads only B";
+    }
+    for (const yirage::v1::Graph& rewritten_proto : rewritten) {
+      absl::StatusOr<core::Graph> rg = core::Graph::FromProto(rewritten_proto);
+      ASSERT_TRUE(rg.ok()) << rg.status();
+      ++graphs;
+      core::SearchOptions options;
+      options.enable_rewrites = false;
+      options.max_candidates = 4;  // the baseline and the 3 cheapest partitions
+      absl::StatusOr<std::vector<yirage::v1::Plan>> plans = core::GenerateCandidates(*rg, options);
+      ASSERT_TRUE(plans.ok()) << plans.status();
+      Compiled c;
+      CompileThroughAbi(rg->proto(), *plans, &c);
+      for (size_t i = 0; i < plans->size(); ++i) {
+        std::string why;
+        EXPECT_TRUE(RunMatches(*g, c, static_cast<int>(i), &why))
+            << (*plans)[i].description() << ": " << why;
       }
     }
     EXPECT_GT(graphs, 0);

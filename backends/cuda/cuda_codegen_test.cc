@@ -338,6 +338,18 @@ yirage::v1::Graph NarrowRowsGraph(DType dtype) {
   return b.proto();
 }
 
+// A plan's graph that a rewrite left with an unread input (slice_through_
+// concat kept a window inside "b"): the kernels take "a" and ignore it.
+yirage::v1::Graph UnreadInputGraph(DType dtype) {
+  GraphBuilder b("unread_input");
+  b.Input("a", {300, 40}, dtype).Input("b", {200, 40}, dtype).Input("w", {1, 40}, dtype);
+  b.Op("s", "slice", {"b"}, {I("axis", 0), I("start", 17), I("end", 150)});
+  b.Op("m", "minimum", {"w", "s"}).Op("y", "sub", {"m"}, {F("scalar", 1.5)}).Output("y");
+  yirage::v1::Graph g = b.proto();
+  g.add_unread_inputs("a");
+  return g;
+}
+
 yirage::v1::Graph AxisLanesGraph(DType dtype) {
   GraphBuilder b("axis_lanes");
   b.Input("a", {40, 6, 33}, dtype).Input("r", {7, 2000, 1}, dtype);
@@ -840,6 +852,8 @@ std::vector<Case> AllCases() {
           {Row({"px"}, Rows(64)), Row({"ny"}, Rows(16)), Row({"az", "sz"}, Rows(4))}}});
     const yirage::v1::Graph al = AxisLanesGraph(dt);
     cases.push_back({al, {AllGeneric(al)}});
+    const yirage::v1::Graph ui = UnreadInputGraph(dt);
+    cases.push_back({ui, {AllGeneric(ui), {Generic("s"), Row({"m", "y"}, Rows(4))}}});
     const yirage::v1::Graph sr = SplitRowsGraph(dt);
     cases.push_back(
         {sr, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)), Row({"az"}, Rows(1))}}});
