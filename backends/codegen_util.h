@@ -94,13 +94,32 @@ inline std::string OffsetExpr(const std::vector<int64_t>& space,
     return strides[rank - 1] == 1 ? absl::StrCat("(", var, ")")
                                   : absl::StrCat("(", var, ") * ", strides[rank - 1], "LL");
   }
-  std::vector<std::string> terms;
+  // Runs of dims that a tensor walks as one (each stride the next one's
+  // times its size) or skips as one (broadcast) merge into one dim, so that
+  // a tensor broadcast along the leading dims is a single modulo.
+  std::vector<int64_t> dims, steps, below;
   for (int d = 0; d < rank; ++d) {
-    if (strides[d] == 0 || space[d] == 1) continue;
+    if (space[d] == 1) continue;
+    const int64_t stride = strides[d];
+    if (!dims.empty() &&
+        ((stride == 0 && steps.back() == 0) ||
+         (steps.back() != 0 && stride != 0 && steps.back() == stride * space[d]))) {
+      dims.back() *= space[d];
+      steps.back() = stride;
+      below.back() = inner[d];
+      continue;
+    }
+    dims.push_back(space[d]);
+    steps.push_back(stride);
+    below.push_back(inner[d]);
+  }
+  std::vector<std::string> terms;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (steps[d] == 0) continue;
     std::string t =
-        inner[d] == 1 ? absl::StrCat("(", x, ")") : absl::StrCat("((", x, ") / ", inner[d], k, ")");
-    if (d > 0) t = absl::StrCat("(", t, " % ", space[d], k, ")");
-    if (strides[d] != 1) t = absl::StrCat(t, " * ", strides[d], k);
+        below[d] == 1 ? absl::StrCat("(", x, ")") : absl::StrCat("((", x, ") / ", below[d], k, ")");
+    if (d > 0) t = absl::StrCat("(", t, " % ", dims[d], k, ")");
+    if (steps[d] != 1) t = absl::StrCat(t, " * ", steps[d], k);
     terms.push_back(t);
   }
   if (terms.empty()) return "0LL";

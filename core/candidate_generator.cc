@@ -25,6 +25,7 @@
 #include "core/cost_model.h"
 #include "core/fingerprint.h"
 #include "core/fused_pattern.h"
+#include "core/generic_chain.h"
 #include "core/graph.h"
 #include "core/graph_hash.h"
 #include "core/kernel_family.h"
@@ -737,10 +738,14 @@ absl::Status ValidatePlanAgainst(const Graph& graph, const Plan& plan) {
     }
     if (kernel.kind() == yirage::v1::KERNEL_GENERIC) {
       if (ops.size() != 1) {
-        std::vector<std::string> op_names(kernel.ops().begin(), kernel.ops().end());
-        return absl::InvalidArgumentError(
-            absl::StrCat("kernel ", kernel.name(), ": KERNEL_GENERIC holds ", ops.size(), " ops (",
-                         absl::StrJoin(op_names, ", "), "); it must hold exactly one"));
+        if (absl::StatusOr<GenericChain> chain = AnalyzeGenericChain(graph, ops); !chain.ok()) {
+          std::vector<std::string> op_names(kernel.ops().begin(), kernel.ops().end());
+          return absl::InvalidArgumentError(
+              absl::StrCat("kernel ", kernel.name(), ": KERNEL_GENERIC holds ", ops.size(),
+                           " ops (", absl::StrJoin(op_names, ", "),
+                           "); it must hold one, or a chain of elementwise ops before an axis op: ",
+                           chain.status().message()));
+        }
       }
     } else if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) {
       if (absl::StatusOr<LibraryMatmul> lm = MatchLibraryMatmul(graph, ops); !lm.ok()) {
@@ -798,7 +803,7 @@ absl::StatusOr<std::vector<Plan>> GeneratePlansForGraph(const Graph& graph,
   if (graph.ops().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' has no ops"));
   }
-  PartitionEnumerator enumerator(graph);
+  PartitionEnumerator enumerator(graph, options.kernels.generic_prologue());
   const std::vector<Partition> partitions = enumerator.Enumerate();  // [0] is the baseline
   const std::vector<ScheduleVariant> variants = MakeVariants(graph, enumerator, options);
   KernelCache cache;

@@ -6,11 +6,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/generic_chain.h"
 
 namespace yirage::core {
 
-PartitionEnumerator::PartitionEnumerator(const Graph& graph)
-    : graph_(graph), num_ops_(static_cast<int>(graph.ops().size())) {}
+PartitionEnumerator::PartitionEnumerator(const Graph& graph, bool generic_chains)
+    : graph_(graph),
+      num_ops_(static_cast<int>(graph.ops().size())),
+      generic_chains_(generic_chains) {}
 
 const RowGroupInfo* PartitionEnumerator::RowGroup(int begin, int end) {
   auto [it, inserted] = memo_.try_emplace({begin, end});
@@ -24,7 +27,11 @@ const RowGroupInfo* PartitionEnumerator::RowGroup(int begin, int end) {
 }
 
 bool PartitionEnumerator::GroupAllowed(int begin, int end) {
-  return end - begin == 1 || RowGroup(begin, end) != nullptr;
+  if (end - begin == 1 || RowGroup(begin, end) != nullptr) return true;
+  if (!generic_chains_) return false;
+  std::vector<int> ops(end - begin);
+  std::iota(ops.begin(), ops.end(), begin);
+  return AnalyzeGenericChain(graph_, ops).ok();
 }
 
 KernelGroup PartitionEnumerator::MakeGroup(int begin, int end) {

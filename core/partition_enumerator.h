@@ -1,7 +1,9 @@
 // Enumerates partitions of a graph's ops into kernels: segmentations of the
 // topological order into contiguous groups where every multi-op group is a
-// legal KERNEL_ROW group (AnalyzeRowGroup decides) and every single op is
-// KERNEL_ROW when legal alone, KERNEL_GENERIC otherwise.
+// legal KERNEL_ROW group (AnalyzeRowGroup decides) or, where the backend runs
+// them, a generic chain (AnalyzeGenericChain: elementwise ops before a
+// reduction, norm or softmax over another axis than the last), and every
+// single op is KERNEL_ROW when legal alone, KERNEL_GENERIC otherwise.
 #ifndef YIRAGE_CORE_PARTITION_ENUMERATOR_H_
 #define YIRAGE_CORE_PARTITION_ENUMERATOR_H_
 
@@ -36,8 +38,9 @@ class PartitionEnumerator {
   // 2^(n-1)); larger graphs get the bounded set described at Enumerate().
   static constexpr int kMaxExhaustiveOps = 14;
 
-  // REQUIRES: `graph` outlives the enumerator.
-  explicit PartitionEnumerator(const Graph& graph);
+  // REQUIRES: `graph` outlives the enumerator. `generic_chains`: the
+  // backend runs generic chains (BackendKernels.generic_prologue).
+  explicit PartitionEnumerator(const Graph& graph, bool generic_chains = false);
 
   PartitionEnumerator(const PartitionEnumerator&) = delete;
   PartitionEnumerator& operator=(const PartitionEnumerator&) = delete;
@@ -58,7 +61,7 @@ class PartitionEnumerator {
 
   // The partitions, baseline first, without duplicates, in a deterministic
   // order. num_ops() <= kMaxExhaustiveOps: every segmentation whose multi-op
-  // groups are legal row groups (in lexicographic order of group sizes,
+  // groups are legal row groups or generic chains (in lexicographic order of group sizes,
   // smallest first). Larger graphs: the baseline, the greedy maximal fusion,
   // and the baseline with each legal adjacent pair of ops merged.
   std::vector<Partition> Enumerate();
@@ -71,12 +74,14 @@ class PartitionEnumerator {
 
   const Graph& graph_;
   int num_ops_ = 0;
+  bool generic_chains_ = false;
   // (begin, end) -> analysis, nullptr when illegal.
   std::map<std::pair<int, int>, std::unique_ptr<RowGroupInfo>> memo_;
 };
 
 // "[N+S][Y]": the op names of each group joined by '+', one bracket per
-// kernel; a KERNEL_GENERIC group is written "[R:generic]".
+// kernel; a KERNEL_GENERIC group is written "[R:generic]" ("[E+R:generic]"
+// for a chain).
 std::string PartitionToString(const Graph& graph, const Partition& partition);
 
 }  // namespace yirage::core

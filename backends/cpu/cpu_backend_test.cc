@@ -78,6 +78,26 @@ TEST(CpuBackendTest, BadRequestsFailTheCall) {
   Backend()->free_buffer(error);
 }
 
+// A generic chain (core/generic_chain.h) is valid, but not in the CPU
+// backend's BackendKernels: its plan fails with the reason, the next runs.
+TEST(CpuBackendTest, GenericChainsAreRefusedByName) {
+  GraphBuilder b("chain");
+  b.Input("x", {6, 10});
+  b.Op("e", "exp", {"x"}).Op("s", "reduce_sum", {"e"}, {I("axis", 0)}).Output("s");
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(b.proto());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const yirage::v1::Plan chain = MakePlan(*g, {GenericOps({"e", "s"})});
+  const yirage::v1::Plan apart = MakePlan(*g, {Row({"e"}, Rows(2)), Generic("s")});
+  Compiled c;
+  CompileThroughAbi(b.proto(), {chain, apart}, &c);
+  ASSERT_EQ(c.response.plans_size(), 2);
+  EXPECT_FALSE(c.response.plans(0).ok());
+  EXPECT_THAT(c.response.plans(0).error(),
+              HasSubstr("the CPU backend runs one op a KERNEL_GENERIC kernel"));
+  EXPECT_TRUE(c.response.plans(1).ok()) << c.response.plans(1).error();
+  RunAndCompare(*g, c, 1);
+}
+
 TEST(CpuBackendTest, RejectedPlansFailOnlyThemselves) {
   const yirage::v1::Graph proto = SmallGraph();
   absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);

@@ -1066,6 +1066,13 @@ absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Pl
   for (int k = 0; k < plan.kernels_size(); ++k) {
     const KernelPlan& kernel = plan.kernels(k);
     if (kernel.kind() == yirage::v1::KERNEL_GENERIC) {
+      if (kernel_ops[k].size() != 1) {
+        // Chains (core/generic_chain.h) are not in this backend's
+        // BackendKernels (generic_prologue false): a plan asking for one fails.
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kernel ", k, " ('", kernel.name(), "'): KERNEL_GENERIC holds ", kernel_ops[k].size(),
+            " ops; the CPU backend runs one op a KERNEL_GENERIC kernel"));
+      }
       EmitGenericKernel(ctx, kernel, k, kernel_ops[k][0], &body);
       continue;
     }

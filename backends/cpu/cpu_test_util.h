@@ -133,6 +133,10 @@ inline KernelSpec Row(std::vector<std::string> ops, yirage::v1::Schedule s = Row
 inline KernelSpec Generic(const std::string& op) {
   return {yirage::v1::KERNEL_GENERIC, {op}, Rows(1)};
 }
+// A KERNEL_GENERIC chain: elementwise ops before an axis op (core/generic_chain.h).
+inline KernelSpec GenericOps(std::vector<std::string> ops) {
+  return {yirage::v1::KERNEL_GENERIC, std::move(ops), Rows(1)};
+}
 
 // A plan whose kernels' inputs/outputs lists are derived from the graph.
 inline yirage::v1::Plan MakePlan(const core::Graph& g, const std::vector<KernelSpec>& kernels,

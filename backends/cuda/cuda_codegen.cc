@@ -327,7 +327,7 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
     const KernelPlan& kernel = plan.kernels(k);
     const bool fault = inject_fault && k == 0;
     if (kernel.kind() == yirage::v1::KERNEL_GENERIC) {
-      EmitGenericKernel(ctx, kernel, k, kernel_ops[k][0], fault, &code);
+      EmitGenericKernel(ctx, kernel, k, kernel_ops[k], fault, &code);
       continue;
     }
     if (library[k].has_value()) {

@@ -350,6 +350,30 @@ yirage::v1::Graph UnreadInputGraph(DType dtype) {
   return g;
 }
 
+// Generic chains (core/generic_chain.h): elementwise ops computed as the
+// reduction, norm or softmax after them reads. A max over the first axis
+// after gelu and a maximum with a tensor broadcast along that axis (a
+// column reduction, 16-byte loads of both); a softmax over a middle axis
+// after a scale (lanes along the axis); a mean over a middle axis after
+// subtracting a [3] row (rows 3 wide: one load an element); an rms_norm
+// over a middle axis after abs; a sum over the first axis of a product
+// of an input and a row kernel's float result (loads of two widths).
+yirage::v1::Graph GenericChainsGraph(DType dtype) {
+  GraphBuilder b("generic_chains");
+  b.Input("x", {6, 40, 24}, dtype).Input("w", {1, 40, 24}, dtype);
+  b.Input("y", {3, 50, 16}, dtype).Input("z", {5, 7, 8, 3}, dtype).Input("zb", {3}, dtype);
+  b.Input("l", {4, 30, 8}, dtype).Input("u", {9, 64}, dtype);
+  b.Op("xg", "gelu", {"x"}).Op("xm", "maximum", {"xg", "w"});
+  b.Op("xr", "reduce_max", {"xm"}, {I("axis", 0), B("keepdim", true)}).Output("xr");
+  b.Op("ys", "mul", {"y"}, {F("scalar", 0.125)});
+  b.Op("yp", "softmax", {"ys"}, {I("axis", 1)}).Output("yp");
+  b.Op("zd", "sub", {"z", "zb"}).Op("zq", "reduce_mean", {"zd"}, {I("axis", 1)}).Output("zq");
+  b.Op("la", "abs", {"l"}).Op("ln", "rms_norm", {"la"}, {I("axis", 1)}).Output("ln");
+  b.Op("ue", "exp", {"u"}).Op("uq", "mul", {"ue", "u"});
+  b.Op("us", "reduce_sum", {"uq"}, {I("axis", 0)}).Output("us");
+  return b.proto();
+}
+
 yirage::v1::Graph AxisLanesGraph(DType dtype) {
   GraphBuilder b("axis_lanes");
   b.Input("a", {40, 6, 33}, dtype).Input("r", {7, 2000, 1}, dtype);
@@ -852,6 +876,12 @@ std::vector<Case> AllCases() {
           {Row({"px"}, Rows(64)), Row({"ny"}, Rows(16)), Row({"az", "sz"}, Rows(4))}}});
     const yirage::v1::Graph al = AxisLanesGraph(dt);
     cases.push_back({al, {AllGeneric(al)}});
+    const yirage::v1::Graph gc = GenericChainsGraph(dt);
+    cases.push_back(
+        {gc,
+         {AllGeneric(gc),
+          {GenericOps({"xg", "xm", "xr"}), GenericOps({"ys", "yp"}), GenericOps({"zd", "zq"}),
+           GenericOps({"la", "ln"}), Row({"ue"}, Rows(4)), GenericOps({"uq", "us"})}}});
     const yirage::v1::Graph ui = UnreadInputGraph(dt);
     cases.push_back({ui, {AllGeneric(ui), {Generic("s"), Row({"m", "y"}, Rows(4))}}});
     const yirage::v1::Graph sr = SplitRowsGraph(dt);

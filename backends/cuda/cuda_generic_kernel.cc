@@ -1,8 +1,11 @@
 // KERNEL_GENERIC kernels of the CUDA backend: one op each, a column
-// reduction or plain loops over its output; see cuda_codegen.h.
+// reduction or plain loops over its output, or a chain of elementwise ops
+// computed as the reduction, norm or softmax after them reads
+// (core/generic_chain.h); see cuda_codegen.h.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +41,127 @@ using yirage::v1::KernelPlan;
 // KERNEL_GENERIC
 // ---------------------------------------------------------------------------
 
+// The prologue of a generic chain: the axis op's input, element by element,
+// from the tensors the chain reads from memory (broadcast to its shape).
+class Prologue {
+ public:
+  // `ops`: the chain's elementwise ops in order (none: the input is read as
+  // it is); `x`: the axis op's input.
+  Prologue(const PlanContext& ctx, std::vector<int> ops, int x)
+      : ctx_(ctx), ops_(std::move(ops)), x_(x), space_(ctx.graph.tensor(x).shape) {
+    for (int op : ops_) {
+      for (int t : ctx_.graph.op(op).inputs) {
+        const int producer = ctx_.graph.tensor(t).producer;
+        const bool inside = std::find(ops_.begin(), ops_.end(), producer) != ops_.end();
+        if (!inside && std::find(reads_.begin(), reads_.end(), t) == reads_.end()) {
+          reads_.push_back(t);
+        }
+      }
+    }
+  }
+
+  bool empty() const { return ops_.empty(); }
+
+  // Elements a 16-byte vector: 8 where every tensor read is 16-bit, else 4.
+  int VectorWidth() const {
+    for (int t : reads_) {
+      if (ElementsPer16Bytes(t) != 8) return 4;
+    }
+    return 8;
+  }
+
+  // `const float NAME = <the input at flat index E>;` as a lambda
+  // `NAME(E)` of the kernel's parameters.
+  void EmitLambda(const std::string& name, Code* code) const {
+    code->Open(absl::StrCat("auto ", name, " = [&](const i64 e) -> float {"));
+    for (int t : reads_) {
+      code->L("const float a", t, " = yr_ld(", ctx_.Var(t), ", ", Offset(t, "e"), ");");
+    }
+    EmitMath([](int t) { return absl::StrCat("a", t); }, code);
+    code->L("return v", x_, ";");
+    code->Close("};");
+  }
+
+  // `float OUT[vec]` = the input at flat indices F0 .. F0 + vec - 1 (F0 a
+  // multiple of vec, within one row of the axis op's inner elements): one
+  // 16-byte load of each tensor that runs along the vector, one load of each
+  // that is constant along it, one load an element of the others.
+  void EmitVector(const std::string& f0, int vec, const std::string& out, Code* code) const {
+    code->L("float ", out, "[", vec, "];");
+    code->Open("{");
+    std::map<int, bool> per_element;  // tensor -> indexed by k
+    for (int t : reads_) {
+      const std::vector<int64_t> strides = BroadcastStrides(ctx_.graph.tensor(t).shape, space_);
+      const bool whole_rows = space_.back() % vec == 0;
+      if (ElementsPer16Bytes(t) == vec &&
+          (Contiguous(strides) || (whole_rows && strides.back() == 1))) {
+        code->L("float a", t, "[", vec, "];");
+        code->L("yr_stage16(a", t, ", yr_ld16_once(", ctx_.Var(t), " + ", Offset(t, f0), "), ",
+                ctx_.Var(t), ");");
+        per_element[t] = true;
+      } else if (whole_rows && strides.back() == 0) {
+        code->L("const float a", t, " = yr_ld(", ctx_.Var(t), ", ", Offset(t, f0), ");");
+        per_element[t] = false;
+      } else {
+        code->L("float a", t, "[", vec, "];");
+        code->L("#pragma unroll");
+        code->L("for (int k = 0; k < ", vec, "; ++k) a", t, "[k] = yr_ld(", ctx_.Var(t), ", ",
+                Offset(t, absl::StrCat(f0, " + k")), ");");
+        per_element[t] = true;
+      }
+    }
+    code->L("#pragma unroll");
+    code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
+    EmitMath(
+        [&](int t) {
+          return per_element.at(t) ? absl::StrCat("a", t, "[k]") : absl::StrCat("a", t);
+        },
+        code);
+    code->L(out, "[k] = v", x_, ";");
+    code->Close();
+    code->Close();
+  }
+
+ private:
+  int ElementsPer16Bytes(int t) const { return ctx_.ReadType(t) == "float" ? 4 : 8; }
+
+  bool Contiguous(const std::vector<int64_t>& strides) const {
+    return strides == BroadcastStrides(space_, space_);
+  }
+
+  std::string Offset(int t, const std::string& e) const {
+    return OffsetExpr(space_, BroadcastStrides(ctx_.graph.tensor(t).shape, space_), e,
+                      Numel(space_) < (int64_t{1} << 31));
+  }
+
+  // `const float v<t> = ...;` for every op's result, in order; `read(t)`
+  // names a value read from memory.
+  void EmitMath(const std::function<std::string(int)>& read, Code* code) const {
+    auto value = [&](int t) {
+      const int producer = ctx_.graph.tensor(t).producer;
+      const bool inside = std::find(ops_.begin(), ops_.end(), producer) != ops_.end();
+      return inside ? absl::StrCat("v", t) : read(t);
+    };
+    for (int id : ops_) {
+      const OpInfo& op = ctx_.graph.op(id);
+      std::string v;
+      if (core::IsUnaryElementwise(op.type)) {
+        v = UnaryExpr(op, value(op.inputs[0]));
+      } else {
+        v = BinaryExpr(op.type, value(op.inputs[0]),
+                       op.has_scalar ? Lit(op.scalar) : value(op.inputs[1]));
+      }
+      code->L("const float v", op.output, " = ", v, ";");
+    }
+  }
+
+  const PlanContext& ctx_;
+  std::vector<int> ops_;
+  int x_;
+  std::vector<int64_t> space_;
+  std::vector<int> reads_;
+};
+
 // A reduction over an axis with contiguous elements after it (inner > 1: a
 // middle or the first axis): `outer` slabs of d rows of `inner` columns. A
 // block takes kColumnVectors 16-byte column vectors of one slab and its
@@ -50,7 +174,7 @@ using yirage::v1::KernelPlan;
 // launch of a second, combining kernel. False (nothing emitted) for shapes
 // it does not take.
 bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
-                         bool inject_fault, Code* code) {
+                         const Prologue& prologue, bool inject_fault, Code* code) {
   constexpr int kThreads = 256;
   constexpr int kColumnVectors = 32;
   constexpr int kColumnUnroll = 4;
@@ -62,8 +186,7 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   const int64_t outer = Numel(Slice(shape, 0, op.axis));
   const int64_t d = shape[op.axis];
   const int64_t inner = Numel(Slice(shape, op.axis + 1, shape.size()));
-  const bool is_float = ctx.ReadType(in) == "float";
-  const int vec = is_float ? 4 : 8;
+  const int vec = prologue.empty() ? (ctx.ReadType(in) == "float" ? 4 : 8) : prologue.VectorWidth();
   if (inner < vec || inner % vec != 0) return false;
   const int64_t cv = inner / vec;
   const int cx = static_cast<int>(std::min<int64_t>(kColumnVectors, cv));
@@ -101,7 +224,13 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   launch.grid[0] = tiles;
   launch.grid[1] = splits;
   std::vector<std::string> params;
-  ctx.AddReadParam(in, &params, &launch.args);
+  if (prologue.empty()) {
+    ctx.AddReadParam(in, &params, &launch.args);
+  } else {
+    for (const std::string& t : kernel.inputs()) {
+      ctx.AddReadParam(g.FindTensor(t), &params, &launch.args);
+    }
+  }
   if (splits > 1) {
     params.push_back("float* __restrict__ ws");
     launch.args.push_back(ws_arg);
@@ -128,24 +257,39 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   code->L("#pragma unroll");
   code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", init, ";");
   code->Open(absl::StrCat("if (cb + cxi < ", cv, "LL) {"));
-  code->L("const ", ctx.ReadType(in), "* const p = ", ctx.Var(in), " + o * ", d * inner,
-          "LL + (cb + cxi) * ", vec, ";");
-  code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * kColumnUnroll, ") {"));
-  code->L("uint4 raw[", kColumnUnroll, "];");
-  code->L("#pragma unroll");
-  code->L("for (int u = 0; u < ", kColumnUnroll, "; ++u) {");
-  code->L("  if (r + u * ", ry, " < r1) raw[u] = yr_ld16_once(p + (r + u * ", ry, ") * ", inner,
-          "LL);");
-  code->L("}");
-  code->L("#pragma unroll");
-  code->Open(absl::StrCat("for (int u = 0; u < ", kColumnUnroll, "; ++u) {"));
-  code->L("if (r + u * ", ry, " >= r1) break;");
-  code->L("float f[", vec, "];");
-  code->L("yr_stage16(f, raw[u], p);");
-  code->L("#pragma unroll");
-  code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", combine("acc[k]", "f[k]"), ";");
-  code->Close();
-  code->Close();
+  if (!prologue.empty()) {
+    // The chain's value of each element, computed as it is read.
+    code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * kColumnUnroll, ") {"));
+    code->L("#pragma unroll");
+    code->Open(absl::StrCat("for (int u = 0; u < ", kColumnUnroll, "; ++u) {"));
+    code->L("if (r + u * ", ry, " >= r1) break;");
+    prologue.EmitVector(
+        absl::StrCat("(o * ", d, "LL + r + u * ", ry, ") * ", inner, "LL + (cb + cxi) * ", vec),
+        vec, "f", code);
+    code->L("#pragma unroll");
+    code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", combine("acc[k]", "f[k]"), ";");
+    code->Close();
+    code->Close();
+  } else {
+    code->L("const ", ctx.ReadType(in), "* const p = ", ctx.Var(in), " + o * ", d * inner,
+            "LL + (cb + cxi) * ", vec, ";");
+    code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * kColumnUnroll, ") {"));
+    code->L("uint4 raw[", kColumnUnroll, "];");
+    code->L("#pragma unroll");
+    code->L("for (int u = 0; u < ", kColumnUnroll, "; ++u) {");
+    code->L("  if (r + u * ", ry, " < r1) raw[u] = yr_ld16_once(p + (r + u * ", ry, ") * ", inner,
+            "LL);");
+    code->L("}");
+    code->L("#pragma unroll");
+    code->Open(absl::StrCat("for (int u = 0; u < ", kColumnUnroll, "; ++u) {"));
+    code->L("if (r + u * ", ry, " >= r1) break;");
+    code->L("float f[", vec, "];");
+    code->L("yr_stage16(f, raw[u], p);");
+    code->L("#pragma unroll");
+    code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", combine("acc[k]", "f[k]"), ";");
+    code->Close();
+    code->Close();
+  }
   code->Close();
   code->L("#pragma unroll");
   code->L("for (int k = 0; k < ", vec, "; ++k) part[ryi][cxi * ", vec, " + k] = acc[k];");
@@ -203,7 +347,7 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
 // two. Takes every shape; the plain loop form remains for elementwise ops,
 // concat, slice and matmul.
 void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
-                   bool inject_fault, Code* code) {
+                   const Prologue& prologue, bool inject_fault, Code* code) {
   constexpr int kThreads = kGenericThreads;
   const Graph& g = ctx.graph;
   const OpInfo& op = g.op(op_id);
@@ -270,7 +414,13 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
   code->L("const i64 n = (u % ", col_tiles, "LL) * ", cx, " + cxi;");
   code->L("const bool live = u < ", units, "LL && n < ", inner, "LL;");
   code->L("const i64 base = o * ", d * inner, "LL + n;");
-  const std::string x = absl::StrCat("yr_ld(", ctx.Var(in), ", base + c * ", inner, "LL)");
+  std::string x = absl::StrCat("yr_ld(", ctx.Var(in), ", base + c * ", inner, "LL)");
+  if (!prologue.empty()) {
+    // The chain's value of each element, computed as it is read (each
+    // pass of a norm or softmax computes it again).
+    prologue.EmitLambda("yr_x", code);
+    x = absl::StrCat("yr_x(base + c * ", inner, "LL)");
+  }
   // Lanes of no column start past the end (no `if` between a loop and its
   // unroll pragma).
   code->L("const i64 c0 = live ? (i64)ryi : ", d, "LL;");
@@ -386,13 +536,17 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
 
 }  // namespace
 
-void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
-                       bool inject_fault, Code* code) {
+void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                       const std::vector<int>& ops, bool inject_fault, Code* code) {
   const Graph& g = ctx.graph;
+  const int op_id = ops.back();
   const OpInfo& op = g.op(op_id);
-  if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, inject_fault, code)) return;
+  // A chain (ops before the last): elementwise ops before an axis op
+  // (core/generic_chain.h, checked by the plan's validation).
+  const Prologue prologue(ctx, std::vector<int>(ops.begin(), ops.end() - 1), op.inputs[0]);
+  if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, prologue, inject_fault, code)) return;
   if (core::IsReduction(op.type) || core::IsNormOrSoftmax(op.type)) {
-    EmitAxisLanes(ctx, kernel, kernel_index, op_id, inject_fault, code);
+    EmitAxisLanes(ctx, kernel, kernel_index, op_id, prologue, inject_fault, code);
     return;
   }
   const std::vector<int64_t>& out = g.tensor(op.output).shape;

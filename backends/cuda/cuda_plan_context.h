@@ -174,11 +174,13 @@ absl::Status EmitRowKernel(PlanContext& ctx, const yirage::v1::KernelPlan& kerne
                            const std::vector<int>& ops, core::RowGroupInfo info,
                            const std::vector<int>& outputs, bool inject_fault, Code* code);
 
-// Emits the KERNEL_GENERIC kernel of op `op_id`: a column reduction where the
-// op is one over a middle or the first axis, else plain loops over its
+// Emits the KERNEL_GENERIC kernel of `ops` (one op, or a chain of
+// elementwise ops before an axis op: core/generic_chain.h): a column
+// reduction where the axis op is one over a middle or the first axis, lanes
+// along the axis for the other axis ops, else plain loops over the op's
 // output (cuda_generic_kernel.cc).
 void EmitGenericKernel(PlanContext& ctx, const yirage::v1::KernelPlan& kernel, int kernel_index,
-                       int op_id, bool inject_fault, Code* code);
+                       const std::vector<int>& ops, bool inject_fault, Code* code);
 
 }  // namespace yirage::backends::cuda
 

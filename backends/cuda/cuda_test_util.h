@@ -36,6 +36,7 @@ using cpu::testing::Cols;
 using cpu::testing::DescribeThroughAbi;
 using cpu::testing::F;
 using cpu::testing::Generic;
+using cpu::testing::GenericOps;
 using cpu::testing::GraphBuilder;
 using cpu::testing::I;
 using cpu::testing::KernelSpec;
