@@ -18,43 +18,90 @@ std::string Label(const Graph& graph, int op) {
 
 absl::StatusOr<GenericChain> AnalyzeGenericChain(const Graph& graph, absl::Span<const int> op_ids) {
   if (op_ids.size() < 2) {
-    return absl::InvalidArgumentError("generic chain: needs a prologue op and an axis op");
+    return absl::InvalidArgumentError(
+        "generic chain: needs an axis op and an elementwise op before or after it");
   }
   GenericChain chain;
-  chain.axis_op = op_ids.back();
-  const OpInfo& axis = graph.op(chain.axis_op);
-  if (!IsReduction(axis.type) && !IsNormOrSoftmax(axis.type)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("generic chain: ", Label(graph, chain.axis_op),
-                     " breaks rule 1 (the last op must be a reduction, a norm or softmax)"));
+  for (int id : op_ids) {
+    if (IsElementwise(graph.op(id).type)) continue;
+    if (!IsReduction(graph.op(id).type) && !IsNormOrSoftmax(graph.op(id).type)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("generic chain: ", Label(graph, id),
+                       " breaks rule 1 (ops are elementwise but one reduction, norm or softmax)"));
+    }
+    if (chain.axis_op >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("generic chain: ", Label(graph, id),
+                                                     " breaks rule 1 (a second axis op after ",
+                                                     Label(graph, chain.axis_op), ")"));
+    }
+    chain.axis_op = id;
   }
-  const std::vector<int64_t>& shape = graph.tensor(axis.inputs[0]).shape;
+  if (chain.axis_op < 0) {
+    return absl::InvalidArgumentError(
+        "generic chain: breaks rule 1 (no reduction, norm or softmax among the ops)");
+  }
+  const OpInfo& axis = graph.op(chain.axis_op);
+  const std::vector<int64_t>& in_shape = graph.tensor(axis.inputs[0]).shape;
+  const std::vector<int64_t>& out_shape = graph.tensor(axis.output).shape;
   auto in_chain = [&](int op) {
     return op >= 0 && std::find(op_ids.begin(), op_ids.end(), op) != op_ids.end();
   };
-  for (size_t i = 0; i + 1 < op_ids.size(); ++i) {
-    const int id = op_ids[i];
-    const OpInfo& op = graph.op(id);
-    if (!IsElementwise(op.type)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("generic chain: ", Label(graph, id),
-                       " breaks rule 1 (every op before the last must be elementwise)"));
-    }
-    const TensorInfo& result = graph.tensor(op.output);
-    if (result.shape != shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "generic chain: ", Label(graph, id), " breaks rule 1 (its result has shape ",
-          ShapeToString(result.shape), ", the axis op's input ", ShapeToString(shape), ")"));
-    }
+  auto read_inside = [&](int id) -> absl::Status {
+    const TensorInfo& result = graph.tensor(graph.op(id).output);
     if (result.is_graph_output ||
         !std::all_of(result.consumers.begin(), result.consumers.end(), in_chain)) {
       return absl::InvalidArgumentError(
           absl::StrCat("generic chain: ", Label(graph, id),
                        " breaks rule 2 (its result is read outside the chain)"));
     }
-    chain.prologue.push_back(id);
+    return absl::OkStatus();
+  };
+  bool after = false;
+  for (int id : op_ids) {
+    if (id == chain.axis_op) {
+      after = true;
+      if (id != op_ids.back()) {
+        if (absl::Status s = read_inside(id); !s.ok()) return s;
+      }
+      continue;
+    }
+    const OpInfo& op = graph.op(id);
+    const std::vector<int64_t>& shape = after ? out_shape : in_shape;
+    if (graph.tensor(op.output).shape != shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("generic chain: ", Label(graph, id), " breaks rule 1 (its result has shape ",
+                       ShapeToString(graph.tensor(op.output).shape), ", the axis op's ",
+                       after ? "output " : "input ", ShapeToString(shape), ")"));
+    }
+    if (!after || id != op_ids.back()) {
+      if (absl::Status s = read_inside(id); !s.ok()) return s;
+    }
+    if (after) {
+      // An epilogue op reads the axis op's result or an epilogue result,
+      // never a prologue result.
+      bool reads_chain = false;
+      for (int t : op.inputs) {
+        const int producer = graph.tensor(t).producer;
+        if (!in_chain(producer)) continue;
+        if (std::find(chain.prologue.begin(), chain.prologue.end(), producer) !=
+            chain.prologue.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("generic chain: ", Label(graph, id),
+                           " breaks rule 2 (an op after the axis op reads a prologue result)"));
+        }
+        reads_chain = true;
+      }
+      if (!reads_chain) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("generic chain: ", Label(graph, id),
+                         " breaks rule 2 (an op after the axis op reads no chain result)"));
+      }
+      chain.epilogue.push_back(id);
+    } else {
+      chain.prologue.push_back(id);
+    }
   }
-  if (!in_chain(graph.tensor(axis.inputs[0]).producer)) {
+  if (!chain.prologue.empty() && !in_chain(graph.tensor(axis.inputs[0]).producer)) {
     return absl::InvalidArgumentError(absl::StrCat("generic chain: ", Label(graph, chain.axis_op),
                                                    " breaks rule 2 (its input 0 must be a "
                                                    "prologue result)"));

@@ -1,21 +1,23 @@
-// KERNEL_GENERIC kernels of several ops: a chain of elementwise ops that
-// computes the input of one reduction, norm or softmax over an axis row
-// groups do not take (the first or a middle axis). The kernel computes the
-// chain's value of each element as it reads it (a prologue), so that the
-// elementwise results never reach memory. Backends that run such kernels
-// say so (BackendKernels.generic_prologue); the others take one op a
+// KERNEL_GENERIC kernels of several ops: one reduction, norm or softmax over
+// an axis row groups do not take (the first or a middle axis), with chains of
+// elementwise ops before it (a prologue, computing its input) and after it
+// (an epilogue, on its result). The kernel computes the prologue's value of
+// each element as it reads it and the epilogue's as it stores, so that no
+// elementwise result reaches memory. Backends that run such kernels say so
+// (BackendKernels.generic_prologue); the others take one op a
 // KERNEL_GENERIC kernel.
 //
 // Rules, for the ops in topological order:
-//  1. The last op (the "axis op") is a reduce_*, rms_norm, layer_norm or
-//     softmax; every other op (the prologue, at least one) is unary or
-//     binary elementwise, and its result has the shape of the axis op's
-//     input 0.
-//  2. Every prologue result is read only by ops of the chain and is not a
-//     graph output; the axis op's input 0 is a prologue result, its other
-//     inputs (a norm's weight and bias) are not.
-//  3. Operands from outside the chain broadcast to that shape (rule 1's
-//     shapes make sure of it); kernels index them with broadcast strides.
+//  1. One op (the "axis op") is a reduce_*, rms_norm, layer_norm or softmax;
+//     every other op is unary or binary elementwise. An op before it has the
+//     shape of its input 0, an op after it the shape of its result.
+//  2. Every result but the last op's is read only by ops of the chain and is
+//     not a graph output. With a prologue, the axis op's input 0 is a
+//     prologue result; its other inputs (a norm's weight and bias) are not.
+//     An op after the axis op reads the axis op's result or one after it,
+//     and no prologue result.
+//  3. Operands from outside the chain broadcast to their op's shape (rule
+//     1's shapes make sure of it); kernels index them with broadcast strides.
 #ifndef YIRAGE_CORE_GENERIC_CHAIN_H_
 #define YIRAGE_CORE_GENERIC_CHAIN_H_
 
@@ -30,6 +32,7 @@ namespace yirage::core {
 struct GenericChain {
   std::vector<int> prologue;  // op ids, in order
   int axis_op = -1;
+  std::vector<int> epilogue;  // op ids, in order
 };
 
 // REQUIRES: op_ids are valid op indices in topological order.

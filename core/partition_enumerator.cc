@@ -29,9 +29,16 @@ const RowGroupInfo* PartitionEnumerator::RowGroup(int begin, int end) {
 bool PartitionEnumerator::GroupAllowed(int begin, int end) {
   if (end - begin == 1 || RowGroup(begin, end) != nullptr) return true;
   if (!generic_chains_) return false;
-  std::vector<int> ops(end - begin);
-  std::iota(ops.begin(), ops.end(), begin);
-  return AnalyzeGenericChain(graph_, ops).ok();
+  auto chain = [&](int b, int e) {
+    std::vector<int> ops(e - b);
+    std::iota(ops.begin(), ops.end(), b);
+    return AnalyzeGenericChain(graph_, ops).ok();
+  };
+  // Whole prologues only: a chain that could take the op before it as well
+  // is not offered (it would leave that op's full-size result to memory),
+  // which keeps partial prologues from crowding the candidates. Chains with
+  // and without the ops after the axis op (on its smaller result) both are.
+  return chain(begin, end) && (begin == 0 || !chain(begin - 1, end));
 }
 
 KernelGroup PartitionEnumerator::MakeGroup(int begin, int end) {

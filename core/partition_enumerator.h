@@ -1,8 +1,9 @@
 // Enumerates partitions of a graph's ops into kernels: segmentations of the
 // topological order into contiguous groups where every multi-op group is a
 // legal KERNEL_ROW group (AnalyzeRowGroup decides) or, where the backend runs
-// them, a generic chain (AnalyzeGenericChain: elementwise ops before a
-// reduction, norm or softmax over another axis than the last), and every
+// them, a generic chain (AnalyzeGenericChain: a reduction, norm or softmax
+// over another axis than the last with elementwise ops before and after it)
+// whose prologue is whole (not one that could take the op before it), and every
 // single op is KERNEL_ROW when legal alone, KERNEL_GENERIC otherwise.
 #ifndef YIRAGE_CORE_PARTITION_ENUMERATOR_H_
 #define YIRAGE_CORE_PARTITION_ENUMERATOR_H_

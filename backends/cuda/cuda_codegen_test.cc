@@ -357,7 +357,8 @@ yirage::v1::Graph UnreadInputGraph(DType dtype) {
 // after a scale (lanes along the axis); a mean over a middle axis after
 // subtracting a [3] row (rows 3 wide: one load an element); an rms_norm
 // over a middle axis after abs; a sum over the first axis of a product
-// of an input and a row kernel's float result (loads of two widths).
+// of an input and a row kernel's float result (loads of two widths); and
+// elementwise ops after the axis op (below).
 yirage::v1::Graph GenericChainsGraph(DType dtype) {
   GraphBuilder b("generic_chains");
   b.Input("x", {6, 40, 24}, dtype).Input("w", {1, 40, 24}, dtype);
@@ -371,6 +372,17 @@ yirage::v1::Graph GenericChainsGraph(DType dtype) {
   b.Op("la", "abs", {"l"}).Op("ln", "rms_norm", {"la"}, {I("axis", 1)}).Output("ln");
   b.Op("ue", "exp", {"u"}).Op("uq", "mul", {"ue", "u"});
   b.Op("us", "reduce_sum", {"uq"}, {I("axis", 0)}).Output("us");
+  // After the axis op: tanh of a mean over the first axis (a column
+  // reduction) plus a row; a softmax over a middle axis times a tensor
+  // broadcast along it; a sum over a middle axis of rows 2 wide (lanes),
+  // then a scale.
+  b.Input("v", {40, 96}, dtype).Input("vb", {96}, dtype);
+  b.Input("s", {2, 30, 16}, dtype).Input("sw", {2, 1, 16}, dtype).Input("q", {6, 20, 2}, dtype);
+  b.Op("vm", "reduce_mean", {"v"}, {I("axis", 0)}).Op("vt", "tanh", {"vm"});
+  b.Op("vy", "add", {"vt", "vb"}).Output("vy");
+  b.Op("sp", "softmax", {"s"}, {I("axis", 1)}).Op("sy", "mul", {"sp", "sw"}).Output("sy");
+  b.Op("qa", "abs", {"q"}).Op("qs", "reduce_sum", {"qa"}, {I("axis", 1)});
+  b.Op("qy", "mul", {"qs"}, {F("scalar", 0.5)}).Output("qy");
   return b.proto();
 }
 
@@ -877,11 +889,12 @@ std::vector<Case> AllCases() {
     const yirage::v1::Graph al = AxisLanesGraph(dt);
     cases.push_back({al, {AllGeneric(al)}});
     const yirage::v1::Graph gc = GenericChainsGraph(dt);
-    cases.push_back(
-        {gc,
-         {AllGeneric(gc),
-          {GenericOps({"xg", "xm", "xr"}), GenericOps({"ys", "yp"}), GenericOps({"zd", "zq"}),
-           GenericOps({"la", "ln"}), Row({"ue"}, Rows(4)), GenericOps({"uq", "us"})}}});
+    cases.push_back({gc,
+                     {AllGeneric(gc),
+                      {GenericOps({"xg", "xm", "xr"}), GenericOps({"ys", "yp"}),
+                       GenericOps({"zd", "zq"}), GenericOps({"la", "ln"}), Row({"ue"}, Rows(4)),
+                       GenericOps({"uq", "us"}), GenericOps({"vm", "vt", "vy"}),
+                       GenericOps({"sp", "sy"}), GenericOps({"qa", "qs", "qy"})}}});
     const yirage::v1::Graph ui = UnreadInputGraph(dt);
     cases.push_back({ui, {AllGeneric(ui), {Generic("s"), Row({"m", "y"}, Rows(4))}}});
     const yirage::v1::Graph sr = SplitRowsGraph(dt);

@@ -237,7 +237,7 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   yirage::v1::BackendKernels kernels;
   kernels.set_backend("cuda");
   kernels.set_gpu(true);
-  kernels.set_generic_prologue(true);  // cuda_generic_kernel.cc Prologue
+  kernels.set_generic_prologue(true);  // cuda_generic_kernel.cc ChainPrologue, ChainEpilogue
   yirage::v1::RowKernels* row = kernels.mutable_row();
   row->set_flat_elementwise(true);
   row->set_threads_knob(true);

@@ -43,11 +43,11 @@ using yirage::v1::KernelPlan;
 
 // The prologue of a generic chain: the axis op's input, element by element,
 // from the tensors the chain reads from memory (broadcast to its shape).
-class Prologue {
+class ChainPrologue {
  public:
   // `ops`: the chain's elementwise ops in order (none: the input is read as
   // it is); `x`: the axis op's input.
-  Prologue(const PlanContext& ctx, std::vector<int> ops, int x)
+  ChainPrologue(const PlanContext& ctx, std::vector<int> ops, int x)
       : ctx_(ctx), ops_(std::move(ops)), x_(x), space_(ctx.graph.tensor(x).shape) {
     for (int op : ops_) {
       for (int t : ctx_.graph.op(op).inputs) {
@@ -162,6 +162,52 @@ class Prologue {
   std::vector<int> reads_;
 };
 
+// The epilogue of a generic chain: elementwise ops on the axis op's
+// result, applied to each value as it is stored.
+class ChainEpilogue {
+ public:
+  ChainEpilogue(const PlanContext& ctx, std::vector<int> ops, int axis_output)
+      : ctx_(ctx), ops_(std::move(ops)), axis_output_(axis_output) {}
+
+  bool empty() const { return ops_.empty(); }
+  // The tensor the kernel writes.
+  int output() const { return ops_.empty() ? axis_output_ : ctx_.graph.op(ops_.back()).output; }
+
+  // Replaces the float variable `v`, the axis op's result at flat index
+  // `index` of its output, by the chain's value there.
+  void Emit(const std::string& index, const std::string& v, Code* code) const {
+    if (ops_.empty()) return;
+    const std::vector<int64_t>& space = ctx_.graph.tensor(axis_output_).shape;
+    code->Open("{");
+    code->L("const float w", axis_output_, " = ", v, ";");
+    auto value = [&](int t) {
+      const int producer = ctx_.graph.tensor(t).producer;
+      if (t == axis_output_ || std::find(ops_.begin(), ops_.end(), producer) != ops_.end()) {
+        return absl::StrCat("w", t);
+      }
+      return absl::StrCat("yr_ld(", ctx_.Var(t), ", ",
+                          OffsetExpr(space, BroadcastStrides(ctx_.graph.tensor(t).shape, space),
+                                     index, Numel(space) < (int64_t{1} << 31)),
+                          ")");
+    };
+    for (int id : ops_) {
+      const OpInfo& op = ctx_.graph.op(id);
+      const std::string e = core::IsUnaryElementwise(op.type)
+                                ? UnaryExpr(op, value(op.inputs[0]))
+                                : BinaryExpr(op.type, value(op.inputs[0]),
+                                             op.has_scalar ? Lit(op.scalar) : value(op.inputs[1]));
+      code->L("const float w", op.output, " = ", e, ";");
+    }
+    code->L(v, " = w", output(), ";");
+    code->Close();
+  }
+
+ private:
+  const PlanContext& ctx_;
+  std::vector<int> ops_;
+  int axis_output_;
+};
+
 // A reduction over an axis with contiguous elements after it (inner > 1: a
 // middle or the first axis): `outer` slabs of d rows of `inner` columns. A
 // block takes kColumnVectors 16-byte column vectors of one slab and its
@@ -174,7 +220,8 @@ class Prologue {
 // launch of a second, combining kernel. False (nothing emitted) for shapes
 // it does not take.
 bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
-                         const Prologue& prologue, bool inject_fault, Code* code) {
+                         const ChainPrologue& prologue, const ChainEpilogue& epilogue,
+                         bool inject_fault, Code* code) {
   constexpr int kThreads = 256;
   constexpr int kColumnVectors = 32;
   constexpr int kColumnUnroll = 4;
@@ -224,7 +271,7 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   launch.grid[0] = tiles;
   launch.grid[1] = splits;
   std::vector<std::string> params;
-  if (prologue.empty()) {
+  if (prologue.empty() && epilogue.empty()) {
     ctx.AddReadParam(in, &params, &launch.args);
   } else {
     for (const std::string& t : kernel.inputs()) {
@@ -237,7 +284,8 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
     params.push_back("unsigned* __restrict__ counters");
     launch.args.push_back(counter_arg);
   }
-  const std::vector<std::string> dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
+  const std::vector<std::string> dsts =
+      ctx.AddWriteParams(epilogue.output(), &params, &launch.args);
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
           CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
           core::ShapeToString(g.tensor(op.output).shape), ", column reduction (", outer, " x ", d,
@@ -303,6 +351,7 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
     code->L("ws[((i64)blockIdx.y * ", outer, "LL + o) * ", inner, "LL + col] = v;");
   } else {
     code->L("v = v", finish, ";");
+    epilogue.Emit(absl::StrCat("o * ", inner, "LL + col"), "v", code);
     EmitStores(dsts, absl::StrCat("o * ", inner, "LL + col"), "v", code);
   }
   code->Close();
@@ -325,6 +374,7 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
     code->L("for (int s = 1; s < ", splits,
             "; ++s) v = ", combine("v", absl::StrCat("__ldcg(w + s * ", total, "LL)")), ";");
     code->L("v = v", finish, ";");
+    epilogue.Emit(absl::StrCat("o * ", inner, "LL + col"), "v", code);
     EmitStores(dsts, absl::StrCat("o * ", inner, "LL + col"), "v", code);
     code->Close();
     code->L("if (threadIdx.x == 0) counters[blockIdx.x] = 0u;  // ready for the next launch");
@@ -347,7 +397,8 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
 // two. Takes every shape; the plain loop form remains for elementwise ops,
 // concat, slice and matmul.
 void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
-                   const Prologue& prologue, bool inject_fault, Code* code) {
+                   const ChainPrologue& prologue, const ChainEpilogue& epilogue, bool inject_fault,
+                   Code* code) {
   constexpr int kThreads = kGenericThreads;
   const Graph& g = ctx.graph;
   const OpInfo& op = g.op(op_id);
@@ -391,7 +442,8 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
   for (const std::string& t : kernel.inputs()) {
     ctx.AddReadParam(g.FindTensor(t), &params, &launch.args);
   }
-  const std::vector<std::string> dsts = ctx.AddWriteParams(op.output, &params, &launch.args);
+  const std::vector<std::string> dsts =
+      ctx.AddWriteParams(epilogue.output(), &params, &launch.args);
   const std::vector<int64_t>& out = g.tensor(op.output).shape;
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
           CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
@@ -480,7 +532,8 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
                                          ")");
       v = k == 1 ? absl::StrCat("(", v, ") * ", p) : absl::StrCat(v, " + ", p);
     }
-    code->L("const float y = ", v, ";");
+    code->L("float y = ", v, ";");
+    epilogue.Emit("q", "y", code);
     store("q", "y");
     code->Close();
   };
@@ -492,6 +545,7 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
     combine_lanes(mx ? "max" : "sum");
     if (op.type == OpType::kReduceMean) code->L("v = v / ", d, ".0f;");
     code->Open("if (live && ryi == 0) {");
+    epilogue.Emit(absl::StrCat("o * ", inner, "LL + n"), "v", code);
     store(absl::StrCat("o * ", inner, "LL + n"), "v");
     code->Close();
   } else if (op.type == OpType::kSoftmax) {
@@ -539,14 +593,23 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
 void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
                        const std::vector<int>& ops, bool inject_fault, Code* code) {
   const Graph& g = ctx.graph;
-  const int op_id = ops.back();
-  const OpInfo& op = g.op(op_id);
-  // A chain (ops before the last): elementwise ops before an axis op
+  // A chain: elementwise ops before and after one axis op
   // (core/generic_chain.h, checked by the plan's validation).
-  const Prologue prologue(ctx, std::vector<int>(ops.begin(), ops.end() - 1), op.inputs[0]);
-  if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, prologue, inject_fault, code)) return;
+  size_t axis = 0;
+  if (ops.size() > 1) {
+    while (axis + 1 < ops.size() && core::IsElementwise(g.op(ops[axis]).type)) ++axis;
+  }
+  const int op_id = ops[axis];
+  const OpInfo& op = g.op(op_id);
+  const ChainPrologue prologue(ctx, std::vector<int>(ops.begin(), ops.begin() + axis),
+                               op.inputs[0]);
+  const ChainEpilogue epilogue(ctx, std::vector<int>(ops.begin() + axis + 1, ops.end()), op.output);
+  if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, prologue, epilogue, inject_fault,
+                          code)) {
+    return;
+  }
   if (core::IsReduction(op.type) || core::IsNormOrSoftmax(op.type)) {
-    EmitAxisLanes(ctx, kernel, kernel_index, op_id, prologue, inject_fault, code);
+    EmitAxisLanes(ctx, kernel, kernel_index, op_id, prologue, epilogue, inject_fault, code);
     return;
   }
   const std::vector<int64_t>& out = g.tensor(op.output).shape;
