@@ -42,6 +42,11 @@ absl::StatusOr<GenericChain> AnalyzeGenericChain(const Graph& graph, absl::Span<
   }
   const OpInfo& axis = graph.op(chain.axis_op);
   const std::vector<int64_t>& in_shape = graph.tensor(axis.inputs[0]).shape;
+  if (axis.axis == static_cast<int>(in_shape.size()) - 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("generic chain: ", Label(graph, chain.axis_op),
+                     " breaks rule 1 (it works over the last axis, which row kernels take)"));
+  }
   const std::vector<int64_t>& out_shape = graph.tensor(axis.output).shape;
   auto in_chain = [&](int op) {
     return op >= 0 && std::find(op_ids.begin(), op_ids.end(), op) != op_ids.end();

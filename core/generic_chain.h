@@ -8,8 +8,9 @@
 // KERNEL_GENERIC kernel.
 //
 // Rules, for the ops in topological order:
-//  1. One op (the "axis op") is a reduce_*, rms_norm, layer_norm or softmax;
-//     every other op is unary or binary elementwise. An op before it has the
+//  1. One op (the "axis op") is a reduce_*, rms_norm, layer_norm or softmax
+//     over another axis than the last; every other op is unary or binary
+//     elementwise. An op before it has the
 //     shape of its input 0, an op after it the shape of its result.
 //  2. Every result but the last op's is read only by ops of the chain and is
 //     not a graph output. With a prologue, the axis op's input 0 is a

@@ -122,6 +122,8 @@ TEST(GenericChainTest, PartitionsOfferChainsOnlyWhereTheBackendRunsThem) {
   EXPECT_FALSE(names(true).contains("[G][M+R:generic]"));
   // Over the last axis the group is a row group, not a chain.
   const Graph last = MustBuild(MaxOverFirstAxis(false, 2));
+  EXPECT_THAT(AnalyzeGenericChain(last, {0, 1, 2}).status().message(),
+              HasSubstr("op 'R' (reduce_max) breaks rule 1 (it works over the last axis"));
   PartitionEnumerator rows(last, true);
   for (const Partition& p : rows.Enumerate()) {
     for (const KernelGroup& group : p) {
