@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/codegen_util.h"
 #include "backends/cpu/cpu_test_util.h"
 #include "gtest/gtest.h"
 
@@ -39,6 +40,28 @@ yirage::v1::Graph BinaryGraph(DType dtype) {
     b.Op(op + "_r", op, {"c", "a"}).Output(op + "_r");  // [16] against [2,3,16]
   }
   return b.proto();
+}
+
+// Index arithmetic (shared with the CUDA backend): dims a tensor walks as
+// one run, or skips as one, merge, so a tensor broadcast along the leading
+// dims is one modulo and a contiguous one is the index itself. (The kernels
+// that use it are checked against the float64 reference below.)
+TEST(CodegenUtilTest, OffsetExprMergesRunsOfDims) {
+  using ::yirage::backends::BroadcastStrides;
+  using ::yirage::backends::OffsetExpr;
+  const std::vector<int64_t> space = {5, 33, 64, 256};
+  EXPECT_EQ(OffsetExpr(space, BroadcastStrides(space, space), "e"), "(e)");
+  EXPECT_EQ(OffsetExpr(space, BroadcastStrides({1, 33, 64, 256}, space), "e"),
+            "(((e) % 540672LL))");
+  // Broadcast along the two middle dims: the leading dim, then the last.
+  EXPECT_EQ(OffsetExpr(space, BroadcastStrides({5, 1, 1, 256}, space), "e"),
+            "(((e) / 540672LL) * 256LL + ((e) % 256LL))");
+  // A row vector: one modulo by its length; a column: one division.
+  EXPECT_EQ(OffsetExpr(space, BroadcastStrides({256}, space), "e"), "(((e) % 256LL))");
+  EXPECT_EQ(OffsetExpr(space, BroadcastStrides({5, 33, 64, 1}, space), "e"), "(((e) / 256LL))");
+  // Size-1 dims of the space take no term; 32-bit arithmetic on request.
+  EXPECT_EQ(OffsetExpr({1, 7, 1, 12}, BroadcastStrides({1, 12}, {1, 7, 1, 12}), "e", true),
+            "(i64)((((unsigned)(e)) % 12u))");
 }
 
 TEST(CpuCodegenTest, UnaryFloat32) {
