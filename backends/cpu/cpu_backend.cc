@@ -122,6 +122,11 @@ int Describe(const void* target, size_t target_len, void** response, size_t* res
           yirage::v1::BackendKernels kernels;
           kernels.set_backend("cpu");
           kernels.mutable_row();
+          // The CPU kernels run generic chains (cpu_codegen.cc) but the search
+          // is not offered them: their prologue runs element by element, not
+          // vectorized, and measured slower than a row kernel then the axis
+          // op (bench/RESULTS.md, "Generic chains on the CPU").
+          kernels.set_generic_prologue(false);
           kernels.mutable_library()->set_algorithms(1);
           return kernels;
         });

@@ -616,13 +616,57 @@ class RowKernelEmitter {
 // KERNEL_GENERIC
 // ---------------------------------------------------------------------------
 
-void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
-                       Code* code) {
+// `ops`: one op, or a generic chain (core/generic_chain.h): elementwise ops
+// before the axis op, computed by a lambda of the flat index where the axis
+// op reads its input, and elementwise ops after it, applied to each value
+// before it is stored.
+void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
+                       const std::vector<int>& ops, Code* code) {
   const Graph& g = ctx.graph;
+  size_t axis = 0;
+  if (ops.size() > 1) {
+    while (axis + 1 < ops.size() && core::IsElementwise(g.op(ops[axis]).type)) ++axis;
+  }
+  const int op_id = ops[axis];
   const OpInfo& op = g.op(op_id);
+  const std::vector<int> prologue(ops.begin(), ops.begin() + axis);
+  const std::vector<int> epilogue(ops.begin() + axis + 1, ops.end());
   const Schedule& s = kernel.schedule();
   const std::vector<int64_t>& out = g.tensor(op.output).shape;
-  const std::vector<std::string> dsts = ctx.Destinations(op.output);
+  const std::vector<std::string> dsts = ctx.Destinations(g.op(ops.back()).output);
+  // The value of tensor t inside the chain's math: a chain result's
+  // variable, else a load at `index` of the space `shape`.
+  auto chain_value = [&](int t, const std::vector<int>& chain, const std::string& prefix,
+                         const std::vector<int64_t>& shape, const std::string& index) {
+    const int producer = g.tensor(t).producer;
+    if (std::find(chain.begin(), chain.end(), producer) != chain.end() ||
+        (prefix == "w" && t == op.output)) {
+      return absl::StrCat(prefix, t);
+    }
+    return absl::StrCat("yr_ld(", ctx.Var(t), ", ",
+                        OffsetExpr(shape, BroadcastStrides(g.tensor(t).shape, shape), index), ")");
+  };
+  auto chain_math = [&](const std::vector<int>& chain, const std::string& prefix,
+                        const std::vector<int64_t>& shape, const std::string& index, Code* c) {
+    for (int id : chain) {
+      const OpInfo& e = g.op(id);
+      const std::string a = chain_value(e.inputs[0], chain, prefix, shape, index);
+      const std::string v =
+          core::IsUnaryElementwise(e.type)
+              ? UnaryExpr(e, a)
+              : BinaryExpr(e.type, a,
+                           e.has_scalar ? Lit(e.scalar)
+                                        : chain_value(e.inputs[1], chain, prefix, shape, index));
+      c->L("const float ", prefix, e.output, " = ", v, ";");
+    }
+  };
+  // Replaces float `v` (the axis op's result at `index`) by the chain's value.
+  auto apply_epilogue = [&](const std::string& index, Code* c) {
+    if (epilogue.empty()) return;
+    c->L("const float w", op.output, " = v;");
+    chain_math(epilogue, "w", out, index, c);
+    c->L("v = w", g.op(ops.back()).output, ";");
+  };
   const std::string par =
       absl::StrCat("#pragma omp parallel for schedule(static) num_threads(", ctx.prefix, "nt)");
   const std::string par2 = absl::StrCat(
@@ -630,8 +674,18 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
   code->Open("{");
   code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
           CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
-          core::ShapeToString(out));
+          core::ShapeToString(out), prologue.empty() ? "" : " (with the ops before it)",
+          epilogue.empty() ? "" : " (with the ops after it)");
+  if (!prologue.empty()) {
+    const std::vector<int64_t>& in_shape = g.tensor(op.inputs[0]).shape;
+    code->Open("auto yr_x = [&](const int64_t e) -> float {");
+    chain_math(prologue, "v", in_shape, "e", code);
+    code->L("return v", op.inputs[0], ";");
+    code->Close("};");
+  }
+  // Reads tensor t at `index`; the axis op's input through the prologue.
   auto ld = [&](int t, const std::string& index) {
+    if (!prologue.empty() && t == op.inputs[0]) return absl::StrCat("yr_x(", index, ")");
     return absl::StrCat("yr_ld(", ctx.Var(t), ", ", index, ")");
   };
   // [outer, D, inner] view of the op's (first) input around op.axis.
@@ -679,7 +733,8 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
           max, d,
           [&](const std::string& c) { return ld(op.inputs[0], absl::StrCat("o * ", d, " + ", c)); },
           "acc", code);
-      code->L("const float v = (float)(acc", scale, ");");
+      code->L("float v = (float)(acc", scale, ");");
+      apply_epilogue("o", code);
       EmitStores(dsts, "o", "v", code);
       code->Close();
     } else {
@@ -722,7 +777,8 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
         code->Close();
       }
       code->Open("for (int64_t j = 0; j < nn; ++j) {");
-      code->L("const float v = (float)(acc[j]", scale, ");");
+      code->L("float v = (float)(acc[j]", scale, ");");
+      apply_epilogue(absl::StrCat("o * ", inner, " + n0 + j"), code);
       EmitStores(dsts, absl::StrCat("o * ", inner, " + n0 + j"), "v", code);
       code->Close();
       code->Close();
@@ -773,7 +829,8 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
       const std::string p = ld(t, OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out), "e"));
       v = k == 1 ? absl::StrCat("(", v, ") * ", p) : absl::StrCat(v, " + ", p);
     }
-    code->L("const float v = ", v, ";");
+    code->L("float v = ", v, ";");
+    apply_epilogue("e", code);
     EmitStores(dsts, "e", "v", code);
     code->Close();
     code->Close();
@@ -1066,14 +1123,7 @@ absl::StatusOr<std::string> GeneratePlanFor(const Graph& g, const yirage::v1::Pl
   for (int k = 0; k < plan.kernels_size(); ++k) {
     const KernelPlan& kernel = plan.kernels(k);
     if (kernel.kind() == yirage::v1::KERNEL_GENERIC) {
-      if (kernel_ops[k].size() != 1) {
-        // Chains (core/generic_chain.h) are not in this backend's
-        // BackendKernels (generic_prologue false): a plan asking for one fails.
-        return absl::InvalidArgumentError(absl::StrCat(
-            "kernel ", k, " ('", kernel.name(), "'): KERNEL_GENERIC holds ", kernel_ops[k].size(),
-            " ops; the CPU backend runs one op a KERNEL_GENERIC kernel"));
-      }
-      EmitGenericKernel(ctx, kernel, k, kernel_ops[k][0], &body);
+      EmitGenericKernel(ctx, kernel, k, kernel_ops[k], &body);
       continue;
     }
     if (kernel.kind() == yirage::v1::KERNEL_LIBRARY) {
