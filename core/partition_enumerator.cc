@@ -29,10 +29,15 @@ const RowGroupInfo* PartitionEnumerator::RowGroup(int begin, int end) {
 bool PartitionEnumerator::GroupAllowed(int begin, int end) {
   if (end - begin == 1 || RowGroup(begin, end) != nullptr) return true;
   if (!generic_chains_) return false;
+  // Memoized: the exhaustive enumeration asks for the same ranges often.
   auto chain = [&](int b, int e) {
-    std::vector<int> ops(e - b);
-    std::iota(ops.begin(), ops.end(), b);
-    return AnalyzeGenericChain(graph_, ops).ok();
+    auto [it, inserted] = chain_memo_.try_emplace({b, e}, false);
+    if (inserted) {
+      std::vector<int> ops(e - b);
+      std::iota(ops.begin(), ops.end(), b);
+      it->second = AnalyzeGenericChain(graph_, ops).ok();
+    }
+    return it->second;
   };
   // Whole prologues only: a chain that could take the op before it as well
   // is not offered (it would leave that op's full-size result to memory),

@@ -78,6 +78,8 @@ class PartitionEnumerator {
   bool generic_chains_ = false;
   // (begin, end) -> analysis, nullptr when illegal.
   std::map<std::pair<int, int>, std::unique_ptr<RowGroupInfo>> memo_;
+  // (begin, end) -> whether the ops are a generic chain.
+  std::map<std::pair<int, int>, bool> chain_memo_;
 };
 
 // "[N+S][Y]": the op names of each group joined by '+', one bracket per

@@ -36,23 +36,6 @@ absl::StatusOr<ResolvedPlan> ResolvePlan(const Graph& g, const yirage::v1::Plan&
     if (kernel.ops().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(kernel_label(k), ": has no ops"));
     }
-    if (kernel.kind() == yirage::v1::KERNEL_GENERIC && kernel.ops_size() != 1) {
-      // A chain of elementwise ops before an axis op (core/generic_chain.h).
-      std::vector<int> ops;
-      for (const std::string& name : kernel.ops()) ops.push_back(g.FindOp(name));
-      const bool known = std::find(ops.begin(), ops.end(), -1) == ops.end();
-      absl::StatusOr<GenericChain> chain =
-          known && std::is_sorted(ops.begin(), ops.end())
-              ? AnalyzeGenericChain(g, ops)
-              : absl::StatusOr<GenericChain>(
-                    absl::InvalidArgumentError("unknown ops, or not in topological order"));
-      if (!chain.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(kernel_label(k), ": KERNEL_GENERIC holds ", kernel.ops_size(),
-                         " ops, must hold 1 or a chain of elementwise ops before an axis op (",
-                         chain.status().message(), ")"));
-      }
-    }
     for (const std::string& name : kernel.ops()) {
       const int id = g.FindOp(name);
       if (id < 0) {
@@ -65,6 +48,21 @@ absl::StatusOr<ResolvedPlan> ResolvePlan(const Graph& g, const yirage::v1::Plan&
       }
       op_kernel[id] = k;
       kernel_ops[k].push_back(id);
+    }
+    if (kernel.kind() == yirage::v1::KERNEL_GENERIC && kernel_ops[k].size() != 1) {
+      // A chain of elementwise ops around an axis op (core/generic_chain.h).
+      const std::vector<int>& ops = kernel_ops[k];
+      absl::StatusOr<GenericChain> chain =
+          std::is_sorted(ops.begin(), ops.end())
+              ? AnalyzeGenericChain(g, ops)
+              : absl::StatusOr<GenericChain>(
+                    absl::InvalidArgumentError("ops not in topological order"));
+      if (!chain.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kernel_label(k), ": KERNEL_GENERIC holds ", ops.size(),
+                         " ops, must hold 1 or a chain of elementwise ops around an axis op (",
+                         chain.status().message(), ")"));
+      }
     }
     std::vector<bool> is_input(num_tensors, false);
     for (const std::string& name : kernel.inputs()) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/code_writer.h"
 #include "backends/codegen_util.h"
+#include "core/generic_chain.h"
 #include "core/kernel_family.h"
 #include "core/library_matmul.h"
 #include "core/plan_resolution.h"
@@ -623,14 +624,19 @@ class RowKernelEmitter {
 void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
                        const std::vector<int>& ops, Code* code) {
   const Graph& g = ctx.graph;
-  size_t axis = 0;
+  core::GenericChain chain{{}, ops.front(), {}};
   if (ops.size() > 1) {
-    while (axis + 1 < ops.size() && core::IsElementwise(g.op(ops[axis]).type)) ++axis;
+    absl::StatusOr<core::GenericChain> analyzed = core::AnalyzeGenericChain(g, ops);
+    if (!analyzed.ok()) {  // ResolvePlan refuses such kernels; fail the plan, not silently
+      code->L("#error \"", CommentText(std::string(analyzed.status().message())), "\"");
+      return;
+    }
+    chain = *std::move(analyzed);
   }
-  const int op_id = ops[axis];
+  const int op_id = chain.axis_op;
   const OpInfo& op = g.op(op_id);
-  const std::vector<int> prologue(ops.begin(), ops.begin() + axis);
-  const std::vector<int> epilogue(ops.begin() + axis + 1, ops.end());
+  const std::vector<int>& prologue = chain.prologue;
+  const std::vector<int>& epilogue = chain.epilogue;
   const Schedule& s = kernel.schedule();
   const std::vector<int64_t>& out = g.tensor(op.output).shape;
   const std::vector<std::string> dsts = ctx.Destinations(g.op(ops.back()).output);

@@ -135,9 +135,6 @@ void AddSm80GemmPoints(yirage::v1::KernelFamily* gemm, const CudaTarget& target)
                           {64, 128, 4, 0.41},
                           {64, 64, 4, 0.35}};
   const int64_t sm_smem = target.max_smem_per_block + 1024;  // the opt-in limit leaves 1 KB
-  auto doubles = [&](const Shape& sh) {
-    return sm_smem / GemmSm80SmemBytes(sh.tile_m, sh.tile_n, sh.stages) >= 2;
-  };
   for (const Shape& sh : shapes) {
     const int64_t smem = GemmSm80SmemBytes(sh.tile_m, sh.tile_n, sh.stages);
     if (smem > target.max_smem_per_block) continue;
@@ -146,7 +143,7 @@ void AddSm80GemmPoints(yirage::v1::KernelFamily* gemm, const CudaTarget& target)
     // two thirds of the rate of 3 doubled up), or where 4 stages do not fit;
     // 4 stages otherwise.
     if (sh.tile_m == 128 && sh.tile_n == 128) {
-      const bool three_doubles = doubles({128, 128, 3, 0});
+      const bool three_doubles = sm_smem / GemmSm80SmemBytes(128, 128, 3) >= 2;
       const bool four_fits = GemmSm80SmemBytes(128, 128, 4) <= target.max_smem_per_block;
       if (sh.stages == 4 && three_doubles) continue;
       if (sh.stages == 3 && !three_doubles && four_fits) continue;

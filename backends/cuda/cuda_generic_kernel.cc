@@ -20,6 +20,7 @@
 #include "backends/code_writer.h"
 #include "backends/codegen_util.h"
 #include "backends/cuda/cuda_plan_context.h"
+#include "core/generic_chain.h"
 #include "core/row_group.h"
 
 namespace yirage::backends::cuda {
@@ -40,6 +41,26 @@ using yirage::v1::KernelPlan;
 // ---------------------------------------------------------------------------
 // KERNEL_GENERIC
 // ---------------------------------------------------------------------------
+
+// `const float <prefix><t> = ...;` for the result t of each elementwise op
+// of `ops`, in order; `outside(t)` names the value of a tensor no op of
+// `ops` produces.
+void EmitChainMath(const PlanContext& ctx, const std::vector<int>& ops, const std::string& prefix,
+                   const std::function<std::string(int)>& outside, Code* code) {
+  auto value = [&](int t) {
+    const int producer = ctx.graph.tensor(t).producer;
+    const bool inside = std::find(ops.begin(), ops.end(), producer) != ops.end();
+    return inside ? absl::StrCat(prefix, t) : outside(t);
+  };
+  for (int id : ops) {
+    const OpInfo& op = ctx.graph.op(id);
+    const std::string v = core::IsUnaryElementwise(op.type)
+                              ? UnaryExpr(op, value(op.inputs[0]))
+                              : BinaryExpr(op.type, value(op.inputs[0]),
+                                           op.has_scalar ? Lit(op.scalar) : value(op.inputs[1]));
+    code->L("const float ", prefix, op.output, " = ", v, ";");
+  }
+}
 
 // The prologue of a generic chain: the axis op's input, element by element,
 // from the tensors the chain reads from memory (broadcast to its shape).
@@ -77,7 +98,8 @@ class ChainPrologue {
     for (int t : reads_) {
       code->L("const float a", t, " = yr_ld(", ctx_.Var(t), ", ", Offset(t, "e"), ");");
     }
-    EmitMath([](int t) { return absl::StrCat("a", t); }, code);
+    EmitChainMath(
+        ctx_, ops_, "v", [](int t) { return absl::StrCat("a", t); }, code);
     code->L("return v", x_, ";");
     code->Close("};");
   }
@@ -112,7 +134,8 @@ class ChainPrologue {
     }
     code->L("#pragma unroll");
     code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
-    EmitMath(
+    EmitChainMath(
+        ctx_, ops_, "v",
         [&](int t) {
           return per_element.at(t) ? absl::StrCat("a", t, "[k]") : absl::StrCat("a", t);
         },
@@ -132,27 +155,6 @@ class ChainPrologue {
   std::string Offset(int t, const std::string& e) const {
     return OffsetExpr(space_, BroadcastStrides(ctx_.graph.tensor(t).shape, space_), e,
                       Numel(space_) < (int64_t{1} << 31));
-  }
-
-  // `const float v<t> = ...;` for every op's result, in order; `read(t)`
-  // names a value read from memory.
-  void EmitMath(const std::function<std::string(int)>& read, Code* code) const {
-    auto value = [&](int t) {
-      const int producer = ctx_.graph.tensor(t).producer;
-      const bool inside = std::find(ops_.begin(), ops_.end(), producer) != ops_.end();
-      return inside ? absl::StrCat("v", t) : read(t);
-    };
-    for (int id : ops_) {
-      const OpInfo& op = ctx_.graph.op(id);
-      std::string v;
-      if (core::IsUnaryElementwise(op.type)) {
-        v = UnaryExpr(op, value(op.inputs[0]));
-      } else {
-        v = BinaryExpr(op.type, value(op.inputs[0]),
-                       op.has_scalar ? Lit(op.scalar) : value(op.inputs[1]));
-      }
-      code->L("const float v", op.output, " = ", v, ";");
-    }
   }
 
   const PlanContext& ctx_;
@@ -180,24 +182,16 @@ class ChainEpilogue {
     const std::vector<int64_t>& space = ctx_.graph.tensor(axis_output_).shape;
     code->Open("{");
     code->L("const float w", axis_output_, " = ", v, ";");
-    auto value = [&](int t) {
-      const int producer = ctx_.graph.tensor(t).producer;
-      if (t == axis_output_ || std::find(ops_.begin(), ops_.end(), producer) != ops_.end()) {
-        return absl::StrCat("w", t);
-      }
-      return absl::StrCat("yr_ld(", ctx_.Var(t), ", ",
-                          OffsetExpr(space, BroadcastStrides(ctx_.graph.tensor(t).shape, space),
-                                     index, Numel(space) < (int64_t{1} << 31)),
-                          ")");
-    };
-    for (int id : ops_) {
-      const OpInfo& op = ctx_.graph.op(id);
-      const std::string e = core::IsUnaryElementwise(op.type)
-                                ? UnaryExpr(op, value(op.inputs[0]))
-                                : BinaryExpr(op.type, value(op.inputs[0]),
-                                             op.has_scalar ? Lit(op.scalar) : value(op.inputs[1]));
-      code->L("const float w", op.output, " = ", e, ";");
-    }
+    EmitChainMath(
+        ctx_, ops_, "w",
+        [&](int t) {
+          if (t == axis_output_) return absl::StrCat("w", t);
+          return absl::StrCat("yr_ld(", ctx_.Var(t), ", ",
+                              OffsetExpr(space, BroadcastStrides(ctx_.graph.tensor(t).shape, space),
+                                         index, Numel(space) < (int64_t{1} << 31)),
+                              ")");
+        },
+        code);
     code->L(v, " = w", output(), ";");
     code->Close();
   }
@@ -593,17 +587,21 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
 void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
                        const std::vector<int>& ops, bool inject_fault, Code* code) {
   const Graph& g = ctx.graph;
-  // A chain: elementwise ops before and after one axis op
-  // (core/generic_chain.h, checked by the plan's validation).
-  size_t axis = 0;
+  // A chain: elementwise ops before and after one axis op (the plan's
+  // validation has accepted it).
+  core::GenericChain chain{{}, ops.front(), {}};
   if (ops.size() > 1) {
-    while (axis + 1 < ops.size() && core::IsElementwise(g.op(ops[axis]).type)) ++axis;
+    absl::StatusOr<core::GenericChain> analyzed = core::AnalyzeGenericChain(g, ops);
+    if (!analyzed.ok()) {  // ResolvePlan refuses such kernels; fail the plan, not silently
+      code->L("#error \"", CommentText(std::string(analyzed.status().message())), "\"");
+      return;
+    }
+    chain = *std::move(analyzed);
   }
-  const int op_id = ops[axis];
+  const int op_id = chain.axis_op;
   const OpInfo& op = g.op(op_id);
-  const ChainPrologue prologue(ctx, std::vector<int>(ops.begin(), ops.begin() + axis),
-                               op.inputs[0]);
-  const ChainEpilogue epilogue(ctx, std::vector<int>(ops.begin() + axis + 1, ops.end()), op.output);
+  const ChainPrologue prologue(ctx, chain.prologue, op.inputs[0]);
+  const ChainEpilogue epilogue(ctx, chain.epilogue, op.output);
   if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, prologue, epilogue, inject_fault,
                           code)) {
     return;
