@@ -1088,6 +1088,10 @@ TEST(CudaCodegenGpuTest, EveryPlanKindMatchesReference) {
   for (const Case& c : AllCases()) {
     if (filter != nullptr && c.graph.name().find(filter) == std::string::npos) continue;
     SCOPED_TRACE(c.graph.name());
+    // One line a case, flushed: a run killed at its time limit still says
+    // how far it got.
+    std::printf("[ case ] %s (%zu plans)\n", c.graph.name().c_str(), c.plans.size());
+    std::fflush(stdout);
     CheckCudaPlans(c.graph, c.plans);
   }
 }
