@@ -103,17 +103,32 @@ double TensorBytes(const Graph& graph, int tensor) {
 namespace {
 
 // Blocks a row when the backend splits the group's rows
-// (RowKernels.split_row_min_width: see backend.proto), else 1.
+// (RowKernels.split_row_min_width: see backend.proto), else 1; `reduction`
+// says whether the split op is a reduction (else a norm or softmax).
 int64_t SplitRowBlocks(const Graph& graph, const yirage::v1::KernelPlan& kernel,
                        const std::vector<int>& ops, const RowGroupInfo& row,
-                       const yirage::v1::RowKernels& row_kernels, int64_t threads) {
+                       const yirage::v1::RowKernels& row_kernels, int64_t threads,
+                       bool* reduction) {
+  *reduction = false;
   const int64_t min_width = row_kernels.split_row_min_width();
   if (min_width <= 0 || ops.empty()) return 1;
-  const OpInfo& tail = graph.op(ops.back());
   size_t stat = ops.size();
-  if (IsReduction(tail.type)) {
-    if (kernel.outputs_size() != 1 || kernel.outputs(0) != graph.tensor(tail.output).name) return 1;
-    stat = ops.size() - 1;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (IsReduction(graph.op(ops[i]).type)) stat = i;
+  }
+  // Ops after a reduction: elementwise on its result (width 1).
+  size_t end = ops.size();
+  if (stat < ops.size()) {
+    *reduction = true;
+    for (size_t i = stat + 1; i < ops.size(); ++i) {
+      if (!IsElementwise(graph.op(ops[i]).type) || row.row_width[i] != 1) return 1;
+    }
+    for (const std::string& out : kernel.outputs()) {
+      const int producer = graph.tensor(graph.FindTensor(out)).producer;
+      const auto at = std::find(ops.begin(), ops.end(), producer);
+      if (at - ops.begin() < static_cast<std::ptrdiff_t>(stat)) return 1;
+    }
+    end = stat + 1;
   } else {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (!IsNormOrSoftmax(graph.op(ops[i]).type)) continue;
@@ -124,7 +139,7 @@ int64_t SplitRowBlocks(const Graph& graph, const yirage::v1::KernelPlan& kernel,
   }
   const std::vector<int64_t>& in = graph.tensor(graph.op(ops[stat]).inputs[0]).shape;
   const int64_t width = in.empty() ? 1 : in.back();
-  for (size_t i = 0; i < ops.size(); ++i) {
+  for (size_t i = 0; i < end; ++i) {
     if (i != stat && (!IsElementwise(graph.op(ops[i]).type) || row.row_width[i] != width)) return 1;
   }
   const int64_t rows = std::max<int64_t>(1, row.num_rows);
@@ -132,7 +147,7 @@ int64_t SplitRowBlocks(const Graph& graph, const yirage::v1::KernelPlan& kernel,
   // As the CUDA backend: a norm, read twice over two kernels, splits where
   // that gives 8 blocks a row (it also splits at 3 where register rows do
   // not hold the row, which the model does not know).
-  return splits >= (IsReduction(tail.type) ? 2 : 8) ? splits : 1;
+  return splits >= (*reduction ? 2 : 8) ? splits : 1;
 }
 
 // The share of a GEMM family kernel's tile work that computes C with tiles
@@ -357,10 +372,11 @@ double EstimateKernelCost(const Graph& graph, const yirage::v1::KernelPlan& kern
   // Split rows (RowKernels.split_row_min_width): few long rows, each over
   // several blocks, nothing held in block buffers.
   const yirage::v1::RowKernels& row_kernels = options.kernels.row();
-  const int64_t splits = SplitRowBlocks(graph, kernel, ops, *row, row_kernels, threads);
-  // A split norm (the group does not end in its reduction) reads its
-  // inputs again in a second kernel.
-  const bool norm_split = splits > 1 && !IsReduction(graph.op(ops.back()).type);
+  bool split_reduction = false;
+  const int64_t splits =
+      SplitRowBlocks(graph, kernel, ops, *row, row_kernels, threads, &split_reduction);
+  // A split norm reads its inputs again in a second kernel.
+  const bool norm_split = splits > 1 && !split_reduction;
   if (norm_split) traffic += input_bytes;
   if (!flat && splits == 1 && static_cast<double>(block_rows) * row_width_sum * 4.0 > cache) {
     // Block buffers that do not fit in the cache spill: written and read back.

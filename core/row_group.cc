@@ -1,6 +1,7 @@
 #include "core/row_group.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -28,6 +29,8 @@ absl::StatusOr<RowGroupInfo> AnalyzeRowGroup(const Graph& graph, absl::Span<cons
   RowGroupInfo info;
   // Op index -> position in the span, for ops already visited.
   std::unordered_map<int, int> position;
+  // Kernel inputs read by per-row ops and by other ops (rule 5).
+  std::set<int> per_row_readers, other_readers;
   const int num_ops = static_cast<int>(graph.ops().size());
   for (int pos = 0; pos < static_cast<int>(op_ids.size()); ++pos) {
     const int id = op_ids[pos];
@@ -58,10 +61,13 @@ absl::StatusOr<RowGroupInfo> AnalyzeRowGroup(const Graph& graph, absl::Span<cons
           "row group: ", OpLabel(op), " breaks rule 2 (op type not allowed in a row group)"));
     }
 
-    // Rule 1: lead dims and row width.
+    // Rule 1: lead dims and row width (rule 5: per-row ops).
     std::vector<int64_t> lead;
     int64_t width = 1;
-    if (IsReduction(op.type)) {
+    const bool per_row = pos > 0 && IsElementwise(op.type) && out_shape == info.lead_dims;
+    if (per_row) {
+      lead = out_shape;
+    } else if (IsReduction(op.type)) {
       const std::vector<int64_t>& in_shape = graph.tensor(op.inputs[0]).shape;
       if (!in_shape.empty()) lead.assign(in_shape.begin(), in_shape.end() - 1);
       width = 1;
@@ -101,6 +107,17 @@ absl::StatusOr<RowGroupInfo> AnalyzeRowGroup(const Graph& graph, absl::Span<cons
       }
       in_group[slot] = true;
       const std::vector<int64_t>& shape = operand.shape;
+      if (per_row) {
+        if (shape != info.lead_dims) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "row group: ", OpLabel(op),
+              " breaks rule 5 (an in-group operand of a per-row op must have the lead dims' "
+              "shape): '",
+              operand.name, "' has shape ", ShapeToString(shape), ", lead dims are ",
+              ShapeToString(info.lead_dims)));
+        }
+        continue;
+      }
       const bool lead_ok = shape.size() == info.lead_dims.size() + 1 &&
                            std::equal(info.lead_dims.begin(), info.lead_dims.end(), shape.begin());
       if (op.type == OpType::kMatmul) {
@@ -145,11 +162,38 @@ absl::StatusOr<RowGroupInfo> AnalyzeRowGroup(const Graph& graph, absl::Span<cons
       }
     }
 
+    // Rule 5: a kernel input has one meaning in the group.
+    for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+      if (in_group[slot]) continue;
+      const int t = op.inputs[slot];
+      if (per_row) {
+        per_row_readers.insert(t);
+      } else {
+        other_readers.insert(t);
+      }
+      if (per_row_readers.count(t) != 0 && other_readers.count(t) != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "row group: ", OpLabel(op), " breaks rule 5 (a kernel input read by a per-row op ",
+            "must not be read by other ops of the group): '", graph.tensor(t).name,
+            "' is read by both"));
+      }
+    }
+
     position[id] = pos;
     info.row_width.push_back(width);
     info.in_group.push_back(std::move(in_group));
+    info.per_row.push_back(per_row);
   }
+  info.per_row_inputs.assign(per_row_readers.begin(), per_row_readers.end());
   return info;
+}
+
+std::vector<int64_t> RowSpaceShape(const Graph& graph, const RowGroupInfo& info, int t) {
+  std::vector<int64_t> shape = graph.tensor(t).shape;
+  if (std::binary_search(info.per_row_inputs.begin(), info.per_row_inputs.end(), t)) {
+    shape.push_back(1);
+  }
+  return shape;
 }
 
 }  // namespace yirage::core

@@ -19,6 +19,12 @@
 //  4. Operands from outside the group (kernel inputs) may have any shape that
 //     broadcasts against the consumer's output; kernels index them with
 //     broadcast strides.
+//  5. After the first op, an elementwise op whose output has the lead dims'
+//     shape (it reads a keepdim=false reduction) is a per-row op of row
+//     width 1: its in-group operands must have the lead dims' shape too, and
+//     its kernel inputs broadcast against the lead dims (RowSpaceShape gives
+//     them a last dim of 1). A kernel input read by a per-row op and by any
+//     other op of the group has two meanings and is refused.
 #ifndef YIRAGE_CORE_ROW_GROUP_H_
 #define YIRAGE_CORE_ROW_GROUP_H_
 
@@ -37,7 +43,16 @@ struct RowGroupInfo {
   std::vector<int64_t> row_width;  // per op, same order as the span given
   // Per op, per input: true if the operand is produced inside the group.
   std::vector<std::vector<bool>> in_group;
+  // Per op: whether it is a per-row op (rule 5).
+  std::vector<bool> per_row;
+  // Kernel inputs that per-row ops read, sorted.
+  std::vector<int> per_row_inputs;
 };
+
+// The shape of kernel input `t` in the row space [lead..., w] of the ops
+// that read it: its own, or with a last dim of 1 where per-row ops read it
+// (rule 5), so that BroadcastStrides against [lead..., 1] indexes it by row.
+std::vector<int64_t> RowSpaceShape(const Graph& graph, const RowGroupInfo& info, int t);
 
 // REQUIRES: op_ids are valid op indices in topological order.
 // Returns InvalidArgument naming the op and the rule it breaks when illegal.

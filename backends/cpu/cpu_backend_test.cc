@@ -108,6 +108,29 @@ TEST(CpuBackendTest, GenericChainsMatchTheReference) {
   }
 }
 
+// Per-row ops (core/row_group.h rule 5): elementwise ops after a
+// keepdim=false reduction, in its row kernel, their inputs indexed by row.
+TEST(CpuBackendTest, PerRowOpsMatchTheReference) {
+  GraphBuilder b("per_row");
+  b.Input("x", {37, 50}).Input("s", {37}).Input("y", {4, 6, 24}).Input("yb", {6});
+  b.Op("g", "gelu", {"x"}).Op("m", "reduce_mean", {"g"}, {I("axis", 1), B("keepdim", false)});
+  b.Op("p", "mul", {"m", "s"}).Op("q", "add", {"p"}, {F("scalar", 0.5)}).Output("m").Output("q");
+  b.Op("ym", "reduce_max", {"y"}, {I("axis", 2), B("keepdim", false)});
+  b.Op("yd", "sub", {"ym", "yb"}).Op("ye", "exp", {"yd"}).Output("ye");
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(b.proto());
+  ASSERT_TRUE(g.ok()) << g.status();
+  Compiled c;
+  CompileThroughAbi(b.proto(),
+                    {MakePlan(*g, {Row({"g", "m", "p", "q"}, Rows(1)), Row({"ym", "yd", "ye"})}),
+                     MakePlan(*g, AllGeneric(b.proto()))},
+                    &c);
+  ASSERT_EQ(c.response.plans_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(c.response.plans(i).ok()) << c.response.plans(i).error();
+    RunAndCompare(*g, c, i);
+  }
+}
+
 TEST(CpuBackendTest, RejectedPlansFailOnlyThemselves) {
   const yirage::v1::Graph proto = SmallGraph();
   absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);

@@ -265,14 +265,13 @@ class RowKernelEmitter {
                   Code* code, const std::string& iv = "i", const std::string& rv = "r") {
     const OpInfo& op = g_.op(ops_[j]);
     const int t = op.inputs[slot];
-    const TensorInfo& ti = g_.tensor(t);
     if (info_.in_group[j][slot]) {
       const size_t src = group_pos_.at(t);
       const int64_t w = info_.row_width[src];
       code->L("const float* const ", name, " = b", src, " + ", iv, " * ", w, ";");
       return w != 1;
     }
-    const std::vector<int64_t> strides = BroadcastStrides(ti.shape, space);
+    const std::vector<int64_t> strides = BroadcastStrides(core::RowSpaceShape(g_, info_, t), space);
     const size_t l = info_.lead_dims.size();
     const std::vector<int64_t> lead_strides(strides.begin(), strides.begin() + l);
     code->L("const ", ctx_.ReadType(t), "* const ", name, " = ", ctx_.Var(t), " + ",

@@ -36,7 +36,11 @@ class RowGroupTest : public ::testing::Test {
     b.Op("sm", "softmax", {"x"}, {I("axis", 1)});                           // 12 axis 1
     b.Op("big", "mul", {"m", "s"});                                         // 13 [3,3,5]
     b.Op("kf", "add", {"rn", "q"});                                         // 14 [3,3,3]
-    for (const char* o : {"s", "e", "r0", "ynorm", "mb", "sm", "big", "c", "kf"}) b.Output(o);
+    b.Input("pv", {3});
+    b.Op("pr", "mul", {"rn", "pv"});  // 15 [3,3], pv along the last lead dim
+    b.Op("qp", "add", {"q", "pv"});   // 16 [3,3,3], pv along the row
+    for (const char* o : {"s", "e", "r0", "ynorm", "mb", "sm", "big", "c", "kf", "pr", "qp"})
+      b.Output(o);
     absl::StatusOr<core::Graph> g = core::Graph::FromProto(b.proto());
     ASSERT_TRUE(g.ok()) << g.status();
     graph_ = std::make_unique<core::Graph>(*std::move(g));
@@ -79,9 +83,30 @@ TEST_F(RowGroupTest, Rule1LeadDimsDiffer) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), AllOf(HasSubstr("'ynorm'"), HasSubstr("rule 1"), HasSubstr("[3]"),
                                  HasSubstr("[3, 3]")));
-  // A keepdim=false reduction's consumer has other lead dims ([3] vs [3, 3]).
-  EXPECT_THAT(Analyze({"n", "rn", "e"}).status().message(),
-              AllOf(HasSubstr("'e'"), HasSubstr("rule 1")));
+}
+
+TEST_F(RowGroupTest, Rule5PerRowOpsAfterAKeepdimFalseReduction) {
+  absl::StatusOr<core::RowGroupInfo> info = Analyze({"n", "rn", "e", "pr"});
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_THAT(info->lead_dims, ElementsAre(3, 3));
+  EXPECT_THAT(info->row_width, ElementsAre(8, 1, 1, 1));
+  EXPECT_THAT(info->per_row, ElementsAre(false, false, true, true));
+  EXPECT_THAT(info->in_group[3], ElementsAre(true, false));
+  // pv [3] broadcasts against the lead dims [3, 3]: in the row space
+  // [3, 3, 1] it is [3, 1], indexed by the last lead dim.
+  const int pv = graph_->op(Op("pr")).inputs[1];
+  EXPECT_THAT(core::RowSpaceShape(*graph_, *info, pv), ElementsAre(3, 1));
+  const int x = graph_->op(Op("n")).inputs[0];
+  EXPECT_THAT(core::RowSpaceShape(*graph_, *info, x), ElementsAre(3, 3, 8));
+  // pv along the rows of qp and per row in pr: two meanings.
+  const absl::Status both = Analyze({"n", "rn", "pr", "qp"}).status();
+  EXPECT_EQ(both.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(both.message(), AllOf(HasSubstr("'qp'"), HasSubstr("rule 5"), HasSubstr("'pv'")));
+  // The first op of a group sets the lead dims: e alone is a row of 3.
+  info = Analyze({"e"});
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_THAT(info->lead_dims, ElementsAre(3));
+  EXPECT_THAT(info->per_row, ElementsAre(false));
 }
 
 TEST_F(RowGroupTest, Rule2NonLastAxis) {

@@ -289,15 +289,20 @@ yirage::v1::Graph OddRowsGraph(DType dtype) {
 // with a broadcast operand over 3 rows of 40000 (16-byte loads), a max over
 // one odd row of 99999 (16-byte loads up to 99992, then one element a
 // thread) and a mean over 2 rows of 50001 (element loads: its second row
-// starts off a 16-byte boundary).
+// starts off a 16-byte boundary). Elementwise ops on each result follow
+// (the last block applies them as it stores): a per-row scale and tanh, a
+// negation, an exp and a per-row shift.
 yirage::v1::Graph SplitRowsGraph(DType dtype) {
   GraphBuilder b("split_rows");
-  b.Input("x", {3, 40000}, dtype).Input("w", {40000}, dtype);
-  b.Input("y", {99999}, dtype).Input("z", {2, 50001}, dtype);
+  b.Input("x", {3, 40000}, dtype).Input("w", {40000}, dtype).Input("xs", {3}, dtype);
+  b.Input("y", {99999}, dtype).Input("z", {2, 50001}, dtype).Input("zb", {2, 1}, dtype);
   b.Op("xw", "mul", {"x", "w"}).Op("xa", "abs", {"xw"});
   b.Op("sx", "reduce_sum", {"xa"}, {I("axis", -1), B("keepdim", false)}).Output("sx");
+  b.Op("sm", "mul", {"sx", "xs"}).Op("st", "tanh", {"sm"}).Output("st");
   b.Op("my", "reduce_max", {"y"}, {I("axis", 0), B("keepdim", true)}).Output("my");
-  b.Op("az", "reduce_mean", {"z"}, {I("axis", -1), B("keepdim", true)}).Output("az");
+  b.Op("mn", "neg", {"my"}).Output("mn");
+  b.Op("az", "reduce_mean", {"z"}, {I("axis", -1), B("keepdim", true)});
+  b.Op("ae", "exp", {"az"}).Op("ab", "add", {"ae", "zb"}).Output("ab");
   return b.proto();
 }
 
@@ -324,7 +329,7 @@ yirage::v1::Graph SplitNormsGraph(DType dtype) {
 // size-1 dim: a contiguous row), a unit of one warp (255 rows), two columns
 // of 16 lanes (inner 3), a layer_norm over a middle axis with a weight and
 // a bias that broadcast; copies along a first and a middle axis, 4 elements
-// at a time (inner 12 and 8) and one (inner 3).
+// at a time (inner 12 and 8) and one (inner 3); vector lanes (below).
 // Rows a few elements wide, 256 a block (a thread a row): a softmax over
 // 5, a layer_norm over 7 with weight and bias, a sum over 3 after an
 // elementwise op; 3001 rows leave the last block partial.
@@ -403,6 +408,46 @@ yirage::v1::Graph AxisLanesGraph(DType dtype) {
   b.Op("cc", "concat", {"c0", "c1"}, {I("axis", 0)}).Output("cc");
   b.Op("ks", "slice", {"k"}, {I("axis", 1), I("start", 3), I("end", 40)}).Output("ks");
   b.Op("qc", "concat", {"q0", "q1"}, {I("axis", 1)}).Output("qc");
+  // Vector lanes (inner a multiple of 16 bytes' elements): a layer_norm
+  // over a middle axis with a weight and a bias that broadcast, a softmax
+  // over the first axis (lanes over warps), an rms_norm over 700 rows of 8.
+  b.Input("lv", {5, 100, 32}, dtype).Input("lvw", {100, 1}, dtype).Input("lvb", {1, 32}, dtype);
+  b.Input("pv", {300, 64}, dtype).Input("rv", {2, 700, 8}, dtype);
+  b.Op("nv", "layer_norm", {"lv", "lvw", "lvb"}, {I("axis", 1)}).Output("nv");
+  b.Op("pp", "softmax", {"pv"}, {I("axis", 0)}).Output("pp");
+  b.Op("nn", "rms_norm", {"rv"}, {I("axis", 1)}).Output("nn");
+  return b.proto();
+}
+
+// Per-row ops (core/row_group.h rule 5): elementwise ops after a
+// keepdim=false reduction, their inputs indexed by row: rows of 50 and 24
+// (narrow), and of 5000 (staged whole rows or registers).
+yirage::v1::Graph PerRowGraph(DType dtype) {
+  GraphBuilder b("per_row");
+  b.Input("x", {37, 50}, dtype).Input("s", {37}, dtype).Input("y", {4, 6, 24}, dtype);
+  b.Input("yb", {6}, dtype).Input("z", {3, 5000}, dtype).Input("zs", {3}, dtype);
+  b.Op("g", "gelu", {"x"}).Op("m", "reduce_mean", {"g"}, {I("axis", 1), B("keepdim", false)});
+  b.Op("p", "mul", {"m", "s"}).Op("q", "add", {"p"}, {F("scalar", 0.5)}).Output("m").Output("q");
+  b.Op("ym", "reduce_max", {"y"}, {I("axis", 2), B("keepdim", false)});
+  b.Op("yd", "sub", {"ym", "yb"}).Op("ye", "exp", {"yd"}).Output("ye");
+  b.Op("za", "abs", {"z"}).Op("zm", "reduce_sum", {"za"}, {I("axis", 1), B("keepdim", false)});
+  b.Op("zd", "div", {"zm", "zs"}).Output("zd");
+  return b.proto();
+}
+
+// Gathers whose pieces and slice starts fall anywhere: a rank-1 concat of
+// three odd pieces (8 columns straddle each join; the last element one a
+// thread) then abs and an add, and rows of 1003 joined with rows of 5 (every
+// 8 columns of the narrow piece straddle), sliced from column 3, scaled.
+yirage::v1::Graph GatherUnalignedGraph(DType dtype) {
+  GraphBuilder b("gather_unaligned");
+  b.Input("a", {1001}, dtype).Input("b", {2003}, dtype).Input("c", {50005}, dtype);
+  b.Input("d", {53009}, dtype).Input("x", {6, 1003}, dtype).Input("y", {6, 5}, dtype);
+  b.Op("abc", "concat", {"a", "b", "c"}, {I("axis", 0)});
+  b.Op("aa", "abs", {"abc"}).Op("o", "add", {"aa", "d"}).Output("o");
+  b.Op("xy", "concat", {"x", "y"}, {I("axis", 1)});
+  b.Op("xs", "slice", {"xy"}, {I("axis", 1), I("start", 3), I("end", 1003)});
+  b.Op("m", "mul", {"xs"}, {F("scalar", -0.75)}).Output("m");
   return b.proto();
 }
 
@@ -898,14 +943,26 @@ std::vector<Case> AllCases() {
     const yirage::v1::Graph ui = UnreadInputGraph(dt);
     cases.push_back({ui, {AllGeneric(ui), {Generic("s"), Row({"m", "y"}, Rows(4))}}});
     const yirage::v1::Graph sr = SplitRowsGraph(dt);
-    cases.push_back(
-        {sr, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)), Row({"az"}, Rows(1))}}});
+    cases.push_back({sr,
+                     {{Row({"xw", "xa", "sx", "sm", "st"}, Rows(1)), Row({"my", "mn"}, Rows(1)),
+                       Row({"az", "ae", "ab"}, Rows(1))}}});
     const yirage::v1::Graph nt = NormTailGraph(dt);
     cases.push_back({nt, {OneRowGroup(nt, Rows(1)), OneRowGroup(nt, Rows(4))}});
     const yirage::v1::Graph ga = GatherGraph(dt);
     cases.push_back({ga,
                      {{Row({"ab", "s", "m"}, Rows(1)), Row({"xy", "xs", "o"}, Rows(1))},
                       {Row({"ab", "s", "m"}, Cols(64)), Row({"xy", "xs", "o"}, Rows(4))}}});
+    const yirage::v1::Graph pr = PerRowGraph(dt);
+    cases.push_back({pr,
+                     {{Row({"g", "m", "p", "q"}, Rows(1)), Row({"ym", "yd", "ye"}, Rows(1)),
+                       Row({"za", "zm", "zd"}, Rows(1))},
+                      {Row({"g", "m", "p", "q"}, Rows(4)), Row({"ym", "yd", "ye"}, Rows(8)),
+                       Row({"za", "zm", "zd"}, Rows(2))}}});
+    const yirage::v1::Graph gu = GatherUnalignedGraph(dt);
+    cases.push_back({gu,
+                     {{Row({"abc", "aa", "o"}, Rows(1)), Row({"xy", "xs", "m"}, Rows(1))},
+                      {Row({"abc", "aa", "o"}, Rows(1, 0, 0, 0, 3)),
+                       Row({"xy", "xs", "m"}, Rows(1, 0, 0, 0, 4))}}});
     const yirage::v1::Graph gv = GatherVectorsGraph(dt);
     cases.push_back({gv, {{Row({"pq", "w", "sw"}, Rows(1)), Row({"k", "kr", "kb"}, Rows(1))}}});
     const yirage::v1::Graph sn = SplitNormsGraph(dt);
@@ -1031,10 +1088,14 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
   ASSERT_TRUE(g.ok()) << g.status();
   Compiled split;
   CompileThroughAbi(sr,
-                    MakePlans(*g, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)),
-                                    Row({"az"}, Rows(1))}}),
+                    MakePlans(*g, {{Row({"xw", "xa", "sx", "sm", "st"}, Rows(1)),
+                                    Row({"my", "mn"}, Rows(1)), Row({"az", "ae", "ab"}, Rows(1))}}),
                     &split);
   ExpectAllCompiled(split);
+  // The ops after each reduction run in its kernel, applied as the last
+  // block stores: one launch a group.
+  EXPECT_EQ(split.response.plans(0).launch().launches_size(), 3)
+      << split.response.plans(0).source();
   const std::string& src = split.response.plans(0).source();
   EXPECT_NE(src.find("3 row(s) of 40000, split rows, reduction (19 blocks a row"),
             std::string::npos)
@@ -1058,7 +1119,8 @@ TEST(CudaCodegenCompileTest, FewLongRowsSplitAndNormTailsStayWhole) {
       &gather);
   ExpectAllCompiled(gather);
   const std::string& gs = gather.response.plans(0).source();
-  EXPECT_NE(gs.find("1 rows, gather elements (1 a thread, 586 blocks"), std::string::npos) << gs;
+  EXPECT_NE(gs.find("1 rows, gather elements (8 a thread, unroll 2, 37 blocks"), std::string::npos)
+      << gs;
   EXPECT_NE(gs.find("5 rows, gather elements"), std::string::npos) << gs;
   const yirage::v1::Graph sn = SplitNormsGraph(FLOAT16);
   g = core::Graph::FromProto(sn);
@@ -1101,8 +1163,10 @@ TEST(CudaCodegenGpuTest, EveryPlanKindMatchesReference) {
 TEST(CudaCodegenGpuTest, SplitRowsHoldAcrossLaunches) {
   YR_REQUIRE_GPU();
   const yirage::v1::Graph sr = SplitRowsGraph(BFLOAT16);
-  CheckCudaPlans(
-      sr, {{Row({"xw", "xa", "sx"}, Rows(1)), Row({"my"}, Rows(1)), Row({"az"}, Rows(1))}}, {}, 3);
+  CheckCudaPlans(sr,
+                 {{Row({"xw", "xa", "sx", "sm", "st"}, Rows(1)), Row({"my", "mn"}, Rows(1)),
+                   Row({"az", "ae", "ab"}, Rows(1))}},
+                 {}, 3);
 }
 
 // NEEDS A GPU: attention's key splits merged in the kernel (the blocks of a
@@ -1218,9 +1282,35 @@ TEST(CudaCodegenCompileTest, Sm80GemmSplitsKAndTakesGatedPairs) {
   EXPECT_NE(gsrc.find("__restrict__ b2"), std::string::npos) << gsrc;
 }
 
-// CPU-only (CI): the gather form takes 8 columns a thread where every
-// row, piece and slice start is a multiple of 8, one otherwise.
-TEST(CudaCodegenCompileTest, GatherFormsVectorizeAlignedPieces) {
+// CPU-only (CI): norms and softmax over another axis than the last take a
+// 16-byte vector of columns a thread where the inner elements split into
+// them (8 halves, 4 floats), one column otherwise.
+TEST(CudaCodegenCompileTest, AxisLanesLoadVectorsWhereColumnsAllow) {
+  const yirage::v1::Graph al = AxisLanesGraph(FLOAT16);
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(al);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Compiled c;
+  CompileThroughAbi(al, MakePlans(*g, {AllGeneric(al)}), &c);
+  ExpectAllCompiled(c);
+  const std::string& src = c.response.plans(0).source();
+  EXPECT_NE(src.find("layer_norm [5, 100, 32], vector lanes along the axis (5 x 100 x 32: 4 "
+                     "vectors of 8"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("softmax [300, 64], vector lanes along the axis (1 x 300 x 64: "),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("rms_norm [2, 700, 8], vector lanes"), std::string::npos) << src;
+  // Inner 198, 1, 3 and 5 (two softmax, two norms, two reductions): a
+  // column a thread.
+  EXPECT_EQ(CountOf(src, ", lanes along the axis"), 6) << src;
+}
+
+// CPU-only (CI): the gather form takes 8 columns a thread over one row or
+// rows whose outputs are a multiple of 8 wide, pieces and slice starts
+// anywhere (loads aligned at run time where they are not at 16 bytes), one
+// otherwise.
+TEST(CudaCodegenCompileTest, GatherFormsVectorizeAnyPieces) {
   const yirage::v1::Graph gv = GatherVectorsGraph(BFLOAT16);
   const std::string src =
       PlanSource(gv, {Row({"pq", "w", "sw"}, Rows(1)), Row({"k", "kr", "kb"}, Rows(1))});
@@ -1228,12 +1318,28 @@ TEST(CudaCodegenCompileTest, GatherFormsVectorizeAlignedPieces) {
   EXPECT_EQ(CountOf(src, "gather elements (8 a thread"), 2) << src;
   const std::string kernels = src.substr(src.find("// kernel 0"));
   // p and q; kc, kn and cb 16 bytes at a time; rb one load for 8 columns.
-  EXPECT_EQ(CountOf(kernels, "yr_ld8_once("), 5) << src;
+  EXPECT_EQ(CountOf(kernels, "yr_ld8_any("), 5) << src;
   EXPECT_EQ(CountOf(kernels, "const float s_ = yr_ld("), 1) << src;
   const yirage::v1::Graph ga = GatherGraph(BFLOAT16);
   const std::string odd =
       PlanSource(ga, {Row({"ab", "s", "m"}, Rows(1)), Row({"xy", "xs", "o"}, Rows(1))});
-  EXPECT_EQ(CountOf(odd, "gather elements (1 a thread"), 2) << odd;
+  EXPECT_EQ(CountOf(odd, "gather elements (8 a thread"), 2) << odd;
+  const yirage::v1::Graph gu = GatherUnalignedGraph(BFLOAT16);
+  const std::string any =
+      PlanSource(gu, {Row({"abc", "aa", "o"}, Rows(1)), Row({"xy", "xs", "m"}, Rows(1))});
+  // 53009 elements: 6626 items of 8 over 13 blocks of 2 a thread, the last
+  // one a thread.
+  EXPECT_NE(any.find("1 rows, gather elements (8 a thread, unroll 2, 13 blocks"), std::string::npos)
+      << any;
+  EXPECT_NE(any.find("threadIdx.x < 1)"), std::string::npos) << any;
+  EXPECT_NE(any.find("6 rows, gather elements (8 a thread"), std::string::npos) << any;
+  // Rows 1001 wide take one column a thread.
+  GraphBuilder b("gather_rows_odd");
+  b.Input("x", {6, 1003}, BFLOAT16).Input("y", {6, 5}, BFLOAT16);
+  b.Op("xy", "concat", {"x", "y"}, {I("axis", 1)});
+  b.Op("xs", "slice", {"xy"}, {I("axis", 1), I("start", 3), I("end", 1004)}).Output("xs");
+  const std::string rows = PlanSource(b.proto(), {Row({"xy", "xs"}, Rows(1))});
+  EXPECT_NE(rows.find("6 rows, gather elements (1 a thread"), std::string::npos) << rows;
 }
 
 // CPU-only (CI): flat kernels load 16 bytes an item over the largest

@@ -86,8 +86,8 @@ inline std::string UnaryExpr(const core::OpInfo& op, const std::string& x, bool 
     case core::OpType::kSilu:
       return absl::StrCat(fast ? "yr_silu_fast(" : "yr_silu(", x, ")");
     case core::OpType::kGelu:
-      return op.gelu_tanh ? absl::StrCat("yr_gelu_tanh(", x, ")")
-                          : absl::StrCat("yr_gelu(", x, ")");
+      if (op.gelu_tanh) return absl::StrCat(fast ? "yr_gelu_tanh_fast(" : "yr_gelu_tanh(", x, ")");
+      return absl::StrCat("yr_gelu(", x, ")");
     default:
       return "";
   }

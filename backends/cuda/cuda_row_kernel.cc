@@ -190,8 +190,7 @@ class RowKernelEmitter {
           if (info_.in_group[j][slot]) continue;
           std::vector<int64_t> space = info_.lead_dims;
           space.push_back(w);
-          const std::vector<int64_t> strides =
-              BroadcastStrides(g_.tensor(op.inputs[slot]).shape, space);
+          const std::vector<int64_t> strides = BroadcastStrides(RowShape(op.inputs[slot]), space);
           if (strides.back() != 1) continue;
           for (size_t d = 0; d + 1 < strides.size(); ++d) aligned &= strides[d] % vec == 0;
         }
@@ -483,6 +482,10 @@ class RowKernelEmitter {
     }
   }
 
+  // Kernel input t's shape in the row space (per-row ops: core/row_group.h
+  // rule 5).
+  std::vector<int64_t> RowShape(int t) const { return core::RowSpaceShape(g_, info_, t); }
+
   // ---- Gather elements ----
   // Groups of concats and slices along the row (and elementwise ops): every
   // output element is an expression of input elements at shifted columns,
@@ -511,7 +514,7 @@ class RowKernelEmitter {
   std::string GatherLoad(int t, int64_t w, const std::string& r, const std::string& c) const {
     std::vector<int64_t> space = info_.lead_dims;
     space.push_back(w);
-    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+    const std::vector<int64_t> strides = BroadcastStrides(RowShape(t), space);
     const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
     std::string at = info_.lead_dims.empty() ? "0LL" : OffsetExpr(info_.lead_dims, lead, r);
     if (strides.back() != 0) absl::StrAppend(&at, " + (", c, ") * ", strides.back(), "LL");
@@ -519,37 +522,40 @@ class RowKernelEmitter {
   }
 
   // Operand `slot` of group op j at row `r`, column `c` of the op's input
-  // space (width `w`).
+  // space (width `w`); group producers are the lambdas named `prefix`<p>.
   std::string GatherOperand(size_t j, int slot, int64_t w, const std::string& r,
-                            const std::string& c) const {
+                            const std::string& c, const std::string& prefix = "f") const {
     const int t = g_.op(ops_[j]).inputs[slot];
     if (!info_.in_group[j][slot]) return GatherLoad(t, w, r, c);
     const size_t p = group_pos_.at(t);
-    return absl::StrCat("f", p, "(", r, ", ", info_.row_width[p] == 1 ? "0" : c, ")");
+    return absl::StrCat(prefix, p, "(", r, ", ", info_.row_width[p] == 1 ? "0" : c, ")");
   }
 
-  // Whether the group gathers 8 consecutive columns at a time: every op's
-  // row, every concat piece and every slice start a multiple of 8 wide, so
-  // that 8 columns never straddle two pieces and every load of a kernel
-  // input that varies along the row is 16 bytes at an aligned offset (its
-  // row is the op's, a multiple of 8); inputs constant along the row are
-  // one load for all 8.
-  bool GatherVectors() const {
+  // Whether the group gathers 8 consecutive columns at a time: one row
+  // (the last total % 8 elements one a thread), or rows whose every output
+  // is a multiple of 8 wide, so that 8 columns of an output never straddle
+  // two rows. Pieces and slice starts may fall anywhere: 8 columns within
+  // one concat piece are one call of it (loads checked for alignment at run
+  // time), 8 that straddle two pieces are taken one by one. An op reads
+  // a group producer of one column only where it is one column itself.
+  bool GatherVectors(const std::vector<int>& outputs) const {
+    for (int t : outputs) {
+      const int64_t w = info_.row_width[group_pos_.at(t)];
+      if (info_.num_rows > 1 ? w % 8 != 0 : w < 8) return false;
+    }
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
-      if (info_.row_width[j] % 8 != 0) return false;
-      if (op.type == OpType::kSlice && op.slice_start % 8 != 0) return false;
       for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
-        const std::vector<int64_t>& shape = g_.tensor(op.inputs[slot]).shape;
-        const int64_t w = shape.empty() ? 1 : shape.back();
-        if (w % 8 != 0 && !(w == 1 && !info_.in_group[j][slot])) return false;
+        if (!info_.in_group[j][slot]) continue;
+        if (info_.row_width[group_pos_.at(op.inputs[slot])] == 1 && info_.row_width[j] != 1)
+          return false;
       }
     }
     return true;
   }
 
   // Fills `dst`[8] with operand `slot` of group op j at row `r`, columns
-  // `c`..`c`+7 of the op's input space (width `w`; GatherVectors holds).
+  // `c`..`c`+7 of the op's input space (width `w`; c + 8 <= w).
   void EmitGatherOperand8(size_t j, int slot, int64_t w, const std::string& r, const std::string& c,
                           const std::string& dst, Code& code) const {
     const int t = g_.op(ops_[j]).inputs[slot];
@@ -559,7 +565,7 @@ class RowKernelEmitter {
     }
     std::vector<int64_t> space = info_.lead_dims;
     space.push_back(w);
-    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+    const std::vector<int64_t> strides = BroadcastStrides(RowShape(t), space);
     const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
     const bool narrow = info_.num_rows * w < (int64_t{1} << 31);
     std::string at = info_.lead_dims.empty() ? "0LL" : OffsetExpr(info_.lead_dims, lead, r, narrow);
@@ -568,11 +574,13 @@ class RowKernelEmitter {
              dst, "[q] = s_; }");
       return;
     }
-    code.L("yr_ld8_once(", ctx_.Var(t), " + ", at, " + (", c, "), ", dst, ");");
+    code.L("yr_ld8_any(", ctx_.Var(t), " + ", at, " + (", c, "), ", dst, ");");
   }
 
   // The gather form's ops as device lambdas of 8 columns:
-  // f<j>(r, c, out) fills out[8] with op j's row r, columns c..c+7.
+  // f<j>(r, c, out) fills out[8] with op j's row r, columns c..c+7; the
+  // scalar lambdas s<j> (EmitGatherLambdas) take columns that straddle two
+  // concat pieces.
   void EmitGatherLambdas8(Code& c) const {
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
@@ -587,21 +595,25 @@ class RowKernelEmitter {
         int64_t off = 0;
         for (size_t k = 0; k < op.inputs.size(); ++k) {
           const int64_t wk = g_.tensor(op.inputs[k]).shape.back();
-          const bool last = k + 1 == op.inputs.size();
-          if (!last) c.Open(absl::StrCat("if (c < ", off + wk, "LL) {"));
-          EmitGatherOperand8(j, static_cast<int>(k), wk, "r", absl::StrCat("c - ", off), "o", c);
-          if (!last) {
+          if (wk >= 8) {
+            c.Open(absl::StrCat("if (", off > 0 ? absl::StrCat("c >= ", off, "LL && ") : "",
+                                "c + 8 <= ", off + wk, "LL) {"));
+            EmitGatherOperand8(j, static_cast<int>(k), wk, "r", absl::StrCat("c - ", off), "o", c);
             c.L("return;");
             c.Close();
           }
           off += wk;
         }
+        c.L("#pragma unroll");
+        c.L("for (int q = 0; q < 8; ++q) o[q] = s", j, "(r, c + q);");
       } else {
         c.L("float a[8];");
         EmitGatherOperand8(j, 0, w, "r", "c", "a", c);
         std::string value;
         if (core::IsUnaryElementwise(op.type)) {
-          value = UnaryExpr(op, "a[q]");
+          // 16-bit values take the approximate exponential and division
+          // (as flat kernels).
+          value = UnaryExpr(op, "a[q]", core::DTypeSize(g_.tensor(op.output).dtype) == 2);
         } else if (op.has_scalar) {
           value = BinaryExpr(op.type, "a[q]", Lit(op.scalar));
         } else {
@@ -618,8 +630,10 @@ class RowKernelEmitter {
 
   absl::Status EmitGatherElements(const std::vector<int>& outputs, bool inject_fault, Code* out) {
     constexpr int kThreads = 256;
-    const bool vectors = GatherVectors();
+    const bool vectors = GatherVectors(outputs);
     const int vec = vectors ? 8 : 1;
+    // Items of 8 loaded before any is computed, as flat elementwise kernels.
+    const int unroll = vectors ? FlatElementwiseUnroll(1) : 1;
     int64_t most = 1;
     for (int t : outputs) most = std::max(most, info_.num_rows * info_.row_width[group_pos_.at(t)]);
     const int64_t sms = std::max(1, ctx_.target.sm_count);
@@ -627,7 +641,8 @@ class RowKernelEmitter {
     // elementwise kernels: a grid capped at 16 blocks an SM that strides was
     // slower there); one a thread, the capped grid strides.
     const int64_t blocks =
-        vectors ? std::clamp<int64_t>(CeilDiv(most / vec, kThreads), 1, (int64_t{1} << 31) - 1)
+        vectors ? std::clamp<int64_t>(CeilDiv(most / vec, int64_t{kThreads} * unroll), 1,
+                                      (int64_t{1} << 31) - 1)
                 : std::clamp<int64_t>(CeilDiv(most, kThreads), 1, 16 * sms);
     const std::string name = KernelName(ctx_.plan_index, kernel_index_);
     std::vector<std::string> params;
@@ -636,16 +651,17 @@ class RowKernelEmitter {
     launch.block = kThreads;
     Code& c = *out;
     c.L("// kernel ", kernel_index_, " '", CommentText(kernel_.name()), "': KERNEL_ROW, ",
-        info_.num_rows, " rows, gather elements (", vec, " a thread, ", blocks,
-        " blocks, grid-stride)");
+        info_.num_rows, " rows, gather elements (", vec, " a thread",
+        vectors ? absl::StrCat(", unroll ", unroll) : "", ", ", blocks, " blocks, grid-stride)");
     c.L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
         absl::StrJoin(params, ", "), ") {");
     c.Open("{");
     if (inject_fault) c.Line(FaultLine());
     if (vectors) {
+      EmitGatherLambdas(c, "s");
       EmitGatherLambdas8(c);
     } else {
-      EmitGatherLambdas(c);
+      EmitGatherLambdas(c, "f");
     }
     c.L("const i64 step = (i64)gridDim.x * ", kThreads, ";");
     for (int t : outputs) {
@@ -656,19 +672,45 @@ class RowKernelEmitter {
       const bool narrow = total < (int64_t{1} << 31);
       const std::string x = narrow ? "(unsigned)e" : "e";
       const std::string k = narrow ? "u" : "LL";
-      c.Open(absl::StrCat("for (i64 it = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; it < ",
-                          total / vec, "LL; it += step) {"));
-      c.L("const i64 e = it * ", vec, ";");
-      c.L("const i64 r = ", x, " / ", w, k, ", col = ", x, " % ", w, k, ";");
-      if (vectors) {
-        c.L("float v[8];");
-        c.L("f", j, "(r, col, v);");
-        for (const std::string& d : dsts_[t]) c.L("yr_st8(", d, " + e, v);");
-      } else {
+      const std::string rc =
+          absl::StrCat("const i64 r = ", x, " / ", w, k, ", col = ", x, " % ", w, k, ";");
+      if (!vectors) {
+        c.Open(absl::StrCat("for (i64 e = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; e < ",
+                            total, "LL; e += step) {"));
+        c.L(rc);
         c.L("const float v = f", j, "(r, col);");
         EmitStores(dsts_[t], "e", "v", &c);
+        c.Close();
+        continue;
       }
+      // Rounds of `unroll` items a thread: every item computed before
+      // any is stored, so that their loads are in flight together.
+      const int64_t items = total / 8;
+      c.Open(absl::StrCat("for (i64 it0 = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; it0 < ",
+                          items, "LL; it0 += step * ", unroll, ") {"));
+      c.L("float v[", unroll, "][8];");
+      c.L("#pragma unroll");
+      c.Open(absl::StrCat("for (int u = 0; u < ", unroll, "; ++u) {"));
+      c.L("const i64 e = (it0 + u * step) * 8;");
+      c.L("if (e >= ", items * 8, "LL) break;");
+      c.L(rc);
+      c.L("f", j, "(r, col, v[u]);");
       c.Close();
+      c.L("#pragma unroll");
+      c.Open(absl::StrCat("for (int u = 0; u < ", unroll, "; ++u) {"));
+      c.L("const i64 e = (it0 + u * step) * 8;");
+      c.L("if (e >= ", items * 8, "LL) break;");
+      for (const std::string& d : dsts_[t]) c.L("yr_st8(", d, " + e, v[u]);");
+      c.Close();
+      c.Close();
+      if (total % 8 != 0) {
+        // One row (GatherVectors): its last elements one a thread.
+        c.Open(absl::StrCat("if (blockIdx.x == 0 && threadIdx.x < ", total % 8, ") {"));
+        c.L("const i64 e = ", items * 8, "LL + threadIdx.x;");
+        c.L("const float s_ = s", j, "(0, e);");
+        EmitStores(dsts_[t], "e", "s_", &c);
+        c.Close();
+      }
     }
     c.Close();
     c.Line("}");
@@ -676,25 +718,27 @@ class RowKernelEmitter {
     return absl::OkStatus();
   }
 
-  // The gather form's ops as device lambdas of one element: f<j>(r, c) is
-  // op j's row r, column c.
-  void EmitGatherLambdas(Code& c) const {
+  // The gather form's ops as device lambdas of one element: `prefix`<j>(r,
+  // c) is op j's row r, column c.
+  void EmitGatherLambdas(Code& c, const std::string& prefix) const {
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
       const int64_t w = info_.row_width[j];
+      auto operand = [&](int slot, int64_t width, const std::string& col) {
+        return GatherOperand(j, slot, width, "r", col, prefix);
+      };
       c.L("// ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)));
-      c.Open(absl::StrCat("auto f", j, " = [&](i64 r, i64 c) -> float {"));
+      c.Open(absl::StrCat("auto ", prefix, j, " = [&](i64 r, i64 c) -> float {"));
       c.L("(void)r;");
       c.L("(void)c;");
       if (op.type == OpType::kSlice) {
         const int64_t in_w = g_.tensor(op.inputs[0]).shape.back();
-        c.L("return ", GatherOperand(j, 0, in_w, "r", absl::StrCat("c + ", op.slice_start)), ";");
+        c.L("return ", operand(0, in_w, absl::StrCat("c + ", op.slice_start)), ";");
       } else if (op.type == OpType::kConcat) {
         int64_t off = 0;
         for (size_t k = 0; k < op.inputs.size(); ++k) {
           const int64_t wk = g_.tensor(op.inputs[k]).shape.back();
-          const std::string v =
-              GatherOperand(j, static_cast<int>(k), wk, "r", absl::StrCat("c - ", off));
+          const std::string v = operand(static_cast<int>(k), wk, absl::StrCat("c - ", off));
           if (k + 1 < op.inputs.size()) {
             c.L("if (c < ", off + wk, "LL) return ", v, ";");
           } else {
@@ -703,11 +747,11 @@ class RowKernelEmitter {
           off += wk;
         }
       } else if (core::IsUnaryElementwise(op.type)) {
-        c.L("return ", UnaryExpr(op, GatherOperand(j, 0, w, "r", "c")), ";");
+        c.L("return ", UnaryExpr(op, operand(0, w, "c")), ";");
       } else {
         c.L("return ",
-            BinaryExpr(op.type, GatherOperand(j, 0, w, "r", "c"),
-                       op.has_scalar ? Lit(op.scalar) : GatherOperand(j, 1, w, "r", "c")),
+            BinaryExpr(op.type, operand(0, w, "c"),
+                       op.has_scalar ? Lit(op.scalar) : operand(1, w, "c")),
             ";");
       }
       c.Close("};");
@@ -743,16 +787,31 @@ class RowKernelEmitter {
     std::vector<int64_t> shape;
     size_t stat_op = 0;
     int64_t splits = 1;
+    size_t post = 0;  // elementwise ops after the reduction (the group's last)
   };
 
   SplitRows PlanSplitRows(const std::vector<int>& outputs) const {
     SplitRows sr;
-    const size_t last = ops_.size() - 1;
-    const OpInfo& tail = g_.op(ops_[last]);
-    if (core::IsReduction(tail.type)) {
-      if (info_.row_width[last] != 1) return sr;
-      if (outputs.size() != 1 || outputs[0] != tail.output) return sr;
-      sr.stat_op = last;
+    size_t reduction = ops_.size();
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (core::IsReduction(g_.op(ops_[j]).type)) reduction = j;
+    }
+    if (reduction < ops_.size()) {
+      if (info_.row_width[reduction] != 1) return sr;
+      // Elementwise ops on the row's result may follow (width 1: the last
+      // block applies them as it stores); the outputs are among them.
+      for (size_t j = reduction + 1; j < ops_.size(); ++j) {
+        const OpInfo& op = g_.op(ops_[j]);
+        if (!core::IsElementwise(op.type) || info_.row_width[j] != 1) return sr;
+        for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+          if (info_.in_group[j][slot] && group_pos_.at(op.inputs[slot]) < reduction) return sr;
+        }
+      }
+      for (int t : outputs) {
+        if (group_pos_.at(t) < reduction) return sr;
+      }
+      sr.stat_op = reduction;
+      sr.post = ops_.size() - reduction - 1;
     } else {
       int norms = 0;
       for (size_t j = 0; j < ops_.size(); ++j) {
@@ -764,7 +823,7 @@ class RowKernelEmitter {
       if (norms != 1) return sr;
     }
     sr.shape = g_.tensor(g_.op(ops_[sr.stat_op]).inputs[0]).shape;
-    for (size_t j = 0; j < ops_.size(); ++j) {
+    for (size_t j = 0; j < ops_.size() - sr.post; ++j) {
       if (j == sr.stat_op) continue;
       const OpInfo& op = g_.op(ops_[j]);
       if (!core::IsElementwise(op.type) || g_.tensor(op.output).shape != sr.shape) return sr;
@@ -777,7 +836,7 @@ class RowKernelEmitter {
     // A norm reads its rows twice over two launches: only worth it where a
     // block a row leaves most of the chip idle, or where register rows do
     // not hold the row (the whole-row form then stages it in memory).
-    if (core::IsReduction(tail.type)) {
+    if (core::IsReduction(g_.op(ops_[sr.stat_op]).type)) {
       if (splits >= 2) sr.splits = splits;
     } else if (splits >= 8 || (splits >= 3 && !CanUseRegisterRows())) {
       sr.splits = splits;
@@ -856,6 +915,39 @@ class RowKernelEmitter {
     c.Line("}");
     c.Close();
     c.Line("}");
+  }
+
+  // Stores the row's result `v` of op `first` (a reduction) and the values
+  // of the width-1 elementwise ops after it at `row`, each output where it
+  // is one: their kernel inputs are read at the row (RowShape).
+  void EmitRowResults(size_t first, const std::string& v, Code* out) const {
+    Code& c = *out;
+    c.L("const float r", first, " = ", v, ";");
+    std::vector<int64_t> space = info_.lead_dims;
+    space.push_back(1);
+    auto operand = [&](size_t j, int slot) {
+      const OpInfo& op = g_.op(ops_[j]);
+      const int t = op.inputs[slot];
+      if (info_.in_group[j][slot]) return absl::StrCat("r", group_pos_.at(t));
+      const std::vector<int64_t> strides = BroadcastStrides(RowShape(t), space);
+      const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
+      return absl::StrCat(
+          "yr_ld(", ctx_.Var(t), ", ",
+          info_.lead_dims.empty() ? "0LL" : OffsetExpr(info_.lead_dims, lead, "row"), ")");
+    };
+    for (size_t j = first + 1; j < ops_.size(); ++j) {
+      const OpInfo& op = g_.op(ops_[j]);
+      const std::string value =
+          core::IsUnaryElementwise(op.type)
+              ? UnaryExpr(op, operand(j, 0))
+              : BinaryExpr(op.type, operand(j, 0), op.has_scalar ? Lit(op.scalar) : operand(j, 1));
+      c.L("const float r", j, " = ", value, ";  // ", CommentText(op.name), " = ",
+          std::string(core::OpTypeName(op.type)));
+    }
+    for (size_t j = first; j < ops_.size(); ++j) {
+      const auto it = dsts_.find(g_.op(ops_[j]).output);
+      if (it != dsts_.end()) EmitStores(it->second, "row", absl::StrCat("r", j), &c);
+    }
   }
 
   absl::Status EmitSplitRows(const std::vector<int>& outputs, const SplitRows& sr,
@@ -1016,7 +1108,7 @@ class RowKernelEmitter {
       c.L("v = ", fn, "<", kThreads, ">(v, red);");
       c.Open("if (threadIdx.x == 0) {");
       if (stat.type == OpType::kReduceMean) c.L("v = v / ", width, ".0f;");
-      EmitStores(dsts_[stat.output], "row", "v", &c);
+      EmitRowResults(sr.stat_op, "v", &c);
       c.L("cnt[row] = 0u;  // ready for the next launch");
       c.Close();
       close_kernel(std::move(launch));
@@ -1135,7 +1227,7 @@ class RowKernelEmitter {
         const int t = op.inputs[slot];
         std::vector<int64_t> space = info_.lead_dims;
         space.push_back(w);
-        const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+        const std::vector<int64_t> strides = BroadcastStrides(RowShape(t), space);
         const int64_t cs = strides.back();
         if (cs != 0 && cs != 1) return false;
       }
@@ -1212,7 +1304,7 @@ class RowKernelEmitter {
     for (int t : OutsideOperands()) {
       std::vector<int64_t> space = info_.lead_dims;
       space.push_back(w);
-      const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+      const std::vector<int64_t> strides = BroadcastStrides(RowShape(t), space);
       const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
       const std::string row_off = OffsetExpr(info_.lead_dims, lead, "r");
       c.L("float in", t, "[", per, "];");
@@ -1663,7 +1755,7 @@ class RowKernelEmitter {
     }
     std::vector<int64_t> space = info_.lead_dims;
     space.push_back(w);
-    const std::vector<int64_t> strides = BroadcastStrides(g_.tensor(t).shape, space);
+    const std::vector<int64_t> strides = BroadcastStrides(RowShape(t), space);
     const size_t l = info_.lead_dims.size();
     const std::vector<int64_t> lead(strides.begin(), strides.begin() + l);
     std::string off = OffsetExpr(info_.lead_dims, lead, r);

@@ -330,6 +330,74 @@ static __device__ __forceinline__ void yr_ld8_once(const T* p, float* out) {
   yr_stage16(out, yr_ld16_once(p), p);
   if constexpr (sizeof(T) == 4) yr_stage16(out + 4, yr_ld16_once(p + 4), p);
 }
+// Two 16-bit values packed in 4 bytes, to floats.
+static __device__ __forceinline__ float2 yr_pair(unsigned raw, const __half*) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&raw));
+}
+static __device__ __forceinline__ float2 yr_pair(unsigned raw, const __nv_bfloat16*) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw));
+}
+// 8 consecutive values at any element offset (gathers: concat pieces and
+// slices start anywhere): 16-byte loads where p is 16-byte aligned, else the
+// widest its alignment allows. Cached (__ldg): neighbouring threads'
+// unaligned reads share sectors, and a gather stores as much as it reads.
+template <typename T>
+static __device__ __forceinline__ void yr_ld8_any(const T* p, float* out) {
+  const unsigned a = static_cast<unsigned>(reinterpret_cast<unsigned long long>(p));
+  if ((a & 15u) == 0) {
+    yr_stage16(out, __ldg(reinterpret_cast<const uint4*>(p)), p);
+    if constexpr (sizeof(T) == 4) {
+      yr_stage16(out + 4, __ldg(reinterpret_cast<const uint4*>(p + 4)), p);
+    }
+    return;
+  }
+  if constexpr (sizeof(T) == 4) {
+    if ((a & 7u) == 0) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 f = __ldg(reinterpret_cast<const float2*>(p) + e);
+        out[2 * e] = f.x;
+        out[2 * e + 1] = f.y;
+      }
+      return;
+    }
+#pragma unroll
+    for (int q = 0; q < 8; ++q) out[q] = __ldg(p + q);
+  } else {
+    // 8 bytes at a time where p allows, else pairs of 16-bit values 4 bytes
+    // at a time, from p or from p + 1.
+    if ((a & 7u) == 0) {
+      const uint2* w = reinterpret_cast<const uint2*>(p);
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const uint2 raw = __ldg(w + e);
+        const float2 f0 = yr_pair(raw.x, p), f1 = yr_pair(raw.y, p);
+        out[4 * e] = f0.x;
+        out[4 * e + 1] = f0.y;
+        out[4 * e + 2] = f1.x;
+        out[4 * e + 3] = f1.y;
+      }
+    } else if ((a & 3u) == 0) {
+      const unsigned* w = reinterpret_cast<const unsigned*>(p);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 f = yr_pair(__ldg(w + e), p);
+        out[2 * e] = f.x;
+        out[2 * e + 1] = f.y;
+      }
+    } else {
+      const unsigned* w = reinterpret_cast<const unsigned*>(p + 1);
+      out[0] = yr_ld(p, 0);
+#pragma unroll
+      for (int e = 0; e < 3; ++e) {
+        const float2 f = yr_pair(__ldg(w + e), p);
+        out[2 * e + 1] = f.x;
+        out[2 * e + 2] = f.y;
+      }
+      out[7] = yr_ld(p, 7);
+    }
+  }
+}
 // NaN-propagating, like the reference.
 static __device__ __forceinline__ float yr_max(float a, float b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ float yr_min(float a, float b) { return (a < b || a != a) ? a : b; }
@@ -355,8 +423,16 @@ static __device__ __forceinline__ float yr_streamed_epilogue(float v, float u, f
 static __device__ __forceinline__ float yr_gelu(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
 }
+// 0.5 x (1 + tanh(u)) is x sigmoid(2u): one exponential and a division,
+// cheaper than tanhf (x -> -inf: the divisor's overflow to inf gives -0).
 static __device__ __forceinline__ float yr_gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return x / (1.0f + expf(-2.0f * u));
+}
+// For 16-bit results: the approximate exponential and division.
+static __device__ __forceinline__ float yr_gelu_tanh_fast(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return __fdividef(x, 1.0f + __expf(-2.0f * u));
 }
 // Sum / max over the TPR consecutive threads of a row group. Every thread of
 // the block calls it (it may __syncthreads); `red` holds blockDim.x/32 floats.
