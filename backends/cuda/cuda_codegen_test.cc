@@ -329,7 +329,7 @@ yirage::v1::Graph SplitNormsGraph(DType dtype) {
 // size-1 dim: a contiguous row), a unit of one warp (255 rows), two columns
 // of 16 lanes (inner 3), a layer_norm over a middle axis with a weight and
 // a bias that broadcast; copies along a first and a middle axis, 4 elements
-// at a time (inner 12 and 8) and one (inner 3); vector lanes (below).
+// at a time (inner 12 and 8) and one (inner 3); more below.
 // Rows a few elements wide, 256 a block (a thread a row): a softmax over
 // 5, a layer_norm over 7 with weight and bias, a sum over 3 after an
 // elementwise op; 3001 rows leave the last block partial.
@@ -408,9 +408,9 @@ yirage::v1::Graph AxisLanesGraph(DType dtype) {
   b.Op("cc", "concat", {"c0", "c1"}, {I("axis", 0)}).Output("cc");
   b.Op("ks", "slice", {"k"}, {I("axis", 1), I("start", 3), I("end", 40)}).Output("ks");
   b.Op("qc", "concat", {"q0", "q1"}, {I("axis", 1)}).Output("qc");
-  // Vector lanes (inner a multiple of 16 bytes' elements): a layer_norm
-  // over a middle axis with a weight and a bias that broadcast, a softmax
-  // over the first axis (lanes over warps), an rms_norm over 700 rows of 8.
+  // Inner elements a multiple of 16 bytes: a layer_norm over a middle axis
+  // with a weight and a bias that broadcast, a softmax over the first axis
+  // (lanes over warps), an rms_norm over 700 rows of 8.
   b.Input("lv", {5, 100, 32}, dtype).Input("lvw", {100, 1}, dtype).Input("lvb", {1, 32}, dtype);
   b.Input("pv", {300, 64}, dtype).Input("rv", {2, 700, 8}, dtype);
   b.Op("nv", "layer_norm", {"lv", "lvw", "lvb"}, {I("axis", 1)}).Output("nv");
@@ -1280,30 +1280,6 @@ TEST(CudaCodegenCompileTest, Sm80GemmSplitsKAndTakesGatedPairs) {
                          Row({"d", "c"}, WithMmaGemm(Rows(4), 64, 128, 4))});
   EXPECT_NE(gsrc.find("8, true>"), std::string::npos) << "the gated template" << gsrc;
   EXPECT_NE(gsrc.find("__restrict__ b2"), std::string::npos) << gsrc;
-}
-
-// CPU-only (CI): norms and softmax over another axis than the last take a
-// 16-byte vector of columns a thread where the inner elements split into
-// them (8 halves, 4 floats), one column otherwise.
-TEST(CudaCodegenCompileTest, AxisLanesLoadVectorsWhereColumnsAllow) {
-  const yirage::v1::Graph al = AxisLanesGraph(FLOAT16);
-  absl::StatusOr<core::Graph> g = core::Graph::FromProto(al);
-  ASSERT_TRUE(g.ok()) << g.status();
-  Compiled c;
-  CompileThroughAbi(al, MakePlans(*g, {AllGeneric(al)}), &c);
-  ExpectAllCompiled(c);
-  const std::string& src = c.response.plans(0).source();
-  EXPECT_NE(src.find("layer_norm [5, 100, 32], vector lanes along the axis (5 x 100 x 32: 4 "
-                     "vectors of 8"),
-            std::string::npos)
-      << src;
-  EXPECT_NE(src.find("softmax [300, 64], vector lanes along the axis (1 x 300 x 64: "),
-            std::string::npos)
-      << src;
-  EXPECT_NE(src.find("rms_norm [2, 700, 8], vector lanes"), std::string::npos) << src;
-  // Inner 198, 1, 3 and 5 (two softmax, two norms, two reductions): a
-  // column a thread.
-  EXPECT_EQ(CountOf(src, ", lanes along the axis"), 6) << src;
 }
 
 // CPU-only (CI): the gather form takes 8 columns a thread over one row or

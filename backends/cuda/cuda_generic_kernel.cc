@@ -108,10 +108,7 @@ class ChainPrologue {
   // multiple of vec, within one row of the axis op's inner elements): one
   // 16-byte load of each tensor that runs along the vector, one load of each
   // that is constant along it, one load an element of the others.
-  // `once`: the 16-byte loads skip L1 (a tensor read once); kernels that
-  // read their elements again take them cached.
-  void EmitVector(const std::string& f0, int vec, const std::string& out, Code* code,
-                  bool once = true) const {
+  void EmitVector(const std::string& f0, int vec, const std::string& out, Code* code) const {
     code->L("float ", out, "[", vec, "];");
     code->Open("{");
     std::map<int, bool> per_element;  // tensor -> indexed by k
@@ -121,11 +118,8 @@ class ChainPrologue {
       if (ElementsPer16Bytes(t) == vec &&
           (Contiguous(strides) || (whole_rows && strides.back() == 1))) {
         code->L("float a", t, "[", vec, "];");
-        const std::string at = absl::StrCat(ctx_.Var(t), " + ", Offset(t, f0));
-        code->L("yr_stage16(a", t, ", ",
-                once ? absl::StrCat("yr_ld16_once(", at, ")")
-                     : absl::StrCat("__ldg(reinterpret_cast<const uint4*>(", at, "))"),
-                ", ", ctx_.Var(t), ");");
+        code->L("yr_stage16(a", t, ", yr_ld16_once(", ctx_.Var(t), " + ", Offset(t, f0), "), ",
+                ctx_.Var(t), ");");
         per_element[t] = true;
       } else if (whole_rows && strides.back() == 0) {
         code->L("const float a", t, " = yr_ld(", ctx_.Var(t), ", ", Offset(t, f0), ");");
@@ -385,222 +379,6 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   return true;
 }
 
-// Norms and softmax over the first or a middle axis whose inner elements
-// split into 16-byte vectors: EmitAxisLanes' layout with a vector of `vec`
-// neighbouring columns a thread in place of one column, so that each load
-// is 16 bytes (a column a thread reads 2 or 4 bytes a load: a softmax over
-// axis 2 of [3, 100, 128, 128] half). Each pass reads the elements again,
-// cached. False (nothing emitted) for ops and shapes it does not take.
-bool EmitAxisLanesVector(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
-                         const ChainPrologue& prologue, const ChainEpilogue& epilogue,
-                         bool inject_fault, Code* code) {
-  constexpr int kThreads = kGenericThreads;
-  const Graph& g = ctx.graph;
-  const OpInfo& op = g.op(op_id);
-  if (!core::IsNormOrSoftmax(op.type)) return false;
-  const int in = op.inputs[0];
-  const std::vector<int64_t>& shape = g.tensor(in).shape;
-  const int64_t outer = Numel(Slice(shape, 0, op.axis));
-  const int64_t d = shape[op.axis];
-  const int64_t inner = Numel(Slice(shape, op.axis + 1, shape.size()));
-  const int vec = prologue.empty() ? (ctx.ReadType(in) == "float" ? 4 : 8) : prologue.VectorWidth();
-  if (inner < vec || inner % vec != 0) return false;
-  const int64_t cv = inner / vec;  // column vectors a slab
-  auto pow2_floor = [](int64_t v) {
-    int64_t p = 1;
-    while (p * 2 <= v) p *= 2;
-    return p;
-  };
-  auto pow2_ceil = [](int64_t v) {
-    int64_t p = 1;
-    while (p < v) p *= 2;
-    return p;
-  };
-  // About 4 rows a lane; fewer vectors a unit (down to 4) while the grid
-  // would leave SMs idle.
-  const int64_t sms = std::max(1, ctx.target.sm_count);
-  int64_t cx = std::min<int64_t>(32, pow2_floor(cv));
-  int64_t lanes = 1, col_tiles = 1, per_block = 1, blocks = 1;
-  for (;;) {
-    lanes = std::min<int64_t>(kThreads / cx, pow2_ceil(CeilDiv(d, 4)));
-    col_tiles = CeilDiv(cv, cx);
-    per_block = kThreads / (cx * lanes);
-    blocks = CeilDiv(outer * col_tiles, per_block);
-    if (cx <= 4 || blocks >= 2 * sms) break;
-    cx /= 2;
-  }
-  const int64_t unit = cx * lanes;
-  const int64_t warps = unit > 32 ? unit / 32 : 1;
-  const int64_t units = outer * col_tiles;
-  const std::string name = KernelName(ctx.plan_index, kernel_index);
-  KernelLaunch launch;
-  launch.name = name;
-  launch.block = kThreads;
-  launch.grid[0] = blocks;
-  std::vector<std::string> params;
-  for (const std::string& t : kernel.inputs()) {
-    ctx.AddReadParam(g.FindTensor(t), &params, &launch.args);
-  }
-  const std::vector<std::string> dsts =
-      ctx.AddWriteParams(epilogue.output(), &params, &launch.args);
-  const std::vector<int64_t>& out = g.tensor(op.output).shape;
-  code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()), "': KERNEL_GENERIC ",
-          CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)), " ",
-          core::ShapeToString(out), ", vector lanes along the axis (", outer, " x ", d, " x ",
-          inner, ": ", cx, " vectors of ", vec, " x ", lanes, " lanes a unit, ", per_block,
-          " unit(s) a block)");
-  code->L("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(",
-          absl::StrJoin(params, ", "), ") {");
-  code->Open("{");
-  if (inject_fault) code->Line(FaultLine());
-  const bool pair = op.type == OpType::kSoftmax;
-  if (warps > 1) {
-    code->L("__shared__ float red0[", kThreads / 32, "][", cx * vec, "];");
-    if (pair) code->L("__shared__ float red1[", kThreads / 32, "][", cx * vec, "];");
-  }
-  code->L("const int cxi = threadIdx.x % ", cx, ";");
-  code->L("const int ryi = (threadIdx.x / ", cx, ") % ", lanes, ";");
-  code->L("const int ul = threadIdx.x / ", unit, ";");
-  code->L("const i64 u = (i64)blockIdx.x * ", per_block, " + ul;");
-  code->L("const i64 o = u / ", col_tiles, "LL;");
-  code->L("const i64 n = (u % ", col_tiles, "LL) * ", cx, " + cxi;  // column vector");
-  code->L("const bool live = u < ", units, "LL && n < ", cv, "LL;");
-  code->L("const i64 base = o * ", d * inner, "LL + n * ", vec, ";");
-  code->L("const i64 c0 = live ? (i64)ryi : ", d, "LL;");
-  const std::string loop = absl::StrCat("for (i64 c = c0; c < ", d, "LL; c += ", lanes, ")");
-  const std::string row = absl::StrCat("base + c * ", inner, "LL");
-  // `float f[vec]`: the axis op's input at row c of this vector.
-  auto load = [&] {
-    if (!prologue.empty()) {
-      prologue.EmitVector(row, vec, "f", code, /*once=*/false);
-      return;
-    }
-    code->L("float f[", vec, "];");
-    code->L("yr_stage16(f, __ldg(reinterpret_cast<const uint4*>(", ctx.Var(in), " + ", row, ")), ",
-            ctx.Var(in), ");");
-  };
-  // Combines v[] (and w[], softmax's sums below the maxima) over the unit's
-  // lanes of this vector; every lane of the unit ends with the result.
-  auto combine_lanes = [&] {
-    auto merge = [&](const std::string& a, const std::string& b, const std::string& a2,
-                     const std::string& b2) {
-      if (!pair) return absl::StrCat(a, " += ", b, ";");
-      return absl::StrCat("{ const float m_ = yr_max(", a, ", ", b, "); ", a2, " = (", a,
-                          " == m_ ? ", a2, " : ", a2, " * expf(", a, " - m_)) + (", b, " == m_ ? ",
-                          b2, " : ", b2, " * expf(", b, " - m_)); ", a, " = m_; }");
-    };
-    const int64_t span = std::min<int64_t>(unit, 32);
-    for (int64_t off = cx; off < span; off *= 2) {
-      code->L("#pragma unroll");
-      code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
-      code->L("const float v2 = __shfl_xor_sync(0xffffffffu, v[k], ", off, ");");
-      if (pair) code->L("const float w2 = __shfl_xor_sync(0xffffffffu, w[k], ", off, ");");
-      code->L(merge("v[k]", "v2", "w[k]", "w2"));
-      code->Close();
-    }
-    if (warps > 1) {
-      code->L("__syncthreads();  // red0/red1 free from the previous combine");
-      code->Open(absl::StrCat("if ((threadIdx.x & 31) < ", cx, ") {"));
-      code->L("#pragma unroll");
-      code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
-      code->L("red0[threadIdx.x / 32][(threadIdx.x & 31) * ", vec, " + k] = v[k];");
-      if (pair) code->L("red1[threadIdx.x / 32][(threadIdx.x & 31) * ", vec, " + k] = w[k];");
-      code->Close();
-      code->Close();
-      code->L("__syncthreads();");
-      code->L("#pragma unroll");
-      code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
-      code->L("v[k] = red0[ul * ", warps, "][cxi * ", vec, " + k];");
-      if (pair) code->L("w[k] = red1[ul * ", warps, "][cxi * ", vec, " + k];");
-      code->Open(absl::StrCat("for (int y = 1; y < ", warps, "; ++y) {"));
-      code->L("const float v2 = red0[ul * ", warps, " + y][cxi * ", vec, " + k];");
-      if (pair) code->L("const float w2 = red1[ul * ", warps, " + y][cxi * ", vec, " + k];");
-      code->L(merge("v[k]", "v2", "w[k]", "w2"));
-      code->Close();
-      code->Close();
-    }
-  };
-  // The store pass: y = value(k) of element k of row c, scaled by the
-  // norm's weight and shifted by its bias, through the epilogue.
-  auto store_pass = [&](const std::string& value) {
-    code->Open(absl::StrCat(loop, " {"));
-    load();
-    code->L("const i64 q = ", row, ";");
-    code->L("#pragma unroll");
-    code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
-    code->L("const float xv = f[k];");
-    std::string y = value;
-    for (size_t k = 1; k < op.inputs.size(); ++k) {
-      const int t = op.inputs[k];
-      const std::string p = absl::StrCat("yr_ld(", ctx.Var(t), ", ",
-                                         OffsetExpr(out, BroadcastStrides(g.tensor(t).shape, out),
-                                                    "(q + k)", Numel(out) < (int64_t{1} << 31)),
-                                         ")");
-      y = k == 1 ? absl::StrCat("(", y, ") * ", p) : absl::StrCat(y, " + ", p);
-    }
-    code->L("float y = ", y, ";");
-    epilogue.Emit("q + k", "y", code);
-    EmitStores(dsts, "q + k", "y", code);
-    code->Close();
-    code->Close();
-  };
-  if (pair) {
-    code->L("float v[", vec, "], w[", vec, "];");
-    code->L("#pragma unroll");
-    code->L("for (int k = 0; k < ", vec,
-            "; ++k) { v[k] = -__int_as_float(0x7f800000); w[k] = 0.0f; }");
-    code->Open(absl::StrCat(loop, " {"));
-    load();
-    code->L("#pragma unroll");
-    code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
-    code->L("const float xv = f[k];");
-    code->L("if (xv > v[k]) { w[k] = w[k] * expf(v[k] - xv) + 1.0f; v[k] = xv; } else { w[k] += ",
-            "expf(xv - v[k]); }");
-    code->Close();
-    code->Close();
-    combine_lanes();
-    code->L("float inv[", vec, "];");
-    code->L("#pragma unroll");
-    code->L("for (int k = 0; k < ", vec, "; ++k) inv[k] = 1.0f / w[k];");
-    store_pass("expf(xv - v[k]) * inv[k]");
-  } else {
-    code->L("float v[", vec, "], mean[", vec, "], inv[", vec, "];");
-    auto sum_pass = [&](const std::string& term) {
-      code->L("#pragma unroll");
-      code->L("for (int k = 0; k < ", vec, "; ++k) v[k] = 0.0f;");
-      code->Open(absl::StrCat(loop, " {"));
-      load();
-      code->L("#pragma unroll");
-      code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
-      code->L("const float xv = f[k];");
-      code->L("v[k] += ", term, ";");
-      code->Close();
-      code->Close();
-      combine_lanes();
-    };
-    std::string centered = "xv";
-    if (op.type == OpType::kLayerNorm) {
-      // The mean, then the squared deviations from it (two passes: the
-      // one-pass variance cancels where |mean| >> std).
-      sum_pass("xv");
-      code->L("#pragma unroll");
-      code->L("for (int k = 0; k < ", vec, "; ++k) mean[k] = v[k] / ", d, ".0f;");
-      centered = "(xv - mean[k])";
-    } else {
-      code->L("(void)mean;");
-    }
-    sum_pass(absl::StrCat(centered, " * ", centered));
-    code->L("#pragma unroll");
-    code->L("for (int k = 0; k < ", vec, "; ++k) inv[k] = 1.0f / sqrtf(v[k] / ", d, ".0f + ",
-            Lit(op.eps), ");");
-    store_pass(absl::StrCat(centered, " * inv[k]"));
-  }
-  code->Close();
-  code->Line("}");
-  ctx.code->launches.push_back(std::move(launch));
-  return true;
-}
-
 // Norms, softmax and reductions over an axis (any axis: the first, a middle
 // one, the last, or one followed only by size-1 dims) as `outer` slabs of d
 // rows of `inner` columns. Each output column (o, n) takes `lanes` threads
@@ -825,10 +603,6 @@ void EmitGenericKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_in
   const ChainPrologue prologue(ctx, chain.prologue, op.inputs[0]);
   const ChainEpilogue epilogue(ctx, chain.epilogue, op.output);
   if (EmitColumnReduction(ctx, kernel, kernel_index, op_id, prologue, epilogue, inject_fault,
-                          code)) {
-    return;
-  }
-  if (EmitAxisLanesVector(ctx, kernel, kernel_index, op_id, prologue, epilogue, inject_fault,
                           code)) {
     return;
   }

@@ -285,6 +285,13 @@ class RowKernelEmitter {
                                    : absl::StrCat("in", t, "[q]");
   }
 
+  // Whether group op j's value is rounded to 16 bits, so that its
+  // exponentials and divisions take the hardware approximations (a few
+  // float32 ulps, far below a 16-bit ulp), in every form.
+  bool Approximate(size_t j) const {
+    return core::DTypeSize(g_.tensor(g_.op(ops_[j]).output).dtype) == 2;
+  }
+
   // Elementwise group op j's value at item register q; `fast`: the
   // approximate exponential and division of 16-bit results.
   std::string ItemElementwise(size_t j, bool fast) const {
@@ -611,9 +618,7 @@ class RowKernelEmitter {
         EmitGatherOperand8(j, 0, w, "r", "c", "a", c);
         std::string value;
         if (core::IsUnaryElementwise(op.type)) {
-          // 16-bit values take the approximate exponential and division
-          // (as flat kernels).
-          value = UnaryExpr(op, "a[q]", core::DTypeSize(g_.tensor(op.output).dtype) == 2);
+          value = UnaryExpr(op, "a[q]", Approximate(j));
         } else if (op.has_scalar) {
           value = BinaryExpr(op.type, "a[q]", Lit(op.scalar));
         } else {
@@ -747,7 +752,7 @@ class RowKernelEmitter {
           off += wk;
         }
       } else if (core::IsUnaryElementwise(op.type)) {
-        c.L("return ", UnaryExpr(op, operand(0, w, "c")), ";");
+        c.L("return ", UnaryExpr(op, operand(0, w, "c"), Approximate(j)), ";");
       } else {
         c.L("return ",
             BinaryExpr(op.type, operand(0, w, "c"),
@@ -908,7 +913,7 @@ class RowKernelEmitter {
           std::string(core::OpTypeName(op.type)));
       c.L("#pragma unroll");
       c.L("for (int q = 0; q < ", vec, "; ++q) v", j,
-          "[q] = ", j == special ? special_value : ItemElementwise(j, false), ";");
+          "[q] = ", j == special ? special_value : ItemElementwise(j, true), ";");
     }
     body();
     c.Close();
@@ -939,7 +944,7 @@ class RowKernelEmitter {
       const OpInfo& op = g_.op(ops_[j]);
       const std::string value =
           core::IsUnaryElementwise(op.type)
-              ? UnaryExpr(op, operand(j, 0))
+              ? UnaryExpr(op, operand(j, 0), Approximate(j))
               : BinaryExpr(op.type, operand(j, 0), op.has_scalar ? Lit(op.scalar) : operand(j, 1));
       c.L("const float r", j, " = ", value, ";  // ", CommentText(op.name), " = ",
           std::string(core::OpTypeName(op.type)));
@@ -1354,7 +1359,7 @@ class RowKernelEmitter {
       if (core::IsElementwise(op.type)) {
         std::string value;
         if (core::IsUnaryElementwise(op.type)) {
-          value = UnaryExpr(op, x);
+          value = UnaryExpr(op, x, Approximate(j));
         } else {
           value =
               BinaryExpr(op.type, x, op.has_scalar ? Lit(op.scalar) : RegisterOperand(j, 1, "q"));
@@ -1548,7 +1553,10 @@ class RowKernelEmitter {
   // 16-byte loads of every such tensor issued before any is used. Without
   // it each row pass waits on memory in turn, which dominates decode-sized
   // row kernels (few rows, few blocks). Only when the rows fit beside the
-  // rest of the layout in shared memory.
+  // rest of the layout in shared memory. A block's rows are one run of the
+  // tensor, copied 16 bytes at a time: rows of any width whose block of
+  // rows is a multiple of 16 bytes (64 rows of 33 floats), so that every
+  // block's run starts aligned.
   void PlanStaging() {
     stage_off_.clear();
     if (arena_global_) return;
@@ -1563,7 +1571,7 @@ class RowKernelEmitter {
         std::vector<int64_t> dense = info_.lead_dims;
         dense.push_back(ti.shape.back());
         const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;  // elements per 16 bytes
-        if (ti.shape != dense || ti.shape.back() % per16 != 0) continue;
+        if (ti.shape != dense || (br_ * ti.shape.back()) % per16 != 0) continue;
         if (std::find(staged.begin(), staged.end(), t) == staged.end()) staged.push_back(t);
       }
     }
@@ -1595,16 +1603,19 @@ class RowKernelEmitter {
         static_cast<int>(std::clamp<int64_t>(CeilDiv(rounds_total, threads_), 1, 4));
     c->Open(absl::StrCat("for (int base = tid; base < ", rounds_total,
                          "; base += ", kPerThread * threads_, ") {"));
+    // Vector v of the block's run is copied where it lies within the
+    // block's nr rows; a last partial block's rows may end inside a
+    // vector, whose elements are copied one a thread after the loop.
     for (const auto& [t, off] : stage_off_) {
       const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
       const int64_t w = g_.tensor(t).shape.back();
       const int64_t total = br_ * w / per16;
       c->L("uint4 rg", t, "[", kPerThread, "];");
       for (int p = 0; p < kPerThread; ++p) {
-        c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, ") / ",
-             w / per16, " < nr) rg", t, "[", p, "] = ", read_past_l1_ ? "yr_ld16_once(" : "__ldg(",
-             "reinterpret_cast<const uint4*>(", ctx_.Var(t), " + r0 * ", w, ") + base + ",
-             p * threads_, ");");
+        c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, " + 1) * ",
+             per16, " <= nr * ", w, ") rg", t, "[", p, "] = ",
+             read_past_l1_ ? "yr_ld16_once(" : "__ldg(", "reinterpret_cast<const uint4*>(",
+             ctx_.Var(t), " + r0 * ", w, ") + base + ", p * threads_, ");");
       }
     }
     for (const auto& [t, off] : stage_off_) {
@@ -1612,12 +1623,19 @@ class RowKernelEmitter {
       const int64_t w = g_.tensor(t).shape.back();
       const int64_t total = br_ * w / per16;
       for (int p = 0; p < kPerThread; ++p) {
-        c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, ") / ",
-             w / per16, " < nr) yr_stage16(sg", t, " + (base + ", p * threads_, ") * ", per16,
-             ", rg", t, "[", p, "], ", ctx_.Var(t), ");");
+        c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, " + 1) * ",
+             per16, " <= nr * ", w, ") yr_stage16(sg", t, " + (base + ", p * threads_, ") * ",
+             per16, ", rg", t, "[", p, "], ", ctx_.Var(t), ");");
       }
     }
     c->Close();
+    for (const auto& [t, off] : stage_off_) {
+      const int per16 = ctx_.ReadType(t) == "float" ? 4 : 8;
+      const int64_t w = g_.tensor(t).shape.back();
+      if (w % per16 == 0) continue;  // rows end on vectors
+      c->L("for (int e = nr * ", w, " / ", per16, " * ", per16, " + tid; e < nr * ", w,
+           "; e += ", threads_, ") sg", t, "[e] = yr_ld(", ctx_.Var(t), ", r0 * ", w, " + e);");
+    }
     c->L("__syncthreads();");
   }
 
@@ -1770,7 +1788,7 @@ class RowKernelEmitter {
                                const std::string& c) const {
     const OpInfo& op = g_.op(ops_[j]);
     const std::string x0 = Operand(j, 0, w, i, r, c);
-    if (core::IsUnaryElementwise(op.type)) return UnaryExpr(op, x0);
+    if (core::IsUnaryElementwise(op.type)) return UnaryExpr(op, x0, Approximate(j));
     const std::string x1 = op.has_scalar ? Lit(op.scalar) : Operand(j, 1, w, i, r, c);
     return BinaryExpr(op.type, x0, x1);
   }
