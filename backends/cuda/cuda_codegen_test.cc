@@ -1447,6 +1447,21 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
             std::string::npos);
 }
 
+// CPU-only (CI): a column reduction over an axis too short for several row
+// lanes of kColumnUnroll rows (a max over 5 rows) takes one lane: each
+// thread its column vector's rows and results, no combine in shared memory.
+TEST(CudaCodegenCompileTest, ShortAxisColumnReductionTakesOneLane) {
+  GraphBuilder b("column_short");
+  b.Input("x", {5, 33, 64, 256}).Input("m", {1, 33, 64, 256});
+  b.Op("g", "gelu", {"x"}).Op("xm", "maximum", {"g", "m"});
+  b.Op("r", "reduce_max", {"xm"}, {I("axis", 0), B("keepdim", true)}).Output("r");
+  const std::string src = PlanSource(b.proto(), {GenericOps({"g", "xm", "r"})});
+  EXPECT_NE(src.find("column reduction (1 x 5 x 540672: 256 column vectors x 1 row lanes"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("__shared__ float part"), std::string::npos) << src;
+}
+
 // CPU-only (CI): a column reduction whose rows split over several blocks
 // (128 slabs of 4096 rows on 132 SMs) is one launch: the last block of each
 // tile combines the splits' partials, counted in a zero-initialized buffer

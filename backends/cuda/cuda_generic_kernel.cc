@@ -230,8 +230,14 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   const int vec = prologue.empty() ? (ctx.ReadType(in) == "float" ? 4 : 8) : prologue.VectorWidth();
   if (inner < vec || inner % vec != 0) return false;
   const int64_t cv = inner / vec;
-  const int cx = static_cast<int>(std::min<int64_t>(kColumnVectors, cv));
-  const int ry = kThreads / cx;
+  // Row lanes: as many as the block has threads beside kColumnVectors
+  // column vectors, fewer (down to one, with no combine in shared memory)
+  // where the axis gives each lane fewer than kColumnUnroll rows, the
+  // block's threads then taking more column vectors: a max over 5 rows
+  // would leave 3 of 8 lanes idle.
+  int ry = kThreads / static_cast<int>(std::min<int64_t>(kColumnVectors, cv));
+  while (ry > 1 && static_cast<int64_t>(ry) * kColumnUnroll > d) ry /= 2;
+  const int cx = static_cast<int>(std::min<int64_t>(kThreads / ry, cv));
   const int block = cx * ry;
   const int64_t col_tiles = CeilDiv(cv, cx);
   const int64_t tiles = outer * col_tiles;
@@ -288,7 +294,7 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   code->L("extern \"C\" __global__ void __launch_bounds__(", block, ") ", name, "(",
           absl::StrJoin(params, ", "), ") {");
   code->Open("{");
-  code->L("__shared__ float part[", ry, "][", cx * vec, "];");
+  if (ry > 1 || splits > 1) code->L("__shared__ float part[", ry, "][", cx * vec, "];");
   if (inject_fault) code->Line(FaultLine());
   code->L("const int cxi = threadIdx.x % ", cx, ", ryi = threadIdx.x / ", cx, ";");
   code->L("const i64 o = blockIdx.x / ", col_tiles, "LL;");
@@ -331,6 +337,21 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
     code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", combine("acc[k]", "f[k]"), ";");
     code->Close();
     code->Close();
+  }
+  if (ry == 1 && splits == 1) {
+    // One lane: each thread holds its vector's results.
+    code->L("#pragma unroll");
+    code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
+    code->L("const i64 col = (cb + cxi) * ", vec, " + k;");
+    code->L("float v = acc[k]", finish, ";");
+    epilogue.Emit(absl::StrCat("o * ", inner, "LL + col"), "v", code);
+    EmitStores(dsts, absl::StrCat("o * ", inner, "LL + col"), "v", code);
+    code->Close();
+    code->Close();
+    code->Close();
+    code->Line("}");
+    ctx.code->launches.push_back(std::move(launch));
+    return true;
   }
   code->Close();
   code->L("#pragma unroll");

@@ -1613,8 +1613,8 @@ class RowKernelEmitter {
       c->L("uint4 rg", t, "[", kPerThread, "];");
       for (int p = 0; p < kPerThread; ++p) {
         c->L("if (base + ", p * threads_, " < ", total, " && (base + ", p * threads_, " + 1) * ",
-             per16, " <= nr * ", w, ") rg", t, "[", p, "] = ",
-             read_past_l1_ ? "yr_ld16_once(" : "__ldg(", "reinterpret_cast<const uint4*>(",
+             per16, " <= nr * ", w, ") rg", t, "[", p,
+             "] = ", read_past_l1_ ? "yr_ld16_once(" : "__ldg(", "reinterpret_cast<const uint4*>(",
              ctx_.Var(t), " + r0 * ", w, ") + base + ", p * threads_, ");");
       }
     }
