@@ -52,11 +52,6 @@ constexpr int kMaxGeneratedPlans = 200;
 // Schedule knobs. block_rows values above every kernel's row count are not
 // generated; tile_n and unroll vary only for groups holding a matmul.
 constexpr int kBlockRowsChoices[] = {1, 4, 16, 64};
-// On GPUs, graphs whose rows are all at most kNarrowRowWidth wide also take
-// kNarrowBlockRows rows a block: a thread a row, where 64 rows a block give
-// each row several threads that mostly idle and combine through shuffles.
-constexpr int64_t kNarrowRowWidth = 16;
-constexpr int kNarrowBlockRows = 256;
 constexpr int kTileNChoices[] = {64, 256};
 constexpr int kUnrollChoices[] = {1, 4};
 constexpr int kDefaultTileN = 64;
@@ -317,8 +312,16 @@ std::vector<ScheduleVariant> MakeVariants(const Graph& graph, PartitionEnumerato
   for (int b : kBlockRowsChoices) {
     if (b <= max_rows) blocks.push_back(b);
   }
-  if (options.kernels.gpu() && max_width <= kNarrowRowWidth && kNarrowBlockRows <= max_rows) {
-    blocks.push_back(kNarrowBlockRows);
+  // Graphs whose rows are all narrow (RowKernels.narrow_row_max_width) also
+  // take the backend's narrow block: a thread a row, where 64 rows a block
+  // give each row several threads that mostly idle and combine through
+  // shuffles.
+  const yirage::v1::RowKernels& row_kernels = options.kernels.row();
+  const int narrow_rows = row_kernels.narrow_block_rows();
+  if (row_kernels.narrow_row_max_width() > 0 && max_width <= row_kernels.narrow_row_max_width() &&
+      narrow_rows > 0 && narrow_rows <= max_rows &&
+      std::find(blocks.begin(), blocks.end(), narrow_rows) == blocks.end()) {
+    blocks.push_back(narrow_rows);
   }
   std::vector<int> tiles = {kDefaultTileN};
   std::vector<int> unrolls = {1};

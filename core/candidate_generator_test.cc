@@ -49,6 +49,8 @@ yirage::v1::BackendKernels TestGpuKernels() {
   k.mutable_row()->set_threads_knob(true);
   k.mutable_row()->set_register_row_min_width(256);
   k.mutable_row()->set_register_row_multiple(8);
+  k.mutable_row()->set_narrow_row_max_width(16);
+  k.mutable_row()->set_narrow_block_rows(256);
   yirage::v1::KernelFamily* mm = k.add_families();
   mm->set_name("streamed_matmul");
   mm->set_pattern(yirage::v1::STREAMED_MATMUL);

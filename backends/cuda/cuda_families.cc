@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_gemm.h"
+#include "backends/cuda/cuda_plan_context.h"
 #include "backends/cuda/cuda_streamed_matmul.h"
 
 namespace yirage::backends::cuda {
@@ -248,6 +249,9 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   row->set_register_row_multi_min_width(64);
   // cuda_row_kernel.cc PlanSplitRows: 256 items of 8 elements a block.
   row->set_split_row_min_width(2048);
+  // cuda_row_kernel.cc: rows at most kNarrowRowWidth wide, a thread a row.
+  row->set_narrow_row_max_width(static_cast<int32_t>(kNarrowRowWidth));
+  row->set_narrow_block_rows(kMaxNarrowBlockRows);
   // cuBLASLt's heuristic ranks several algorithms; the top three are timed.
   kernels.mutable_library()->set_algorithms(3);
   if (target.sm < 80) return kernels;  // the families use cp.async and mma.sync

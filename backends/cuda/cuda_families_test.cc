@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/cuda/cuda_plan_context.h"
 #include "backends/cuda/cuda_test_util.h"
 #include "core/candidate_generator.h"
 #include "gtest/gtest.h"
@@ -55,6 +56,10 @@ TEST(CudaFamiliesTest, DescribeSaysWhatTheTargetRuns) {
   EXPECT_EQ(h200.library().algorithms(), 3);
   EXPECT_TRUE(h200.row().flat_elementwise());
   EXPECT_TRUE(h200.row().threads_knob());
+  // The narrow-row form the row kernels take (a thread a row), which the
+  // search offers from this description.
+  EXPECT_EQ(h200.row().narrow_row_max_width(), kNarrowRowWidth);
+  EXPECT_EQ(h200.row().narrow_block_rows(), kMaxNarrowBlockRows);
   ASSERT_NE(Family(h200, "streamed_matmul"), nullptr);
   ASSERT_NE(Family(h200, "attention"), nullptr);
   EXPECT_EQ(Family(h200, "streamed_matmul")->pattern(), yirage::v1::STREAMED_MATMUL);
