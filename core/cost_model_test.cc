@@ -137,6 +137,44 @@ TEST(CostModelSplitRowsTest, FewLongRowsSplitWhereTheBackendSplitsThem) {
   }
 }
 
+// A split reduction takes elementwise ops on its result (the last block
+// applies them as it stores): a sum over 2 rows of 131072 then abs and a
+// per-row scale still splits; with an op of the row's width after it, or
+// the sum's input as an output, it does not.
+TEST(CostModelSplitRowsTest, SplitReductionsTakeTheOpsOnTheirResult) {
+  const Graph g =
+      MustBuild(testing::GraphProtoBuilder("g")
+                    .Input("X", {2, 131072}, yirage::v1::FLOAT16)
+                    .Input("S", {2}, yirage::v1::FLOAT16)
+                    .Op("E", "exp", {"X"})
+                    .Op("P", "reduce_sum", {"E"},
+                        {{"axis", testing::IntAttr(-1)}, {"keepdim", testing::BoolAttr(false)}})
+                    .Op("A", "abs", {"P"})
+                    .Op("M", "mul", {"A", "S"})
+                    .Output("M")
+                    .Output("E")
+                    .proto());
+  auto cost = [&](const std::vector<std::string>& ops, const std::vector<std::string>& inputs,
+                  const std::vector<std::string>& outputs, int split_min) {
+    KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, ops, inputs, outputs);
+    kernel.mutable_schedule()->set_block_rows(1);
+    kernel.mutable_schedule()->set_vector_width(8);
+    std::vector<int> ids;
+    for (const std::string& op : ops) ids.push_back(g.FindOp(op));
+    absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(g, ids);
+    EXPECT_TRUE(row.ok()) << row.status();
+    SearchOptions options;
+    options.num_threads = 132;
+    options.cache_bytes = int64_t{50} << 20;
+    options.kernels.mutable_row()->set_split_row_min_width(split_min);
+    return EstimateKernelCost(g, kernel, &*row, options);
+  };
+  const std::vector<std::string> ops = {"E", "P", "A", "M"};
+  EXPECT_LT(cost(ops, {"X", "S"}, {"M"}, 2048) * 4, cost(ops, {"X", "S"}, {"M"}, 0));
+  // E (the row's width) is an output too: the split form does not store it.
+  EXPECT_DOUBLE_EQ(cost(ops, {"X", "S"}, {"M", "E"}, 2048), cost(ops, {"X", "S"}, {"M", "E"}, 0));
+}
+
 // Short rows held in registers (RowKernels.register_row_*): a block of one
 // 256-wide row gets the register gain; several rows a block get it too only
 // where the backend says it holds them so (register_row_multi_min_width),
