@@ -93,6 +93,10 @@ struct GroupShape {
   // are flat (RowKernels.flat_elementwise) runs it over the elements, so
   // rows, columns and threads do not apply; items a thread (unroll) do.
   bool flat_elementwise = false;
+  // Concats and slices (at least one) among elementwise ops: a backend
+  // with RowKernels.gather_cols runs it over its elements under
+  // PARALLEL_COLS.
+  bool gather = false;
   const Graph* graph = nullptr;
   std::vector<int> ops;
 };
@@ -120,6 +124,16 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
         shape.flat_elementwise && IsElementwise(op.type) &&
         graph.tensor(op.output).shape == graph.tensor(graph.op(op_list.front()).output).shape;
   }
+  bool moves = false, others = false;
+  for (int op_index : op_list) {
+    const OpType type = graph.op(op_index).type;
+    if (type == OpType::kConcat || type == OpType::kSlice) {
+      moves = true;
+    } else if (!IsElementwise(type)) {
+      others = true;
+    }
+  }
+  shape.gather = moves && !others;
   shape.family = MatchFamily(options.kernels, graph, op_list);
   return shape;
 }
@@ -163,8 +177,9 @@ Schedule RowSchedule(const GroupShape& shape, const ScheduleVariant& variant,
     schedule.set_tile_k(static_cast<int>(std::min<int64_t>(kDefaultTileK, shape.max_k)));
     schedule.set_unroll(variant.unroll);
   }
-  const bool cols_ok = shape.num_rows <= kMaxColsRows &&
-                       (shape.has_matmul || shape.num_rows < EffectiveThreads(options));
+  const bool cols_ok = (shape.num_rows <= kMaxColsRows &&
+                        (shape.has_matmul || shape.num_rows < EffectiveThreads(options))) ||
+                       (shape.gather && options.kernels.row().gather_cols());
   if (variant.cols && cols_ok) {
     schedule.set_parallel(yirage::v1::PARALLEL_COLS);
     schedule.set_block_rows(static_cast<int>(shape.num_rows));

@@ -307,6 +307,39 @@ TEST(CandidateGeneratorTest, NarrowRowsTakeAThreadARowOnGpus) {
   EXPECT_EQ(block_rows(MustGenerate(softmax(5))).count(256), 0u) << "a CPU";
 }
 
+// A concat along rows of 1000 rows (too many for PARALLEL_COLS otherwise) is
+// also offered PARALLEL_COLS where the backend gathers such groups over
+// their elements (RowKernels.gather_cols); a softmax of as many rows is not.
+TEST(CandidateGeneratorTest, ConcatGroupsTakeColumnsWhereTheBackendGathers) {
+  const Graph concat = MustBuild(testing::GraphProtoBuilder("g")
+                                     .Input("A", {1000, 24}, yirage::v1::FLOAT16)
+                                     .Input("B", {1000, 40}, yirage::v1::FLOAT16)
+                                     .Op("C", "concat", {"A", "B"}, {{"axis", testing::IntAttr(1)}})
+                                     .Op("S", "mul", {"C"}, {{"scalar", testing::FloatAttr(2.0)}})
+                                     .Output("S")
+                                     .proto());
+  const Graph softmax = MustBuild(testing::GraphProtoBuilder("g")
+                                      .Input("X", {1000, 64}, yirage::v1::FLOAT16)
+                                      .Op("Y", "softmax", {"X"})
+                                      .Output("Y")
+                                      .proto());
+  auto cols = [](const std::vector<Plan>& plans) {
+    int n = 0;
+    for (const Plan& plan : plans) {
+      for (const KernelPlan& kernel : plan.kernels()) {
+        n += kernel.kind() == yirage::v1::KERNEL_ROW &&
+             kernel.schedule().parallel() == yirage::v1::PARALLEL_COLS;
+      }
+    }
+    return n;
+  };
+  SearchOptions gather = GpuOptions();
+  gather.kernels.mutable_row()->set_gather_cols(true);
+  EXPECT_GT(cols(MustGenerate(concat, gather)), 0);
+  EXPECT_EQ(cols(MustGenerate(concat, GpuOptions())), 0);
+  EXPECT_EQ(cols(MustGenerate(softmax, gather)), 0);
+}
+
 TEST(CandidateGeneratorTest, MaxCandidatesTruncatesAndKeepsBaseline) {
   Graph graph = MustBuild(testing::RmsNormLinearProto());
   std::vector<Plan> all = MustGenerate(graph);

@@ -435,6 +435,17 @@ yirage::v1::Graph PerRowGraph(DType dtype) {
   return b.proto();
 }
 
+// A gather over more rows than about four blocks an SM (a cache append of
+// 1000 rows, [1000, 24] joined with [1000, 40], scaled): under
+// PARALLEL_COLS the gather form, under PARALLEL_ROWS whole rows.
+yirage::v1::Graph GatherManyRowsGraph(DType dtype) {
+  GraphBuilder b("gather_many_rows");
+  b.Input("a", {1000, 24}, dtype).Input("b", {1000, 40}, dtype);
+  b.Op("c", "concat", {"a", "b"}, {I("axis", 1)});
+  b.Op("s", "mul", {"c"}, {F("scalar", 2.0)}).Output("s");
+  return b.proto();
+}
+
 // Gathers whose pieces and slice starts fall anywhere: a rank-1 concat of
 // three odd pieces (8 columns straddle each join; the last element one a
 // thread) then abs and an add, and rows of 1003 joined with rows of 5 (every
@@ -958,6 +969,8 @@ std::vector<Case> AllCases() {
                        Row({"za", "zm", "zd"}, Rows(1))},
                       {Row({"g", "m", "p", "q"}, Rows(4)), Row({"ym", "yd", "ye"}, Rows(8)),
                        Row({"za", "zm", "zd"}, Rows(2))}}});
+    const yirage::v1::Graph gm = GatherManyRowsGraph(dt);
+    cases.push_back({gm, {{Row({"c", "s"}, Cols())}, {Row({"c", "s"}, Rows(1))}}});
     const yirage::v1::Graph gu = GatherUnalignedGraph(dt);
     cases.push_back({gu,
                      {{Row({"abc", "aa", "o"}, Rows(1)), Row({"xy", "xs", "m"}, Rows(1))},
@@ -1316,6 +1329,12 @@ TEST(CudaCodegenCompileTest, GatherFormsVectorizeAnyPieces) {
   b.Op("xs", "slice", {"xy"}, {I("axis", 1), I("start", 3), I("end", 1004)}).Output("xs");
   const std::string rows = PlanSource(b.proto(), {Row({"xy", "xs"}, Rows(1))});
   EXPECT_NE(rows.find("6 rows, gather elements (1 a thread"), std::string::npos) << rows;
+  // 1000 rows: the gather under PARALLEL_COLS only (the search times both).
+  const yirage::v1::Graph gm = GatherManyRowsGraph(BFLOAT16);
+  EXPECT_NE(
+      PlanSource(gm, {Row({"c", "s"}, Cols())}).find("1000 rows, gather elements (8 a thread"),
+      std::string::npos);
+  EXPECT_EQ(PlanSource(gm, {Row({"c", "s"}, Rows(1))}).find("gather elements"), std::string::npos);
 }
 
 // CPU-only (CI): flat kernels load 16 bytes an item over the largest

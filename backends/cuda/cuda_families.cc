@@ -252,6 +252,9 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // cuda_row_kernel.cc: rows at most kNarrowRowWidth wide, a thread a row.
   row->set_narrow_row_max_width(static_cast<int32_t>(kNarrowRowWidth));
   row->set_narrow_block_rows(kMaxNarrowBlockRows);
+  // cuda_row_kernel.cc CanUseGatherElements: concat and slice groups of any
+  // row count gather over their elements under PARALLEL_COLS.
+  row->set_gather_cols(true);
   // cuBLASLt's heuristic ranks several algorithms; the top three are timed.
   kernels.mutable_library()->set_algorithms(3);
   if (target.sm < 80) return kernels;  // the families use cp.async and mma.sync

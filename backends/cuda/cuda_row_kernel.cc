@@ -64,7 +64,7 @@ class RowKernelEmitter {
     read_past_l1_ = std::all_of(outputs.begin(), outputs.end(),
                                 [&](int t) { return info_.row_width[group_pos_.at(t)] == 1; });
     if (CanUseFlatElementwise()) return EmitFlatElementwise(outputs, inject_fault, out);
-    if (CanUseGatherElements()) return EmitGatherElements(outputs, inject_fault, out);
+    if (CanUseGatherElements(outputs)) return EmitGatherElements(outputs, inject_fault, out);
     if (const SplitRows sr = PlanSplitRows(outputs); sr.splits > 1) {
       return EmitSplitRows(outputs, sr, inject_fault, out);
     }
@@ -499,11 +499,16 @@ class RowKernelEmitter {
   // so the kernel runs over output elements, the grid sized from the chip,
   // and each op is a device lambda of (row, column) that calls its
   // producers at the columns it reads. The whole-row form would stage each
-  // row in one block: one block for a rank-1 concat of 16M elements. Only
-  // for rows fewer than about four blocks an SM: with more, whole rows keep
-  // the chip busy and load 16 bytes at a time.
-  bool CanUseGatherElements() const {
-    if (info_.num_rows >= 4 * static_cast<int64_t>(std::max(1, ctx_.target.sm_count))) return false;
+  // row in one block: one block for a rank-1 concat of 16M elements. For
+  // rows fewer than about four blocks an SM; with more, whole rows keep the
+  // chip busy and load 16 bytes at a time, and the gather runs where the
+  // schedule is PARALLEL_COLS and it takes 8 columns a thread
+  // (RowKernels.gather_cols: the search times both).
+  bool CanUseGatherElements(const std::vector<int>& outputs) const {
+    if (info_.num_rows >= 4 * static_cast<int64_t>(std::max(1, ctx_.target.sm_count)) &&
+        (s_.parallel() != yirage::v1::PARALLEL_COLS || !GatherVectors(outputs))) {
+      return false;
+    }
     bool moves = false;
     for (int op : ops_) {
       const OpType type = g_.op(op).type;
