@@ -118,20 +118,15 @@ GroupShape ShapeOf(const Graph& graph, absl::Span<const int> ops, const RowGroup
   }
   const std::vector<int>& op_list = shape.ops;
   shape.flat_elementwise = !op_list.empty();
+  bool moves = false, others = false;
   for (int op_index : op_list) {
     const OpInfo& op = graph.op(op_index);
     shape.flat_elementwise =
         shape.flat_elementwise && IsElementwise(op.type) &&
         graph.tensor(op.output).shape == graph.tensor(graph.op(op_list.front()).output).shape;
-  }
-  bool moves = false, others = false;
-  for (int op_index : op_list) {
-    const OpType type = graph.op(op_index).type;
-    if (type == OpType::kConcat || type == OpType::kSlice) {
-      moves = true;
-    } else if (!IsElementwise(type)) {
-      others = true;
-    }
+    moves = moves || op.type == OpType::kConcat || op.type == OpType::kSlice;
+    others = others ||
+             !(IsElementwise(op.type) || op.type == OpType::kConcat || op.type == OpType::kSlice);
   }
   shape.gather = moves && !others;
   shape.family = MatchFamily(options.kernels, graph, op_list);

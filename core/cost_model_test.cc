@@ -102,22 +102,32 @@ TEST_F(CostModelTest, GenericKernelsCostMoreThanRowKernels) {
             EstimateKernelCost(graph_, kernel, &*row, {}));
 }
 
+// The cost of a KERNEL_ROW kernel of `ops` (one row a block, 8-wide
+// vectors) on an H100-sized chip whose backend splits rows of at least
+// `split_min` elements (RowKernels.split_row_min_width; 0: never).
+double SplitRowCost(const Graph& g, const std::vector<std::string>& ops,
+                    const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                    int split_min) {
+  KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, ops, inputs, outputs);
+  kernel.mutable_schedule()->set_block_rows(1);
+  kernel.mutable_schedule()->set_vector_width(8);
+  std::vector<int> ids;
+  for (const std::string& op : ops) ids.push_back(g.FindOp(op));
+  absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(g, ids);
+  EXPECT_TRUE(row.ok()) << row.status();
+  SearchOptions options;
+  options.num_threads = 132;
+  options.cache_bytes = int64_t{50} << 20;
+  options.kernels.mutable_row()->set_split_row_min_width(split_min);
+  return EstimateKernelCost(g, kernel, &*row, options);
+}
+
 // Few long rows: where the backend splits rows over blocks
 // (RowKernels.split_row_min_width), a softmax over 2 rows of 131072 is 128
 // work items, not 2; a sum over them too; many rows do not split.
 TEST(CostModelSplitRowsTest, FewLongRowsSplitWhereTheBackendSplitsThem) {
   auto cost = [](const yirage::v1::Graph& proto, const std::string& op, int split_min) {
-    const Graph g = MustBuild(proto);
-    KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, {op}, {"X"}, {op});
-    kernel.mutable_schedule()->set_block_rows(1);
-    kernel.mutable_schedule()->set_vector_width(8);
-    absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(g, std::vector<int>{g.FindOp(op)});
-    EXPECT_TRUE(row.ok()) << row.status();
-    SearchOptions options;
-    options.num_threads = 132;
-    options.cache_bytes = int64_t{50} << 20;
-    options.kernels.mutable_row()->set_split_row_min_width(split_min);
-    return EstimateKernelCost(g, kernel, &*row, options);
+    return SplitRowCost(MustBuild(proto), {op}, {"X"}, {op}, split_min);
   };
   auto graph = [](const std::string& op, int64_t rows, yirage::v1::AttrValue axis) {
     return testing::GraphProtoBuilder("g")
@@ -139,8 +149,8 @@ TEST(CostModelSplitRowsTest, FewLongRowsSplitWhereTheBackendSplitsThem) {
 
 // A split reduction takes elementwise ops on its result (the last block
 // applies them as it stores): a sum over 2 rows of 131072 then abs and a
-// per-row scale still splits; with an op of the row's width after it, or
-// the sum's input as an output, it does not.
+// per-row scale still splits; with the sum's input (the row's width) as an
+// output too, it does not.
 TEST(CostModelSplitRowsTest, SplitReductionsTakeTheOpsOnTheirResult) {
   const Graph g =
       MustBuild(testing::GraphProtoBuilder("g")
@@ -154,25 +164,12 @@ TEST(CostModelSplitRowsTest, SplitReductionsTakeTheOpsOnTheirResult) {
                     .Output("M")
                     .Output("E")
                     .proto());
-  auto cost = [&](const std::vector<std::string>& ops, const std::vector<std::string>& inputs,
-                  const std::vector<std::string>& outputs, int split_min) {
-    KernelPlan kernel = KernelOf(yirage::v1::KERNEL_ROW, ops, inputs, outputs);
-    kernel.mutable_schedule()->set_block_rows(1);
-    kernel.mutable_schedule()->set_vector_width(8);
-    std::vector<int> ids;
-    for (const std::string& op : ops) ids.push_back(g.FindOp(op));
-    absl::StatusOr<RowGroupInfo> row = AnalyzeRowGroup(g, ids);
-    EXPECT_TRUE(row.ok()) << row.status();
-    SearchOptions options;
-    options.num_threads = 132;
-    options.cache_bytes = int64_t{50} << 20;
-    options.kernels.mutable_row()->set_split_row_min_width(split_min);
-    return EstimateKernelCost(g, kernel, &*row, options);
-  };
   const std::vector<std::string> ops = {"E", "P", "A", "M"};
-  EXPECT_LT(cost(ops, {"X", "S"}, {"M"}, 2048) * 4, cost(ops, {"X", "S"}, {"M"}, 0));
+  EXPECT_LT(SplitRowCost(g, ops, {"X", "S"}, {"M"}, 2048) * 4,
+            SplitRowCost(g, ops, {"X", "S"}, {"M"}, 0));
   // E (the row's width) is an output too: the split form does not store it.
-  EXPECT_DOUBLE_EQ(cost(ops, {"X", "S"}, {"M", "E"}, 2048), cost(ops, {"X", "S"}, {"M", "E"}, 0));
+  EXPECT_DOUBLE_EQ(SplitRowCost(g, ops, {"X", "S"}, {"M", "E"}, 2048),
+                   SplitRowCost(g, ops, {"X", "S"}, {"M", "E"}, 0));
 }
 
 // Short rows held in registers (RowKernels.register_row_*): a block of one

@@ -292,14 +292,11 @@ class RowKernelEmitter {
     return core::DTypeSize(g_.tensor(g_.op(ops_[j]).output).dtype) == 2;
   }
 
-  // Elementwise group op j's value at item register q; `fast`: the
-  // approximate exponential and division of 16-bit results.
-  std::string ItemElementwise(size_t j, bool fast) const {
+  // Elementwise group op j's value at item register q (16-bit results
+  // approximate: Approximate).
+  std::string ItemElementwise(size_t j) const {
     const OpInfo& op = g_.op(ops_[j]);
-    if (core::IsUnaryElementwise(op.type)) {
-      return UnaryExpr(op, ItemOperand(j, 0),
-                       fast && core::DTypeSize(g_.tensor(op.output).dtype) == 2);
-    }
+    if (core::IsUnaryElementwise(op.type)) return UnaryExpr(op, ItemOperand(j, 0), Approximate(j));
     return BinaryExpr(op.type, ItemOperand(j, 0),
                       op.has_scalar ? Lit(op.scalar) : ItemOperand(j, 1));
   }
@@ -485,7 +482,7 @@ class RowKernelEmitter {
       c.L("float v", j, "[", vec, "];  // ", CommentText(op.name), " = ",
           std::string(core::OpTypeName(op.type)));
       c.L("#pragma unroll");
-      c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", ItemElementwise(j, true), ";");
+      c.L("for (int q = 0; q < ", vec, "; ++q) v", j, "[q] = ", ItemElementwise(j), ";");
     }
   }
 
@@ -523,7 +520,7 @@ class RowKernelEmitter {
 
   // Reads tensor `t` (a kernel input) at row `r`, column `c` of the space
   // [lead..., w], broadcasting where its dims are 1.
-  std::string GatherLoad(int t, int64_t w, const std::string& r, const std::string& c) const {
+  std::string RowSpaceLoad(int t, int64_t w, const std::string& r, const std::string& c) const {
     std::vector<int64_t> space = info_.lead_dims;
     space.push_back(w);
     const std::vector<int64_t> strides = BroadcastStrides(RowShape(t), space);
@@ -538,7 +535,7 @@ class RowKernelEmitter {
   std::string GatherOperand(size_t j, int slot, int64_t w, const std::string& r,
                             const std::string& c, const std::string& prefix = "f") const {
     const int t = g_.op(ops_[j]).inputs[slot];
-    if (!info_.in_group[j][slot]) return GatherLoad(t, w, r, c);
+    if (!info_.in_group[j][slot]) return RowSpaceLoad(t, w, r, c);
     const size_t p = group_pos_.at(t);
     return absl::StrCat(prefix, p, "(", r, ", ", info_.row_width[p] == 1 ? "0" : c, ")");
   }
@@ -918,7 +915,7 @@ class RowKernelEmitter {
           std::string(core::OpTypeName(op.type)));
       c.L("#pragma unroll");
       c.L("for (int q = 0; q < ", vec, "; ++q) v", j,
-          "[q] = ", j == special ? special_value : ItemElementwise(j, true), ";");
+          "[q] = ", j == special ? special_value : ItemElementwise(j), ";");
     }
     body();
     c.Close();
@@ -933,17 +930,10 @@ class RowKernelEmitter {
   void EmitRowResults(size_t first, const std::string& v, Code* out) const {
     Code& c = *out;
     c.L("const float r", first, " = ", v, ";");
-    std::vector<int64_t> space = info_.lead_dims;
-    space.push_back(1);
     auto operand = [&](size_t j, int slot) {
-      const OpInfo& op = g_.op(ops_[j]);
-      const int t = op.inputs[slot];
+      const int t = g_.op(ops_[j]).inputs[slot];
       if (info_.in_group[j][slot]) return absl::StrCat("r", group_pos_.at(t));
-      const std::vector<int64_t> strides = BroadcastStrides(RowShape(t), space);
-      const std::vector<int64_t> lead(strides.begin(), strides.end() - 1);
-      return absl::StrCat(
-          "yr_ld(", ctx_.Var(t), ", ",
-          info_.lead_dims.empty() ? "0LL" : OffsetExpr(info_.lead_dims, lead, "row"), ")");
+      return RowSpaceLoad(t, 1, "row", "0");  // the row space [lead..., 1]
     };
     for (size_t j = first + 1; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
