@@ -408,9 +408,9 @@ yirage::v1::Graph AxisLanesGraph(DType dtype) {
   b.Op("cc", "concat", {"c0", "c1"}, {I("axis", 0)}).Output("cc");
   b.Op("ks", "slice", {"k"}, {I("axis", 1), I("start", 3), I("end", 40)}).Output("ks");
   b.Op("qc", "concat", {"q0", "q1"}, {I("axis", 1)}).Output("qc");
-  // Inner elements a multiple of 16 bytes: a layer_norm over a middle axis
-  // with a weight and a bias that broadcast, a softmax over the first axis
-  // (lanes over warps), an rms_norm over 700 rows of 8.
+  // Wider inner dims: a layer_norm over a middle axis with a weight and a
+  // bias that broadcast, a softmax over the first axis (lanes over warps),
+  // an rms_norm over 700 rows of 8.
   b.Input("lv", {5, 100, 32}, dtype).Input("lvw", {100, 1}, dtype).Input("lvb", {1, 32}, dtype);
   b.Input("pv", {300, 64}, dtype).Input("rv", {2, 700, 8}, dtype);
   b.Op("nv", "layer_norm", {"lv", "lvw", "lvb"}, {I("axis", 1)}).Output("nv");
@@ -1463,6 +1463,21 @@ TEST(CudaCodegenCompileTest, StreamedMatmulChainsUseTheFusedKernel) {
   // More than 64 rows: the generic row kernels.
   const yirage::v1::Graph wide = StreamedGatedGraph(FLOAT16, 80, 256, 128);
   EXPECT_EQ(PlanSource(wide, OneRowGroup(wide, Cols(128))).find("streamed matmul"),
+            std::string::npos);
+}
+
+// CPU-only (CI): rows of 33 floats, 64 a block (a multiple of 16 bytes),
+// are staged in shared memory, the block's run 16 bytes at a time and its
+// last partial vector one element a thread; 63 rows a block are not.
+TEST(CudaCodegenCompileTest, OddWidthRowsStageWhereTheBlockIsWholeVectors) {
+  GraphBuilder b("odd_stage");
+  b.Input("x", {1000, 33}).Input("w", {33});
+  b.Op("n", "rms_norm", {"x", "w"}).Op("g", "gelu", {"n"}).Output("g");
+  const std::string staged = PlanSource(b.proto(), {Row({"n", "g"}, Rows(64))});
+  EXPECT_NE(staged.find("staged rows (1 tensor(s))"), std::string::npos) << staged;
+  EXPECT_NE(staged.find("for (int e = nr * 33 / 4 * 4 + tid; e < nr * 33;"), std::string::npos)
+      << staged;
+  EXPECT_EQ(PlanSource(b.proto(), {Row({"n", "g"}, Rows(63))}).find("staged rows"),
             std::string::npos);
 }
 

@@ -292,13 +292,19 @@ class RowKernelEmitter {
     return core::DTypeSize(g_.tensor(g_.op(ops_[j]).output).dtype) == 2;
   }
 
-  // Elementwise group op j's value at item register q (16-bit results
-  // approximate: Approximate).
-  std::string ItemElementwise(size_t j) const {
+  // Elementwise group op j's value, `operand`(slot) its operands (the scalar
+  // of a binary op with one is its literal); 16-bit results approximate
+  // (Approximate).
+  template <typename Operand>
+  std::string ElementwiseExpr(size_t j, Operand operand) const {
     const OpInfo& op = g_.op(ops_[j]);
-    if (core::IsUnaryElementwise(op.type)) return UnaryExpr(op, ItemOperand(j, 0), Approximate(j));
-    return BinaryExpr(op.type, ItemOperand(j, 0),
-                      op.has_scalar ? Lit(op.scalar) : ItemOperand(j, 1));
+    if (core::IsUnaryElementwise(op.type)) return UnaryExpr(op, operand(0), Approximate(j));
+    return BinaryExpr(op.type, operand(0), op.has_scalar ? Lit(op.scalar) : operand(1));
+  }
+
+  // Elementwise group op j's value at item register q.
+  std::string ItemElementwise(size_t j) const {
+    return ElementwiseExpr(j, [&](int slot) { return ItemOperand(j, slot); });
   }
 
   // How an item of 8 elements (its first element `e` a multiple of 8) reads
@@ -753,13 +759,8 @@ class RowKernelEmitter {
           }
           off += wk;
         }
-      } else if (core::IsUnaryElementwise(op.type)) {
-        c.L("return ", UnaryExpr(op, operand(0, w, "c"), Approximate(j)), ";");
       } else {
-        c.L("return ",
-            BinaryExpr(op.type, operand(0, w, "c"),
-                       op.has_scalar ? Lit(op.scalar) : operand(1, w, "c")),
-            ";");
+        c.L("return ", ElementwiseExpr(j, [&](int slot) { return operand(slot, w, "c"); }), ";");
       }
       c.Close("};");
     }
@@ -937,12 +938,8 @@ class RowKernelEmitter {
     };
     for (size_t j = first + 1; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
-      const std::string value =
-          core::IsUnaryElementwise(op.type)
-              ? UnaryExpr(op, operand(j, 0), Approximate(j))
-              : BinaryExpr(op.type, operand(j, 0), op.has_scalar ? Lit(op.scalar) : operand(j, 1));
-      c.L("const float r", j, " = ", value, ";  // ", CommentText(op.name), " = ",
-          std::string(core::OpTypeName(op.type)));
+      c.L("const float r", j, " = ", ElementwiseExpr(j, [&](int slot) { return operand(j, slot); }),
+          ";  // ", CommentText(op.name), " = ", std::string(core::OpTypeName(op.type)));
     }
     for (size_t j = first; j < ops_.size(); ++j) {
       const auto it = dsts_.find(g_.op(ops_[j]).output);
@@ -1352,13 +1349,8 @@ class RowKernelEmitter {
       if (!core::IsReduction(op.type)) c.L("float ", v, "[", per, "];");
       const std::string x = RegisterOperand(j, 0, "q");
       if (core::IsElementwise(op.type)) {
-        std::string value;
-        if (core::IsUnaryElementwise(op.type)) {
-          value = UnaryExpr(op, x, Approximate(j));
-        } else {
-          value =
-              BinaryExpr(op.type, x, op.has_scalar ? Lit(op.scalar) : RegisterOperand(j, 1, "q"));
-        }
+        const std::string value =
+            ElementwiseExpr(j, [&](int slot) { return RegisterOperand(j, slot, "q"); });
         c.L("#pragma unroll");
         c.L("for (int q = 0; q < ", per, "; ++q) ", v, "[q] = ", value, ";");
         continue;
@@ -1781,11 +1773,7 @@ class RowKernelEmitter {
 
   std::string ElementwiseValue(size_t j, int64_t w, const std::string& i, const std::string& r,
                                const std::string& c) const {
-    const OpInfo& op = g_.op(ops_[j]);
-    const std::string x0 = Operand(j, 0, w, i, r, c);
-    if (core::IsUnaryElementwise(op.type)) return UnaryExpr(op, x0, Approximate(j));
-    const std::string x1 = op.has_scalar ? Lit(op.scalar) : Operand(j, 1, w, i, r, c);
-    return BinaryExpr(op.type, x0, x1);
+    return ElementwiseExpr(j, [&](int slot) { return Operand(j, slot, w, i, r, c); });
   }
 
   // Opens the row-group loop used by row reductions: TPR threads per row.
