@@ -75,6 +75,9 @@ yirage::v1::Graph MatmulGraph(DType dtype) {
   b.Op("a_bcast", "matmul", {"a2", "wb"}).Output("a_bcast");
   b.Op("trans", "matmul", {"a3", "bt"}, {B("transpose_b", true)}).Output("trans");
   b.Op("small", "matmul", {"odd", "wodd"}).Output("small");
+  // K 7: one K lane, the block's rows over the other threads.
+  b.Input("at", {2, 30, 7}, dtype).Input("w7", {2, 7, 7}, dtype);
+  b.Op("tiny", "matmul", {"at", "w7"}, {B("transpose_b", true)}).Output("tiny");
   return b.proto();
 }
 
@@ -332,7 +335,9 @@ yirage::v1::Graph SplitNormsGraph(DType dtype) {
 // at a time (inner 12 and 8) and one (inner 3); more below.
 // Rows a few elements wide, 256 a block (a thread a row): a softmax over
 // 5, a layer_norm over 7 with weight and bias, a sum over 3 after an
-// elementwise op; 3001 rows leave the last block partial.
+// elementwise op; 3001 rows leave the last block partial; a matmul with K
+// and N of 7 then a norm (50 rows a batch entry: blocks of 3 rows straddle
+// entries).
 yirage::v1::Graph NarrowRowsGraph(DType dtype) {
   GraphBuilder b("narrow_rows");
   b.Input("x", {3001, 5}, dtype).Input("y", {3001, 7}, dtype).Input("yw", {7}, dtype);
@@ -340,6 +345,10 @@ yirage::v1::Graph NarrowRowsGraph(DType dtype) {
   b.Op("px", "softmax", {"x"}).Output("px");
   b.Op("ny", "layer_norm", {"y", "yw", "yb"}).Output("ny");
   b.Op("az", "abs", {"z"}).Op("sz", "reduce_sum", {"az"}, {I("axis", 1)}).Output("sz");
+  // A batched matmul by 7 x 7 weights (B^T) in the rows, then a norm.
+  b.Input("ma", {2, 50, 7}, dtype).Input("mw", {2, 7, 7}, dtype);
+  b.Op("mm", "matmul", {"ma", "mw"}, {B("transpose_b", true)}).Op("mr", "relu", {"mm"});
+  b.Op("mn", "layer_norm", {"mr", "yw"}).Output("mn");
   return b.proto();
 }
 
@@ -938,10 +947,11 @@ std::vector<Case> AllCases() {
     const yirage::v1::Graph cr = ColumnReduceGraph(dt);
     cases.push_back({cr, {AllGeneric(cr)}});
     const yirage::v1::Graph nw = NarrowRowsGraph(dt);
-    cases.push_back(
-        {nw,
-         {{Row({"px"}, Rows(256)), Row({"ny"}, Rows(256)), Row({"az", "sz"}, Rows(256))},
-          {Row({"px"}, Rows(64)), Row({"ny"}, Rows(16)), Row({"az", "sz"}, Rows(4))}}});
+    cases.push_back({nw,
+                     {{Row({"px"}, Rows(256)), Row({"ny"}, Rows(256)), Row({"az", "sz"}, Rows(256)),
+                       Row({"mm", "mr", "mn"}, Rows(25))},
+                      {Row({"px"}, Rows(64)), Row({"ny"}, Rows(16)), Row({"az", "sz"}, Rows(4)),
+                       Row({"mm", "mr", "mn"}, Rows(3))}}});
     const yirage::v1::Graph al = AxisLanesGraph(dt);
     cases.push_back({al, {AllGeneric(al)}});
     const yirage::v1::Graph gc = GenericChainsGraph(dt);

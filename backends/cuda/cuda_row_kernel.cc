@@ -163,6 +163,10 @@ class RowKernelEmitter {
   // on memory: what decode-sized norm chains need, and what short rows need
   // with several rows a block.
   static constexpr int kRegisterRowsMaxPerThread = 32;
+  // The fewest K values a lane of a SIMT matmul tile sums (EmitMatmulTile):
+  // two steps of the K loop's default unroll, so that a lane's dot outweighs
+  // its shared atomic.
+  static constexpr int64_t kMinKPerLane = 8;
 
   // How a row is spread over its threads.
   struct RegisterRowsLayout {
@@ -1838,8 +1842,9 @@ class RowKernelEmitter {
       const int64_t n = w;
       const int64_t tile = std::min<int64_t>(n, std::max(tn_, 128));
       c->Open(absl::StrCat("for (int nf = 0; nf < ", n, "; nf += ", tile, ") {"));
+      const int64_t k = g_.tensor(op.inputs[0]).shape.back();
       EmitMatmulTile(
-          j, "nf", tile, "0", absl::StrCat(g_.tensor(op.inputs[0]).shape.back()),
+          j, "nf", tile, "0", absl::StrCat(k), k,
           [&](const std::string& i, const std::string& cc) {
             return absl::StrCat(q, "[(", i, ") * ", n, " + ", cc, "]");
           },
@@ -1901,11 +1906,18 @@ class RowKernelEmitter {
   }
 
   // Adds into dst(i, c) the product of the block's A rows with B columns
-  // [cbeg, cbeg + ncols) (clipped to N) over K range [ka, kb). Zeroes the
-  // destination first; ends with __syncthreads().
+  // [cbeg, cbeg + ncols) (clipped to N) over K range [ka, kb), `k_extent`
+  // values at most. Zeroes the destination first; ends with __syncthreads().
+  //
+  // Threads split the tile's column groups, then K (lanes that sum partial
+  // dots into the destination with shared atomics), then the block's rows.
+  // A lane takes at least kMinKPerLane values of K: a short K (a matmul by a
+  // 7 x 7 weight) is not spread over lanes that would sit idle, and the
+  // threads left over take rows instead. One lane along K stores its dots
+  // without the zeroing pass and the atomics.
   template <typename Dst>
   void EmitMatmulTile(size_t j, const std::string& cbeg, int64_t ncols, const std::string& ka,
-                      const std::string& kb, Dst dst, Code* c) {
+                      const std::string& kb, int64_t k_extent, Dst dst, Code* c) {
     const OpInfo& op = g_.op(ops_[j]);
     const int ta = op.inputs[0];
     const int tb = op.inputs[1];
@@ -1922,7 +1934,7 @@ class RowKernelEmitter {
         std::all_of(b_lead.begin(), b_lead.end(), [](int64_t st) { return st == 0; });
     const int64_t m = l > 0 ? info_.lead_dims.back() : 1;
     const bool shared_b = b_fixed || m % br_ == 0;
-    const int rb = shared_b ? br_ : 1;
+    int rb = shared_b ? br_ : 1;
     // Vector width along N (row-major B) from the dtype, the hint and the
     // accumulator budget.
     int v = 1;
@@ -1935,27 +1947,46 @@ class RowKernelEmitter {
       if (v == 8 && !half) v = 4;
     }
     const int64_t groups = ncols / v;  // column groups
-    const int64_t kl = std::max<int64_t>(1, threads_ / std::max<int64_t>(1, groups));
-    const int64_t ng = threads_ / kl;
+    const int64_t kl =
+        std::clamp<int64_t>(k_extent / kMinKPerLane, 1, std::max<int64_t>(1, threads_ / groups));
+    // Row lanes: the threads that column groups and K lanes leave, over the
+    // block's rows (shared B: each lane a run of rb rows; else one row a step).
+    int64_t rl = 1;
+    if (kl * groups <= threads_) {
+      rl = std::min<int64_t>(threads_ / (kl * groups), br_);
+      if (shared_b) {
+        rb = static_cast<int>(CeilDiv(br_, rl));
+        rl = CeilDiv(br_, rb);
+      }
+    }
+    const int64_t ng = rl > 1 ? groups : threads_ / kl;
+    const bool atomic = kl > 1;
     const int unroll = s_.unroll() > 0 ? s_.unroll() : 4;
     c->Open("{");
-    c->Open(absl::StrCat("for (int x = tid; x < ", br_ * ncols, "; x += ", threads_, ") {"));
-    c->L("const int i = x / ", ncols, ";");
-    c->L("const int cc = (", cbeg, ") + x % ", ncols, ";");
-    c->L("if (cc < ", n, ") ", dst("i", "cc"), " = 0.0f;");
-    c->Close();
-    c->L("__syncthreads();");
+    if (atomic) {
+      c->Open(absl::StrCat("for (int x = tid; x < ", br_ * ncols, "; x += ", threads_, ") {"));
+      c->L("const int i = x / ", ncols, ";");
+      c->L("const int cc = (", cbeg, ") + x % ", ncols, ";");
+      c->L("if (cc < ", n, ") ", dst("i", "cc"), " = 0.0f;");
+      c->Close();
+      c->L("__syncthreads();");
+    }
+    // Lane order, fastest first: K then groups (B^T: a lane's K values are
+    // contiguous in B), groups then K (row-major B: coalesced along N); row
+    // lanes last.
     if (op.transpose_b) {
       c->L("const int kl = tid % ", kl, ";");
-      c->L("const int g0 = tid / ", kl, ";");
+      c->L("const int g0 = tid / ", kl, " % ", ng, ";");
     } else {
       c->L("const int g0 = tid % ", ng, ";");
-      c->L("const int kl = tid / ", ng, ";");
+      c->L("const int kl = tid / ", ng, " % ", kl, ";");
     }
+    c->L("const int rl = tid / ", kl * ng, ";");
     c->Open(
-        absl::StrCat("if (kl < ", kl, ") for (int gi = g0; gi < ", groups, "; gi += ", ng, ") {"));
+        absl::StrCat("if (rl < ", rl, ") for (int gi = g0; gi < ", groups, "; gi += ", ng, ") {"));
     c->L("const int cb = (", cbeg, ") + gi * ", v, ";");
-    c->Open(absl::StrCat("if (cb < ", n, ") for (int ib = 0; ib < ", br_, "; ib += ", rb, ") {"));
+    c->Open(absl::StrCat("if (cb < ", n, ") for (int ib = rl * ", rb, "; ib < ", br_,
+                         "; ib += ", rl * rb, ") {"));
     c->L("const i64 rb = r0 + ib;");
     c->L("const ", ctx_.ReadType(tb), "* const pb = ", ctx_.Var(tb), " + ",
          OffsetExpr(info_.lead_dims, b_lead, "rb"), ";");
@@ -1987,8 +2018,14 @@ class RowKernelEmitter {
     c->Open(absl::StrCat("for (int u = 0; u < ", rb, "; ++u) {"));
     c->L("const int ia = ib + u;");
     c->L("#pragma unroll");
-    c->L("for (int e = 0; e < ", v, "; ++e) if (ia < nr && cb + e < ", n, ") atomicAdd(&",
-         dst("ia", "cb + e"), ", acc[u][e]);");
+    if (atomic) {
+      c->L("for (int e = 0; e < ", v, "; ++e) if (ia < nr && cb + e < ", n, ") atomicAdd(&",
+           dst("ia", "cb + e"), ", acc[u][e]);");
+    } else {
+      // Rows past nr get their zero dots, as the zeroing pass would leave them.
+      c->L("for (int e = 0; e < ", v, "; ++e) if (ia < ", br_, " && cb + e < ", n, ") ",
+           dst("ia", "cb + e"), " = acc[u][e];");
+    }
     c->Close();
     c->Close();
     c->Close();
@@ -2144,7 +2181,7 @@ class RowKernelEmitter {
                                  : absl::StrCat(k);
       const std::string tl = absl::StrCat("tl", j);
       EmitMatmulTile(
-          j, "n0", tn_, ka, kb,
+          j, "n0", tn_, ka, kb, split_ > 1 ? kc : k,
           [&](const std::string& i, const std::string& cc) {
             return absl::StrCat(tl, "[(", i, ") * ", tn_, " + (", cc, ") - n0]");
           },
