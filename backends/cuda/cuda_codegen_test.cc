@@ -1276,8 +1276,13 @@ std::string PlanSource(const yirage::v1::Graph& proto, const std::vector<KernelS
 TEST(CudaCodegenCompileTest, NarrowRowsTakeAThreadARow) {
   const yirage::v1::Graph nw = NarrowRowsGraph(FLOAT32);
   const std::string src = PlanSource(
-      nw, {Row({"px"}, Rows(256)), Row({"ny"}, Rows(256)), Row({"az", "sz"}, Rows(256))});
+      nw, {Row({"px"}, Rows(256)), Row({"ny"}, Rows(256)), Row({"az", "sz"}, Rows(256)),
+           Row({"mm", "mr", "mn"}, Rows(25))});
   EXPECT_EQ(CountOf(src, "rows, BR 256, threads 256"), 3) << src;
+  // K 7: one K lane (no shared atomics), 25 rows over 7 x 25 threads.
+  EXPECT_NE(src.find("const int rl = tid / 7;"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (rl < 25)"), std::string::npos) << src;
+  EXPECT_EQ(src.find("atomicAdd"), std::string::npos) << src;
   GraphBuilder b("wide_softmax");
   b.Input("x", {3001, 40}, FLOAT32).Op("p", "softmax", {"x"}).Output("p");
   const std::string wide = PlanSource(b.proto(), {Row({"p"}, Rows(256))});
