@@ -1275,9 +1275,9 @@ std::string PlanSource(const yirage::v1::Graph& proto, const std::vector<KernelS
 // thread a row); wider rows stay at 64.
 TEST(CudaCodegenCompileTest, NarrowRowsTakeAThreadARow) {
   const yirage::v1::Graph nw = NarrowRowsGraph(FLOAT32);
-  const std::string src = PlanSource(
-      nw, {Row({"px"}, Rows(256)), Row({"ny"}, Rows(256)), Row({"az", "sz"}, Rows(256)),
-           Row({"mm", "mr", "mn"}, Rows(25))});
+  const std::string src =
+      PlanSource(nw, {Row({"px"}, Rows(256)), Row({"ny"}, Rows(256)), Row({"az", "sz"}, Rows(256)),
+                      Row({"mm", "mr", "mn"}, Rows(25))});
   EXPECT_EQ(CountOf(src, "rows, BR 256, threads 256"), 3) << src;
   // K 7: one K lane (no shared atomics), 25 rows over 7 x 25 threads.
   EXPECT_NE(src.find("const int rl = tid / 7;"), std::string::npos) << src;
