@@ -411,6 +411,8 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
 // L2). The block is 256 threads: units of cx x lanes threads, all powers of
 // two. Takes every shape; the plain loop form remains for elementwise ops,
 // concat, slice and matmul.
+constexpr int kSoftmaxChunk = 4;  // a softmax lane's elements read before any is used
+
 void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
                    const ChainPrologue& prologue, const ChainEpilogue& epilogue, bool inject_fault,
                    Code* code) {
@@ -481,13 +483,16 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
   code->L("const i64 n = (u % ", col_tiles, "LL) * ", cx, " + cxi;");
   code->L("const bool live = u < ", units, "LL && n < ", inner, "LL;");
   code->L("const i64 base = o * ", d * inner, "LL + n;");
-  std::string x = absl::StrCat("yr_ld(", ctx.Var(in), ", base + c * ", inner, "LL)");
-  if (!prologue.empty()) {
-    // The chain's value of each element, computed as it is read (each
-    // pass of a norm or softmax computes it again).
-    prologue.EmitLambda("yr_x", code);
-    x = absl::StrCat("yr_x(base + c * ", inner, "LL)");
-  }
+  // The element of row `c` (a variable) of this column; with a prologue the
+  // chain's value, computed as it is read (each pass of a norm or softmax
+  // computes it again).
+  if (!prologue.empty()) prologue.EmitLambda("yr_x", code);
+  auto element = [&](const std::string& c) {
+    return prologue.empty()
+               ? absl::StrCat("yr_ld(", ctx.Var(in), ", base + ", c, " * ", inner, "LL)")
+               : absl::StrCat("yr_x(base + ", c, " * ", inner, "LL)");
+  };
+  const std::string x = element("c");
   // Lanes of no column start past the end (no `if` between a loop and its
   // unroll pragma).
   code->L("const i64 c0 = live ? (i64)ryi : ", d, "LL;");
@@ -564,10 +569,25 @@ void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index,
     store(absl::StrCat("o * ", inner, "LL + n"), "v");
     code->Close();
   } else if (op.type == OpType::kSoftmax) {
+    // The running max v and the sum w of exp(x - v), a lane's elements
+    // kSoftmaxChunk at a time: their loads all in flight before the first is
+    // used (an element at a time, each waited on memory in turn), one
+    // rescale a chunk. A lane that has seen only -inf keeps w 0.
     code->L("float v = -__int_as_float(0x7f800000), w = 0.0f;");
-    code->Open(absl::StrCat(loop, " {"));
-    code->L("const float xv = ", x, ";");
-    code->L("if (xv > v) { w = w * expf(v - xv) + 1.0f; v = xv; } else { w += expf(xv - v); }");
+    code->Open(absl::StrCat("for (i64 c = c0; c < ", d, "LL; c += ", lanes * kSoftmaxChunk, ") {"));
+    code->L("float xs[", kSoftmaxChunk, "];");
+    code->L("#pragma unroll");
+    code->Open(absl::StrCat("for (int k = 0; k < ", kSoftmaxChunk, "; ++k) {"));
+    code->L("const i64 ck = c + k * ", lanes, ";");
+    code->L("xs[k] = ck < ", d, "LL ? ", element("ck"), " : -__int_as_float(0x7f800000);");
+    code->Close();
+    code->L("float m = xs[0];");
+    code->L("#pragma unroll");
+    code->L("for (int k = 1; k < ", kSoftmaxChunk, "; ++k) m = yr_max(m, xs[k]);");
+    code->L("if (m > v) { w *= expf(v - m); v = m; }");
+    code->L("#pragma unroll");
+    code->L("for (int k = 0; k < ", kSoftmaxChunk,
+            "; ++k) w += v == -__int_as_float(0x7f800000) ? 0.0f : expf(xs[k] - v);");
     code->Close();
     combine_lanes("softmax");
     code->L("const float inv = 1.0f / w;");

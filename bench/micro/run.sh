@@ -24,11 +24,13 @@
 #                       block shape, next to a flat read of the same bytes
 #   decode_streams    - split-KV decode attention's K/V streams by copy
 #                       engine (cp.async, bulk copies), split count and grid order
+#   fp32_items        - float32 items of the flat and gather kernels: 8 floats
+#                       (two 16-byte accesses) or 4 a thread's item
 set -euo pipefail
 ARCH=${1:-sm_90a}
 shift || true
 ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback attention_prefill
-  gemm reduce_rows elementwise_store decode_streams reduce_columns)
+  gemm reduce_rows elementwise_store decode_streams reduce_columns fp32_items)
 # Extra link flags of the benchmarks that need libraries.
 declare -A LIBS=([gemm]="-lcuda -lcublas")
 NAMES=("$@")
