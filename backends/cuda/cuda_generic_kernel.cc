@@ -248,6 +248,13 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
                                        std::max<int64_t>(1, d / (int64_t{ry} * kColumnUnroll)));
   const int64_t rows_per = CeilDiv(d, splits);
   splits = CeilDiv(d, rows_per);
+  // Loads in flight a lane: kColumnUnroll, or all of a lane's rows where
+  // they are at most twice that (a max over 5 rows: one round of 5 loads,
+  // not 4 and then 1).
+  const int64_t lane_rows = CeilDiv(rows_per, ry);
+  const int unroll = lane_rows <= 2 * kColumnUnroll
+                         ? static_cast<int>(std::max<int64_t>(1, lane_rows))
+                         : kColumnUnroll;
   const int64_t total = outer * inner;
   const bool mx = op.type == OpType::kReduceMax;
   const std::string init = mx ? "-__int_as_float(0x7f800000)" : "0.0f";
@@ -307,9 +314,9 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   code->Open(absl::StrCat("if (cb + cxi < ", cv, "LL) {"));
   if (!prologue.empty()) {
     // The chain's value of each element, computed as it is read.
-    code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * kColumnUnroll, ") {"));
+    code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * unroll, ") {"));
     code->L("#pragma unroll");
-    code->Open(absl::StrCat("for (int u = 0; u < ", kColumnUnroll, "; ++u) {"));
+    code->Open(absl::StrCat("for (int u = 0; u < ", unroll, "; ++u) {"));
     code->L("if (r + u * ", ry, " >= r1) break;");
     prologue.EmitVector(
         absl::StrCat("(o * ", d, "LL + r + u * ", ry, ") * ", inner, "LL + (cb + cxi) * ", vec),
@@ -321,15 +328,15 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   } else {
     code->L("const ", ctx.ReadType(in), "* const p = ", ctx.Var(in), " + o * ", d * inner,
             "LL + (cb + cxi) * ", vec, ";");
-    code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * kColumnUnroll, ") {"));
-    code->L("uint4 raw[", kColumnUnroll, "];");
+    code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * unroll, ") {"));
+    code->L("uint4 raw[", unroll, "];");
     code->L("#pragma unroll");
-    code->L("for (int u = 0; u < ", kColumnUnroll, "; ++u) {");
+    code->L("for (int u = 0; u < ", unroll, "; ++u) {");
     code->L("  if (r + u * ", ry, " < r1) raw[u] = yr_ld16_once(p + (r + u * ", ry, ") * ", inner,
             "LL);");
     code->L("}");
     code->L("#pragma unroll");
-    code->Open(absl::StrCat("for (int u = 0; u < ", kColumnUnroll, "; ++u) {"));
+    code->Open(absl::StrCat("for (int u = 0; u < ", unroll, "; ++u) {"));
     code->L("if (r + u * ", ry, " >= r1) break;");
     code->L("float f[", vec, "];");
     code->L("yr_stage16(f, raw[u], p);");
