@@ -425,6 +425,11 @@ yirage::v1::Graph AxisLanesGraph(DType dtype) {
   b.Op("nv", "layer_norm", {"lv", "lvw", "lvb"}, {I("axis", 1)}).Output("nv");
   b.Op("pp", "softmax", {"pv"}, {I("axis", 0)}).Output("pp");
   b.Op("nn", "rms_norm", {"rv"}, {I("axis", 1)}).Output("nn");
+  // A softmax over a middle axis of log(relu(x)): about half its elements
+  // are -inf, columns start with -inf (their lanes must not make NaN).
+  b.Input("lz", {3, 64, 20}, dtype);
+  b.Op("lr", "relu", {"lz"}).Op("ll", "log", {"lr"});
+  b.Op("pl", "softmax", {"ll"}, {I("axis", 1)}).Output("pl");
   return b.proto();
 }
 
@@ -1498,7 +1503,8 @@ TEST(CudaCodegenCompileTest, OddWidthRowsStageWhereTheBlockIsWholeVectors) {
 
 // CPU-only (CI): a column reduction over an axis too short for several row
 // lanes of kColumnUnroll rows (a max over 5 rows) takes one lane: each
-// thread its column vector's rows and results, no combine in shared memory.
+// thread its column vector's rows (all 5 in flight) and results, no combine
+// in shared memory.
 TEST(CudaCodegenCompileTest, ShortAxisColumnReductionTakesOneLane) {
   GraphBuilder b("column_short");
   b.Input("x", {5, 33, 64, 256}).Input("m", {1, 33, 64, 256});
@@ -1509,6 +1515,8 @@ TEST(CudaCodegenCompileTest, ShortAxisColumnReductionTakesOneLane) {
             std::string::npos)
       << src;
   EXPECT_EQ(src.find("__shared__ float part"), std::string::npos) << src;
+  // The lane's 5 rows in one round of loads.
+  EXPECT_NE(src.find("for (int u = 0; u < 5; ++u)"), std::string::npos) << src;
 }
 
 // CPU-only (CI): a column reduction whose rows split over several blocks
