@@ -407,6 +407,9 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   return true;
 }
 
+// A softmax lane's elements read before any is used (EmitAxisLanes).
+constexpr int kSoftmaxChunk = 4;
+
 // Norms, softmax and reductions over an axis (any axis: the first, a middle
 // one, the last, or one followed only by size-1 dims) as `outer` slabs of d
 // rows of `inner` columns. Each output column (o, n) takes `lanes` threads
@@ -418,8 +421,6 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
 // L2). The block is 256 threads: units of cx x lanes threads, all powers of
 // two. Takes every shape; the plain loop form remains for elementwise ops,
 // concat, slice and matmul.
-constexpr int kSoftmaxChunk = 4;  // a softmax lane's elements read before any is used
-
 void EmitAxisLanes(PlanContext& ctx, const KernelPlan& kernel, int kernel_index, int op_id,
                    const ChainPrologue& prologue, const ChainEpilogue& epilogue, bool inject_fault,
                    Code* code) {
