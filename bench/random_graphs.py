@@ -121,11 +121,23 @@ MIN_ELEMENTS = 16  # --min-elements
 
 def dims(rng, rank, max_elements):
     """A shape of `rank` dims from DIMS with MIN_ELEMENTS to max_elements
-    elements (rank 1: any size in that range, as DIMS alone may not reach it)."""
+    elements (where DIMS alone cannot reach MIN_ELEMENTS at this rank, the
+    last dim any size that brings the count into that range)."""
+    if MIN_ELEMENTS > max_elements:
+        raise SystemExit(f"--min-elements {MIN_ELEMENTS} is above the {max_elements} elements "
+                         "a shape may have here (--max-elements, halved for concat pieces)")
     while True:
         shape = [rng.choice(DIMS) for _ in range(rank)]
-        if rank == 1 and MIN_ELEMENTS > DIMS[-1]:
-            shape = [rng.randint(MIN_ELEMENTS, max(MIN_ELEMENTS, max_elements))]
+        if DIMS[-1] ** rank < MIN_ELEMENTS:
+            # DIMS alone cannot reach MIN_ELEMENTS at this rank: the last dim
+            # any size that brings the count into range.
+            lead = 1
+            for d in shape[:-1]:
+                lead *= d
+            lo = -(-MIN_ELEMENTS // lead)
+            if lo > max_elements // lead:
+                continue
+            shape[-1] = rng.randint(lo, max_elements // lead)
         count = 1
         for d in shape:
             count *= d
