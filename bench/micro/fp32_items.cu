@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "timing.cuh"
@@ -50,10 +51,9 @@ __global__ void __launch_bounds__(256) sub(const float* __restrict__ x, const fl
 // The gather form: item e of V floats at row e / W, column e % W, read from
 // the piece holding that column (pieces of P columns; P a multiple of V).
 template <int V, int U>
-__global__ void __launch_bounds__(256) gather(const float* __restrict__ p0,
-                                              const float* __restrict__ p1,
-                                              const float* __restrict__ p2, float* __restrict__ y,
-                                              long long items, unsigned w, unsigned p) {
+__global__ void __launch_bounds__(256)
+    gather(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2,
+           float* __restrict__ y, long long items, unsigned w, unsigned p) {
   const long long stride = (long long)gridDim.x * 256;
   for (long long i0 = (long long)blockIdx.x * 256 + threadIdx.x; i0 < items; i0 += stride * U) {
     float4 v[U][V / 4];
@@ -62,7 +62,9 @@ __global__ void __launch_bounds__(256) gather(const float* __restrict__ p0,
       const long long i = i0 + u * stride;
       if (i >= items) break;
       const unsigned e = (unsigned)(i * V), r = e / w, c = e % w;
-      const float* src = c < p ? p0 + r * p + c : c < 2 * p ? p1 + r * p + c - p : p2 + r * p + c - 2 * p;
+      const float* src = c < p       ? p0 + r * p + c
+                         : c < 2 * p ? p1 + r * p + c - p
+                                     : p2 + r * p + c - 2 * p;
 #pragma unroll
       for (int h = 0; h < V / 4; ++h) v[u][h] = __ldg(reinterpret_cast<const float4*>(src) + h);
     }
@@ -77,10 +79,9 @@ __global__ void __launch_bounds__(256) gather(const float* __restrict__ p0,
 }
 
 // A block a row: thread t copies 16-byte chunks t, t + 256, ... of each piece.
-__global__ void __launch_bounds__(256) row_copy(const float* __restrict__ p0,
-                                                const float* __restrict__ p1,
-                                                const float* __restrict__ p2,
-                                                float* __restrict__ y, int p) {
+__global__ void __launch_bounds__(256)
+    row_copy(const float* __restrict__ p0, const float* __restrict__ p1,
+             const float* __restrict__ p2, float* __restrict__ y, int p) {
   const int chunks = p / 4;
   const long long r = blockIdx.x;
   float4 v[3][4];
@@ -103,6 +104,29 @@ __global__ void __launch_bounds__(256) row_copy(const float* __restrict__ p0,
   }
 }
 
+// Runs `launch` once into `y` (n floats, poisoned first) and counts the
+// sampled elements `wrong` finds off, then times it; one line of output.
+template <typename Launch, typename Wrong>
+void Report(const char* label, float* y, long long n, double mb, Launch launch, Wrong wrong) {
+  CK(cudaMemset(y, 0xff, n * 4));
+  launch();
+  CK(cudaDeviceSynchronize());
+  std::vector<float> hy(n);
+  CK(cudaMemcpy(hy.data(), y, n * 4, cudaMemcpyDeviceToHost));
+  const long long bad = wrong(hy);
+  const float us = FlushedMedianUs(launch, 30, 3);
+  printf("%-44s: %8.2f us %5.2f TB/s%s\n", label, us, mb / us, bad ? "  WRONG" : "");
+}
+
+// "NAME V v U u grid g", the label of a grid-stride variant.
+std::string Label(const char* name, int v, int u, long long grid) {
+  char buf[96];
+  snprintf(buf, sizeof buf, "%s V %d U %d grid %lld", name, v, u, grid);
+  return buf;
+}
+
+long long GridOf(long long items, int u) { return (items + 256LL * u - 1) / (256LL * u); }
+
 int main() {
   {
     const long long n = 8688284;  // a multiple of 4, not of 8: the tail is left out
@@ -120,19 +144,15 @@ int main() {
     const double mb = n * 12.0 / 1e6;
     printf("== y = x - z over %lld floats (%.1f MB moved)\n", n, mb);
     auto run = [&](const char* name, auto kernel, int v, int u) {
-      const long long items = n / v;
-      const long long grid = (items + 256LL * u - 1) / (256LL * u);
-      auto launch = [&] { kernel<<<(unsigned)grid, 256>>>(dx, dz, dy, items); };
-      CK(cudaMemset(dy, 0xff, n * 4));
-      launch();
-      CK(cudaDeviceSynchronize());
-      std::vector<float> hy(n);
-      CK(cudaMemcpy(hy.data(), dy, n * 4, cudaMemcpyDeviceToHost));
-      long long bad = 0;
-      for (long long i = 0; i < items * v; i += 97) bad += hy[i] != hx[i] - hz[i];
-      const float us = FlushedMedianUs(launch, 30, 3);
-      printf("%-28s V %d U %d grid %7lld: %8.2f us %5.2f TB/s%s\n", name, v, u, grid, us, mb / us,
-             bad ? "  WRONG" : "");
+      const long long items = n / v, grid = GridOf(items, u);
+      Report(
+          Label(name, v, u, grid).c_str(), dy, n, mb,
+          [&] { kernel<<<(unsigned)grid, 256>>>(dx, dz, dy, items); },
+          [&](const std::vector<float>& hy) {
+            long long bad = 0;
+            for (long long i = 0; i < items * v; i += 97) bad += hy[i] != hx[i] - hz[i];
+            return bad;
+          });
     };
     run("items of 8 (as now)", sub<8, 2>, 8, 2);
     run("items of 8", sub<8, 1>, 8, 1);
@@ -157,9 +177,7 @@ int main() {
     CK(cudaMalloc(&dy, n * 4));
     const double mb = n * 8.0 / 1e6;
     printf("== concat of 3 x [%d, %d] floats along the last axis (%.1f MB moved)\n", rows, p, mb);
-    auto check = [&] {
-      std::vector<float> hy(n);
-      CK(cudaMemcpy(hy.data(), dy, n * 4, cudaMemcpyDeviceToHost));
+    auto wrong = [&](const std::vector<float>& hy) {
       long long bad = 0;
       for (long long e = 0; e < n; e += 89) {
         const long long r = e / w, c = e % w, s = c / p;
@@ -168,47 +186,30 @@ int main() {
       return bad;
     };
     auto run = [&](const char* name, auto kernel, int v, int u) {
-      const long long items = n / v;
-      const long long grid = (items + 256LL * u - 1) / (256LL * u);
-      auto launch = [&] {
-        kernel<<<(unsigned)grid, 256>>>(d[0], d[1], d[2], dy, items, (unsigned)w, (unsigned)p);
-      };
-      CK(cudaMemset(dy, 0xff, n * 4));
-      launch();
-      CK(cudaDeviceSynchronize());
-      const long long bad = check();
-      const float us = FlushedMedianUs(launch, 30, 3);
-      printf("%-28s V %d U %d grid %7lld: %8.2f us %5.2f TB/s%s\n", name, v, u, grid, us, mb / us,
-             bad ? "  WRONG" : "");
+      const long long items = n / v, grid = GridOf(items, u);
+      Report(
+          Label(name, v, u, grid).c_str(), dy, n, mb,
+          [&] {
+            kernel<<<(unsigned)grid, 256>>>(d[0], d[1], d[2], dy, items, (unsigned)w, (unsigned)p);
+          },
+          wrong);
     };
     run("gather, items of 8 (as now)", gather<8, 2>, 8, 2);
     run("gather, items of 4", gather<4, 4>, 4, 4);
     run("gather, items of 4", gather<4, 2>, 4, 2);
     run("gather, items of 4", gather<4, 1>, 4, 1);
-    {
-      auto launch = [&] { row_copy<<<rows, 256>>>(d[0], d[1], d[2], dy, p); };
-      CK(cudaMemset(dy, 0xff, n * 4));
-      launch();
-      CK(cudaDeviceSynchronize());
-      const long long bad = check();
-      const float us = FlushedMedianUs(launch, 30, 3);
-      printf("%-28s grid %7d: %8.2f us %5.2f TB/s%s\n", "a block a row, 16 B chunks", rows, us,
-             mb / us, bad ? "  WRONG" : "");
-    }
-    {
-      auto launch = [&] {
-        CK(cudaMemcpy2DAsync(dy, w * 4, d[0], p * 4, p * 4, rows, cudaMemcpyDeviceToDevice));
-        CK(cudaMemcpy2DAsync(dy + p, w * 4, d[1], p * 4, p * 4, rows, cudaMemcpyDeviceToDevice));
-        CK(cudaMemcpy2DAsync(dy + 2 * p, w * 4, d[2], p * 4, p * 4, rows,
-                             cudaMemcpyDeviceToDevice));
-      };
-      launch();
-      CK(cudaDeviceSynchronize());
-      const long long bad = check();
-      const float us = FlushedMedianUs(launch, 30, 3);
-      printf("%-28s: %8.2f us %5.2f TB/s%s\n", "three cudaMemcpy2D", us, mb / us,
-             bad ? "  WRONG" : "");
-    }
+    Report(
+        "a block a row, 16 B chunks", dy, n, mb,
+        [&] { row_copy<<<rows, 256>>>(d[0], d[1], d[2], dy, p); }, wrong);
+    Report(
+        "three cudaMemcpy2D", dy, n, mb,
+        [&] {
+          for (int s = 0; s < 3; ++s) {
+            CK(cudaMemcpy2DAsync(dy + s * p, w * 4, d[s], p * 4, p * 4, rows,
+                                 cudaMemcpyDeviceToDevice));
+          }
+        },
+        wrong);
   }
   return 0;
 }
