@@ -1905,9 +1905,10 @@ class RowKernelEmitter {
     c->L("__syncthreads();");
   }
 
-  // Adds into dst(i, c) the product of the block's A rows with B columns
-  // [cbeg, cbeg + ncols) (clipped to N) over K range [ka, kb), `k_extent`
-  // values at most. Zeroes the destination first; ends with __syncthreads().
+  // Sets dst(i, c), for the block's br_ rows i (zero past nr) and B columns
+  // c in [cbeg, cbeg + ncols) (clipped to N), to the product of A's rows
+  // with B over K range [ka, kb), `k_extent` values at most; ends with
+  // __syncthreads().
   //
   // Threads split the tile's column groups, then K (lanes that sum partial
   // dots into the destination with shared atomics), then the block's rows.
