@@ -104,40 +104,127 @@ class ChainPrologue {
     code->Close("};");
   }
 
-  // `float OUT[vec]` = the input at flat indices F0 .. F0 + vec - 1 (F0 a
-  // multiple of vec, within one row of the axis op's inner elements): one
-  // 16-byte load of each tensor that runs along the vector, one load of each
-  // that is constant along it, one load an element of the others.
-  void EmitVector(const std::string& f0, int vec, const std::string& out, Code* code) const {
-    code->L("float ", out, "[", vec, "];");
-    code->Open("{");
-    std::map<int, bool> per_element;  // tensor -> indexed by k
+  // The chain's value of the vectors at flat indices F0 .. F0 + vec - 1 of
+  // `slots` rows of the reduced axis `axis` (F0 a multiple of vec, within one
+  // row of the axis op's inner elements), in three steps so that every
+  // row's loads are in flight before the first is used:
+  //  - EmitAxisConstantLoads, once: the tensors constant along `axis` (a
+  //    bias broadcast over the reduced rows), read at any row's F0;
+  //  - EmitRowLoads for each slot `u` (a variable or literal below
+  //    `slots`): the other tensors, one 16-byte load of each that runs
+  //    along the vector (kept raw), one load of each that is constant along
+  //    it, one load an element of the rest;
+  //  - EmitRowMath: `float OUT[vec]` of slot `u`.
+  // Each step takes the RowReads of PlanRowReads(axis, vec); the
+  // declarations and constant loads come in scopes enclosing the other two.
+  enum class ReadKind { kVector, kOne, kPerElement };
+  struct RowReads {
+    std::map<int, ReadKind> kind;       // by tensor of the reads
+    std::map<int, bool> axis_constant;  // by tensor of the reads
+  };
+  RowReads PlanRowReads(int axis, int vec) const {
+    RowReads plan;
     for (int t : reads_) {
       const std::vector<int64_t> strides = BroadcastStrides(ctx_.graph.tensor(t).shape, space_);
       const bool whole_rows = space_.back() % vec == 0;
+      ReadKind kind = ReadKind::kPerElement;
       if (ElementsPer16Bytes(t) == vec &&
           (Contiguous(strides) || (whole_rows && strides.back() == 1))) {
-        code->L("float a", t, "[", vec, "];");
-        code->L("yr_stage16(a", t, ", yr_ld16_once(", ctx_.Var(t), " + ", Offset(t, f0), "), ",
-                ctx_.Var(t), ");");
-        per_element[t] = true;
+        kind = ReadKind::kVector;
       } else if (whole_rows && strides.back() == 0) {
-        code->L("const float a", t, " = yr_ld(", ctx_.Var(t), ", ", Offset(t, f0), ");");
-        per_element[t] = false;
-      } else {
-        code->L("float a", t, "[", vec, "];");
-        code->L("#pragma unroll");
-        code->L("for (int k = 0; k < ", vec, "; ++k) a", t, "[k] = yr_ld(", ctx_.Var(t), ", ",
-                Offset(t, absl::StrCat(f0, " + k")), ");");
-        per_element[t] = true;
+        kind = ReadKind::kOne;
       }
+      plan.kind[t] = kind;
+      plan.axis_constant[t] = strides[axis] == 0;
+    }
+    return plan;
+  }
+
+  void EmitAxisConstantLoads(const RowReads& plan, const std::string& f0, int vec,
+                             Code* code) const {
+    for (int t : reads_) {
+      if (!plan.axis_constant.at(t)) continue;
+      switch (plan.kind.at(t)) {
+        case ReadKind::kVector:
+          code->L("float a", t, "[", vec, "];");
+          code->L("yr_stage16(a", t, ", yr_ld16_once(", ctx_.Var(t), " + ", Offset(t, f0), "), ",
+                  ctx_.Var(t), ");");
+          break;
+        case ReadKind::kOne:
+          code->L("const float a", t, " = yr_ld(", ctx_.Var(t), ", ", Offset(t, f0), ");");
+          break;
+        case ReadKind::kPerElement:
+          code->L("float a", t, "[", vec, "];");
+          code->L("#pragma unroll");
+          code->L("for (int k = 0; k < ", vec, "; ++k) a", t, "[k] = yr_ld(", ctx_.Var(t), ", ",
+                  Offset(t, absl::StrCat(f0, " + k")), ");");
+          break;
+      }
+    }
+  }
+
+  // Declares the slots' registers of the tensors that vary along the axis.
+  void EmitRowDeclarations(const RowReads& plan, int slots, int vec, Code* code) const {
+    for (int t : reads_) {
+      if (plan.axis_constant.at(t)) continue;
+      switch (plan.kind.at(t)) {
+        case ReadKind::kVector:
+          code->L("uint4 raw", t, "[", slots, "];");
+          break;
+        case ReadKind::kOne:
+          code->L("float a", t, "[", slots, "];");
+          break;
+        case ReadKind::kPerElement:
+          code->L("float a", t, "[", slots, "][", vec, "];");
+          break;
+      }
+    }
+  }
+
+  void EmitRowLoads(const RowReads& plan, const std::string& f0, int vec, const std::string& u,
+                    Code* code) const {
+    for (int t : reads_) {
+      if (plan.axis_constant.at(t)) continue;
+      switch (plan.kind.at(t)) {
+        case ReadKind::kVector:
+          code->L("raw", t, "[", u, "] = yr_ld16_once(", ctx_.Var(t), " + ", Offset(t, f0), ");");
+          break;
+        case ReadKind::kOne:
+          code->L("a", t, "[", u, "] = yr_ld(", ctx_.Var(t), ", ", Offset(t, f0), ");");
+          break;
+        case ReadKind::kPerElement:
+          code->L("#pragma unroll");
+          code->L("for (int k = 0; k < ", vec, "; ++k) a", t, "[", u, "][k] = yr_ld(", ctx_.Var(t),
+                  ", ", Offset(t, absl::StrCat(f0, " + k")), ");");
+          break;
+      }
+    }
+  }
+
+  void EmitRowMath(const RowReads& plan, int vec, const std::string& u, const std::string& out,
+                   Code* code) const {
+    code->L("float ", out, "[", vec, "];");
+    code->Open("{");
+    for (int t : reads_) {
+      if (plan.axis_constant.at(t) || plan.kind.at(t) != ReadKind::kVector) continue;
+      code->L("float a", t, "[", vec, "];");
+      code->L("yr_stage16(a", t, ", raw", t, "[", u, "], ", ctx_.Var(t), ");");
     }
     code->L("#pragma unroll");
     code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
     EmitChainMath(
         ctx_, ops_, "v",
         [&](int t) {
-          return per_element.at(t) ? absl::StrCat("a", t, "[k]") : absl::StrCat("a", t);
+          const bool constant = plan.axis_constant.at(t);
+          switch (plan.kind.at(t)) {
+            case ReadKind::kVector:
+              return absl::StrCat("a", t, "[k]");
+            case ReadKind::kOne:
+              return constant ? absl::StrCat("a", t) : absl::StrCat("a", t, "[", u, "]");
+            case ReadKind::kPerElement:
+              break;
+          }
+          return constant ? absl::StrCat("a", t, "[k]") : absl::StrCat("a", t, "[", u, "][k]");
         },
         code);
     code->L(out, "[k] = v", x_, ";");
@@ -313,14 +400,26 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", init, ";");
   code->Open(absl::StrCat("if (cb + cxi < ", cv, "LL) {"));
   if (!prologue.empty()) {
-    // The chain's value of each element, computed as it is read.
+    // The chain's value of each element, computed from registers once every
+    // row's loads of a round are in flight.
+    const std::string col0 = absl::StrCat("(cb + cxi) * ", vec);
+    auto row_f0 = [&](const std::string& row) {
+      return absl::StrCat("(o * ", d, "LL + ", row, ") * ", inner, "LL + ", col0);
+    };
+    const ChainPrologue::RowReads reads = prologue.PlanRowReads(op.axis, vec);
+    prologue.EmitAxisConstantLoads(reads, row_f0("r0"), vec, code);
     code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * unroll, ") {"));
+    prologue.EmitRowDeclarations(reads, unroll, vec, code);
+    code->L("#pragma unroll");
+    code->Open(absl::StrCat("for (int u = 0; u < ", unroll, "; ++u) {"));
+    code->Open(absl::StrCat("if (r + u * ", ry, " < r1) {"));
+    prologue.EmitRowLoads(reads, row_f0(absl::StrCat("r + u * ", ry)), vec, "u", code);
+    code->Close();
+    code->Close();
     code->L("#pragma unroll");
     code->Open(absl::StrCat("for (int u = 0; u < ", unroll, "; ++u) {"));
     code->L("if (r + u * ", ry, " >= r1) break;");
-    prologue.EmitVector(
-        absl::StrCat("(o * ", d, "LL + r + u * ", ry, ") * ", inner, "LL + (cb + cxi) * ", vec),
-        vec, "f", code);
+    prologue.EmitRowMath(reads, vec, "u", "f", code);
     code->L("#pragma unroll");
     code->L("for (int k = 0; k < ", vec, "; ++k) acc[k] = ", combine("acc[k]", "f[k]"), ";");
     code->Close();
