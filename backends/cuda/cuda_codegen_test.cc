@@ -1515,8 +1515,18 @@ TEST(CudaCodegenCompileTest, ShortAxisColumnReductionTakesOneLane) {
             std::string::npos)
       << src;
   EXPECT_EQ(src.find("__shared__ float part"), std::string::npos) << src;
-  // The lane's 5 rows in one round of loads.
+  // The lane's 5 rows in one round of loads, all issued before the first
+  // is used; m, constant along the reduced axis, read once before the rows.
   EXPECT_NE(src.find("for (int u = 0; u < 5; ++u)"), std::string::npos) << src;
+  const size_t rows = src.find("for (i64 r = r0 + ryi;");
+  const size_t m = src.find("yr_ld16_once(t1");
+  const size_t x = src.find("raw0[u] = yr_ld16_once(t0");
+  const size_t use = src.find("= yr_gelu(", rows);
+  ASSERT_NE(rows, std::string::npos) << src;
+  EXPECT_LT(m, rows) << src;
+  EXPECT_EQ(src.find("yr_ld16_once(t1", m + 1), std::string::npos) << src;
+  EXPECT_LT(rows, x) << src;
+  EXPECT_LT(x, use) << src;
 }
 
 // CPU-only (CI): a column reduction whose rows split over several blocks
