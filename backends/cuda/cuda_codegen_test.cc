@@ -1217,6 +1217,47 @@ TEST(CudaCodegenGpuTest, InKernelAttentionMergeHoldsAcrossLaunches) {
   CheckCudaPlans(*b1, {OneRowGroup(*b1, WithWarpRows(WithGpu(Rows(64), 0, 4, 4), 32))}, {}, 3);
 }
 
+// NEEDS A GPU: a kernel given more shared memory than the device has fails
+// its own plan, with an error that says so, and the module's other plans
+// still run. The target claims 1 MiB a block, so the planner keeps an
+// attention form whose ring needs 280 KiB (D = 128, four key groups, two
+// stages) that no NVIDIA GPU has (the compile is checked without one).
+TEST(CudaCodegenGpuTest, TooMuchSharedMemoryFailsOnlyItsPlan) {
+  GraphBuilder b("head_dim_128");
+  b.Input("Q", {1, 64, 128}, FLOAT16).Input("K", {1, 128, 256}, FLOAT16);
+  b.Input("V", {1, 256, 128}, FLOAT16);
+  b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  const yirage::v1::Graph proto = b.proto();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  yirage::v1::CompileTarget target = H200CompileTarget();
+  target.set_max_shared_memory_per_block(1 << 20);
+  Compiled c;
+  CompileThroughAbi(
+      proto,
+      MakePlans(*g, {OneRowGroup(proto, WithGpu(Rows(64), 1, 16, 2)),
+                     OneRowGroup(proto, WithGpu(Rows(64), 1, 8, 2)), AllGeneric(proto)}),
+      &c, target);
+  ExpectAllCompiled(c);
+  ASSERT_NE(c.response.plans(0).source().find("4 row warps x 4 key group(s), 2 stages"),
+            std::string::npos)
+      << "plan 0 is no longer the 280 KiB form:\n"
+      << c.response.plans(0).source();
+  int32_t smem = 0;
+  for (const auto& l : c.response.plans(0).launch().launches())
+    smem = std::max(smem, l.smem_bytes());
+  EXPECT_GT(smem, 232448) << "more than an H100's or H200's 227 KiB a block";
+  YR_REQUIRE_GPU();  // compiled on any machine, run on a GPU
+  const core::CompareResult big = RunAndCompare(*g, c, 0);
+  EXPECT_FALSE(big.ok);
+  EXPECT_NE(big.message.find("bytes of shared memory"), std::string::npos) << big.message;
+  for (int i : {1, 2, 1}) {
+    const core::CompareResult r = RunAndCompare(*g, c, i);
+    EXPECT_TRUE(r.ok) << "plan " << i << " after the failed plan: " << r.message;
+  }
+}
+
 // NEEDS A GPU: decode-sized fused groups with tensor-core-sized tiles and K
 // large enough for split-K to matter.
 TEST(CudaCodegenGpuTest, LargeFusedMatmulsMatchReference) {
