@@ -78,6 +78,9 @@ yirage::v1::Graph MatmulGraph(DType dtype) {
   // K 7: one K lane, the block's rows over the other threads.
   b.Input("at", {2, 30, 7}, dtype).Input("w7", {2, 7, 7}, dtype);
   b.Op("tiny", "matmul", {"at", "w7"}, {B("transpose_b", true)}).Output("tiny");
+  // K 12 with B^T: 16-bit B rows read 4 values (8 bytes) at a time.
+  b.Input("a12", {2, 9, 12}, dtype).Input("b12", {2, 10, 12}, dtype);
+  b.Op("k12", "matmul", {"a12", "b12"}, {B("transpose_b", true)}).Output("k12");
   return b.proto();
 }
 
@@ -1333,6 +1336,23 @@ TEST(CudaCodegenCompileTest, NarrowRowsTakeAThreadARow) {
   b.Input("x", {3001, 40}, FLOAT32).Op("p", "softmax", {"x"}).Output("p");
   const std::string wide = PlanSource(b.proto(), {Row({"p"}, Rows(256))});
   EXPECT_NE(wide.find("rows, BR 64, "), std::string::npos) << wide;
+}
+
+// CPU-only (CI): a row kernel's matmul by B^T reads a lane's K values of B
+// (contiguous in its row) a vector at a time: 16 bytes where K allows, 8
+// bytes of 4 16-bit values at K 12, one element a load at K 7.
+TEST(CudaCodegenCompileTest, TransposedBRowsReadVectorsAlongK) {
+  for (DType dt : {FLOAT16, BFLOAT16, FLOAT32}) {
+    const yirage::v1::Graph mm = MatmulGraph(dt);
+    const std::string src = PlanSource(mm, AllRowSingles(mm, Rows(2, 16, 16)));
+    const bool half = dt != FLOAT32;
+    SCOPED_TRACE(half ? "16-bit" : "float32");
+    EXPECT_NE(src.find(absl::StrCat(half ? "yr_ld8" : "yr_ld4", "(pb + (i64)cb * 48 + kk, bk);")),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("yr_ld4(pb + (i64)cb * 12 + kk, bk);"), std::string::npos) << src;
+    EXPECT_NE(src.find("bv[0] = yr_ld(pb, (i64)cb * 7 + kk);"), std::string::npos) << src;
+  }
 }
 
 // CPU-only (CI): the sm_80 GEMM form on the H200 target: few tiles split

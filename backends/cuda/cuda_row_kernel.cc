@@ -1947,6 +1947,14 @@ class RowKernelEmitter {
       if (v != 1 && v != 8 && v != 4) v = 1;
       if (v == 8 && !half) v = 4;
     }
+    // B^T: a lane reads kv consecutive K values of its B row at once (16
+    // bytes of floats or of a 16-bit type, else 8 bytes of 4 halves) where
+    // K allows; the K ranges start at multiples of 16.
+    int kv = 1;
+    if (op.transpose_b) {
+      const bool half = ctx_.ReadType(tb) != "float";
+      kv = half && k % 8 == 0 ? 8 : k % 4 == 0 ? 4 : 1;
+    }
     const int64_t groups = ncols / v;  // column groups
     const int64_t kl =
         std::clamp<int64_t>(k_extent / kMinKPerLane, 1, std::max<int64_t>(1, threads_ / groups));
@@ -1998,22 +2006,39 @@ class RowKernelEmitter {
     c->L("  for (int e = 0; e < ", v, "; ++e) acc[u][e] = 0.0f;");
     c->L("}");
     c->L("#pragma unroll ", unroll);
-    c->Open(absl::StrCat("for (int kk = (", ka, ") + kl; kk < (", kb, "); kk += ", kl, ") {"));
-    c->L("float bv[", v, "];");
-    if (op.transpose_b) {
-      c->L("bv[0] = yr_ld(pb, (i64)cb * ", k, " + kk);");
-    } else if (v == 1) {
-      c->L("bv[0] = yr_ld(pb, (i64)kk * ", n, " + cb);");
+    c->Open(absl::StrCat("for (int kk = (", ka, ") + kl", kv > 1 ? absl::StrCat(" * ", kv) : "",
+                         "; kk < (", kb, "); kk += ", kl * kv, ") {"));
+    if (kv > 1) {
+      // B^T, kv K values a step: one vector load, kv products a row.
+      c->L("float bk[", kv, "];");
+      c->L("yr_ld", kv, "(pb + (i64)cb * ", k, " + kk, bk);");
+      c->L("#pragma unroll");
+      c->Open(absl::StrCat("for (int u = 0; u < ", rb, "; ++u) {"));
+      c->L("const int ia = ib + u;");
+      c->L("#pragma unroll");
+      c->Open(absl::StrCat("for (int e = 0; e < ", kv, "; ++e) {"));
+      c->L("const float av = ia < nr ? ", Operand(j, 0, k, "ia", "(r0 + ia)", "(kk + e)"),
+           " : 0.0f;");
+      c->L("acc[u][0] = fmaf(av, bk[e], acc[u][0]);");
+      c->Close();
+      c->Close();
     } else {
-      c->L("yr_ld", v, "(pb + (i64)kk * ", n, " + cb, bv);");
+      c->L("float bv[", v, "];");
+      if (op.transpose_b) {
+        c->L("bv[0] = yr_ld(pb, (i64)cb * ", k, " + kk);");
+      } else if (v == 1) {
+        c->L("bv[0] = yr_ld(pb, (i64)kk * ", n, " + cb);");
+      } else {
+        c->L("yr_ld", v, "(pb + (i64)kk * ", n, " + cb, bv);");
+      }
+      c->L("#pragma unroll");
+      c->Open(absl::StrCat("for (int u = 0; u < ", rb, "; ++u) {"));
+      c->L("const int ia = ib + u;");
+      c->L("const float av = ia < nr ? ", Operand(j, 0, k, "ia", "(r0 + ia)", "kk"), " : 0.0f;");
+      c->L("#pragma unroll");
+      c->L("for (int e = 0; e < ", v, "; ++e) acc[u][e] = fmaf(av, bv[e], acc[u][e]);");
+      c->Close();
     }
-    c->L("#pragma unroll");
-    c->Open(absl::StrCat("for (int u = 0; u < ", rb, "; ++u) {"));
-    c->L("const int ia = ib + u;");
-    c->L("const float av = ia < nr ? ", Operand(j, 0, k, "ia", "(r0 + ia)", "kk"), " : 0.0f;");
-    c->L("#pragma unroll");
-    c->L("for (int e = 0; e < ", v, "; ++e) acc[u][e] = fmaf(av, bv[e], acc[u][e]);");
-    c->Close();
     c->Close();
     c->L("#pragma unroll");
     c->Open(absl::StrCat("for (int u = 0; u < ", rb, "; ++u) {"));
