@@ -116,6 +116,7 @@ bool GemmWithin(const yirage::v1::MatchLimits& limits, const Graph& graph, const
   if (!m.transpose_b && !Multiple(m.n, limits.b_kn_n_multiple())) return false;
   if (limits.b_by_rows() && !m.transpose_b) return false;
   if (m.batch > 1 && limits.no_batch()) return false;
+  if (m.batch > 1 && !m.transpose_b && !Multiple(m.k, limits.batch_kn_k_multiple())) return false;
   if (m.b2 >= 0 && limits.no_gate()) return false;
   if (graph.proto().tolerance().rtol() < limits.min_rtol()) return false;
   std::vector<int> inputs = {m.a, m.b};

@@ -180,6 +180,21 @@ TEST(KernelFamilyTest, GemmBatchesAndRowsOverLeadDims) {
   EXPECT_TRUE(WithinLimits(limits, yirage::v1::GEMM, *g, {0}));
   limits.set_b_kn_n_multiple(64);
   EXPECT_FALSE(WithinLimits(limits, yirage::v1::GEMM, *g, {0})) << "N 96, B as [K, N]";
+  // batch_kn_k_multiple: batches with B as [.., K, N] only.
+  GraphProtoBuilder kb("gemm_batched_kn");
+  kb.Input("A", {3, 100, 16}, yirage::v1::BFLOAT16).Input("B", {3, 16, 1000}, yirage::v1::BFLOAT16);
+  kb.Input("A2", {300, 16}, yirage::v1::BFLOAT16).Input("W", {16, 1000}, yirage::v1::BFLOAT16);
+  kb.Op("P", "matmul", {"A", "B"}).Output("P");
+  kb.Op("Q", "matmul", {"A2", "W"}).Output("Q");
+  absl::StatusOr<Graph> kg = Graph::FromProto(kb.proto());
+  ASSERT_TRUE(kg.ok()) << kg.status();
+  yirage::v1::MatchLimits k64;
+  k64.set_batch_kn_k_multiple(64);
+  EXPECT_FALSE(WithinLimits(k64, yirage::v1::GEMM, *kg, {0})) << "a batch of K 16, B as [K, N]";
+  EXPECT_TRUE(WithinLimits(k64, yirage::v1::GEMM, *kg, {1})) << "one product: no next rows";
+  EXPECT_TRUE(WithinLimits(k64, yirage::v1::GEMM, *g, {1, 2, 3})) << "a batch with B as [N, K]";
+  k64.set_batch_kn_k_multiple(16);
+  EXPECT_TRUE(WithinLimits(k64, yirage::v1::GEMM, *kg, {0}));
 }
 
 // Every intermediate feeds the next op only: a value also read elsewhere
