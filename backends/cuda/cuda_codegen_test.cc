@@ -403,6 +403,17 @@ yirage::v1::Graph GenericChainsGraph(DType dtype) {
   return b.proto();
 }
 
+// Attention at D = 128 over 256 keys: a ring of four key groups at two
+// stages (280 KiB) exceeds an H100's or H200's shared memory a block.
+yirage::v1::Graph HeadDim128AttentionGraph() {
+  GraphBuilder b("head_dim_128");
+  b.Input("Q", {1, 64, 128}, FLOAT16).Input("K", {1, 128, 256}, FLOAT16);
+  b.Input("V", {1, 256, 128}, FLOAT16);
+  b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  return b.proto();
+}
+
 yirage::v1::Graph AxisLanesGraph(DType dtype) {
   GraphBuilder b("axis_lanes");
   b.Input("a", {40, 6, 33}, dtype).Input("r", {7, 2000, 1}, dtype);
@@ -1226,12 +1237,7 @@ TEST(CudaCodegenGpuTest, InKernelAttentionMergeHoldsAcrossLaunches) {
 // attention form whose ring needs 280 KiB (D = 128, four key groups, two
 // stages) that no NVIDIA GPU has (the compile is checked without one).
 TEST(CudaCodegenGpuTest, TooMuchSharedMemoryFailsOnlyItsPlan) {
-  GraphBuilder b("head_dim_128");
-  b.Input("Q", {1, 64, 128}, FLOAT16).Input("K", {1, 128, 256}, FLOAT16);
-  b.Input("V", {1, 256, 128}, FLOAT16);
-  b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
-  b.Output("O");
-  const yirage::v1::Graph proto = b.proto();
+  const yirage::v1::Graph proto = HeadDim128AttentionGraph();
   absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
   ASSERT_TRUE(g.ok()) << g.status();
   yirage::v1::CompileTarget target = H200CompileTarget();
@@ -1715,13 +1721,8 @@ TEST(CudaCodegenCompileTest, AttentionGroupsUseTheFusedKernel) {
   EXPECT_NE(wide.find("8 row warps x 1 key group(s)"), std::string::npos) << wide;
   // D = 128: four key groups' two-stage ring (280 KiB) exceeds the shared
   // memory per block, two fit.
-  GraphBuilder b("head_dim_128");
-  b.Input("Q", {1, 64, 128}, FLOAT16).Input("K", {1, 128, 256}, FLOAT16);
-  b.Input("V", {1, 256, 128}, FLOAT16);
-  b.Op("S", "matmul", {"Q", "K"}).Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
-  b.Output("O");
-  const std::string d128 =
-      PlanSource(b.proto(), OneRowGroup(b.proto(), WithGpu(Rows(64), 1, 16, 2)));
+  const yirage::v1::Graph h128 = HeadDim128AttentionGraph();
+  const std::string d128 = PlanSource(h128, OneRowGroup(h128, WithGpu(Rows(64), 1, 16, 2)));
   EXPECT_NE(d128.find("4 row warps x 2 key group(s), 2 stages"), std::string::npos) << d128;
   // MERGE_WORKSPACE: through the workspace and a merge kernel.
   const std::string workspace = PlanSource(g, OneRowGroup(g, WithForm(WithGpu(Rows(4), 2), 2)));

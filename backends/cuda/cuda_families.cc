@@ -84,11 +84,9 @@ void AddPrefillWsPoint(yirage::v1::KernelFamily* family, int key_tile, int stage
 }
 
 void AddGemmPoint(yirage::v1::KernelFamily* family, int tile_m, int tile_n, int stages,
-                  bool pingpong, int cluster_m, int cluster_n, int64_t stage_k) {
+                  bool pingpong, int cluster_m, int cluster_n, yirage::v1::DType dtype) {
   yirage::v1::SchedulePoint* point = family->add_points();
-  // TMA reads B [K, N] in K blocks of stage_k rows: in a batch, a K that is
-  // no multiple of them would read the next product's (cuda_gemm.cc).
-  point->mutable_limits()->set_batch_kn_k_multiple(stage_k);
+  *point->mutable_limits() = GemmSm90PointLimits(dtype);
   yirage::v1::GemmSchedule* s = point->mutable_schedule()->mutable_gemm();
   s->set_tile_m(tile_m);
   s->set_tile_n(tile_n);
@@ -100,22 +98,22 @@ void AddGemmPoint(yirage::v1::KernelFamily* family, int tile_m, int tile_n, int 
                                 stages, " cluster ", cluster_m, "x", cluster_n));
 }
 
-// The GEMM family's points (both dtype forms: `stage_k` the K rows of a
-// stage, 64 of a 16-bit type, 32 of float32).
-void AddGemmPoints(yirage::v1::KernelFamily* gemm, int64_t stage_k) {
+// The GEMM family's points (both dtype forms: `dtype` FLOAT16 for the
+// 16-bit one, FLOAT32 for TF32).
+void AddGemmPoints(yirage::v1::KernelFamily* gemm, yirage::v1::DType dtype) {
   // bench/micro/gemm.cu on an H200: cooperative 128 x 256 tiles in 2-block
   // clusters lead on large K; ping-pong 128 x 128 hides the epilogue where
   // K is short; the other two shapes are the runners-up.
-  AddGemmPoint(gemm, 128, 256, 4, false, 2, 1, stage_k);
-  AddGemmPoint(gemm, 128, 128, 6, true, 2, 1, stage_k);
-  AddGemmPoint(gemm, 128, 256, 4, false, 1, 1, stage_k);
-  AddGemmPoint(gemm, 256, 128, 4, false, 1, 2, stage_k);
+  AddGemmPoint(gemm, 128, 256, 4, false, 2, 1, dtype);
+  AddGemmPoint(gemm, 128, 128, 6, true, 2, 1, dtype);
+  AddGemmPoint(gemm, 128, 256, 4, false, 1, 1, dtype);
+  AddGemmPoint(gemm, 256, 128, 4, false, 1, 2, dtype);
   // Fewer tiles than multiprocessors (M of a few hundred rows): the
   // smaller tiles without a cluster, split-K where they do not fill the
   // chip; cooperative, so that a block with one tile has both consumers
   // at work (ping-pong gives a lone tile to one of them).
-  AddGemmPoint(gemm, 128, 128, 6, true, 1, 1, stage_k);
-  AddGemmPoint(gemm, 128, 128, 6, false, 2, 1, stage_k);
+  AddGemmPoint(gemm, 128, 128, 6, true, 1, 1, dtype);
+  AddGemmPoint(gemm, 128, 128, 6, false, 2, 1, dtype);
 }
 
 // The sm_80 form's points (gemm_sm80.cuh) that fit the target's shared
@@ -397,7 +395,7 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
         "(bias, activations, scales, residuals): TMA, wgmma, warp-specialized and persistent "
         "(sm_90); the sm_80 form (mma.sync) for products of few tiles");
     *gemm->mutable_limits() = GemmLimits();
-    AddGemmPoints(gemm, 64);
+    AddGemmPoints(gemm, yirage::v1::FLOAT16);
     AddSm80GemmPoints(gemm, target);
     // The same kernel on float32 through TF32 (a stage holds half the K of
     // a 16-bit one, in the same bytes), where the job's tolerance allows.
@@ -409,7 +407,7 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
         "the job's rtol is at least 1e-3, their elementwise epilogue fused: the gemm family's "
         "kernel (sm_90)");
     *tf32->mutable_limits() = GemmTf32Limits();
-    AddGemmPoints(tf32, 32);
+    AddGemmPoints(tf32, yirage::v1::FLOAT32);
   }
   return kernels;
 }

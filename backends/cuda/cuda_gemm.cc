@@ -74,6 +74,12 @@ yirage::v1::MatchLimits GemmLimits() {
   return limits;
 }
 
+yirage::v1::MatchLimits GemmSm90PointLimits(yirage::v1::DType dtype) {
+  yirage::v1::MatchLimits limits;
+  limits.set_batch_kn_k_multiple(StageK(dtype));
+  return limits;
+}
+
 yirage::v1::MatchLimits GemmTf32Limits() {
   yirage::v1::MatchLimits limits;
   limits.add_dtypes(yirage::v1::FLOAT32);

@@ -49,6 +49,10 @@ yirage::v1::MatchLimits GemmLimits();
 // as [N, K] (wgmma reads tf32 operands K-major), the job's rtol at least
 // kTf32MinRtol, K a multiple of 4.
 yirage::v1::MatchLimits GemmTf32Limits();
+// The Hopper form's schedule points' limits beside the family's: in a batch
+// with B given as [.., K, N], K a multiple of a stage's K rows of `dtype`
+// (TMA reads B in such blocks; a K tail would read the next product's rows).
+yirage::v1::MatchLimits GemmSm90PointLimits(yirage::v1::DType dtype);
 
 // The plan for `ops` on `target` under `knobs` (unset: the backend's
 // choice: 128 x 256 tiles, 4 stages, 2-block clusters along M), or nullopt

@@ -106,22 +106,22 @@ class ChainPrologue {
 
   // The chain's value of the vectors at flat indices F0 .. F0 + vec - 1 of
   // `slots` rows of the reduced axis `axis` (F0 a multiple of vec, within one
-  // row of the axis op's inner elements), in three steps so that every
-  // row's loads are in flight before the first is used:
-  //  - EmitAxisConstantLoads, once: the tensors constant along `axis` (a
-  //    bias broadcast over the reduced rows), read at any row's F0;
-  //  - EmitRowLoads for each slot `u` (a variable or literal below
-  //    `slots`): the other tensors, one 16-byte load of each that runs
-  //    along the vector (kept raw), one load of each that is constant along
-  //    it, one load an element of the rest;
+  // row of the axis op's inner elements), in steps so that every row's
+  // loads are in flight before the first is used. Each tensor is read as a
+  // 16-byte vector kept raw (it runs along the vector), one value (constant
+  // along it), or an element at a time (the rest); a tensor constant along
+  // `axis` (a bias broadcast over the reduced rows) has one set of
+  // registers, read once at any row's F0, the others one a row slot.
+  //  - EmitReads(axis_constant = true, ...), once, then for the row slots
+  //    EmitReads(false, ...): declarations, then each slot `u`'s loads;
   //  - EmitRowMath: `float OUT[vec]` of slot `u`.
-  // Each step takes the RowReads of PlanRowReads(axis, vec); the
-  // declarations and constant loads come in scopes enclosing the other two.
+  // Each step takes the RowReads of PlanRowReads(axis, vec).
   enum class ReadKind { kVector, kOne, kPerElement };
-  struct RowReads {
-    std::map<int, ReadKind> kind;       // by tensor of the reads
-    std::map<int, bool> axis_constant;  // by tensor of the reads
+  struct Read {
+    ReadKind kind;
+    bool axis_constant;
   };
+  using RowReads = std::map<int, Read>;  // by tensor of the reads
   RowReads PlanRowReads(int axis, int vec) const {
     RowReads plan;
     for (int t : reads_) {
@@ -134,67 +134,51 @@ class ChainPrologue {
       } else if (whole_rows && strides.back() == 0) {
         kind = ReadKind::kOne;
       }
-      plan.kind[t] = kind;
-      plan.axis_constant[t] = strides[axis] == 0;
+      plan[t] = {kind, strides[axis] == 0};
     }
     return plan;
   }
 
-  void EmitAxisConstantLoads(const RowReads& plan, const std::string& f0, int vec,
-                             Code* code) const {
+  // Declares the registers of the tensors whose axis_constant is
+  // `axis_constant` (`slots` of them each where not).
+  void EmitDeclarations(const RowReads& plan, bool axis_constant, int slots, int vec,
+                        Code* code) const {
+    const std::string dims = axis_constant ? "" : absl::StrCat("[", slots, "]");
     for (int t : reads_) {
-      if (!plan.axis_constant.at(t)) continue;
-      switch (plan.kind.at(t)) {
+      const Read& read = plan.at(t);
+      if (read.axis_constant != axis_constant) continue;
+      switch (read.kind) {
         case ReadKind::kVector:
-          code->L("float a", t, "[", vec, "];");
-          code->L("yr_stage16(a", t, ", yr_ld16_once(", ctx_.Var(t), " + ", Offset(t, f0), "), ",
-                  ctx_.Var(t), ");");
+          code->L("uint4 raw", t, dims, ";");
           break;
         case ReadKind::kOne:
-          code->L("const float a", t, " = yr_ld(", ctx_.Var(t), ", ", Offset(t, f0), ");");
+          code->L("float a", t, dims, ";");
           break;
         case ReadKind::kPerElement:
-          code->L("float a", t, "[", vec, "];");
-          code->L("#pragma unroll");
-          code->L("for (int k = 0; k < ", vec, "; ++k) a", t, "[k] = yr_ld(", ctx_.Var(t), ", ",
-                  Offset(t, absl::StrCat(f0, " + k")), ");");
+          code->L("float a", t, dims, "[", vec, "];");
           break;
       }
     }
   }
 
-  // Declares the slots' registers of the tensors that vary along the axis.
-  void EmitRowDeclarations(const RowReads& plan, int slots, int vec, Code* code) const {
+  // Loads, at flat index `f0`, the tensors whose axis_constant is
+  // `axis_constant` into their registers (slot `u` where not constant).
+  void EmitLoads(const RowReads& plan, bool axis_constant, const std::string& f0, int vec,
+                 const std::string& u, Code* code) const {
     for (int t : reads_) {
-      if (plan.axis_constant.at(t)) continue;
-      switch (plan.kind.at(t)) {
+      const Read& read = plan.at(t);
+      if (read.axis_constant != axis_constant) continue;
+      const std::string slot = Slot(read, u);
+      switch (read.kind) {
         case ReadKind::kVector:
-          code->L("uint4 raw", t, "[", slots, "];");
+          code->L("raw", t, slot, " = yr_ld16_once(", ctx_.Var(t), " + ", Offset(t, f0), ");");
           break;
         case ReadKind::kOne:
-          code->L("float a", t, "[", slots, "];");
-          break;
-        case ReadKind::kPerElement:
-          code->L("float a", t, "[", slots, "][", vec, "];");
-          break;
-      }
-    }
-  }
-
-  void EmitRowLoads(const RowReads& plan, const std::string& f0, int vec, const std::string& u,
-                    Code* code) const {
-    for (int t : reads_) {
-      if (plan.axis_constant.at(t)) continue;
-      switch (plan.kind.at(t)) {
-        case ReadKind::kVector:
-          code->L("raw", t, "[", u, "] = yr_ld16_once(", ctx_.Var(t), " + ", Offset(t, f0), ");");
-          break;
-        case ReadKind::kOne:
-          code->L("a", t, "[", u, "] = yr_ld(", ctx_.Var(t), ", ", Offset(t, f0), ");");
+          code->L("a", t, slot, " = yr_ld(", ctx_.Var(t), ", ", Offset(t, f0), ");");
           break;
         case ReadKind::kPerElement:
           code->L("#pragma unroll");
-          code->L("for (int k = 0; k < ", vec, "; ++k) a", t, "[", u, "][k] = yr_ld(", ctx_.Var(t),
+          code->L("for (int k = 0; k < ", vec, "; ++k) a", t, slot, "[k] = yr_ld(", ctx_.Var(t),
                   ", ", Offset(t, absl::StrCat(f0, " + k")), ");");
           break;
       }
@@ -206,25 +190,20 @@ class ChainPrologue {
     code->L("float ", out, "[", vec, "];");
     code->Open("{");
     for (int t : reads_) {
-      if (plan.axis_constant.at(t) || plan.kind.at(t) != ReadKind::kVector) continue;
+      const Read& read = plan.at(t);
+      if (read.kind != ReadKind::kVector) continue;
       code->L("float a", t, "[", vec, "];");
-      code->L("yr_stage16(a", t, ", raw", t, "[", u, "], ", ctx_.Var(t), ");");
+      code->L("yr_stage16(a", t, ", raw", t, Slot(read, u), ", ", ctx_.Var(t), ");");
     }
     code->L("#pragma unroll");
     code->Open(absl::StrCat("for (int k = 0; k < ", vec, "; ++k) {"));
     EmitChainMath(
         ctx_, ops_, "v",
         [&](int t) {
-          const bool constant = plan.axis_constant.at(t);
-          switch (plan.kind.at(t)) {
-            case ReadKind::kVector:
-              return absl::StrCat("a", t, "[k]");
-            case ReadKind::kOne:
-              return constant ? absl::StrCat("a", t) : absl::StrCat("a", t, "[", u, "]");
-            case ReadKind::kPerElement:
-              break;
-          }
-          return constant ? absl::StrCat("a", t, "[k]") : absl::StrCat("a", t, "[", u, "][k]");
+          const Read& read = plan.at(t);
+          if (read.kind == ReadKind::kVector) return absl::StrCat("a", t, "[k]");
+          const std::string v = absl::StrCat("a", t, Slot(read, u));
+          return read.kind == ReadKind::kOne ? v : v + "[k]";
         },
         code);
     code->L(out, "[k] = v", x_, ";");
@@ -233,6 +212,11 @@ class ChainPrologue {
   }
 
  private:
+  // The index of slot `u` in a tensor's registers: none where constant.
+  static std::string Slot(const Read& read, const std::string& u) {
+    return read.axis_constant ? "" : absl::StrCat("[", u, "]");
+  }
+
   int ElementsPer16Bytes(int t) const { return ctx_.ReadType(t) == "float" ? 4 : 8; }
 
   bool Contiguous(const std::vector<int64_t>& strides) const {
@@ -407,13 +391,14 @@ bool EmitColumnReduction(PlanContext& ctx, const KernelPlan& kernel, int kernel_
       return absl::StrCat("(o * ", d, "LL + ", row, ") * ", inner, "LL + ", col0);
     };
     const ChainPrologue::RowReads reads = prologue.PlanRowReads(op.axis, vec);
-    prologue.EmitAxisConstantLoads(reads, row_f0("r0"), vec, code);
+    prologue.EmitDeclarations(reads, true, 1, vec, code);
+    prologue.EmitLoads(reads, true, row_f0("r0"), vec, "", code);
     code->Open(absl::StrCat("for (i64 r = r0 + ryi; r < r1; r += ", ry * unroll, ") {"));
-    prologue.EmitRowDeclarations(reads, unroll, vec, code);
+    prologue.EmitDeclarations(reads, false, unroll, vec, code);
     code->L("#pragma unroll");
     code->Open(absl::StrCat("for (int u = 0; u < ", unroll, "; ++u) {"));
     code->Open(absl::StrCat("if (r + u * ", ry, " < r1) {"));
-    prologue.EmitRowLoads(reads, row_f0(absl::StrCat("r + u * ", ry)), vec, "u", code);
+    prologue.EmitLoads(reads, false, row_f0(absl::StrCat("r + u * ", ry)), vec, "u", code);
     code->Close();
     code->Close();
     code->L("#pragma unroll");
