@@ -100,6 +100,10 @@ void ClientCommands::PrintJob(const yirage::v1::Job& job) {
        << search.rewrites_rejected() << " rejected; " << search.rewritten_plans() << " of "
        << job.candidates_generated() << " candidates run a rewritten graph\n";
   if (!search.note().empty()) out_ << "           " << search.note() << "\n";
+  if (!search.hedged_plan().empty()) {
+    out_ << "           last candidate, past the budget but kept as the cost model's hedge: ["
+         << search.hedged_plan() << "]\n";
+  }
   if (job.has_best()) {
     const auto& b = job.best();
     out_ << "best       candidate " << b.candidate_id() << " [" << b.description() << "]\n"

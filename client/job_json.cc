@@ -37,7 +37,8 @@ nlohmann::json JobToJson(const yirage::v1::Job& job) {
                  {"rewrite_seconds", search.rewrite_seconds()},
                  {"note", search.note()},
                  {"baseline_kind", search.baseline_kind()},
-                 {"baseline_description", search.baseline_description()}};
+                 {"baseline_description", search.baseline_description()},
+                 {"hedged_plan", search.hedged_plan()}};
   if (job.has_best()) {
     const auto& b = job.best();
     j["best"] = {{"candidate_id", b.candidate_id()},

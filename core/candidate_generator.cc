@@ -62,6 +62,10 @@ constexpr int kBaselineBlockRows = 4;
 constexpr int64_t kMaxColsRows = 256;
 // Library plans of the job's graph placed right after the baseline.
 constexpr int kLibraryPlansFirst = 3;
+// The hedge (HedgeIndex): how far over the best estimate the fewest-kernel
+// plan may be, and the budget after the baseline it needs.
+constexpr double kHedgeCostRatio = 1.5;
+constexpr int kMinHedgeSlots = 4;
 
 // One uniform schedule choice, applied to every KERNEL_ROW kernel of a plan.
 struct ScheduleVariant {
@@ -451,6 +455,30 @@ Plan MakePlan(const Graph& graph, const Partition& partition,
 bool IsLibraryGroup(const Graph& graph, const KernelGroup& group) {
   return graph.op(group.begin).type == OpType::kMatmul &&
          MatchLibraryMatmul(graph, GroupOps(group)).ok();
+}
+
+// The model's hedge among `ordered` (the candidates after the baseline, in
+// the order they are timed) when only the first `slots` are: the cheapest
+// plan of the fewest kernels, where it falls past the cut and its estimate is
+// within kHedgeCostRatio of the best. Launches and memory latency dominate
+// small graphs, where the model is least sure and one kernel instead of
+// several pays most. -1: no hedge (no cut, too few slots, the plan already
+// in, or too dear).
+int HedgeIndex(const std::vector<Plan>& ordered, int slots) {
+  if (slots < kMinHedgeSlots || static_cast<int>(ordered.size()) <= slots) return -1;
+  int best = -1;
+  double cheapest = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < static_cast<int>(ordered.size()); ++k) {
+    const Plan& p = ordered[k];
+    cheapest = std::min(cheapest, p.estimated_cost());
+    if (best < 0 || p.kernels_size() < ordered[best].kernels_size() ||
+        (p.kernels_size() == ordered[best].kernels_size() &&
+         p.estimated_cost() < ordered[best].estimated_cost())) {
+      best = k;
+    }
+  }
+  if (best < slots) return -1;  // timed anyway
+  return ordered[best].estimated_cost() <= kHedgeCostRatio * cheapest ? best : -1;
 }
 
 bool HasLibraryKernel(const Plan& plan) {
@@ -1160,16 +1188,22 @@ absl::StatusOr<std::vector<Plan>> GenerateCandidatesWithStats(const Graph& graph
     return a.estimated_cost() < b.estimated_cost();
   };
   std::stable_sort(rest.begin(), rest.end(), by_cost);
+  std::vector<Plan> ordered;
+  ordered.reserve(front.size() + rest.size());
+  for (Plan& p : front) ordered.push_back(std::move(p));
+  for (Plan& p : rest) ordered.push_back(std::move(p));
   std::vector<Plan> plans;
   plans.push_back(std::move((*per_graph[0])[0]));
   const int limit = options.max_candidates > 0 ? options.max_candidates : kMaxGeneratedPlans;
-  for (Plan& p : front) {
-    if (static_cast<int>(plans.size()) >= limit) break;
-    plans.push_back(std::move(p));
+  // Where the budget cuts the order, the hedge (HedgeIndex) takes its last place.
+  const int hedge = HedgeIndex(ordered, limit - 1);
+  for (int k = 0; k < static_cast<int>(ordered.size()); ++k) {
+    if (static_cast<int>(plans.size()) >= limit - (hedge >= 0 ? 1 : 0)) break;
+    plans.push_back(std::move(ordered[k]));
   }
-  for (Plan& p : rest) {
-    if (static_cast<int>(plans.size()) >= limit) break;
-    plans.push_back(std::move(p));
+  if (hedge >= 0) {
+    st.hedged_plan = ordered[hedge].description();
+    plans.push_back(std::move(ordered[hedge]));
   }
   for (const Plan& plan : plans) {
     if (!plan.has_graph()) continue;  // checked by GeneratePlansForGraph

@@ -72,6 +72,10 @@ struct SearchStats {
   int64_t fingerprint_checks = 0;
   int plans = 0;            // plans returned
   int rewritten_plans = 0;  // of which on a rewritten graph
+  // Where the budget cut the order and the fewest-kernel plan within reach
+  // of the best estimate took the last place (the model's hedge): its
+  // description; else empty.
+  std::string hedged_plan;
   bool budget_exhausted = false;
   std::string rewrites_skipped;  // why no rewrite was tried (graph too large), or empty
   double rewrite_seconds = 0;    // wall time of the rewrite search and fingerprints
@@ -85,8 +89,10 @@ struct SearchStats {
 // Returns the plans, baseline first (one kernel per op, default schedules,
 // matmuls as library calls where options.kernels has a library; Plan.baseline set),
 // then (with a library) the first library plans, then the rest ordered by
-// estimated cost, cheapest first, truncated to options.max_candidates. Every plan passes
-// ValidatePlan and no two plans are equal.
+// estimated cost, cheapest first, truncated to options.max_candidates. Where that
+// cuts the order (at least 5 candidates), the cheapest plan of the fewest kernels
+// takes the last place if its estimate is within 1.5x of the best (a hedge
+// on the cost model). Every plan passes ValidatePlan and no two plans are equal.
 absl::StatusOr<std::vector<yirage::v1::Plan>> GenerateCandidates(const Graph& graph,
                                                                  const SearchOptions& options);
 

@@ -357,6 +357,74 @@ TEST(CandidateGeneratorTest, MaxCandidatesTruncatesAndKeepsBaseline) {
   EXPECT_TRUE(one[0].baseline());
 }
 
+// Decode attention over 100 keys of 32 floats, 4 heads: small enough that
+// launches and memory latency rule, where the model is least sure.
+Graph SmallAttention() {
+  absl::StatusOr<yirage::v1::Graph> proto = ParseGraphJson(R"({"name": "small_attention",
+    "inputs": [{"name": "q", "shape": [4, 1, 32], "dtype": "float32"},
+               {"name": "k", "shape": [4, 100, 32], "dtype": "float32"},
+               {"name": "v", "shape": [4, 100, 32], "dtype": "float32"}],
+    "ops": [{"name": "s", "op": "matmul", "inputs": ["q", "k"], "attrs": {"transpose_b": true}},
+            {"name": "t", "op": "mul", "inputs": ["s"], "attrs": {"scalar": 0.176777}},
+            {"name": "p", "op": "softmax", "inputs": ["t"], "attrs": {"axis": -1}},
+            {"name": "o", "op": "matmul", "inputs": ["p", "v"]}],
+    "outputs": ["o"]})");
+  EXPECT_TRUE(proto.ok()) << proto.status();
+  return MustBuild(*proto);
+}
+
+TEST(CandidateGeneratorTest, ACutOrderKeepsTheFewestKernelPlanWithinReach) {
+  const Graph graph = SmallAttention();
+  // Row kernels and library matmuls (no attention family: the CUDA backend's
+  // takes 16-bit types only).
+  SearchOptions options = GpuOptions();
+  options.kernels.clear_families();
+  options.kernels.mutable_library()->set_algorithms(2);
+  const std::vector<Plan> all = MustGenerate(graph, options);
+  ASSERT_GT(all.size(), 6u);
+  // The cheapest plan of the fewest kernels, and the best estimate.
+  size_t fewest = 1;
+  double best = all[1].estimated_cost();
+  for (size_t i = 1; i < all.size(); ++i) {
+    best = std::min(best, all[i].estimated_cost());
+    if (all[i].kernels_size() < all[fewest].kernels_size() ||
+        (all[i].kernels_size() == all[fewest].kernels_size() &&
+         all[i].estimated_cost() < all[fewest].estimated_cost())) {
+      fewest = i;
+    }
+  }
+  ASSERT_EQ(all[fewest].kernels_size(), 1) << all[fewest].description();
+  // Past a budget of 5, within reach of the best: the case the hedge is for.
+  ASSERT_GT(fewest, 5u) << all[fewest].description();
+  ASSERT_LE(all[fewest].estimated_cost(), 1.5 * best);
+
+  SearchStats stats;
+  options.max_candidates = 5;
+  absl::StatusOr<std::vector<Plan>> five = GenerateCandidatesWithStats(graph, options, &stats);
+  ASSERT_TRUE(five.ok()) << five.status();
+  ASSERT_EQ(five->size(), 5u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals((*five)[i], all[i])) << i;
+  }
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals((*five)[4], all[fewest]))
+      << (*five)[4].description();
+  EXPECT_EQ(stats.hedged_plan, all[fewest].description());
+
+  // A budget that reaches it anyway, and one too small to spare a place,
+  // keep the plain order.
+  for (const int budget : {static_cast<int>(fewest) + 1, 4}) {
+    options.max_candidates = budget;
+    absl::StatusOr<std::vector<Plan>> cut = GenerateCandidatesWithStats(graph, options, &stats);
+    ASSERT_TRUE(cut.ok()) << cut.status();
+    ASSERT_EQ(cut->size(), static_cast<size_t>(budget));
+    for (int i = 0; i < budget; ++i) {
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals((*cut)[i], all[i]))
+          << budget << " " << i;
+    }
+    EXPECT_EQ(stats.hedged_plan, "") << budget;
+  }
+}
+
 TEST(CandidateGeneratorTest, OptionsShapeTheSchedules) {
   Graph graph = MustBuild(testing::NormTransformerProto());  // 128 rows, no matmul
   SearchOptions options;

@@ -272,6 +272,7 @@ absl::StatusOr<std::vector<yirage::v1::Plan>> Scheduler::Search(
   summary->set_baseline_kind(library ? "library" : "generated");
   summary->set_baseline_description(baseline.description());
   summary->set_rewrite_seconds(stats.rewrite_seconds);
+  summary->set_hedged_plan(stats.hedged_plan);
   summary->set_note(!stats.rewrites_skipped.empty() ? stats.rewrites_skipped
                     : stats.budget_exhausted        ? "rewrite search stopped at its budget"
                                                     : "");
