@@ -1361,6 +1361,28 @@ TEST(CudaCodegenCompileTest, TransposedBRowsReadVectorsAlongK) {
   }
 }
 
+// CPU-only (CI): whole rows stored from the block buffer (a concat along
+// the row) take 4 values a store where the width is a multiple of 4 (2000),
+// one otherwise (2002).
+TEST(CudaCodegenCompileTest, FullRowStoresWriteVectorsWhereTheWidthAllows) {
+  for (DType dt : {FLOAT16, FLOAT32}) {
+    for (const int64_t w : {1000, 1001}) {
+      SCOPED_TRACE(absl::StrCat(dt == FLOAT32 ? "float32 " : "float16 ", w));
+      GraphBuilder b("concat_rows");
+      b.Input("x", {1000, w}, dt).Input("y", {1000, w}, dt);
+      b.Op("c", "concat", {"x", "y"}, {I("axis", 1)}).Output("c");
+      const std::string src = PlanSource(b.proto(), {Row({"c"}, Rows(4))});
+      if (w % 2 == 0) {
+        EXPECT_NE(src.find("for (int x = tid * 4; x < nr * 2000; x += "), std::string::npos) << src;
+        EXPECT_NE(src.find("yr_st4(o0, r0 * 2000 + x, b0 + x);"), std::string::npos) << src;
+      } else {
+        EXPECT_EQ(src.find("yr_st4(o0"), std::string::npos) << src;
+        EXPECT_NE(src.find("yr_st(o0, r0 * 2002 + x, b0[x]);"), std::string::npos) << src;
+      }
+    }
+  }
+}
+
 // CPU-only (CI): the sm_80 GEMM form on the H200 target: few tiles split
 // K by the planner (a workspace and zeroed counters in the plan's
 // buffers), a gated chain passes B2, the knobs' split_k 1 is none.
