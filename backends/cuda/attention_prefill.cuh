@@ -13,10 +13,12 @@
 // tensor cores go from one to the other without waiting for the block's
 // barrier, with one barrier a step.
 //
-// Query rows past `rows` read the last row and store nothing; keys must be
-// a whole number of BN tiles (the caller's matcher checks it).
+// Query rows past `rows` read the last row and store nothing; keys past
+// `keys` in the last tile read the last key and are masked out of the
+// softmax (any key count).
 // REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh and wgmma_ops.cuh before
-// this file; D and DV multiples of 64 (at most 128 each); BN 64 or 128; a
+// this file; D and DV multiples of 64, at most 128 each, or at most 256
+// with BN 64 and WG at most 2 (the registers of a 64 x 256 O); BN 64 or 128; a
 // launch of WG * 128 threads with yr_attn_prefill_smem_bytes<...>() bytes of
 // dynamic shared memory, grid (ceil(rows / (WG * 64)), batch).
 #ifndef YR_ATTENTION_PREFILL
@@ -65,7 +67,9 @@ static __device__ __forceinline__ void yr_attention_prefill(const T* __restrict_
                                                             const T* __restrict__ v,
                                                             OutT* __restrict__ o, int rows,
                                                             int keys, float scale) {
-  static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 128 && DV <= 128, "D, DV: 64 or 128");
+  static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "D, DV: 64, 128 or 256");
+  static_assert((D <= 128 && DV <= 128) || (BN == 64 && WG <= 2),
+                "head dims over 128: BN 64 and at most two warpgroups");
   static_assert(BN == 64 || BN == 128, "BN: 64 or 128");
   static_assert(STAGES >= 2 && (!OVERLAP || STAGES >= 3),
                 "at least two stages; three with the overlap");
@@ -83,12 +87,14 @@ static __device__ __forceinline__ void yr_attention_prefill(const T* __restrict_
   const T* const kb = k + batch * keys * D;
   const T* const vb = v + batch * keys * DV;
   const int q_last = rows - 1 - row0;  // rows past it read it again
-  const int steps = keys / BN;
+  const int steps = (keys + BN - 1) / BN;
+  const int tail = keys - (steps - 1) * BN;  // keys of the last step, 1 to BN
 
   auto load_kv = [&](int t) {
     T* const sk = skv + (t % STAGES) * BN * (D + DV);
-    yr_attn_load_tile<T, D, NT>(sk, kb + static_cast<i64>(t) * BN * D, BN, BN - 1, D);
-    yr_attn_load_tile<T, DV, NT>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, BN, BN - 1, DV);
+    const int last = (t == steps - 1 ? tail : BN) - 1;  // rows past it read it again
+    yr_attn_load_tile<T, D, NT>(sk, kb + static_cast<i64>(t) * BN * D, BN, last, D);
+    yr_attn_load_tile<T, DV, NT>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, BN, last, DV);
   };
   // Steps in flight: with the overlap a step's stage is refilled two steps
   // later (by then every warp has waited for its readers), else the step
@@ -134,6 +140,19 @@ static __device__ __forceinline__ void yr_attention_prefill(const T* __restrict_
     yr_wg_fence_operands(s, BN / 2);
     yr_wg_fence_operands(oacc, DV / 2);
 
+    // The last step's keys past `keys`: out of the max (or of the min)
+    // here, and their exponentials zero below. This lane's columns are
+    // 8 j + 2 (lane % 4) + e at s[4 j + 2 h + e].
+    const bool masked = tail < BN && t == steps - 1;
+    if (masked) {
+      const float out = log2_scale < 0.0f ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int c = 8 * j + 2 * (lane % 4);
+        if (c >= tail) s[4 * j] = s[4 * j + 2] = out;
+        if (c + 1 >= tail) s[4 * j + 1] = s[4 * j + 3] = out;
+      }
+    }
     // Online softmax of this warp's two rows per lane quad.
     unsigned p[BN / 4];  // P in 16-bit pairs, the A fragments of O += P V
 #pragma unroll
@@ -155,8 +174,13 @@ static __device__ __forceinline__ void yr_attention_prefill(const T* __restrict_
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
-        const float e0 = yr_exp2(fmaf(s[4 * j + 2 * h], log2_scale, -m_new));
-        const float e1 = yr_exp2(fmaf(s[4 * j + 2 * h + 1], log2_scale, -m_new));
+        const int c = 8 * j + 2 * (lane % 4);
+        float e0 = yr_exp2(fmaf(s[4 * j + 2 * h], log2_scale, -m_new));
+        float e1 = yr_exp2(fmaf(s[4 * j + 2 * h + 1], log2_scale, -m_new));
+        if (masked) {
+          e0 = c < tail ? e0 : 0.0f;
+          e1 = c + 1 < tail ? e1 : 0.0f;
+        }
         sum += e0 + e1;
         p[2 * j + h] = yr_pack2<T>(e0, e1);
       }

@@ -83,12 +83,17 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   AttentionConfig c;
   if (schedule.prefill()) {
     c.key_tile = schedule.key_tile() == 128 ? 128 : 64;
-    const bool applies = target.sm == 90 && a.transpose_k && a.d % 64 == 0 && a.dv % 64 == 0 &&
-                         a.d <= 128 && a.dv <= 128 && a.n % c.key_tile == 0;
-    if (!applies) return c;
-    // The warp-specialized form is checked on the device with D = DV only.
-    if (schedule.warp_specialized() && a.d != a.dv) return c;
     const int rows = schedule.block_rows();
+    // Head dims over 128 (up to 256) hold a 64 x DV O a warpgroup: tiles of
+    // 64 keys and at most two warpgroups (128 rows), within the registers.
+    const bool wide = a.d > 128 || a.dv > 128;
+    const bool applies =
+        target.sm == 90 && a.transpose_k && a.d % 64 == 0 && a.dv % 64 == 0 && a.d <= 256 &&
+        a.dv <= 256 && (!wide || (c.key_tile == 64 && rows != 192 && !schedule.warp_specialized()));
+    if (!applies) return c;
+    // The warp-specialized form takes keys in whole tiles and is checked on
+    // the device with D = DV only; the other masks the last tile.
+    if (schedule.warp_specialized() && (a.d != a.dv || a.n % c.key_tile != 0)) return c;
     c.prefill = true;
     c.warp_specialized = schedule.warp_specialized();
     c.warp_rows = 16;

@@ -54,6 +54,8 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
       ctx.scratch_buffer[t] >= 0 ? ctx.ScratchType(t) : CType(ctx.graph.tensor(t).dtype);
   const AttentionConfig config =
       PlanAttention(attention, ctx.target, kernel.schedule().attention());
+  // The decode forms hold head dims up to 128; wider ones only the prefill form.
+  if (!config.prefill && (attention.d > 128 || attention.dv > 128)) return false;
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int workspace_arg = -1;
   if (const int64_t bytes = AttentionWorkspaceBytes(attention, config); bytes > 0) {
@@ -366,10 +368,10 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
           return absl::InvalidArgumentError(absl::StrCat(
               kernel_label(k),
               ": schedule.attention.prefill needs sm_90, K given as [.., N, D], D and DV "
-              "multiples of 64 up to 128 (equal, warp-specialized), keys a multiple of the key "
-              "tile (",
+              "multiples of 64 up to 128, or up to 256 with key_tile 64 and block_rows 64 or "
+              "128 (warp-specialized: equal, up to 128, keys a multiple of the key tile (",
               knobs.key_tile() == 128 ? 128 : 64,
-              ") and the block within shared memory; this is sm_", target_.sm, " with D ",
+              ")) and the block within shared memory; this is sm_", target_.sm, " with D ",
               attention->d, ", DV ", attention->dv, ", ", attention->n, " keys",
               attention->transpose_k ? "" : ", K given as [.., D, N]"));
         }
@@ -382,8 +384,8 @@ absl::StatusOr<PlanCode> CudaCodegen::GeneratePlanFor(const Graph& g, const yira
                          "does not take this chain on sm_",
                          target_.sm,
                          " (16-bit graph inputs, D and DV "
-                         "multiples of 16 up to 128; K given as [.., D, N]: keys a multiple of "
-                         "8)"));
+                         "multiples of 16 up to 128, or of 64 up to 256 in the prefill form; K "
+                         "given as [.., D, N]: keys a multiple of 8)"));
       }
     } else if (schedule.has_gemm() && !fault) {
       const yirage::v1::GemmSchedule& knobs = schedule.gemm();

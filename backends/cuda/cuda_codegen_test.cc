@@ -775,7 +775,8 @@ std::vector<Case> AllCases() {
       }
     }
     // The prefill forms (sm_90; K as [B, N, D]): query rows past the last
-    // block's end (100 and 200 rows), D = DV = 64 and 128, one to three
+    // block's end (100 and 200 rows), D = DV = 64, 128 and 256, keys off
+    // the tiles, one to three
     // warpgroups, 64- and 128-key tiles, S issued behind O += P V (three
     // stages) or not; the warp-specialized form with a tile a block, and
     // with more tiles than the H200's 132 multiprocessors (140 heads).
@@ -797,6 +798,17 @@ std::vector<Case> AllCases() {
                         OneRowGroup(p128, WithPrefillWs(Rows(4), 64, 4))}});
       const yirage::v1::Graph many = PrefillAttentionGraph(dt, 100, 128, 64, 140);
       cases.push_back({many, {OneRowGroup(many, WithPrefillWs(Rows(4), 128, 2))}});
+      // Keys off the tiles (250: the last 64-key tile holds 58, the last
+      // 128-key tile 122), and D = DV = 256 over 300 keys (64-key tiles of
+      // one and two warpgroups).
+      const yirage::v1::Graph odd = PrefillAttentionGraph(dt, 100, 250, 64);
+      cases.push_back({odd,
+                       {OneRowGroup(odd, WithPrefill(Rows(4), 64, 64, 3, true)),
+                        OneRowGroup(odd, WithPrefill(Rows(4), 128, 128, 2, false))}});
+      const yirage::v1::Graph p256 = PrefillAttentionGraph(dt, 100, 300, 256);
+      cases.push_back({p256,
+                       {OneRowGroup(p256, WithPrefill(Rows(4), 128, 64, 4, true)),
+                        OneRowGroup(p256, WithPrefill(Rows(4), 64, 64, 3, true))}});
       // The GEMM family (sm_90): M, N and K off the tiles (K 72 and 136:
       // not multiples of 64), B as [K, N] and [N, K], each point's tiles and
       // clusters, more tiles than blocks (4093 rows), the epilogue of bias,

@@ -57,6 +57,9 @@ void AddAttentionPoint(yirage::v1::KernelFamily* family, AttentionSchedule::Merg
   if (warps > 0) absl::StrAppend(&label, " warps ", warps);
   point->set_label(label);
   if (limits != nullptr) *point->mutable_limits() = *limits;
+  // The decode forms hold head dims up to 128.
+  yirage::v1::MatchLimits* own = point->mutable_limits();
+  if (own->max_head_dim() == 0 || own->max_head_dim() > 128) own->set_max_head_dim(128);
 }
 
 yirage::v1::SchedulePoint* AddPrefillPoint(yirage::v1::KernelFamily* family, int rows, int key_tile,
@@ -70,7 +73,7 @@ yirage::v1::SchedulePoint* AddPrefillPoint(yirage::v1::KernelFamily* family, int
   s->set_overlap(overlap);
   point->set_label(absl::StrCat("prefill rows ", rows, " keys ", key_tile, " stages ", stages,
                                 overlap ? " overlap" : ""));
-  *point->mutable_limits() = AttentionPrefillLimits(key_tile);
+  *point->mutable_limits() = AttentionPrefillLimits(key_tile, rows, false);
   return point;
 }
 
@@ -80,7 +83,7 @@ void AddPrefillWsPoint(yirage::v1::KernelFamily* family, int key_tile, int stage
   yirage::v1::SchedulePoint* point = AddPrefillPoint(family, 0, key_tile, stages, false);
   point->mutable_schedule()->mutable_attention()->set_warp_specialized(true);
   point->set_label(absl::StrCat("prefill warp-specialized keys ", key_tile, " stages ", stages));
-  point->mutable_limits()->set_equal_head_dims(true);
+  *point->mutable_limits() = AttentionPrefillLimits(key_tile, 0, true);
 }
 
 void AddGemmPoint(yirage::v1::KernelFamily* family, int tile_m, int tile_n, int stages,
@@ -207,7 +210,9 @@ yirage::v1::MatchLimits StreamedWgmmaLimits() {
 yirage::v1::MatchLimits AttentionLimits() {
   yirage::v1::MatchLimits limits;
   limits.set_head_dim_multiple(16);
-  limits.set_max_head_dim(128);
+  // Up to 128 for the decode forms (their points say so), up to 256 for the
+  // prefill form's 64-key points.
+  limits.set_max_head_dim(256);
   // Any key count: the last 64-key tile is masked. K given as [D, N] is
   // copied 16 bytes at a time, so its rows (N long) start 16-byte aligned.
   limits.set_keys_by_columns_multiple(8);
@@ -216,11 +221,14 @@ yirage::v1::MatchLimits AttentionLimits() {
   return limits;
 }
 
-yirage::v1::MatchLimits AttentionPrefillLimits(int key_tile) {
+yirage::v1::MatchLimits AttentionPrefillLimits(int key_tile, int rows, bool warp_specialized) {
   yirage::v1::MatchLimits limits;
   limits.set_head_dim_multiple(64);
-  limits.set_max_head_dim(128);
-  limits.set_keys_multiple(key_tile);
+  limits.set_max_head_dim(!warp_specialized && key_tile == 64 && rows <= 128 ? 256 : 128);
+  if (warp_specialized) {
+    limits.set_keys_multiple(key_tile);
+    limits.set_equal_head_dims(true);
+  }
   // A block takes 64 to 192 query rows; fewer rows a head are decode's.
   limits.set_min_query_rows(64);
   limits.set_keys_by_rows(true);

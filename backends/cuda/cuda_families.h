@@ -29,9 +29,10 @@ yirage::v1::MatchLimits StreamedWgmmaLimits();
 yirage::v1::MatchLimits AttentionLimits();
 yirage::v1::MatchLimits AttentionWgmmaLimits();
 // The prefill form's chains (PlanAttention's prefill): D and DV multiples of
-// 64 up to 128, keys whole tiles of `key_tile`, K given as [.., N, D], at
-// least 64 query rows.
-yirage::v1::MatchLimits AttentionPrefillLimits(int key_tile);
+// 64 up to 128 (up to 256 in 64-key tiles of at most 128 rows), K given as
+// [.., N, D], at least 64 query rows; the warp-specialized form's keys in
+// whole tiles of `key_tile`, D = DV up to 128.
+yirage::v1::MatchLimits AttentionPrefillLimits(int key_tile, int rows, bool warp_specialized);
 
 }  // namespace yirage::backends::cuda
 

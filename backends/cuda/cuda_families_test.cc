@@ -114,22 +114,32 @@ TEST(CudaFamiliesTest, DescribeSaysWhatTheTargetRuns) {
     EXPECT_EQ(p.matrix_share() > 0, p.schedule().gemm().mma_sync()) << p.label();
   }
   // sm_90: the prefill points, each limited to the chains the form runs.
-  int prefill = 0, warp_specialized = 0;
+  // The warp-specialized form takes keys in whole tiles and D = DV up to
+  // 128; the other masks its last key tile, and its 64-key points of at
+  // most 128 rows take head dims up to 256.
+  int prefill = 0, warp_specialized = 0, wide = 0;
   const BackendKernels sm90 = DescribeKernels(Target(90, 132, 232448));
   for (const auto& p : Family(sm90, "attention")->points()) {
-    if (!p.schedule().attention().prefill()) continue;
+    const yirage::v1::AttentionSchedule& s = p.schedule().attention();
+    if (!s.prefill()) continue;
     ++prefill;
-    if (p.schedule().attention().warp_specialized()) {
+    if (s.warp_specialized()) {
       ++warp_specialized;
       EXPECT_TRUE(p.limits().equal_head_dims()) << p.label();
+      EXPECT_EQ(p.limits().keys_multiple(), s.key_tile()) << p.label();
+    } else {
+      EXPECT_EQ(p.limits().keys_multiple(), 0) << p.label();
     }
+    const bool narrow = !s.warp_specialized() && s.key_tile() == 64 && s.block_rows() <= 128;
+    EXPECT_EQ(p.limits().max_head_dim(), narrow ? 256 : 128) << p.label();
+    wide += narrow;
     EXPECT_TRUE(p.limits().keys_by_rows()) << p.label();
     EXPECT_EQ(p.limits().head_dim_multiple(), 64) << p.label();
-    EXPECT_EQ(p.limits().keys_multiple(), p.schedule().attention().key_tile()) << p.label();
     EXPECT_GE(p.limits().min_query_rows(), 64) << p.label();
   }
   EXPECT_GT(prefill, 0);
   EXPECT_GT(warp_specialized, 0);
+  EXPECT_GT(wide, 0);
   const auto small = StreamedPoints(DescribeKernels(Target(86, 84, 65536)));
   EXPECT_TRUE(small.count({1, 3, 0}));
   EXPECT_FALSE(small.count({1, 6, 0}));

@@ -246,14 +246,47 @@ TEST(AttentionPlannerTest, PrefillFormRefusesWhatItCannotRun) {
   EXPECT_FALSE(
       PlanAttention(Attention(AttentionGraph(4, 256, 256, 128)), H200(), Prefill(128, 64, 2))
           .prefill);
-  // Keys not whole 128-key tiles, head dims not multiples of 64.
-  EXPECT_FALSE(
-      PlanAttention(Attention(PrefillGraph(4, 256, 192, 128)), H200(), Prefill(128, 128, 2))
-          .prefill);
-  EXPECT_TRUE(PlanAttention(Attention(PrefillGraph(4, 256, 192, 128)), H200(), Prefill(128, 64, 2))
-                  .prefill);
+  // Head dims not multiples of 64, or over 256.
   EXPECT_FALSE(
       PlanAttention(Attention(PrefillGraph(4, 256, 256, 96)), H200(), Prefill(128, 64, 2)).prefill);
+  const core::Graph d320 = PrefillGraph(4, 256, 256, 320);
+  EXPECT_FALSE(MatchAttention(d320, AllOps(d320), {d320.outputs()[0]}).has_value());
+}
+
+TEST(AttentionPlannerTest, PrefillFormMasksTheLastKeyTile) {
+  // 192 and 1000 keys: not whole 128-key tiles; the last tile is masked.
+  for (const int64_t keys : {192, 1000}) {
+    SCOPED_TRACE(keys);
+    const AttentionPattern a = Attention(PrefillGraph(4, 256, keys, 128));
+    EXPECT_TRUE(PlanAttention(a, H200(), Prefill(128, 128, 2)).prefill);
+    EXPECT_TRUE(PlanAttention(a, H200(), Prefill(64, 64, 3)).prefill);
+  }
+}
+
+TEST(AttentionPlannerTest, PrefillFormTakesHeadDim256InNarrowTiles) {
+  const AttentionPattern a = Attention(PrefillGraph(4, 512, 1000, 256));
+  // Two warpgroups: Q 64 KiB + 2 stages of 64 keys x (256 + 256) x 2 bytes
+  // = 192 KiB; four stages would not fit, so no overlap either.
+  const AttentionConfig two = PlanAttention(a, H200(), Prefill(128, 64, 4));
+  ASSERT_TRUE(two.prefill);
+  EXPECT_EQ(two.row_warps, 8);
+  EXPECT_EQ(two.stages, 2);
+  EXPECT_FALSE(two.overlap);
+  // One warpgroup: Q 32 KiB + 3 stages = 224 KiB, with the overlap.
+  yirage::v1::AttentionSchedule one_s = Prefill(64, 64, 3);
+  one_s.set_overlap(true);
+  const AttentionConfig one = PlanAttention(a, H200(), one_s);
+  ASSERT_TRUE(one.prefill);
+  EXPECT_EQ(one.row_warps, 4);
+  EXPECT_EQ(one.stages, 3);
+  EXPECT_TRUE(one.overlap);
+  // 128-key tiles, three warpgroups or the warp-specialized form would not
+  // hold a 64 x 256 O in registers.
+  EXPECT_FALSE(PlanAttention(a, H200(), Prefill(128, 128, 2)).prefill);
+  EXPECT_FALSE(PlanAttention(a, H200(), Prefill(192, 64, 2)).prefill);
+  yirage::v1::AttentionSchedule ws = Prefill(0, 64, 2);
+  ws.set_warp_specialized(true);
+  EXPECT_FALSE(PlanAttention(a, H200(), ws).prefill);
 }
 
 yirage::v1::AttentionSchedule PrefillWs(int key_tile, int stages) {

@@ -149,6 +149,9 @@ TORCH_FNS = {
     "qwen25_7b_rmsnorm_residual_prefill_m2048": rmsnorm_residual(1e-6),
     "llama3_8b_attention_prefill_h32_n1024_fp16": attention,
     "llama3_8b_attention_prefill_h32_n2048_bf16": attention,
+    # Head dim 256 (Gemma-2 9B, K and V repeated to the 16 query heads), a
+    # prompt of 1000 tokens: no whole 64- or 128-key tiles.
+    "gemma2_9b_attention_prefill_h16_n1000_d256_bf16": attention,
     "llama3_8b_gqa_decode_b1_n8192": gqa_decode,
     "llama3_8b_gqa_decode_b16_n2048": gqa_decode,
     "qwen25_7b_gqa_decode_b8_n4096": gqa_decode,
