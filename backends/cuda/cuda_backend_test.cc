@@ -237,6 +237,29 @@ INSTANTIATE_TEST_SUITE_P(Random, RandomGraphCompileTest, ::testing::ValuesIn(Ran
 INSTANTIATE_TEST_SUITE_P(Suite, SuiteCompileTest, ::testing::ValuesIn(GraphFilesIn("suite")),
                          GraphFileTestName);
 
+// CPU-only (CI): attention with a head dim of 256 under the family's
+// default knobs (the backend's choice) runs the prefill form, the one form
+// that holds it, not the generic row kernels.
+TEST(CudaBackendTest, DefaultAttentionKnobsTakeThePrefillFormForHeadDim256) {
+  absl::StatusOr<GraphCandidates> loaded = LoadCandidates(
+      SourceDir() + "/examples/graphs/suite/gemma2_9b_attention_prefill_h16_n1000_d256_bf16.json",
+      8);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  std::vector<yirage::v1::Plan> defaults;
+  for (const yirage::v1::Plan& p : loaded->plans) {
+    if (p.kernels_size() == 1 && p.kernels(0).schedule().has_attention() &&
+        p.kernels(0).schedule().attention().ByteSizeLong() == 0) {
+      defaults.push_back(p);
+    }
+  }
+  ASSERT_EQ(defaults.size(), 1u) << "the default-knob attention candidate among the first 8";
+  Compiled c;
+  CompileThroughAbi(loaded->proto, defaults, &c);
+  ExpectAllCompiled(c);
+  EXPECT_NE(c.response.plans(0).source().find("fused attention, prefill form"), std::string::npos)
+      << c.response.plans(0).source().substr(0, 4000);
+}
+
 // Without cuBLASLt the probe says so (and only library plans fail): run in
 // a child process, since the library is looked up once per process.
 TEST(CudaBackendTest, ProbeSaysWhenCublasLtIsMissing) {

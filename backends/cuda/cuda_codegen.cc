@@ -52,10 +52,21 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
   if (!out_arg.has_value()) return false;
   const std::string out_type =
       ctx.scratch_buffer[t] >= 0 ? ctx.ScratchType(t) : CType(ctx.graph.tensor(t).dtype);
-  const AttentionConfig config =
-      PlanAttention(attention, ctx.target, kernel.schedule().attention());
-  // The decode forms hold head dims up to 128; wider ones only the prefill form.
-  if (!config.prefill && (attention.d > 128 || attention.dv > 128)) return false;
+  const yirage::v1::AttentionSchedule& knobs = kernel.schedule().attention();
+  AttentionConfig config = PlanAttention(attention, ctx.target, knobs);
+  // The decode forms hold head dims up to 128; wider ones only the prefill
+  // form, which the defaults (the backend's choice) take where it applies.
+  if (!config.prefill && (attention.d > 128 || attention.dv > 128)) {
+    if (knobs.ByteSizeLong() != 0) return false;
+    yirage::v1::AttentionSchedule wide;
+    wide.set_prefill(true);
+    wide.set_block_rows(64);
+    wide.set_key_tile(64);
+    wide.set_stages(3);
+    wide.set_overlap(true);
+    config = PlanAttention(attention, ctx.target, wide);
+    if (!config.prefill) return false;
+  }
   const std::string name = KernelName(ctx.plan_index, kernel_index);
   int workspace_arg = -1;
   if (const int64_t bytes = AttentionWorkspaceBytes(attention, config); bytes > 0) {
