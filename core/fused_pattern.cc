@@ -69,16 +69,31 @@ std::optional<AttentionMatch> MatchAttention(const Graph& g, const std::vector<i
   for (const TensorInfo* t : {&q, &k, &v}) {
     if (t->shape.size() < 2) return std::nullopt;
   }
-  auto lead = [](const std::vector<int64_t>& shape) {
-    return std::vector<int64_t>(shape.begin(), shape.end() - 2);
+  // Lead dims, K's and V's padded with 1s on the left to Q's rank.
+  const std::vector<int64_t> lq(q.shape.begin(), q.shape.end() - 2);
+  auto padded = [&](const std::vector<int64_t>& shape) -> std::optional<std::vector<int64_t>> {
+    if (shape.size() > q.shape.size()) return std::nullopt;  // Q broadcast: not attention rows
+    std::vector<int64_t> l(q.shape.size() - shape.size(), 1);
+    l.insert(l.end(), shape.begin(), shape.end() - 2);
+    return l;
   };
-  if (lead(q.shape) != lead(k.shape) || lead(q.shape) != lead(v.shape)) return std::nullopt;
+  const std::optional<std::vector<int64_t>> lk = padded(k.shape);
+  if (!lk.has_value() || padded(v.shape) != lk) return std::nullopt;
+  // Grouped queries: K and V may be 1 where Q is not in the innermost lead
+  // dims (from `fold` on). Q's rows there are contiguous per key/value
+  // head, so they fold into its rows: [.., Hkv, G, M, D] against
+  // [.., Hkv, 1, N, D] is [.., Hkv, G * M, D] against [.., Hkv, N, D].
+  size_t fold = lq.size();
+  while (fold > 0 && (*lk)[fold - 1] == 1) --fold;
+  for (size_t i = 0; i < fold; ++i) {
+    if ((*lk)[i] != lq[i]) return std::nullopt;
+  }
   a.dtype = q.dtype;
   a.m = q.shape[q.shape.size() - 2];
   a.d = q.shape.back();
   a.n = a.transpose_k ? k.shape[k.shape.size() - 2] : k.shape.back();
   a.dv = v.shape.back();
-  for (int64_t l : lead(q.shape)) a.batch *= l;
+  for (size_t i = 0; i < lq.size(); ++i) (i < fold ? a.batch : a.m) *= lq[i];
   return a;
 }
 

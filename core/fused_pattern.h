@@ -16,14 +16,16 @@ namespace yirage::core {
 
 // S = Q @ K [* scalar]; P = softmax(S, last axis); O = P @ V (V not
 // transposed), each op feeding the next, S and P read only inside the chain,
-// Q, K and V of rank >= 2 with equal lead dims: fused attention.
+// Q, K and V of rank >= 2 with equal lead dims, or K and V (equal to each
+// other) 1 or missing in Q's innermost lead dims (grouped queries: those
+// dims fold into the query rows, `m`): fused attention.
 struct AttentionMatch {
-  int q = -1, k = -1, v = -1;  // tensor ids
-  int out = -1;                // the tensor O
-  bool transpose_k = false;    // K given as [..., N, D]
-  double scale = 1.0;          // S's scalar factor (1 = none)
-  int64_t batch = 1;           // product of the lead dims
-  int64_t m = 0, n = 0, d = 0, dv = 0;
+  int q = -1, k = -1, v = -1;                     // tensor ids
+  int out = -1;                                   // the tensor O
+  bool transpose_k = false;                       // K given as [..., N, D]
+  double scale = 1.0;                             // S's scalar factor (1 = none)
+  int64_t batch = 1;                              // product of K's lead dims
+  int64_t m = 0, n = 0, d = 0, dv = 0;            // m: Q's rows, times its grouped lead dims
   yirage::v1::DType dtype = yirage::v1::FLOAT16;  // Q's
 };
 

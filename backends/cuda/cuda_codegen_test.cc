@@ -196,6 +196,21 @@ yirage::v1::Graph PrefillAttentionGraph(DType dtype, int64_t m, int64_t n, int64
   return b.proto();
 }
 
+// Grouped-query attention as users write it at prefill: Q [Hkv, G, M, D]
+// against K and V [Hkv, 1, N, D] (K as [.., N, D]), a scaled S; the G
+// query heads of a key/value head fold into its rows.
+yirage::v1::Graph GqaPrefillGraph(DType dtype, int64_t hkv, int64_t group, int64_t m, int64_t n,
+                                  int64_t d) {
+  GraphBuilder b(absl::StrCat("gqa_prefill_kv", hkv, "_g", group, "_m", m, "_n", n, "_d", d));
+  b.Input("Q", {hkv, group, m, d}, dtype).Input("K", {hkv, 1, n, d}, dtype);
+  b.Input("V", {hkv, 1, n, d}, dtype);
+  b.Op("S", "matmul", {"Q", "K"}, {B("transpose_b", true)});
+  b.Op("Ss", "mul", {"S"}, {F("scalar", 1.0 / std::sqrt(static_cast<double>(d)))});
+  b.Op("P", "softmax", {"Ss"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  return b.proto();
+}
+
 // Two heads of `m` query rows and `n` keys, D = DV = 64; K as [B, D, N], or
 // as [B, N, D] with a scaled S.
 yirage::v1::Graph HeadDim64Attention(const std::string& name, DType dtype, int64_t m, int64_t n,
@@ -805,6 +820,13 @@ std::vector<Case> AllCases() {
       cases.push_back({odd,
                        {OneRowGroup(odd, WithPrefill(Rows(4), 64, 64, 3, true)),
                         OneRowGroup(odd, WithPrefill(Rows(4), 128, 128, 2, false))}});
+      // Grouped queries (Q [2, 3, 50, 128] against K, V [2, 1, N, 128]):
+      // 150 rows a key/value head in the prefill forms and a decode form.
+      const yirage::v1::Graph gqa = GqaPrefillGraph(dt, 2, 3, 50, 256, 128);
+      cases.push_back({gqa,
+                       {OneRowGroup(gqa, WithPrefill(Rows(4), 128, 64, 3, true)),
+                        OneRowGroup(gqa, WithPrefillWs(Rows(4), 128, 2)),
+                        OneRowGroup(gqa, WithGpu(Rows(32), 0, 2, 3))}});
       const yirage::v1::Graph p256 = PrefillAttentionGraph(dt, 100, 300, 256);
       cases.push_back({p256,
                        {OneRowGroup(p256, WithPrefill(Rows(4), 128, 64, 4, true)),

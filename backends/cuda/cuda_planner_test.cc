@@ -263,6 +263,49 @@ TEST(AttentionPlannerTest, PrefillFormMasksTheLastKeyTile) {
   }
 }
 
+// Q [lq.., M, D] against K and V [lk.., N, D] (K as [.., N, D]).
+core::Graph LeadAttention(const std::vector<int64_t>& lq, const std::vector<int64_t>& lk, int64_t m,
+                          int64_t n, int64_t d) {
+  auto shape = [](std::vector<int64_t> lead, int64_t rows, int64_t cols) {
+    lead.push_back(rows);
+    lead.push_back(cols);
+    return lead;
+  };
+  GraphBuilder b("lead_attention");
+  b.Input("Q", shape(lq, m, d), FLOAT16).Input("K", shape(lk, n, d), FLOAT16);
+  b.Input("V", shape(lk, n, d), FLOAT16);
+  b.Op("S", "matmul", {"Q", "K"}, {testing::B("transpose_b", true)});
+  b.Op("P", "softmax", {"S"}).Op("O", "matmul", {"P", "V"});
+  b.Output("O");
+  return MustGraph(b.proto());
+}
+
+TEST(AttentionPlannerTest, GroupedQueriesFoldIntoTheRowsOfTheirKeyValueHead) {
+  // Llama-3 8B at prefill: 8 KV heads of 4 query heads, 1024 tokens.
+  std::optional<AttentionPattern> a;
+  core::Graph g = LeadAttention({8, 4}, {8, 1}, 1024, 1024, 128);
+  a = MatchAttention(g, AllOps(g), {g.outputs()[0]});
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->batch, 8);
+  EXPECT_EQ(a->m, 4 * 1024);
+  EXPECT_TRUE(PlanAttention(*a, H200(), Prefill(128, 128, 2)).prefill);
+  // One KV head of 6 query heads.
+  g = LeadAttention({6}, {1}, 64, 256, 64);
+  a = MatchAttention(g, AllOps(g), {g.outputs()[0]});
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->batch, 1);
+  EXPECT_EQ(a->m, 6 * 64);
+  // K and V shared by every head (missing lead dims): one batch entry.
+  g = LeadAttention({3, 5}, {}, 16, 256, 64);
+  a = MatchAttention(g, AllOps(g), {g.outputs()[0]});
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->batch, 1);
+  EXPECT_EQ(a->m, 3 * 5 * 16);
+  // Broadcast over an outer dim: a KV head's query rows are not contiguous.
+  g = LeadAttention({2, 8}, {1, 8}, 64, 256, 64);
+  EXPECT_FALSE(MatchAttention(g, AllOps(g), {g.outputs()[0]}).has_value());
+}
+
 TEST(AttentionPlannerTest, PrefillFormTakesHeadDim256InNarrowTiles) {
   const AttentionPattern a = Attention(PrefillGraph(4, 512, 1000, 256));
   // Two warpgroups: Q 64 KiB + 2 stages of 64 keys x (256 + 256) x 2 bytes

@@ -311,18 +311,19 @@ class RowKernelEmitter {
     return ElementwiseExpr(j, [&](int slot) { return ItemOperand(j, slot); });
   }
 
-  // How an item of 8 elements (its first element `e` a multiple of 8) reads
-  // operand `t` of the flat space `shape`: 16 bytes at an offset (the
-  // operand has the space's shape, or varies along the last axis with a
-  // width that is a multiple of 8, so the 8 elements are one aligned run),
-  // one element for all 8 (it is constant along a last axis of such a
-  // width), or element by element (any other broadcast).
+  // How an item of `vec` elements (4 or 8; its first element `e` a
+  // multiple of vec) reads operand `t` of the flat space `shape`: 16 bytes
+  // at an offset, 32 for 8 floats (the operand has the space's shape, or
+  // varies along the last axis with a width that is a multiple of vec, so
+  // the item is one aligned run), one element for the whole item (it is
+  // constant along a last axis of such a width), or element by element (any
+  // other broadcast).
   enum class ItemRead { kVector, kSplat, kElements };
   ItemRead ItemReadOf(int t, const std::vector<int64_t>& shape, int vec) const {
-    if (vec != 8) return ItemRead::kElements;
+    if (vec != 8 && vec != 4) return ItemRead::kElements;
     const std::vector<int64_t>& ts = g_.tensor(t).shape;
     if (ts == shape) return ItemRead::kVector;
-    if (shape.empty() || shape.back() % 8 != 0) return ItemRead::kElements;
+    if (shape.empty() || shape.back() % vec != 0) return ItemRead::kElements;
     const std::vector<int64_t> strides = BroadcastStrides(ts, shape);
     if (strides.back() == 1) return ItemRead::kVector;
     if (strides.back() == 0) return ItemRead::kSplat;
@@ -343,7 +344,7 @@ class RowKernelEmitter {
     c.L("float in", t, "[", vec, "];");
     if (read == ItemRead::kVector) {
       c.L("yr_stage16(in", t, ", raw", t, "[u][0], ", ctx_.Var(t), ");");
-      if (ctx_.ReadType(t) == "float") {
+      if (ctx_.ReadType(t) == "float" && vec == 8) {
         c.L("yr_stage16(in", t, " + 4, raw", t, "[u][1], ", ctx_.Var(t), ");");
       }
       return;
@@ -368,6 +369,8 @@ class RowKernelEmitter {
       for (const std::string& d : dsts_[t]) {
         if (vec == 8) {
           c.L("yr_st8(", d, " + e, v", j, ");");
+        } else if (vec == 4) {
+          c.L("yr_st4(", d, ", e, v", j, ");");
         } else {
           c.L("yr_st(", d, ", e, v", j, "[0]);");
         }
@@ -376,9 +379,10 @@ class RowKernelEmitter {
   }
 
   // Elementwise groups whose ops all have the group's full shape run as one
-  // flat, grid-stride kernel over the elements (8 a thread, 16-byte loads and
-  // stores of every operand of that shape, broadcast operands indexed),
-  // whatever the row schedule: the grid is sized from the chip.
+  // flat, grid-stride kernel over the elements (items of 8 a thread, or 4
+  // where every operand and output is float32: one 16-byte load or store an
+  // operand; broadcast operands indexed), whatever the row schedule: the
+  // grid is sized from the chip.
   bool CanUseFlatElementwise() const {
     const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
     for (int op : ops_) {
@@ -388,7 +392,7 @@ class RowKernelEmitter {
     return true;
   }
 
-  // Items (8 elements) a thread loads before it computes any: the
+  // Items a thread loads before it computes any: the
   // schedule's unroll where set, else 2. The grid covers the items in one
   // round (no grid-stride cap) and 16-bit results take the approximate
   // exponential and division. H200, silu over 4096 x 16384 bf16: 77.3 us
@@ -400,20 +404,36 @@ class RowKernelEmitter {
     return full_operands > 0 ? 2 : 1;
   }
 
+  // Whether the kernel reads `operands` and writes `outputs` (its plan
+  // buffers and graph outputs) as floats only.
+  bool AllFloat(const std::vector<int>& operands, const std::vector<int>& outputs) const {
+    for (int t : operands) {
+      if (ctx_.ReadType(t) != "float") return false;
+    }
+    for (int t : outputs) {
+      if (ctx_.scratch_buffer[t] >= 0 && ctx_.ScratchType(t) != "float") return false;
+      if (!ctx_.out_position[t].empty() && g_.tensor(t).dtype != yirage::v1::FLOAT32) return false;
+    }
+    return true;
+  }
+
   absl::Status EmitFlatElementwise(const std::vector<int>& outputs, bool inject_fault, Code* out) {
     const std::vector<int64_t>& shape = g_.tensor(g_.op(ops_[0]).output).shape;
     const int64_t total = Numel(shape);
-    // Items of 8 elements over the largest multiple of 8 (16-byte loads and
-    // stores: every buffer starts 16-byte aligned), the last total % 8
-    // elements one a thread after them.
-    const int vec = total >= 8 ? 8 : 1;
+    // Items of 8 elements (4 where every access is a float: one 16-byte
+    // access instead of two 16 bytes apart, the faster on an H100 over 104
+    // MB, bench/micro/fp32_items.cu) over the largest multiple of the item
+    // (16-byte loads and stores: every buffer starts 16-byte aligned), the
+    // last elements one a thread after them.
+    const std::vector<int> operands = OutsideOperands();
+    const int item = AllFloat(operands, outputs) ? 4 : 8;
+    const int vec = total >= item ? item : 1;
     const int64_t bulk = total / vec * vec;
     const int64_t tail = total - bulk;
     const int64_t items = bulk / vec;
-    const std::vector<int> operands = OutsideOperands();
     int vector_operands = 0;
     for (int t : operands) vector_operands += ItemReadOf(t, shape, vec) == ItemRead::kVector;
-    const int unroll = vec == 8 ? FlatElementwiseUnroll(vector_operands) : 1;
+    const int unroll = vec > 1 ? FlatElementwiseUnroll(vector_operands) : 1;
     constexpr int kThreads = 256;
     const int64_t blocks = std::clamp<int64_t>(
         CeilDiv(items, kThreads * static_cast<int64_t>(unroll)), 1, (int64_t{1} << 31) - 1);
@@ -439,7 +459,8 @@ class RowKernelEmitter {
     // used), then each item computed and stored.
     for (int t : operands) {
       if (ItemReadOf(t, shape, vec) == ItemRead::kVector)
-        c.L("uint4 raw", t, "[", unroll, "][", ctx_.ReadType(t) == "float" ? 2 : 1, "];");
+        c.L("uint4 raw", t, "[", unroll, "][", ctx_.ReadType(t) == "float" && vec == 8 ? 2 : 1,
+            "];");
     }
     // Opens the loop over a round's items, `e` the item's first element.
     auto open_items = [&] {
@@ -454,7 +475,7 @@ class RowKernelEmitter {
       if (ItemReadOf(t, shape, vec) != ItemRead::kVector) continue;
       const std::string at = absl::StrCat(ctx_.Var(t), " + ", ItemOffset(t, shape, "e"));
       c.L("raw", t, "[u][0] = __ldg(reinterpret_cast<const uint4*>(", at, "));");
-      if (ctx_.ReadType(t) == "float") {
+      if (ctx_.ReadType(t) == "float" && vec == 8) {
         c.L("raw", t, "[u][1] = __ldg(reinterpret_cast<const uint4*>(", at, " + 4));");
       }
     }

@@ -61,6 +61,23 @@ def gqa_decode(Q, K, V):
     return o.reshape(b, hkv, g, d)
 
 
+def gqa_prefill(Q, K, V):
+    """Grouped-query attention at prefill, non-causal. The graph's Q is
+    [Hkv, G, N, D] (one sequence: G query heads per KV head, in torch's head
+    order h = kv * G + g), K and V [Hkv, 1, N, D]; torch's [1, H, N, D]
+    and [1, Hkv, N, D] are the same memory. Scale 1/sqrt(D)."""
+    hkv, g, n, d = Q.shape
+    q = Q.reshape(1, hkv * g, n, d)
+    k = K.reshape(1, hkv, K.shape[2], d)
+    v = V.reshape(1, hkv, V.shape[2], V.shape[3])
+    if _SDPA_GQA:
+        o = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    else:
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, dim=1),
+                                           v.repeat_interleave(g, dim=1))
+    return o.reshape(hkv, g, n, v.shape[3])
+
+
 def attention(Q, K, V):
     """Non-causal attention over [B, H, N, D] tensors, scale 1/sqrt(D)."""
     return F.scaled_dot_product_attention(Q, K, V)
@@ -152,6 +169,9 @@ TORCH_FNS = {
     # Head dim 256 (Gemma-2 9B, K and V repeated to the 16 query heads), a
     # prompt of 1000 tokens: no whole 64- or 128-key tiles.
     "gemma2_9b_attention_prefill_h16_n1000_d256_bf16": attention,
+    # Grouped queries as the model has them (32 query heads over 8 KV heads):
+    # the graph broadcasts K and V over the group dim.
+    "llama3_8b_gqa_prefill_h32_kv8_n1024_bf16": gqa_prefill,
     "llama3_8b_gqa_decode_b1_n8192": gqa_decode,
     "llama3_8b_gqa_decode_b16_n2048": gqa_decode,
     "qwen25_7b_gqa_decode_b8_n4096": gqa_decode,
