@@ -37,7 +37,9 @@ struct LibraryMatmul {
   int out = -1;  // D: the last op's result
   bool transpose_b = false;
   // One GEMM per batch entry: D[i] (m x n) = A[i] (m x k) @ B[i] (k x n).
-  // A batch of A without batch dims is folded into m (batch 1).
+  // A's lead dims that B lacks or has as 1 after those they share (B
+  // without batch dims, or grouped heads: A [H, G, M, K] by B [H, 1, K, N])
+  // are folded into m.
   int64_t batch = 1;
   int64_t m = 0, n = 0, k = 0;
   int64_t a_batch_stride = 0;  // elements between batch entries; 0 = shared

@@ -86,6 +86,24 @@ TEST(LibraryMatmulTest, ScaleResidualAndBatches) {
   EXPECT_EQ(lm->batch, 1);
   EXPECT_EQ(lm->m, 2 * 3 * 8);
 
+  // Grouped heads: B shared by A's innermost lead dim, which folds into m.
+  const Graph grouped = FromJson(R"({"name": "g",
+    "inputs": [{"name": "A", "shape": [2, 3, 8, 16], "dtype": "float16"},
+               {"name": "B", "shape": [2, 1, 16, 24], "dtype": "float16"}],
+    "ops": [{"name": "Y", "op": "matmul", "inputs": ["A", "B"]}], "outputs": ["Y"]})");
+  lm = MatchLibraryMatmul(grouped, {0});
+  ASSERT_TRUE(lm.ok()) << lm.status();
+  EXPECT_EQ(lm->batch, 2);
+  EXPECT_EQ(lm->m, 3 * 8);
+  EXPECT_EQ(lm->a_batch_stride, 3 * 8 * 16);
+  EXPECT_EQ(lm->b_batch_stride, 16 * 24);
+  // Shared over an outer dim: A's rows of one B are not contiguous.
+  const Graph outer = FromJson(R"({"name": "g",
+    "inputs": [{"name": "A", "shape": [2, 3, 8, 16], "dtype": "float16"},
+               {"name": "B", "shape": [1, 3, 16, 24], "dtype": "float16"}],
+    "ops": [{"name": "Y", "op": "matmul", "inputs": ["A", "B"]}], "outputs": ["Y"]})");
+  EXPECT_FALSE(MatchLibraryMatmul(outer, {0}).ok());
+
   const Graph broadcast = FromJson(R"({"name": "g",
     "inputs": [{"name": "A", "shape": [2, 1, 8, 16], "dtype": "float16"},
                {"name": "B", "shape": [5, 16, 24], "dtype": "float16"}],

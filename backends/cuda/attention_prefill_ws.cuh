@@ -11,8 +11,10 @@
 //   (cp.async.mbarrier.arrive.noinc), and an "empty" barrier, which each
 //   consumer warp arrives on once it is done with the buffer. setmaxnreg
 //   moves registers from the producer (24) to the consumers (240).
-// - Each consumer holds its Q rows in registers (wgmma's A fragments), so
-//   S = Q K^T reads only K from shared memory, and overlaps its softmax with
+// - Each consumer holds its Q rows in registers (wgmma's A fragments) where
+//   D <= 128, so that S = Q K^T reads only K from shared memory (for D = 256
+//   Q stays in shared memory: its fragments and a 64 x 256 O would not fit
+//   the registers together), and overlaps its softmax with
 //   its own tensor-core work: step t issues S_t = Q K_t^T and
 //   O += P_{t-1} V_{t-1} back to back, waits only for S_t, and computes P_t
 //   (online softmax in base 2) while O's product runs. O is rescaled only
@@ -24,10 +26,12 @@
 //   many tiles: the producer loads the next tile while the consumers finish
 //   this one, and a consumer issues the next tile's first S with this
 //   tile's last O += P V and stores O under the other consumer's products.
-// Query rows past `rows` read the last row and store nothing; keys must be a
-// whole number of BN tiles (none: rows of NaN, like yr_attention_prefill).
+// Query rows past `rows` read the last row and store nothing; keys past
+// `keys` in the last tile read the last key and are masked out of the
+// softmax (any key count; none: rows of NaN, like yr_attention_prefill).
 // REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh and wgmma_ops.cuh before
-// this file; D and DV 64 or 128; BN 64 or 128; a launch of
+// this file; D and DV 64, 128 or 256 (over 128: BN 64, at most 2 stages);
+// BN 64 or 128; a launch of
 // yr_attn_prefill_ws_threads() threads with __launch_bounds__(384, 1)
 // (setmaxnreg needs the register cap) and
 // yr_attn_prefill_ws_smem_bytes<...>() bytes of dynamic shared memory
@@ -79,6 +83,39 @@ static __device__ __forceinline__ void yr_attn_ws_load(T* dst, const T* src, int
       yr_smem_addr(dst + (cc / 8) * BN * 64 + r0 * 64 + (((cc % 8) ^ (r0 % 8)) << 3));
   yr_attn_ws_cps<STEP * 64 * 2, STEP * COLS * 2>(d, src + r0 * COLS + cc * 8,
                                                  typename yr_attn_ws_make_seq<BN / STEP>::type{});
+}
+
+// The last tile's copy where the keys end inside it: rows past `last` read
+// row `last` again. One 16-byte chunk column a thread as yr_attn_ws_load,
+// rows in a loop (the producer's few registers).
+template <typename T, int COLS, int BN>
+static __device__ __forceinline__ void yr_attn_ws_load_last(T* dst, const T* src, int last,
+                                                            int tid) {
+  constexpr int CPR = COLS / 8;
+  const int cc = tid % CPR;
+  T* const d = dst + (cc / 8) * BN * 64;
+  const T* const g = src + cc * 8;
+#pragma unroll 1
+  for (int r = tid / CPR; r < BN; r += 128 / CPR) {
+    yr_cp_async16(d + yr_swz<64>(r, (cc % 8) * 8), g + static_cast<i64>(min(r, last)) * COLS);
+  }
+}
+
+// The last step's columns past the keys (`tail` of BN valid) out of the
+// softmax: -inf scores (+inf under a negative scale, whose min is the max),
+// whose exponentials are 0. This lane's columns are 8 j + 2 (lane % 4) + e
+// at s[4 j + 2 h + e].
+template <int BN>
+static __device__ __forceinline__ void yr_attn_ws_mask(float* s, int tail, float log2_scale) {
+  const float out =
+      log2_scale < 0.0f ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int c = 8 * j + 2 * (lane % 4);
+    if (c >= tail) s[4 * j] = s[4 * j + 2] = out;
+    if (c + 1 >= tail) s[4 * j + 1] = s[4 * j + 3] = out;
+  }
 }
 
 // Online softmax of one step's S (64 x BN, the wgmma accumulator layout) in
@@ -163,6 +200,23 @@ static __device__ __forceinline__ void yr_attn_ws_qk(float* s, const unsigned (*
   yr_wg_commit();
 }
 
+// S (64 x BN) = Q K^T with Q from shared memory (sq_c: this consumer's 64
+// rows of the first of Q's 64-column panels, panels BM rows apart), for
+// head dims whose Q fragments would not fit the registers. Issued and
+// committed.
+template <typename T, int D, int BN, int BM>
+static __device__ __forceinline__ void yr_attn_ws_qk_smem(float* s, const T* sq_c,
+                                                          unsigned long long dk) {
+  yr_wg_fence();
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    const unsigned long long da = yr_wg_desc(sq_c + (ks / 4) * BM * 64 + (ks % 4) * 16, 16, 1024);
+    yr_wgmma_ss<BN, T, false>(s, da, yr_attn_ws_desc_add<T>(dk, (ks / 4) * BN * 64 + (ks % 4) * 16),
+                              ks > 0);
+  }
+  yr_wg_commit();
+}
+
 // O += P V: k-step kk covers keys 16 kk .. 16 kk + 15; V MN-major (dv: its
 // descriptor, 64-column panels BN rows apart). Issued and committed.
 template <typename T, int DV, int BN>
@@ -212,8 +266,12 @@ template <typename T, typename OutT, int D, int DV, int BN, int STAGES, bool PIN
 static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, OutT* __restrict__ o,
     int rows, int keys, float scale, int first, int stride, int tiles) {
-  static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 128 && DV <= 128, "D, DV: 64 or 128");
+  static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "D, DV: 64, 128 or 256");
   static_assert(BN == 64 || BN == 128, "BN: 64 or 128");
+  static_assert((D <= 128 && DV <= 128) || BN == 64,
+                "head dims over 128: BN 64 (a 64 x 256 O is 128 registers a thread)");
+  // Q's fragments in registers (D / 4 a thread) where they fit beside O.
+  constexpr bool QREG = D <= 128;
   static_assert(STAGES >= 2, "at least two stages");
   static_assert(yr_attn_prefill_ws_smem_bytes<T, D, DV, BN, STAGES>() <= 227 * 1024,
                 "shared memory: at most 227 KB");
@@ -230,7 +288,8 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
   unsigned long long* const empty_q = full_q + 1;
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
-  const int steps = keys / BN;
+  const int steps = (keys + BN - 1) / BN;
+  const int tail = keys - (steps - 1) * BN;  // keys of the last step, 1 to BN
   const int row_blocks = (rows + BM - 1) / BM;
 
   if (threadIdx.x == 0) {
@@ -290,11 +349,21 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
       const T* const vb = v + batch * keys * DV;
       for (int t = 0; t < steps; ++t) {
         T* const sk = skv + st * BN * (D + DV);
+        const bool part = t == steps - 1 && tail < BN;
         yr_mbar_wait(&empty_k[st], round ^ 1);
-        yr_attn_ws_load<T, D, BN>(sk, kb + static_cast<i64>(t) * BN * D, tid);
+        if (part) {
+          yr_attn_ws_load_last<T, D, BN>(sk, kb + static_cast<i64>(t) * BN * D, tail - 1, tid);
+        } else {
+          yr_attn_ws_load<T, D, BN>(sk, kb + static_cast<i64>(t) * BN * D, tid);
+        }
         yr_cp_async_mbar_arrive(&full_k[st]);
         yr_mbar_wait(&empty_v[st], round ^ 1);
-        yr_attn_ws_load<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, tid);
+        if (part) {
+          yr_attn_ws_load_last<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV,
+                                          tail - 1, tid);
+        } else {
+          yr_attn_ws_load<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, tid);
+        }
         yr_cp_async_mbar_arrive(&full_v[st]);
         if (++st == STAGES) {
           st = 0;
@@ -348,7 +417,8 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
         }
       }
     };
-    unsigned qa[D / 16][4];
+    unsigned qa[QREG ? D / 16 : 1][4];
+    const T* const sq_c = sq + c * 64 * 64;  // this consumer's rows of Q's first panel
     float m_run[2], l_run[2], alpha[2];
     unsigned p[BN / 4];
     int st = 0;
@@ -357,16 +427,34 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
     // Q fragments of warp w's rows 16 w .. 16 w + 15: lanes 0-7 address
     // rows 0-7 of the k-step's columns 0-7, lanes 8-15 rows 8-15, lanes
     // 16-31 the same for columns 8-15 (the m16n8k16 A fragment order).
+    // Without QREG the products read Q from shared memory, which is
+    // released once the tile's last S is done (release_q).
     auto load_q = [&] {
       yr_mbar_wait(full_q, qround);
       qround ^= 1;
-      const int r = 64 * c + 16 * warp + (lane % 8) + 8 * ((lane / 8) % 2);
+      if constexpr (QREG) {
+        const int r = 64 * c + 16 * warp + (lane % 8) + 8 * ((lane / 8) % 2);
 #pragma unroll
-      for (int ks = 0; ks < D / 16; ++ks) {
-        yr_ldsm_x4(qa[ks],
-                   sq + (ks / 4) * BM * 64 + yr_swz<64>(r, (ks % 4) * 16 + 8 * (lane / 16)));
+        for (int ks = 0; ks < D / 16; ++ks) {
+          yr_ldsm_x4(qa[ks],
+                     sq + (ks / 4) * BM * 64 + yr_swz<64>(r, (ks % 4) * 16 + 8 * (lane / 16)));
+        }
+        release(empty_q);
       }
-      release(empty_q);
+    };
+    auto qk = [&](float* s, unsigned long long dk) {
+      if constexpr (QREG) {
+        yr_attn_ws_qk<T, D, BN>(s, qa, dk);
+      } else {
+        yr_attn_ws_qk_smem<T, D, BN, BM>(s, sq_c, dk);
+      }
+    };
+    // After S of step t is done: Q's buffer is free after the tile's last
+    // S, and that S's keys past the end are masked.
+    auto after_s = [&](float* s, int t) {
+      if (t != steps - 1) return;
+      if constexpr (!QREG) release(empty_q);
+      if (tail < BN) yr_attn_ws_mask<BN>(s, tail, log2_scale);
     };
     if (first >= tiles) return;
     // The first step: S alone.
@@ -378,11 +466,12 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
       yr_mbar_wait(&full_k[st], round);
       yr_fence_proxy_async();
       turn_wait();
-      yr_attn_ws_qk<T, D, BN>(s, qa, desc_k(st));
+      qk(s, desc_k(st));
       turn_pass();
       yr_wg_wait<0>();
       yr_wg_fence_operands(s, BN / 2);
       release(&empty_k[st]);
+      after_s(s, 0);
       m_run[0] = m_run[1] = -__int_as_float(0x7f800000);
       l_run[0] = l_run[1] = 0.0f;
       yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale);
@@ -411,13 +500,14 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
       yr_mbar_wait(&full_v[st_prev], round_prev);
       yr_fence_proxy_async();
       turn_wait();
-      yr_attn_ws_qk<T, D, BN>(s, qa, desc_k(st));
+      qk(s, desc_k(st));
       yr_attn_ws_scale<DV, LAZY>(oacc, alpha);
       yr_attn_ws_pv<T, DV, BN>(oacc, p, desc_v(st_prev));
       turn_pass();
       yr_wg_wait<1>();
       yr_wg_fence_operands(s, BN / 2);
       release(&empty_k[st]);
+      after_s(s, t);
       float l_done[2];  // at a tile's first step: the tile before's sums
       if (t == 0) {
         l_done[0] = l_run[0];

@@ -89,11 +89,12 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     const bool wide = a.d > 128 || a.dv > 128;
     const bool applies =
         target.sm == 90 && a.transpose_k && a.d % 64 == 0 && a.dv % 64 == 0 && a.d <= 256 &&
-        a.dv <= 256 && (!wide || (c.key_tile == 64 && rows != 192 && !schedule.warp_specialized()));
+        a.dv <= 256 &&
+        (!wide || (c.key_tile == 64 && (rows != 192 || schedule.warp_specialized())));
     if (!applies) return c;
-    // The warp-specialized form takes keys in whole tiles and is checked on
-    // the device with D = DV only; the other masks the last tile.
-    if (schedule.warp_specialized() && (a.d != a.dv || a.n % c.key_tile != 0)) return c;
+    // The warp-specialized form is checked on the device with D = DV only.
+    // Both forms mask the last tile where the keys end inside it.
+    if (schedule.warp_specialized() && a.d != a.dv) return c;
     c.prefill = true;
     c.warp_specialized = schedule.warp_specialized();
     c.warp_rows = 16;

@@ -814,12 +814,15 @@ std::vector<Case> AllCases() {
       const yirage::v1::Graph many = PrefillAttentionGraph(dt, 100, 128, 64, 140);
       cases.push_back({many, {OneRowGroup(many, WithPrefillWs(Rows(4), 128, 2))}});
       // Keys off the tiles (250: the last 64-key tile holds 58, the last
-      // 128-key tile 122), and D = DV = 256 over 300 keys (64-key tiles of
-      // one and two warpgroups).
+      // 128-key tile 122) in both forms, and D = DV = 256 over 300 keys
+      // (64-key tiles of one and two warpgroups, and warp-specialized with
+      // Q in shared memory).
       const yirage::v1::Graph odd = PrefillAttentionGraph(dt, 100, 250, 64);
       cases.push_back({odd,
                        {OneRowGroup(odd, WithPrefill(Rows(4), 64, 64, 3, true)),
-                        OneRowGroup(odd, WithPrefill(Rows(4), 128, 128, 2, false))}});
+                        OneRowGroup(odd, WithPrefill(Rows(4), 128, 128, 2, false)),
+                        OneRowGroup(odd, WithPrefillWs(Rows(4), 64, 3)),
+                        OneRowGroup(odd, WithPrefillWs(Rows(4), 128, 2))}});
       // Grouped queries (Q [2, 3, 50, 128] against K, V [2, 1, N, 128]):
       // 150 rows a key/value head in the prefill forms and a decode form.
       const yirage::v1::Graph gqa = GqaPrefillGraph(dt, 2, 3, 50, 256, 128);
@@ -830,7 +833,8 @@ std::vector<Case> AllCases() {
       const yirage::v1::Graph p256 = PrefillAttentionGraph(dt, 100, 300, 256);
       cases.push_back({p256,
                        {OneRowGroup(p256, WithPrefill(Rows(4), 128, 64, 4, true)),
-                        OneRowGroup(p256, WithPrefill(Rows(4), 64, 64, 3, true))}});
+                        OneRowGroup(p256, WithPrefill(Rows(4), 64, 64, 3, true)),
+                        OneRowGroup(p256, WithPrefillWs(Rows(4), 64, 2))}});
       // The GEMM family (sm_90): M, N and K off the tiles (K 72 and 136:
       // not multiples of 64), B as [K, N] and [N, K], each point's tiles and
       // clusters, more tiles than blocks (4093 rows), the epilogue of bias,

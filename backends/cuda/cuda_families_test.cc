@@ -114,9 +114,9 @@ TEST(CudaFamiliesTest, DescribeSaysWhatTheTargetRuns) {
     EXPECT_EQ(p.matrix_share() > 0, p.schedule().gemm().mma_sync()) << p.label();
   }
   // sm_90: the prefill points, each limited to the chains the form runs.
-  // The warp-specialized form takes keys in whole tiles and D = DV up to
-  // 128; the other masks its last key tile, and its 64-key points of at
-  // most 128 rows take head dims up to 256.
+  // Both forms mask their last key tile (any key count); the
+  // warp-specialized form takes D = DV, and its 64-key points head dims up
+  // to 256, as do the other form's 64-key points of at most 128 rows.
   int prefill = 0, warp_specialized = 0, wide = 0;
   const BackendKernels sm90 = DescribeKernels(Target(90, 132, 232448));
   for (const auto& p : Family(sm90, "attention")->points()) {
@@ -126,11 +126,9 @@ TEST(CudaFamiliesTest, DescribeSaysWhatTheTargetRuns) {
     if (s.warp_specialized()) {
       ++warp_specialized;
       EXPECT_TRUE(p.limits().equal_head_dims()) << p.label();
-      EXPECT_EQ(p.limits().keys_multiple(), s.key_tile()) << p.label();
-    } else {
-      EXPECT_EQ(p.limits().keys_multiple(), 0) << p.label();
     }
-    const bool narrow = !s.warp_specialized() && s.key_tile() == 64 && s.block_rows() <= 128;
+    EXPECT_EQ(p.limits().keys_multiple(), 0) << p.label();
+    const bool narrow = s.key_tile() == 64 && (s.warp_specialized() || s.block_rows() <= 128);
     EXPECT_EQ(p.limits().max_head_dim(), narrow ? 256 : 128) << p.label();
     wide += narrow;
     EXPECT_TRUE(p.limits().keys_by_rows()) << p.label();

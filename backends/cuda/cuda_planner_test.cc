@@ -323,12 +323,18 @@ TEST(AttentionPlannerTest, PrefillFormTakesHeadDim256InNarrowTiles) {
   EXPECT_EQ(one.row_warps, 4);
   EXPECT_EQ(one.stages, 3);
   EXPECT_TRUE(one.overlap);
-  // 128-key tiles, three warpgroups or the warp-specialized form would not
-  // hold a 64 x 256 O in registers.
+  // 128-key tiles or three warpgroups would not hold a 64 x 256 O in
+  // registers.
   EXPECT_FALSE(PlanAttention(a, H200(), Prefill(128, 128, 2)).prefill);
   EXPECT_FALSE(PlanAttention(a, H200(), Prefill(192, 64, 2)).prefill);
-  yirage::v1::AttentionSchedule ws = Prefill(0, 64, 2);
+  // The warp-specialized form (Q from shared memory): 64-key tiles, two
+  // stages (Q 64 KiB + 2 x 64 KiB and the mbarriers).
+  yirage::v1::AttentionSchedule ws = Prefill(0, 64, 3);
   ws.set_warp_specialized(true);
+  const AttentionConfig wsc = PlanAttention(a, H200(), ws);
+  ASSERT_TRUE(wsc.warp_specialized);
+  EXPECT_EQ(wsc.stages, 2);
+  ws.set_key_tile(128);
   EXPECT_FALSE(PlanAttention(a, H200(), ws).prefill);
 }
 
@@ -364,9 +370,9 @@ TEST(AttentionPlannerTest, WarpSpecializedPrefillRefusesWhatItCannotRun) {
   const AttentionPattern a = Attention(PrefillGraph(4, 256, 256, 128));
   EXPECT_TRUE(PlanAttention(a, H200(), PrefillWs(128, 2)).warp_specialized);
   EXPECT_FALSE(PlanAttention(a, A100(), PrefillWs(128, 2)).prefill) << "wgmma is sm_90's";
-  EXPECT_FALSE(
-      PlanAttention(Attention(PrefillGraph(4, 256, 192, 128)), H200(), PrefillWs(128, 2)).prefill)
-      << "keys not whole tiles";
+  EXPECT_TRUE(PlanAttention(Attention(PrefillGraph(4, 256, 192, 128)), H200(), PrefillWs(128, 2))
+                  .warp_specialized)
+      << "keys off the tiles: the last one is masked";
   // D != DV.
   GraphBuilder b("prefill_dv");
   b.Input("Q", {4, 256, 128}, FLOAT16).Input("K", {4, 256, 128}, FLOAT16);

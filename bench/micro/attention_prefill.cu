@@ -6,8 +6,8 @@
 // poisoned with NaN first; optionally a negative scale, or keys scaled up
 // along the sequence so that the softmax's running max keeps moving), and
 // times it by the benchmark's method (timing.cuh). Cases: [heads, rows, D]
-// with keys = rows rounded up to whole key tiles, non-causal, scale
-// +-1/sqrt(D).
+// with keys = rows rounded up to whole key tiles (or g_keys), non-causal,
+// scale +-1/sqrt(D).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -68,7 +68,7 @@ __global__ void Reference(const T* q, const T* k, const T* v, float* o, int batc
   float m = -INFINITY, l = 0;
   extern __shared__ float unused[];
   (void)unused;
-  float acc[128];
+  float acc[256];
   for (int c = 0; c < d; ++c) acc[c] = 0;
   for (int j = 0; j < keys; ++j) {
     const T* kr = k + (b * keys + j) * d;
@@ -85,6 +85,10 @@ __global__ void Reference(const T* q, const T* k, const T* v, float* o, int batc
   for (int c = 0; c < d; ++c) o[i * d + c] = acc[c] / l;
 }
 
+// Keys of the next checks where nonzero (else rows rounded up to whole key
+// tiles): keys off the tiles exercise the masked last tile.
+static int g_keys = 0;
+
 // Checks one variant (`launch(q, k, v, o, rows, keys, scale)`) against the
 // reference on fresh random inputs (scale sign `sign` / sqrt(D)), with the
 // output poisoned (NaN) before the checked launch, then times it. `ramp`
@@ -93,7 +97,7 @@ __global__ void Reference(const T* q, const T* k, const T* v, float* o, int batc
 template <typename T, int D, typename Launch>
 void Check(const char* tname, int heads, int rows, int bn, const char* label, int smem, float sign,
            bool ramp, Launch&& launch_fn) {
-  const int keys = (rows + bn - 1) / bn * bn;  // whole key tiles
+  const int keys = g_keys > 0 ? g_keys : (rows + bn - 1) / bn * bn;
   const size_t n = (size_t)heads * std::max(rows, keys) * D;
   std::vector<T> hq(n), hk(n), hv(n);
   static std::mt19937 rng(7);
@@ -247,5 +251,19 @@ int main() {
   RunWs<__nv_bfloat16, 128, 128, 3, true>("bf16", 32, 2048);
   RunWs<__nv_bfloat16, 128, 64, 4, true>("bf16", 32, 2048);
   RunWsOpt<__nv_bfloat16, 128, 128, 2, true, false>("bf16", 32, 2048);
+  // Keys off the tiles (the masked last tile) in the warp-specialized form,
+  // and head dim 256 (Q from shared memory): checks, then Gemma-2's
+  // prefill shape (16 heads, 1000 tokens) in both kernels.
+  g_keys = 300;
+  RunWs<__half, 128, 128, 2>("fp16", 2, 200);
+  RunWs<__nv_bfloat16, 64, 64, 3, true>("bf16", 3, 200, -1.0f);
+  RunWs<__nv_bfloat16, 256, 64, 2>("bf16", 2, 200);
+  RunWs<__half, 256, 64, 2, true>("fp16", 3, 333, -1.0f, true);
+  g_keys = 1000;
+  Run<__nv_bfloat16, 256, 64, 2, 2, false>("bf16", 16, 1000);
+  Run<__nv_bfloat16, 256, 64, 1, 3, true>("bf16", 16, 1000);
+  RunWs<__nv_bfloat16, 256, 64, 2>("bf16", 16, 1000);
+  RunWs<__nv_bfloat16, 256, 64, 2, true>("bf16", 16, 1000);
+  RunWs<__half, 128, 128, 2, true>("fp16", 32, 1000);
   return 0;
 }
