@@ -571,17 +571,25 @@ class RowKernelEmitter {
     return absl::StrCat(prefix, p, "(", r, ", ", info_.row_width[p] == 1 ? "0" : c, ")");
   }
 
-  // Whether the group gathers 8 consecutive columns at a time: one row
-  // (the last total % 8 elements one a thread), or rows whose every output
-  // is a multiple of 8 wide, so that 8 columns of an output never straddle
-  // two rows. Pieces and slice starts may fall anywhere: 8 columns within
-  // one concat piece are one call of it (loads checked for alignment at run
-  // time), 8 that straddle two pieces are taken one by one. An op reads
-  // a group producer of one column only where it is one column itself.
+  // Columns a gather item takes: 4 where every read and write is a float
+  // (one 16-byte access, as flat elementwise kernels), else 8.
+  int GatherWidth(const std::vector<int>& outputs) const {
+    return AllFloat(OutsideOperands(), outputs) ? 4 : 8;
+  }
+
+  // Whether the group gathers GatherWidth (gw) consecutive columns at a
+  // time: one row (the last total % gw elements one a thread), or rows
+  // whose every output is a multiple of gw wide, so that an item never
+  // straddles two rows. Pieces and slice starts may fall anywhere: an item
+  // within one concat piece is one call of it (loads checked for alignment
+  // at run time), one that straddles two pieces is taken column by column.
+  // An op reads a group producer of one column only where it is one column
+  // itself.
   bool GatherVectors(const std::vector<int>& outputs) const {
+    const int gw = GatherWidth(outputs);
     for (int t : outputs) {
       const int64_t w = info_.row_width[group_pos_.at(t)];
-      if (info_.num_rows > 1 ? w % 8 != 0 : w < 8) return false;
+      if (info_.num_rows > 1 ? w % gw != 0 : w < gw) return false;
     }
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
@@ -594,10 +602,10 @@ class RowKernelEmitter {
     return true;
   }
 
-  // Fills `dst`[8] with operand `slot` of group op j at row `r`, columns
-  // `c`..`c`+7 of the op's input space (width `w`; c + 8 <= w).
-  void EmitGatherOperand8(size_t j, int slot, int64_t w, const std::string& r, const std::string& c,
-                          const std::string& dst, Code& code) const {
+  // Fills `dst`[gw] with operand `slot` of group op j at row `r`, columns
+  // `c`..`c`+gw-1 of the op's input space (width `w`; c + gw <= w).
+  void EmitGatherOperandN(int gw, size_t j, int slot, int64_t w, const std::string& r,
+                          const std::string& c, const std::string& dst, Code& code) const {
     const int t = g_.op(ops_[j]).inputs[slot];
     if (info_.in_group[j][slot]) {
       code.L("f", group_pos_.at(t), "(", r, ", ", c, ", ", dst, ");");
@@ -610,18 +618,18 @@ class RowKernelEmitter {
     const bool narrow = info_.num_rows * w < (int64_t{1} << 31);
     std::string at = info_.lead_dims.empty() ? "0LL" : OffsetExpr(info_.lead_dims, lead, r, narrow);
     if (strides.back() == 0) {
-      code.L("{ const float s_ = yr_ld(", ctx_.Var(t), ", ", at, "); for (int q = 0; q < 8; ++q) ",
-             dst, "[q] = s_; }");
+      code.L("{ const float s_ = yr_ld(", ctx_.Var(t), ", ", at, "); for (int q = 0; q < ", gw,
+             "; ++q) ", dst, "[q] = s_; }");
       return;
     }
-    code.L("yr_ld8_any(", ctx_.Var(t), " + ", at, " + (", c, "), ", dst, ");");
+    code.L("yr_ld", gw, "_any(", ctx_.Var(t), " + ", at, " + (", c, "), ", dst, ");");
   }
 
-  // The gather form's ops as device lambdas of 8 columns:
-  // f<j>(r, c, out) fills out[8] with op j's row r, columns c..c+7; the
-  // scalar lambdas s<j> (EmitGatherLambdas) take columns that straddle two
-  // concat pieces.
-  void EmitGatherLambdas8(Code& c) const {
+  // The gather form's ops as device lambdas of gw columns:
+  // f<j>(r, c, out) fills out[gw] with op j's row r, columns c..c+gw-1;
+  // the scalar lambdas s<j> (EmitGatherLambdas) take columns that straddle
+  // two concat pieces.
+  void EmitGatherLambdasN(int gw, Code& c) const {
     for (size_t j = 0; j < ops_.size(); ++j) {
       const OpInfo& op = g_.op(ops_[j]);
       const int64_t w = info_.row_width[j];
@@ -630,37 +638,38 @@ class RowKernelEmitter {
       c.L("(void)r;");
       if (op.type == OpType::kSlice) {
         const int64_t in_w = g_.tensor(op.inputs[0]).shape.back();
-        EmitGatherOperand8(j, 0, in_w, "r", absl::StrCat("c + ", op.slice_start), "o", c);
+        EmitGatherOperandN(gw, j, 0, in_w, "r", absl::StrCat("c + ", op.slice_start), "o", c);
       } else if (op.type == OpType::kConcat) {
         int64_t off = 0;
         for (size_t k = 0; k < op.inputs.size(); ++k) {
           const int64_t wk = g_.tensor(op.inputs[k]).shape.back();
-          if (wk >= 8) {
-            c.Open(absl::StrCat("if (", off > 0 ? absl::StrCat("c >= ", off, "LL && ") : "",
-                                "c + 8 <= ", off + wk, "LL) {"));
-            EmitGatherOperand8(j, static_cast<int>(k), wk, "r", absl::StrCat("c - ", off), "o", c);
+          if (wk >= gw) {
+            c.Open(absl::StrCat("if (", off > 0 ? absl::StrCat("c >= ", off, "LL && ") : "", "c + ",
+                                gw, " <= ", off + wk, "LL) {"));
+            EmitGatherOperandN(gw, j, static_cast<int>(k), wk, "r", absl::StrCat("c - ", off), "o",
+                               c);
             c.L("return;");
             c.Close();
           }
           off += wk;
         }
         c.L("#pragma unroll");
-        c.L("for (int q = 0; q < 8; ++q) o[q] = s", j, "(r, c + q);");
+        c.L("for (int q = 0; q < ", gw, "; ++q) o[q] = s", j, "(r, c + q);");
       } else {
-        c.L("float a[8];");
-        EmitGatherOperand8(j, 0, w, "r", "c", "a", c);
+        c.L("float a[", gw, "];");
+        EmitGatherOperandN(gw, j, 0, w, "r", "c", "a", c);
         std::string value;
         if (core::IsUnaryElementwise(op.type)) {
           value = UnaryExpr(op, "a[q]", Approximate(j));
         } else if (op.has_scalar) {
           value = BinaryExpr(op.type, "a[q]", Lit(op.scalar));
         } else {
-          c.L("float b[8];");
-          EmitGatherOperand8(j, 1, w, "r", "c", "b", c);
+          c.L("float b[", gw, "];");
+          EmitGatherOperandN(gw, j, 1, w, "r", "c", "b", c);
           value = BinaryExpr(op.type, "a[q]", "b[q]");
         }
         c.L("#pragma unroll");
-        c.L("for (int q = 0; q < 8; ++q) o[q] = ", value, ";");
+        c.L("for (int q = 0; q < ", gw, "; ++q) o[q] = ", value, ";");
       }
       c.Close("};");
     }
@@ -669,13 +678,15 @@ class RowKernelEmitter {
   absl::Status EmitGatherElements(const std::vector<int>& outputs, bool inject_fault, Code* out) {
     constexpr int kThreads = 256;
     const bool vectors = GatherVectors(outputs);
-    const int vec = vectors ? 8 : 1;
-    // Items of 8 loaded before any is computed, as flat elementwise kernels.
-    const int unroll = vectors ? FlatElementwiseUnroll(1) : 1;
+    const int vec = vectors ? GatherWidth(outputs) : 1;
+    // Items loaded before any is computed, as flat elementwise kernels; four
+    // of 4 floats by default (bench/micro/fp32_items.cu's concat: the
+    // fastest there, with two close behind).
+    const int unroll = !vectors ? 1 : vec == 4 && s_.unroll() <= 1 ? 4 : FlatElementwiseUnroll(1);
     int64_t most = 1;
     for (int t : outputs) most = std::max(most, info_.num_rows * info_.row_width[group_pos_.at(t)]);
     const int64_t sms = std::max(1, ctx_.target.sm_count);
-    // 8 columns a thread cover the elements in one round (as flat
+    // An item a thread covers the elements in one round (as flat
     // elementwise kernels: a grid capped at 16 blocks an SM that strides was
     // slower there); one a thread, the capped grid strides.
     const int64_t blocks =
@@ -697,7 +708,7 @@ class RowKernelEmitter {
     if (inject_fault) c.Line(FaultLine());
     if (vectors) {
       EmitGatherLambdas(c, "s");
-      EmitGatherLambdas8(c);
+      EmitGatherLambdasN(vec, c);
     } else {
       EmitGatherLambdas(c, "f");
     }
@@ -723,28 +734,34 @@ class RowKernelEmitter {
       }
       // Rounds of `unroll` items a thread: every item computed before
       // any is stored, so that their loads are in flight together.
-      const int64_t items = total / 8;
+      const int64_t items = total / vec;
       c.Open(absl::StrCat("for (i64 it0 = (i64)blockIdx.x * ", kThreads, " + threadIdx.x; it0 < ",
                           items, "LL; it0 += step * ", unroll, ") {"));
-      c.L("float v[", unroll, "][8];");
+      c.L("float v[", unroll, "][", vec, "];");
       c.L("#pragma unroll");
       c.Open(absl::StrCat("for (int u = 0; u < ", unroll, "; ++u) {"));
-      c.L("const i64 e = (it0 + u * step) * 8;");
-      c.L("if (e >= ", items * 8, "LL) break;");
+      c.L("const i64 e = (it0 + u * step) * ", vec, ";");
+      c.L("if (e >= ", items * vec, "LL) break;");
       c.L(rc);
       c.L("f", j, "(r, col, v[u]);");
       c.Close();
       c.L("#pragma unroll");
       c.Open(absl::StrCat("for (int u = 0; u < ", unroll, "; ++u) {"));
-      c.L("const i64 e = (it0 + u * step) * 8;");
-      c.L("if (e >= ", items * 8, "LL) break;");
-      for (const std::string& d : dsts_[t]) c.L("yr_st8(", d, " + e, v[u]);");
+      c.L("const i64 e = (it0 + u * step) * ", vec, ";");
+      c.L("if (e >= ", items * vec, "LL) break;");
+      for (const std::string& d : dsts_[t]) {
+        if (vec == 8) {
+          c.L("yr_st8(", d, " + e, v[u]);");
+        } else {
+          c.L("yr_st4(", d, ", e, v[u]);");
+        }
+      }
       c.Close();
       c.Close();
-      if (total % 8 != 0) {
+      if (total % vec != 0) {
         // One row (GatherVectors): its last elements one a thread.
-        c.Open(absl::StrCat("if (blockIdx.x == 0 && threadIdx.x < ", total % 8, ") {"));
-        c.L("const i64 e = ", items * 8, "LL + threadIdx.x;");
+        c.Open(absl::StrCat("if (blockIdx.x == 0 && threadIdx.x < ", total % vec, ") {"));
+        c.L("const i64 e = ", items * vec, "LL + threadIdx.x;");
         c.L("const float s_ = s", j, "(0, e);");
         EmitStores(dsts_[t], "e", "s_", &c);
         c.Close();

@@ -337,6 +337,22 @@ static __device__ __forceinline__ float2 yr_pair(unsigned raw, const __half*) {
 static __device__ __forceinline__ float2 yr_pair(unsigned raw, const __nv_bfloat16*) {
   return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw));
 }
+// 4 consecutive floats at any element offset (gathers of floats): one
+// 16-byte load where p is 16-byte aligned, else two of 8 or four of 4.
+static __device__ __forceinline__ void yr_ld4_any(const float* p, float* out) {
+  const unsigned a = static_cast<unsigned>(reinterpret_cast<unsigned long long>(p));
+  if ((a & 15u) == 0) {
+    const float4 f = __ldg(reinterpret_cast<const float4*>(p));
+    out[0] = f.x; out[1] = f.y; out[2] = f.z; out[3] = f.w;
+  } else if ((a & 7u) == 0) {
+    const float2 f0 = __ldg(reinterpret_cast<const float2*>(p));
+    const float2 f1 = __ldg(reinterpret_cast<const float2*>(p) + 1);
+    out[0] = f0.x; out[1] = f0.y; out[2] = f1.x; out[3] = f1.y;
+  } else {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) out[q] = __ldg(p + q);
+  }
+}
 // 8 consecutive values at any element offset (gathers: concat pieces and
 // slices start anywhere): 16-byte loads where p is 16-byte aligned, else the
 // widest its alignment allows. Cached (__ldg): neighbouring threads'
