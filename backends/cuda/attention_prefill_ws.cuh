@@ -102,8 +102,8 @@ static __device__ __forceinline__ void yr_attn_ws_load_last(T* dst, const T* src
 }
 
 // The last step's columns past the keys (`tail` of BN valid) out of the
-// softmax: -inf scores (+inf under a negative scale, whose min is the max),
-// whose exponentials are 0. This lane's columns are 8 j + 2 (lane % 4) + e
+// softmax's max: -inf scores (+inf under a negative scale, whose min is the
+// max); yr_attn_ws_softmax zeroes their exponentials. This lane's columns are 8 j + 2 (lane % 4) + e
 // at s[4 j + 2 h + e].
 template <int BN>
 static __device__ __forceinline__ void yr_attn_ws_mask(float* s, int tail, float log2_scale) {
@@ -125,9 +125,13 @@ static __device__ __forceinline__ void yr_attn_ws_mask(float* s, int tail, float
 // added. LAZY: m moves only when the max grows by more than 8 (P then stays
 // under 2^8, exact in 16 bits relative to its size, and l and O share the
 // stale m), so that alpha is mostly 1 and O's rescale can be skipped.
+// Columns from `tail` on (the last step's keys past the end, masked by
+// yr_attn_ws_mask) get exponentials of 0 whatever the scale.
 template <int BN, bool LAZY>
 static __device__ __forceinline__ void yr_attn_ws_softmax(float* s, float* m_run, float* l_run,
-                                                          float* alpha, float log2_scale) {
+                                                          float* alpha, float log2_scale,
+                                                          int tail = BN) {
+  const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float mx = -__int_as_float(0x7f800000);
@@ -155,8 +159,13 @@ static __device__ __forceinline__ void yr_attn_ws_softmax(float* s, float* m_run
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
-      const float e0 = yr_exp2(fmaf(s[4 * j + 2 * h], log2_scale, -m_new));
-      const float e1 = yr_exp2(fmaf(s[4 * j + 2 * h + 1], log2_scale, -m_new));
+      float e0 = yr_exp2(fmaf(s[4 * j + 2 * h], log2_scale, -m_new));
+      float e1 = yr_exp2(fmaf(s[4 * j + 2 * h + 1], log2_scale, -m_new));
+      if (tail < BN) {
+        const int c = 8 * j + 2 * (lane % 4);
+        e0 = c < tail ? e0 : 0.0f;
+        e1 = c + 1 < tail ? e1 : 0.0f;
+      }
       sum += e0 + e1;
       s[4 * j + 2 * h] = e0;
       s[4 * j + 2 * h + 1] = e1;
@@ -474,7 +483,7 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
       after_s(s, 0);
       m_run[0] = m_run[1] = -__int_as_float(0x7f800000);
       l_run[0] = l_run[1] = 0.0f;
-      yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale);
+      yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale, steps == 1 ? tail : BN);
 #pragma unroll
       for (int i = 0; i < DV / 2; ++i) oacc[i] = 0.0f;
       yr_attn_ws_pack<T, BN>(p, s);
@@ -515,7 +524,8 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
         m_run[0] = m_run[1] = -__int_as_float(0x7f800000);
         l_run[0] = l_run[1] = 0.0f;
       }
-      yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale);
+      yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale,
+                                   t == steps - 1 ? tail : BN);
       yr_wg_wait<0>();
       yr_wg_fence_operands(oacc, DV / 2);
       release(&empty_v[st_prev]);
