@@ -219,6 +219,11 @@ inline std::vector<std::string> LibraryTestGraphs() {
           {"name": "P", "shape": [32, 72], "dtype": "float16"}, {"name": "Q", "shape": [4, 72, 48], "dtype": "float16"}],
           "ops": [{"name": "Y", "op": "matmul", "inputs": ["X", "W"]}, {"name": "Z", "op": "add", "inputs": ["Y", "b"]},
                   {"name": "V", "op": "matmul", "inputs": ["P", "Q"]}], "outputs": ["Z", "V"]})",
+      // grouped heads: B shared by A's innermost lead dim, which folds
+      // into A's rows (grouped-query attention's products)
+      R"({"name": "lib_grouped_heads", "inputs": [{"name": "A", "shape": [2, 3, 24, 64], "dtype": "float16"},
+          {"name": "B", "shape": [2, 1, 64, 40], "dtype": "float16"}],
+          "ops": [{"name": "Y", "op": "matmul", "inputs": ["A", "B"]}], "outputs": ["Y"]})",
       // a generated kernel feeds the library (rms_norm -> matmul), whose
       // output is both a graph output and read by a generated softmax
       R"({"name": "lib_between_kernels", "inputs": [{"name": "X", "shape": [48, 256], "dtype": "float16"},
