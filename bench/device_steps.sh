@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One device call's worth of GPU checks and benchmarks, from the repository
+# root of a GPU host, over a bundle made here by ../shared/tools/bundle.sh
+# (yirage-server, yirage-worker, yirage-client, cuda_backend_tests,
+# libyirage_backend_cuda.so, libyirage_core.so; extra graph files in
+# BUNDLE/g):
+#   bench/device_steps.sh [BUNDLE]          (default .devbundle)
+# Environment:
+#   STEPS    steps in order (default "tests prefill bench8 micro"):
+#            tests   - CudaCodegenGpuTest.EveryPlanKindMatchesReference once a
+#                      YIRAGE_CASE_FILTER of FILTERS, then
+#                      TooMuchSharedMemoryFailsOnlyItsPlan
+#            tests2  - the same over FILTERS2, without the last test
+#            prefill - bench/gpu_bench.sh --suite suite over PCASES
+#                      (default "attention_prefill gqa_prefill"), BUDGET=PBUDGET (12)
+#            bench8  - bench/gpu_bench.sh over BUNDLE/g/*.json at BUDGET=8
+#            micro   - bench/micro/run.sh sm_90a MICRO (default fp32_items)
+#   LIMIT    seconds for all steps (default 560): a step that would start
+#            with less than 30 s left is skipped, and each is cut at the limit
+#   OUT      where logs go (the device tool's $OUT); everything but *.txt
+#            is packed into OUT/all.tgz at the end (the tool brings back few files)
+# Each step prints its result as it ends, so a call cut short still says
+# how far it got.
+set -u
+B=${1:-.devbundle}
+OUT=${OUT:-/tmp/yirage-device}
+mkdir -p "$OUT"
+START=$(date +%s)
+LIMIT=${LIMIT:-560}
+left() { echo $((LIMIT - ($(date +%s) - START))); }
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv | tee "$OUT/gpu.txt"
+# The test binary looks for the backend and the sources under the build
+# folder it was built in unless told.
+export YIRAGE_CUDA_BACKEND_LIB=$PWD/$B/lib/libyirage_backend_cuda.so YIRAGE_SOURCE_DIR=$PWD
+for s in ${STEPS:-tests prefill bench8 micro}; do
+  L=$(left)
+  [ "$L" -lt 30 ] && { echo "skip $s (time)"; continue; }
+  echo "=== step $s ($L s left) $(date +%T)"
+  case $s in
+    tests | tests2)
+      filters=${FILTERS:-prefill column generic_chains matmul axis_lanes norm rows gather flat}
+      [ "$s" = tests2 ] && filters=${FILTERS2:-}
+      for f in $filters; do
+        L=$(left)
+        [ "$L" -lt 40 ] && { echo "skip filter $f"; continue; }
+        T0=$(date +%s)
+        YIRAGE_CASE_FILTER=$f timeout $((L - 20)) "$B/run" cuda_backend_tests \
+          --gtest_filter=CudaCodegenGpuTest.EveryPlanKindMatchesReference >"$OUT/t_$f.log" 2>&1
+        echo "filter $f rc $? $(($(date +%s) - T0)) s: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/t_$f.log" | head -2 | tr '\n' ' ')"
+      done
+      [ "$s" = tests2 ] && continue
+      timeout 120 "$B/run" cuda_backend_tests \
+        --gtest_filter='CudaCodegenGpuTest.TooMuchSharedMemoryFailsOnlyItsPlan' >"$OUT/t_smem.log" 2>&1
+      echo "smem rc $?"
+      tail -3 "$OUT/t_smem.log"
+      ;;
+    prefill)
+      # shellcheck disable=SC2086  # PCASES holds several names
+      OUT=$OUT/p BUDGET=${PBUDGET:-12} ITERS=50 JOB_SECONDS=90 timeout $((L - 10)) \
+        bench/gpu_bench.sh "$B" --suite suite ${PCASES:-attention_prefill gqa_prefill} >"$OUT/prefill.log" 2>&1
+      echo "prefill rc $?"
+      cat "$OUT/p/table.txt" 2>/dev/null
+      ;;
+    bench8)
+      OUT=$OUT/b BUDGET=8 ITERS=30 JOB_SECONDS=45 timeout $((L - 10)) \
+        bench/gpu_bench.sh "$B" "$B"/g/*.json >"$OUT/bench8.log" 2>&1
+      echo "bench8 rc $?"
+      cat "$OUT/b/table.txt" 2>/dev/null
+      ;;
+    micro)
+      # shellcheck disable=SC2086  # MICRO may name several benchmarks
+      timeout $((L - 5)) bench/micro/run.sh sm_90a ${MICRO:-fp32_items} >"$OUT/micro.log" 2>&1
+      echo "micro rc $?"
+      tail -75 "$OUT/micro.log"
+      ;;
+    *) echo "unknown step $s" ;;
+  esac
+done
+echo "done $(($(date +%s) - START)) s"
+cd "$OUT" && tar czf all.tgz --exclude=all.tgz . &&
+  find . -mindepth 1 -maxdepth 1 ! -name all.tgz ! -name "*.txt" -exec rm -rf {} +
