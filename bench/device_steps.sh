@@ -9,8 +9,9 @@
 #   STEPS    steps in order (default "tests prefill bench8 micro"):
 #            tests   - CudaCodegenGpuTest.EveryPlanKindMatchesReference once a
 #                      YIRAGE_CASE_FILTER of FILTERS, then
-#                      TooMuchSharedMemoryFailsOnlyItsPlan
-#            tests2  - the same over FILTERS2, without the last test
+#                      TooMuchSharedMemoryFailsOnlyItsPlan and
+#                      CudaBackendGpuTest.LibraryPlansMatchReference
+#            tests2  - the same over FILTERS2, without the last two tests
 #            prefill - bench/gpu_bench.sh --suite suite over PCASES
 #                      (default "attention_prefill gqa_prefill"), BUDGET=PBUDGET (12)
 #            bench8  - bench/gpu_bench.sh over BUNDLE/g/*.json at BUDGET=8
@@ -53,6 +54,10 @@ for s in ${STEPS:-tests prefill bench8 micro}; do
         --gtest_filter='CudaCodegenGpuTest.TooMuchSharedMemoryFailsOnlyItsPlan' >"$OUT/t_smem.log" 2>&1
       echo "smem rc $?"
       tail -3 "$OUT/t_smem.log"
+      timeout 180 "$B/run" cuda_backend_tests \
+        --gtest_filter='CudaBackendGpuTest.LibraryPlansMatchReference' >"$OUT/t_library.log" 2>&1
+      echo "library rc $?"
+      tail -3 "$OUT/t_library.log"
       ;;
     prefill)
       # shellcheck disable=SC2086  # PCASES holds several names
