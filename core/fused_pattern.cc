@@ -69,31 +69,20 @@ std::optional<AttentionMatch> MatchAttention(const Graph& g, const std::vector<i
   for (const TensorInfo* t : {&q, &k, &v}) {
     if (t->shape.size() < 2) return std::nullopt;
   }
-  // Lead dims, K's and V's padded with 1s on the left to Q's rank.
-  const std::vector<int64_t> lq(q.shape.begin(), q.shape.end() - 2);
-  auto padded = [&](const std::vector<int64_t>& shape) -> std::optional<std::vector<int64_t>> {
-    if (shape.size() > q.shape.size()) return std::nullopt;  // Q broadcast: not attention rows
-    std::vector<int64_t> l(q.shape.size() - shape.size(), 1);
-    l.insert(l.end(), shape.begin(), shape.end() - 2);
-    return l;
-  };
-  const std::optional<std::vector<int64_t>> lk = padded(k.shape);
-  if (!lk.has_value() || padded(v.shape) != lk) return std::nullopt;
-  // Grouped queries: K and V may be 1 where Q is not in the innermost lead
-  // dims (from `fold` on). Q's rows there are contiguous per key/value
-  // head, so they fold into its rows: [.., Hkv, G, M, D] against
-  // [.., Hkv, 1, N, D] is [.., Hkv, G * M, D] against [.., Hkv, N, D].
-  size_t fold = lq.size();
-  while (fold > 0 && (*lk)[fold - 1] == 1) --fold;
-  for (size_t i = 0; i < fold; ++i) {
-    if ((*lk)[i] != lq[i]) return std::nullopt;
+  // K and V share their lead dims; grouped queries ([.., Hkv, G, M, D]
+  // against [.., Hkv, 1, N, D]) fold into the query rows.
+  if (std::vector<int64_t>(k.shape.begin(), k.shape.end() - 2) !=
+      std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2)) {
+    return std::nullopt;
   }
+  const std::optional<FoldedBatch> folded = FoldSharedLeadDims(q.shape, k.shape);
+  if (!folded.has_value()) return std::nullopt;
   a.dtype = q.dtype;
-  a.m = q.shape[q.shape.size() - 2];
+  a.batch = folded->batch;
+  a.m = folded->m;
   a.d = q.shape.back();
   a.n = a.transpose_k ? k.shape[k.shape.size() - 2] : k.shape.back();
   a.dv = v.shape.back();
-  for (size_t i = 0; i < lq.size(); ++i) (i < fold ? a.batch : a.m) *= lq[i];
   return a;
 }
 

@@ -453,6 +453,25 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>&
   return out;
 }
 
+std::optional<FoldedBatch> FoldSharedLeadDims(const std::vector<int64_t>& a_shape,
+                                              const std::vector<int64_t>& b_shape) {
+  if (a_shape.size() < 2 || b_shape.size() < 2 || b_shape.size() > a_shape.size()) {
+    return std::nullopt;
+  }
+  const size_t lead = a_shape.size() - 2;
+  std::vector<int64_t> lb(a_shape.size() - b_shape.size(), 1);
+  lb.insert(lb.end(), b_shape.begin(), b_shape.end() - 2);
+  size_t fold = lead;
+  while (fold > 0 && lb[fold - 1] == 1) --fold;
+  FoldedBatch f;
+  f.m = a_shape[lead];
+  for (size_t i = 0; i < lead; ++i) {
+    if (i < fold && lb[i] != a_shape[i]) return std::nullopt;
+    (i < fold ? f.batch : f.m) *= a_shape[i];
+  }
+  return f;
+}
+
 std::string ShapeToString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }

@@ -5,6 +5,7 @@
 #define YIRAGE_CORE_GRAPH_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -164,6 +165,20 @@ absl::Status CheckSameSignature(const Graph& reference, const Graph& other);
 // NumPy broadcast of two shapes; error text names both shapes.
 absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a,
                                                      const std::vector<int64_t>& b);
+
+// A batched product's A [lead.., M, K] against B [lead_b.., K, N] where
+// B's lead dims, padded with 1s on the left to A's, equal A's up to some
+// point and are 1 from there (B shared by A's innermost lead dims, as
+// grouped query heads share a key/value head, or by all of them): A's
+// entries of those inner dims are consecutive row blocks, so the product
+// is `batch` products of A's `m` rows (M times the inner dims). Nullopt
+// when B is not shared that way (or has more dims than A).
+struct FoldedBatch {
+  int64_t batch = 1;
+  int64_t m = 0;
+};
+std::optional<FoldedBatch> FoldSharedLeadDims(const std::vector<int64_t>& a_shape,
+                                              const std::vector<int64_t>& b_shape);
 
 std::string ShapeToString(const std::vector<int64_t>& shape);  // "[16, 4096]"
 // The product of the dims (1 for a scalar's []).

@@ -46,19 +46,13 @@ absl::StatusOr<LibraryMatmul> MatchLibraryMatmul(const Graph& graph, absl::Span<
   const int64_t o_batch = Product(os, 0, os.size() - 2);
   lm.k = k;
   lm.n = n;
-  // B's lead dims padded with 1s on the left to A's: equal to A's up to
-  // `fold`, 1 from there (B shared by A's innermost lead dims, as grouped
-  // query heads share a key/value head, or by all of them). A's batch
-  // entries from `fold` on are consecutive row blocks: they fold into m.
-  std::vector<int64_t> lb(as.size() > bs.size() ? as.size() - bs.size() : 0, 1);
-  lb.insert(lb.end(), bs.begin(), bs.end() - 2);
-  size_t fold = lb.size();
-  while (fold > 0 && lb[fold - 1] == 1) --fold;
-  bool folds = a_batch == o_batch && lb.size() == as.size() - 2;
-  for (size_t i = 0; folds && i < fold; ++i) folds = lb[i] == as[i];
-  if (folds) {
-    lm.batch = Product(as, 0, fold);
-    lm.m = m * Product(as, fold, as.size() - 2);
+  // B shared by A's innermost lead dims (or equal, or absent): those fold
+  // into m.
+  const std::optional<FoldedBatch> folded =
+      a_batch == o_batch ? FoldSharedLeadDims(as, bs) : std::nullopt;
+  if (folded.has_value()) {
+    lm.batch = folded->batch;
+    lm.m = folded->m;
     if (lm.batch > 1) {
       lm.a_batch_stride = lm.m * k;
       lm.b_batch_stride = k * n;

@@ -101,23 +101,6 @@ static __device__ __forceinline__ void yr_attn_ws_load_last(T* dst, const T* src
   }
 }
 
-// The last step's columns past the keys (`tail` of BN valid) out of the
-// softmax's max: -inf scores (+inf under a negative scale, whose min is the
-// max); yr_attn_ws_softmax zeroes their exponentials. This lane's columns are 8 j + 2 (lane % 4) + e
-// at s[4 j + 2 h + e].
-template <int BN>
-static __device__ __forceinline__ void yr_attn_ws_mask(float* s, int tail, float log2_scale) {
-  const float out =
-      log2_scale < 0.0f ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const int c = 8 * j + 2 * (lane % 4);
-    if (c >= tail) s[4 * j] = s[4 * j + 2] = out;
-    if (c + 1 >= tail) s[4 * j + 1] = s[4 * j + 3] = out;
-  }
-}
-
 // Online softmax of one step's S (64 x BN, the wgmma accumulator layout) in
 // base 2, in place: S becomes exp2(S * log2_scale - m), with the running
 // max m and (this lane's part of the) sum l of each thread's two rows, and
@@ -125,13 +108,25 @@ static __device__ __forceinline__ void yr_attn_ws_mask(float* s, int tail, float
 // added. LAZY: m moves only when the max grows by more than 8 (P then stays
 // under 2^8, exact in 16 bits relative to its size, and l and O share the
 // stale m), so that alpha is mostly 1 and O's rescale can be skipped.
-// Columns from `tail` on (the last step's keys past the end, masked by
-// yr_attn_ws_mask) get exponentials of 0 whatever the scale.
+// Columns from `tail` on (the last step's keys past the end) are left out:
+// -inf scores for the max (+inf under a negative scale, whose min is the
+// max) and exponentials of 0 whatever the scale. This lane's columns are
+// 8 j + 2 (lane % 4) + e at s[4 j + 2 h + e].
 template <int BN, bool LAZY>
 static __device__ __forceinline__ void yr_attn_ws_softmax(float* s, float* m_run, float* l_run,
                                                           float* alpha, float log2_scale,
                                                           int tail = BN) {
   const int lane = threadIdx.x % 32;
+  if (tail < BN) {
+    const float out =
+        log2_scale < 0.0f ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int c = 8 * j + 2 * (lane % 4);
+      if (c >= tail) s[4 * j] = s[4 * j + 2] = out;
+      if (c + 1 >= tail) s[4 * j + 1] = s[4 * j + 3] = out;
+    }
+  }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float mx = -__int_as_float(0x7f800000);
@@ -437,7 +432,7 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
     // rows 0-7 of the k-step's columns 0-7, lanes 8-15 rows 8-15, lanes
     // 16-31 the same for columns 8-15 (the m16n8k16 A fragment order).
     // Without QREG the products read Q from shared memory, which is
-    // released once the tile's last S is done (release_q).
+    // released once the tile's last S is done (after_s).
     auto load_q = [&] {
       yr_mbar_wait(full_q, qround);
       qround ^= 1;
@@ -458,12 +453,12 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
         yr_attn_ws_qk_smem<T, D, BN, BM>(s, sq_c, dk);
       }
     };
-    // After S of step t is done: Q's buffer is free after the tile's last
-    // S, and that S's keys past the end are masked.
-    auto after_s = [&](float* s, int t) {
-      if (t != steps - 1) return;
-      if constexpr (!QREG) release(empty_q);
-      if (tail < BN) yr_attn_ws_mask<BN>(s, tail, log2_scale);
+    // After S of step t is done: without QREG, Q's buffer is free after
+    // the tile's last S.
+    auto after_s = [&](int t) {
+      if constexpr (!QREG) {
+        if (t == steps - 1) release(empty_q);
+      }
     };
     if (first >= tiles) return;
     // The first step: S alone.
@@ -480,7 +475,7 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
       yr_wg_wait<0>();
       yr_wg_fence_operands(s, BN / 2);
       release(&empty_k[st]);
-      after_s(s, 0);
+      after_s(0);
       m_run[0] = m_run[1] = -__int_as_float(0x7f800000);
       l_run[0] = l_run[1] = 0.0f;
       yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale, steps == 1 ? tail : BN);
@@ -516,7 +511,7 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
       yr_wg_wait<1>();
       yr_wg_fence_operands(s, BN / 2);
       release(&empty_k[st]);
-      after_s(s, t);
+      after_s(t);
       float l_done[2];  // at a tile's first step: the tile before's sums
       if (t == 0) {
         l_done[0] = l_run[0];
