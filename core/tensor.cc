@@ -492,6 +492,43 @@ std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed) {
       }
     }
   }
+  // Attention-shaped chains, whose checks the ranges above would leave
+  // vacuous: scores of O(1 / sqrt(K)) make the softmax near uniform (any S
+  // gives the same P), and V of O(1 / sqrt(N)) under a near-uniform P makes
+  // O a mean near 0, under the 16-bit atol. So a softmax over the last axis
+  // of s * (A @ B) with A and B graph inputs gets A and B uniform in
+  // [-a, a] with scores of standard deviation kScoreStd (s^2 K a^4 / 9 =
+  // kScoreStd^2), and the B operand of a matmul whose A is a softmax's
+  // output (rows summing to 1) gets [-1, 1].
+  constexpr double kScoreStd = 2.0;
+  std::vector<double> amplitude(n, 0.0);  // > 0: uniform in [-a, a]
+  for (const OpInfo& op : graph.ops()) {
+    if (op.type == OpType::kSoftmax &&
+        op.axis == static_cast<int>(graph.tensor(op.inputs[0]).shape.size()) - 1) {
+      int t = op.inputs[0];
+      double s = 1.0;
+      const int mul = graph.tensor(t).producer;
+      if (mul >= 0 && graph.op(mul).has_scalar &&
+          (graph.op(mul).type == OpType::kMul || graph.op(mul).type == OpType::kDiv)) {
+        const double v = graph.op(mul).scalar;
+        s = graph.op(mul).type == OpType::kMul ? std::fabs(v) : (v != 0 ? 1.0 / std::fabs(v) : 0);
+        t = graph.op(mul).inputs[0];
+      }
+      const int mm = graph.tensor(t).producer;
+      if (mm < 0 || graph.op(mm).type != OpType::kMatmul || !(s > 0) || !std::isfinite(s)) continue;
+      const int a = graph.op(mm).inputs[0], b = graph.op(mm).inputs[1];
+      if (a >= n || b >= n || positive[a] || positive[b]) continue;
+      const double k = static_cast<double>(graph.tensor(a).shape.back());
+      const double amp = std::sqrt(3.0 * kScoreStd / (s * std::sqrt(k)));
+      amplitude[a] = amplitude[b] = amp;
+    }
+    if (op.type == OpType::kMatmul && op.inputs[1] < n && !positive[op.inputs[1]]) {
+      const int pa = graph.tensor(op.inputs[0]).producer;
+      if (pa >= 0 && graph.op(pa).type == OpType::kSoftmax && amplitude[op.inputs[1]] == 0.0) {
+        amplitude[op.inputs[1]] = 1.0;
+      }
+    }
+  }
   std::vector<HostTensor> inputs;
   inputs.reserve(n);
   for (int i = 0; i < n; ++i) {
@@ -501,6 +538,9 @@ std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed) {
     if (positive[i]) {
       lo = 0.5;
       hi = 1.5;
+    } else if (amplitude[i] > 0) {
+      hi = amplitude[i];
+      lo = -hi;
     } else if (matmul_k[i] > 0) {
       hi = 1.0 / std::sqrt(static_cast<double>(matmul_k[i]));
       lo = -hi;

@@ -43,6 +43,11 @@ HostTensor DecodeTensor(const void* bytes, const std::vector<int64_t>& shape,
 // uniform in [-1/sqrt(K), 1/sqrt(K)] (K the contracted dim; the largest one if
 // it feeds several matmuls) so that matmul outputs stay O(1). Only direct
 // operands count: an input feeding log through another op gets [-1, 1].
+// Attention-shaped chains override that, so that their checks test S and P:
+// a softmax over the last axis of [scalar *] (A @ B), A and B graph inputs,
+// gets A and B uniform in [-a, a] with scores of standard deviation 2 (a
+// peaked P, not a near-uniform one), and the B operand of a matmul whose A
+// is a softmax's output (V under P) gets [-1, 1].
 std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed);
 
 // Evaluates the graph in float64; returns the graph outputs in order.

@@ -550,6 +550,50 @@ TEST(MakeRandomInputsTest, SeedDeterminism) {
   EXPECT_EQ(text.str(), kPinnedSeed1);
 }
 
+// Attention: Q and K spread the scores (a peaked softmax) and V is O(1), so
+// that a kernel that reads K wrong (here: its feature halves swapped, the
+// effect of a wrong shared-memory swizzle) fails the 16-bit check on most
+// outputs; with the plain matmul ranges the softmax was near uniform and O
+// a mean of V under the atol, which any such kernel passed.
+TEST(MakeRandomInputsTest, AttentionInputsMakeTheCheckSensitive) {
+  Graph graph = MustBuild(R"({"name": "a", "inputs": [
+      {"name": "Q", "shape": [2, 64, 64], "dtype": "bfloat16"},
+      {"name": "K", "shape": [2, 300, 64], "dtype": "bfloat16"},
+      {"name": "V", "shape": [2, 300, 64], "dtype": "bfloat16"}],
+    "ops": [{"name": "O", "op": "self_attention", "inputs": ["Q", "K", "V"]}],
+    "outputs": ["O"]})");
+  const std::vector<HostTensor> inputs = MakeRandomInputs(graph, 5);
+  auto max_abs = [](const HostTensor& t) {
+    double m = 0;
+    for (double v : t.data) m = std::max(m, std::fabs(v));
+    return m;
+  };
+  // Scores s * Q.K with s = 1/8: a = sqrt(3 * 2 / (s * sqrt(64))) = sqrt(6).
+  for (int i : {0, 1}) {
+    EXPECT_LE(max_abs(inputs[i]), std::sqrt(6.0) + 1e-2);
+    EXPECT_GT(max_abs(inputs[i]), 2.0);
+  }
+  EXPECT_LE(max_abs(inputs[2]), 1.0);
+  EXPECT_GT(max_abs(inputs[2]), 0.9);
+  absl::StatusOr<std::vector<HostTensor>> ref = EvaluateReference(graph, inputs);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  std::vector<HostTensor> wrong = inputs;
+  for (size_t row = 0; row < wrong[1].data.size() / 64; ++row) {
+    for (int c = 0; c < 32; ++c)
+      std::swap(wrong[1].data[row * 64 + c], wrong[1].data[row * 64 + 32 + c]);
+  }
+  absl::StatusOr<std::vector<HostTensor>> got = EvaluateReference(graph, wrong);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const Tolerance tol = DefaultTolerance(graph);
+  int64_t off = 0;
+  for (size_t i = 0; i < (*ref)[0].data.size(); ++i) {
+    const double r = (*ref)[0].data[i], g = (*got)[0].data[i];
+    off += std::fabs(g - r) > tol.atol + tol.rtol * std::fabs(r) ? 1 : 0;
+  }
+  EXPECT_GT(off, static_cast<int64_t>((*ref)[0].data.size()) / 2);
+  EXPECT_FALSE(CompareOutputs(graph, *ref, *got, tol).ok);
+}
+
 // ------------------------------------------------------------ tolerance
 
 Graph DTypeGraph(std::string_view dtype_a, std::string_view dtype_b, std::string_view tolerance) {

@@ -50,10 +50,13 @@ __host__ __device__ constexpr int yr_attn_prefill_ws_threads() { return 384; }
 
 // The producer warpgroup's copy of a BN x COLS tile (rows COLS apart in
 // global memory) into 64-column swizzled panels: thread `tid` takes one
-// 16-byte column chunk of every (128 / (COLS / 8))-th row, so its swizzle
-// is fixed and both addresses step by constants, written as immediate
-// offsets from one base each (else the compiler keeps an address register a
-// copy, past the producer's few registers).
+// 16-byte column chunk of rows STEP = 128 / (COLS / 8) apart. A row's
+// swizzle is its index mod 8, so rows 8 apart share it: where STEP is under
+// 8 (COLS 256: STEP 4) the thread's rows split into 8 / STEP interleaved
+// passes of rows 8 apart, each with its own swizzle. Within a pass both
+// addresses step by constants, written as immediate offsets from one base
+// each (else the compiler keeps an address register a copy, past the
+// producer's few registers).
 template <int I, int DST_STEP, int SRC_STEP>
 static __device__ __forceinline__ void yr_attn_ws_cp(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0+%2], [%1+%3], 16;\n" ::"r"(dst), "l"(src),
@@ -77,12 +80,18 @@ template <typename T, int COLS, int BN>
 static __device__ __forceinline__ void yr_attn_ws_load(T* dst, const T* src, int tid) {
   constexpr int CPR = COLS / 8;  // chunks a row
   constexpr int STEP = 128 / CPR;
+  constexpr int PASSES = STEP < 8 ? 8 / STEP : 1;
+  constexpr int PSTEP = STEP * PASSES;  // rows apart within a pass: a multiple of 8
+  static_assert(PSTEP % 8 == 0 && BN % PSTEP == 0, "rows of a pass share their swizzle");
   const int cc = tid % CPR;
-  const int r0 = tid / CPR;
-  const unsigned d =
-      yr_smem_addr(dst + (cc / 8) * BN * 64 + r0 * 64 + (((cc % 8) ^ (r0 % 8)) << 3));
-  yr_attn_ws_cps<STEP * 64 * 2, STEP * COLS * 2>(d, src + r0 * COLS + cc * 8,
-                                                 typename yr_attn_ws_make_seq<BN / STEP>::type{});
+#pragma unroll
+  for (int pass = 0; pass < PASSES; ++pass) {
+    const int r0 = tid / CPR + pass * STEP;
+    const unsigned d =
+        yr_smem_addr(dst + (cc / 8) * BN * 64 + r0 * 64 + (((cc % 8) ^ (r0 % 8)) << 3));
+    yr_attn_ws_cps<PSTEP * 64 * 2, PSTEP * COLS * 2>(
+        d, src + r0 * COLS + cc * 8, typename yr_attn_ws_make_seq<BN / PSTEP>::type{});
+  }
 }
 
 // The last tile's copy where the keys end inside it: rows past `last` read

@@ -150,3 +150,11 @@ extern "C" __attribute__((visibility("default"))) void YirageCudaBackendTestInje
     int32_t plan_index) {
   yirage::backends::cuda::SetInjectedFault(plan_index);
 }
+
+// Test-only: later compile requests on a device size kernels as if it
+// offered `bytes` of shared memory a block (without a device the request's
+// target says so); 0 turns it off.
+extern "C" __attribute__((visibility("default"))) void YirageCudaBackendTestClaimSharedMemory(
+    int64_t bytes) {
+  yirage::backends::cuda::SetClaimedSharedMemory(bytes);
+}

@@ -64,6 +64,7 @@ absl::StatusOr<CudaTarget> RequestedTarget(const yirage::v1::CompileTarget* requ
 
 std::atomic<int> injected_error_plan{-1};
 std::atomic<int> injected_fault_plan{-1};
+std::atomic<int64_t> claimed_smem{0};
 
 std::string Truncate(std::string text) {
   if (text.size() > kMaxDiagnosticBytes) {
@@ -77,6 +78,7 @@ std::string Truncate(std::string text) {
 
 void SetInjectedCompileError(int plan_index) { injected_error_plan.store(plan_index); }
 void SetInjectedFault(int plan_index) { injected_fault_plan.store(plan_index); }
+void SetClaimedSharedMemory(int64_t bytes) { claimed_smem.store(bytes); }
 
 CudaModule::CudaModule(Device* device, std::vector<int64_t> input_bytes,
                        std::vector<int64_t> output_bytes, int num_plans)
@@ -443,7 +445,11 @@ absl::StatusOr<YirageTiming> CudaModule::Time(int plan, const void* const* input
 
 absl::StatusOr<CudaTarget> DescribeTarget(const yirage::v1::CompileTarget* requested) {
   absl::StatusOr<Device*> device = Device::Get();
-  if (device.ok()) return (*device)->info().Target();
+  if (device.ok()) {
+    CudaTarget target = (*device)->info().Target();
+    if (claimed_smem.load() > 0) target.max_smem_per_block = claimed_smem.load();
+    return target;
+  }
   return RequestedTarget(requested, device.status());
 }
 
@@ -461,6 +467,7 @@ absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::Compil
   if (device.ok()) {
     target = (*device)->info().Target();
     arch = (*device)->info().Arch();
+    if (claimed_smem.load() > 0) target.max_smem_per_block = claimed_smem.load();
   } else {
     absl::StatusOr<CudaTarget> requested =
         RequestedTarget(request.has_target() ? &request.target() : nullptr, device.status());

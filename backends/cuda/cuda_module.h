@@ -101,6 +101,10 @@ absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::Compil
 // gets an #error line / its first kernel writes through a null pointer.
 void SetInjectedCompileError(int plan_index);
 void SetInjectedFault(int plan_index);
+// Test hook (0 turns it off): compile requests size kernels as if the
+// device offered `bytes` of shared memory a block, so that a kernel over
+// its real limit reaches the launch (and must fail its plan alone there).
+void SetClaimedSharedMemory(int64_t bytes);
 
 }  // namespace yirage::backends::cuda
 
