@@ -500,7 +500,7 @@ std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed) {
   // [-a, a] with scores of standard deviation kScoreStd (s^2 K a^4 / 9 =
   // kScoreStd^2), and the B operand of a matmul whose A is a softmax's
   // output (rows summing to 1) gets [-1, 1].
-  constexpr double kScoreStd = 2.0;
+  constexpr double kScoreStd = 1.0;
   std::vector<double> amplitude(n, 0.0);  // > 0: uniform in [-a, a]
   for (const OpInfo& op : graph.ops()) {
     if (op.type == OpType::kSoftmax &&
