@@ -621,6 +621,9 @@ CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& 
   const double inf = std::numeric_limits<double>::infinity();
   int64_t failures = 0;
   int64_t total = 0;
+  int norm_failures = 0;
+  std::string element_message;  // the first element out of its bound
+  std::string norm_message;     // every output whose norm-wise error is over rtol
   for (size_t o = 0; o < num_outputs; ++o) {
     const HostTensor& ref = reference[o];
     const HostTensor& out = got[o];
@@ -635,9 +638,14 @@ CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& 
       return result;
     }
     total += static_cast<int64_t>(ref.data.size());
+    double err_sq = 0, ref_sq = 0;  // over finite pairs: the output's norms
     for (size_t i = 0; i < ref.data.size(); ++i) {
       const double r = ref.data[i];
       const double g = out.data[i];
+      if (std::isfinite(r) && std::isfinite(g)) {
+        err_sq += (g - r) * (g - r);
+        ref_sq += r * r;
+      }
       const double bound = tolerance.atol + tolerance.rtol * std::fabs(r);
       bool ok;
       double abs_error;
@@ -660,22 +668,38 @@ CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& 
       result.max_rel_error = std::max(result.max_rel_error, rel_error);
       if (ok) continue;
       if (failures++ == 0) {
-        result.message = absl::StrCat(name, " element ", i, " ",
-                                      IndexToString(static_cast<int64_t>(i), ref.shape), ": got ",
-                                      FormatValue(g), ", expected ", FormatValue(r));
+        element_message = absl::StrCat(name, " element ", i, " ",
+                                       IndexToString(static_cast<int64_t>(i), ref.shape), ": got ",
+                                       FormatValue(g), ", expected ", FormatValue(r));
         if (std::isfinite(r) && std::isfinite(g)) {
-          absl::StrAppend(&result.message, " (|diff| ", FormatValue(abs_error), " > atol ",
+          absl::StrAppend(&element_message, " (|diff| ", FormatValue(abs_error), " > atol ",
                           FormatValue(tolerance.atol), " + rtol ", FormatValue(tolerance.rtol),
                           " * |expected| = ", FormatValue(bound), ")");
         } else {
-          absl::StrAppend(&result.message, " (non-finite values must match exactly)");
+          absl::StrAppend(&element_message, " (non-finite values must match exactly)");
         }
       }
     }
+    // The output as a whole: an output whose values all sit under the atol
+    // (softmax rows of thousands, means near 0) passes the element bounds
+    // whatever it holds, zeros included; its norm-wise error must still be
+    // within rtol.
+    const double norm_error = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : 0.0;
+    if (tolerance.rtol > 0 && norm_error > tolerance.rtol) {
+      absl::StrAppend(&norm_message, norm_message.empty() ? "" : "; ", name,
+                      ": relative error norm ||got - expected|| / ||expected|| = ",
+                      FormatValue(norm_error), " > rtol ", FormatValue(tolerance.rtol));
+      ++norm_failures;
+    }
   }
-  result.ok = failures == 0;
-  if (!result.ok) {
-    absl::StrAppend(&result.message, "; ", failures, " of ", total, " elements out of tolerance");
+  result.ok = failures == 0 && norm_failures == 0;
+  if (failures > 0) {
+    result.message =
+        absl::StrCat(element_message, "; ", failures, " of ", total, " elements out of tolerance");
+    if (norm_failures > 0) absl::StrAppend(&result.message, "; ", norm_message);
+  } else if (norm_failures > 0) {
+    result.message = absl::StrCat(
+        norm_message, " (every element within its bound: the output is small against the atol)");
   }
   return result;
 }

@@ -46,8 +46,8 @@ HostTensor DecodeTensor(const void* bytes, const std::vector<int64_t>& shape,
 // Attention-shaped chains override that, so that their checks test S and P:
 // a softmax over the last axis of [scalar *] (A @ B), A and B graph inputs,
 // gets A and B uniform in [-a, a] with scores of standard deviation 1 (P
-// far from uniform, yet 16-bit scores keep it within the 16-bit tolerance), and the B operand of a matmul whose A
-// is a softmax's output (V under P) gets [-1, 1].
+// far from uniform, yet 16-bit scores keep it within the 16-bit tolerance), and the B operand of a
+// matmul whose A is a softmax's output (V under P) gets [-1, 1].
 std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed);
 
 // Evaluates the graph in float64; returns the graph outputs in order.
@@ -76,7 +76,10 @@ struct CompareResult {
   std::string message;  // first failing output and element when !ok
 };
 
-// Every element must satisfy |got - ref| <= atol + rtol * |ref|. NaN or Inf in
+// Every element must satisfy |got - ref| <= atol + rtol * |ref|, and each
+// output as a whole ||got - ref|| <= rtol * ||ref|| (2-norms over its finite
+// pairs; when rtol > 0 and ||ref|| > 0), so that outputs whose values all
+// sit under the atol are still checked. NaN or Inf in
 // `got` where `ref` is finite fails; NaN matches NaN and equal infinities match.
 // A non-finite ref must be matched exactly (a NaN ref by NaN). Non-finite
 // mismatches count as infinite abs/rel error; matching non-finite pairs count

@@ -647,20 +647,20 @@ TEST(CompareOutputsTest, ToleranceEdges) {
   const Graph graph = CompareGraph();
   const Tolerance tol{0.25, 0.5};  // bound = 0.5 + 0.25 * |ref|, exact in binary
   const std::vector<HostTensor> ref = {{{2, 2}, {2, -4, 0, 1}}, {{3}, {8, 0, 0}}};
-  // Errors exactly at the bound: 1.0, 1.5, 0.5, 0.75 and 2.5.
-  std::vector<HostTensor> got = {{{2, 2}, {3, -5.5, -0.5, 1.75}}, {{3}, {5.5, 0, 0}}};
+  // Errors exactly at the bound: 1.0 and 0.5 (the others exact, so that the
+  // norm-wise errors, 1 / sqrt(21) and 0.5 / 8, stay within rtol).
+  std::vector<HostTensor> got = {{{2, 2}, {3, -4, 0, 1}}, {{3}, {8, 0, 0.5}}};
   CompareResult r = CompareOutputs(graph, ref, got, tol);
   EXPECT_TRUE(r.ok) << r.message;
   EXPECT_EQ(r.message, "");
-  EXPECT_EQ(r.max_abs_error, 2.5);
+  EXPECT_EQ(r.max_abs_error, 1.0);
   EXPECT_EQ(r.max_rel_error, 0.5 / kCompareTinyRef);  // 0.5 off a zero ref
 
-  got[0].data[3] = std::nextafter(1.75, 2.0);  // one ulp past the bound
+  got[0].data[0] = std::nextafter(3.0, 4.0);  // one ulp past the bound
   r = CompareOutputs(graph, ref, got, tol);
   EXPECT_FALSE(r.ok);
-  EXPECT_THAT(r.message,
-              HasSubstr("output 'Y' (outputs[0]) element 3 [1, 1]: got 1.75, expected 1"));
-  EXPECT_THAT(r.message, HasSubstr("> atol 0.5 + rtol 0.25 * |expected| = 0.75"));
+  EXPECT_THAT(r.message, HasSubstr("output 'Y' (outputs[0]) element 0 [0, 0]: got 3, expected 2"));
+  EXPECT_THAT(r.message, HasSubstr("> atol 0.5 + rtol 0.25 * |expected| = 1)"));
   EXPECT_THAT(r.message, HasSubstr("1 of 7 elements out of tolerance"));
 
   got[1].data[0] = 5.0;  // second failure, in the second output; first one is still named
@@ -668,6 +668,8 @@ TEST(CompareOutputsTest, ToleranceEdges) {
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.message, HasSubstr("output 'Y'"));
   EXPECT_THAT(r.message, HasSubstr("2 of 7 elements"));
+  // Z's norm-wise error, sqrt(9 + 0.25) / 8, is over rtol too.
+  EXPECT_THAT(r.message, HasSubstr("output 'Z' (outputs[1]): relative error norm"));
   EXPECT_EQ(r.max_abs_error, 3.0);
 
   // Zero tolerance requires exact equality.
@@ -675,6 +677,33 @@ TEST(CompareOutputsTest, ToleranceEdges) {
   EXPECT_TRUE(r.ok);
   EXPECT_EQ(r.max_abs_error, 0);
   EXPECT_EQ(r.max_rel_error, 0);
+}
+
+// Outputs whose values all sit under the atol (softmax rows of thousands)
+// pass the element bounds whatever they hold; the norm-wise bound still
+// checks them.
+TEST(CompareOutputsTest, NormWiseBoundChecksSmallOutputs) {
+  const Graph graph = CompareGraph();
+  const Tolerance tol{1e-2, 1e-2};
+  std::vector<HostTensor> ref = {{{2, 2}, {1e-4, 3e-4, 2e-4, 4e-4}}, {{3}, {1, -1, 0.5}}};
+  std::vector<HostTensor> got = ref;
+  for (double& v : got[0].data) v = 0;  // zeros: every element within atol
+  CompareResult r = CompareOutputs(graph, ref, got, tol);
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.message, HasSubstr("output 'Y' (outputs[0]): relative error norm "
+                                   "||got - expected|| / ||expected|| = 1 > rtol 0.01"));
+  EXPECT_THAT(r.message, HasSubstr("every element within its bound"));
+  got[0] = ref[0];
+  for (double& v : got[0].data) v *= 1.005;  // half a percent off: passes
+  r = CompareOutputs(graph, ref, got, tol);
+  EXPECT_TRUE(r.ok) << r.message;
+  // A pure absolute tolerance (rtol 0) asks for no norm-wise bound; an
+  // all-zero reference has none either.
+  for (double& v : got[0].data) v = 0;
+  EXPECT_TRUE(CompareOutputs(graph, ref, got, Tolerance{0, 1e-2}).ok);
+  ref[0].data.assign(4, 0.0);
+  got[0].data.assign(4, 1e-3);
+  EXPECT_TRUE(CompareOutputs(graph, ref, got, tol).ok);
 }
 
 TEST(CompareOutputsTest, NonFiniteRules) {
