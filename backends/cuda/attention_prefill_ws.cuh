@@ -12,9 +12,10 @@
 //   consumer warp arrives on once it is done with the buffer. setmaxnreg
 //   moves registers from the producer (24) to the consumers (240).
 // - Each consumer holds its Q rows in registers (wgmma's A fragments) where
-//   D <= 128, so that S = Q K^T reads only K from shared memory (for D = 256
-//   Q stays in shared memory: its fragments and a 64 x 256 O would not fit
-//   the registers together), and overlaps its softmax with
+//   D <= 128 and BN <= 128, so that S = Q K^T reads only K from shared
+//   memory (for D = 256 or BN = 176 Q stays in shared memory: its fragments
+//   would not fit the registers beside a 64 x 256 O or a 64 x 176 S), and
+//   overlaps its softmax with
 //   its own tensor-core work: step t issues S_t = Q K_t^T and
 //   O += P_{t-1} V_{t-1} back to back, waits only for S_t, and computes P_t
 //   (online softmax in base 2) while O's product runs. O is rescaled only
@@ -31,7 +32,9 @@
 // softmax (any key count; none: rows of NaN, like yr_attention_prefill).
 // REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh and wgmma_ops.cuh before
 // this file; D and DV 64, 128 or 256 (over 128: BN 64, at most 2 stages);
-// BN 64 or 128; a launch of
+// BN 64, 128 or 176 (176: FlashAttention-3's key tile for head dims up to
+// 128, fewer steps for the same work; D and DV at most 128, 2 stages); a
+// launch of
 // yr_attn_prefill_ws_threads() threads with __launch_bounds__(384, 1)
 // (setmaxnreg needs the register cap) and
 // yr_attn_prefill_ws_smem_bytes<...>() bytes of dynamic shared memory
@@ -127,8 +130,7 @@ static __device__ __forceinline__ void yr_attn_ws_softmax(float* s, float* m_run
                                                           int tail = BN) {
   const int lane = threadIdx.x % 32;
   if (tail < BN) {
-    const float out =
-        log2_scale < 0.0f ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
+    const float out = log2_scale < 0.0f ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
       const int c = 8 * j + 2 * (lane % 4);
@@ -280,11 +282,12 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, OutT* __restrict__ o,
     int rows, int keys, float scale, int first, int stride, int tiles) {
   static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "D, DV: 64, 128 or 256");
-  static_assert(BN == 64 || BN == 128, "BN: 64 or 128");
+  static_assert(BN == 64 || BN == 128 || BN == 176, "BN: 64, 128 or 176");
   static_assert((D <= 128 && DV <= 128) || BN == 64,
                 "head dims over 128: BN 64 (a 64 x 256 O is 128 registers a thread)");
-  // Q's fragments in registers (D / 4 a thread) where they fit beside O.
-  constexpr bool QREG = D <= 128;
+  // Q's fragments in registers (D / 4 a thread) where they fit beside O and
+  // S: not beside a 64 x 256 O, nor beside the 88 registers of a 64 x 176 S.
+  constexpr bool QREG = D <= 128 && BN <= 128;
   static_assert(STAGES >= 2, "at least two stages");
   static_assert(yr_attn_prefill_ws_smem_bytes<T, D, DV, BN, STAGES>() <= 227 * 1024,
                 "shared memory: at most 227 KB");
@@ -372,8 +375,8 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
         yr_cp_async_mbar_arrive(&full_k[st]);
         yr_mbar_wait(&empty_v[st], round ^ 1);
         if (part) {
-          yr_attn_ws_load_last<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV,
-                                          tail - 1, tid);
+          yr_attn_ws_load_last<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, tail - 1,
+                                          tid);
         } else {
           yr_attn_ws_load<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, tid);
         }
@@ -528,8 +531,7 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
         m_run[0] = m_run[1] = -__int_as_float(0x7f800000);
         l_run[0] = l_run[1] = 0.0f;
       }
-      yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale,
-                                   t == steps - 1 ? tail : BN);
+      yr_attn_ws_softmax<BN, LAZY>(s, m_run, l_run, alpha, log2_scale, t == steps - 1 ? tail : BN);
       yr_wg_wait<0>();
       yr_wg_fence_operands(oacc, DV / 2);
       release(&empty_v[st_prev]);

@@ -82,7 +82,11 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   using Merge = yirage::v1::AttentionSchedule;
   AttentionConfig c;
   if (schedule.prefill()) {
-    c.key_tile = schedule.key_tile() == 128 ? 128 : 64;
+    // 176-key tiles in the warp-specialized form only (its S of 88
+    // registers a thread beside O, with Q in shared memory).
+    c.key_tile = schedule.key_tile() == 128                                  ? 128
+                 : schedule.key_tile() == 176 && schedule.warp_specialized() ? 176
+                                                                             : 64;
     const int rows = schedule.block_rows();
     // Head dims over 128 (up to 256) hold a 64 x DV O a warpgroup: tiles of
     // 64 keys and at most two warpgroups (128 rows), within the registers.

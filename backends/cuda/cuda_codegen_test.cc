@@ -792,7 +792,8 @@ std::vector<Case> AllCases() {
     // The prefill forms (sm_90; K as [B, N, D]): query rows past the last
     // block's end (100 and 200 rows), D = DV = 64, 128 and 256, keys off
     // the tiles, one to three
-    // warpgroups, 64- and 128-key tiles, S issued behind O += P V (three
+    // warpgroups, 64- and 128-key tiles (and 176 in the warp-specialized
+    // form: 384 keys are 3 tiles, the last of 32), S issued behind O += P V (three
     // stages) or not; the warp-specialized form with a tile a block, and
     // with more tiles than the H200's 132 multiprocessors (140 heads).
     if (dt != FLOAT32 && TargetOfCompiles().sm == 90) {
@@ -810,11 +811,12 @@ std::vector<Case> AllCases() {
                         OneRowGroup(p128, WithPrefill(Rows(4), 192, 128, 2, true)),
                         OneRowGroup(p128, WithPrefill(Rows(4), 64, 64, 3, true)),
                         OneRowGroup(p128, WithPrefillWs(Rows(4), 128, 3)),
-                        OneRowGroup(p128, WithPrefillWs(Rows(4), 64, 4))}});
+                        OneRowGroup(p128, WithPrefillWs(Rows(4), 64, 4)),
+                        OneRowGroup(p128, WithPrefillWs(Rows(4), 176, 2))}});
       const yirage::v1::Graph many = PrefillAttentionGraph(dt, 100, 128, 64, 140);
       cases.push_back({many, {OneRowGroup(many, WithPrefillWs(Rows(4), 128, 2))}});
       // Keys off the tiles (250: the last 64-key tile holds 58, the last
-      // 128-key tile 122) in both forms, and D = DV = 256 over 300 keys
+      // 128-key tile 122, the last 176-key tile 74) in both forms, and D = DV = 256 over 300 keys
       // (64-key tiles of one and two warpgroups, and warp-specialized with
       // Q in shared memory).
       const yirage::v1::Graph odd = PrefillAttentionGraph(dt, 100, 250, 64);
@@ -822,7 +824,8 @@ std::vector<Case> AllCases() {
                        {OneRowGroup(odd, WithPrefill(Rows(4), 64, 64, 3, true)),
                         OneRowGroup(odd, WithPrefill(Rows(4), 128, 128, 2, false)),
                         OneRowGroup(odd, WithPrefillWs(Rows(4), 64, 3)),
-                        OneRowGroup(odd, WithPrefillWs(Rows(4), 128, 2))}});
+                        OneRowGroup(odd, WithPrefillWs(Rows(4), 128, 2)),
+                        OneRowGroup(odd, WithPrefillWs(Rows(4), 176, 2))}});
       // Grouped queries (Q [2, 3, 50, 128] against K, V [2, 1, N, 128]):
       // 150 rows a key/value head in the prefill forms and a decode form.
       const yirage::v1::Graph gqa = GqaPrefillGraph(dt, 2, 3, 50, 256, 128);

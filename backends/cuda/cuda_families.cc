@@ -334,12 +334,14 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // from 3 stages, 49.0 / 33.2 / 22.4 from 2, against 56.7 / 34.9 / 21.3
   // for the best 64-row points. First, so that small budgets time them.
   // Many query rows a head (prefill), on sm_90: the warp-specialized form
-  // (D = DV; 64-key tiles for head dims over 128), then warpgroups of wgmma
+  // (D = DV; 176-key tiles, FlashAttention-3's choice for head dims up to
+  // 128; 64-key tiles for head dims over 128), then warpgroups of wgmma
   // over every key. First, so that small budgets time them where they
   // apply.
   if (target.sm == 90) {
     AddPrefillWsPoint(attention, 128, 3);
     AddPrefillWsPoint(attention, 128, 2);
+    AddPrefillWsPoint(attention, 176, 2);  // head dims up to 128
     AddPrefillWsPoint(attention, 64, 2);
     AddPrefillPoint(attention, 128, 128, 3, true);
     AddPrefillPoint(attention, 128, 128, 2, false);

@@ -366,6 +366,28 @@ TEST(AttentionPlannerTest, WarpSpecializedPrefillIsPersistentOverTilesOf128Rows)
   EXPECT_FALSE(PlanAttention(a, H200(), Prefill(128, 128, 2)).warp_specialized);
 }
 
+// 176-key tiles (FlashAttention-3's for head dims up to 128): in the
+// warp-specialized form only, two stages (Q 32 KiB + 3 x 176 KiB would not
+// fit), head dims up to 128; elsewhere 64-key tiles.
+TEST(AttentionPlannerTest, KeyTilesOf176AreTheWarpSpecializedFormsForHeadDimsUpTo128) {
+  const AttentionPattern a = Attention(PrefillGraph(32, 1024, 1024, 128));
+  const AttentionConfig c = PlanAttention(a, H200(), PrefillWs(176, 3));
+  ASSERT_TRUE(c.warp_specialized);
+  EXPECT_EQ(c.key_tile, 176);
+  EXPECT_EQ(c.stages, 2);
+  const AttentionConfig d64 =
+      PlanAttention(Attention(PrefillGraph(8, 333, 500, 64)), H200(), PrefillWs(176, 2));
+  ASSERT_TRUE(d64.warp_specialized);
+  EXPECT_EQ(d64.key_tile, 176);
+  const AttentionConfig plain = PlanAttention(a, H200(), Prefill(128, 176, 2));
+  ASSERT_TRUE(plain.prefill);
+  EXPECT_EQ(plain.key_tile, 64) << "the block-synchronous form takes 64 or 128";
+  EXPECT_FALSE(
+      PlanAttention(Attention(PrefillGraph(16, 1000, 1000, 256)), H200(), PrefillWs(176, 2))
+          .prefill)
+      << "head dim 256: 64-key tiles only";
+}
+
 TEST(AttentionPlannerTest, WarpSpecializedPrefillRefusesWhatItCannotRun) {
   const AttentionPattern a = Attention(PrefillGraph(4, 256, 256, 128));
   EXPECT_TRUE(PlanAttention(a, H200(), PrefillWs(128, 2)).warp_specialized);

@@ -10,7 +10,8 @@
 // K-major only). B is K-major (rows of K contiguous) unless
 // B_MN_MAJOR (rows of N contiguous). `accumulate` false overwrites D.
 // d holds N / 2 floats a thread in the m64nNk16 accumulator layout (the
-// m16n8 layout of each warp's 16 rows, N / 8 tiles of 4). N is 64, 128 or 256.
+// m16n8 layout of each warp's 16 rows, N / 8 tiles of 4). N is 64, 128 or 256,
+// or 176 for 16-bit types.
 // REQUIRES: wgmma_helpers.cuh before this file (yr_wg_desc and the fences).
 #ifndef YR_WGMMA_OPS
 #define YR_WGMMA_OPS
@@ -69,6 +70,27 @@ struct yr_wgmma_op;
 // rs: A's registers %ND .. %ND+3, B's descriptor %ND+4, scale-d %ND+5, B's
 // transpose %ND+6. (Operand numbers are spelled out: asm strings are
 // literals.)
+// m64n176: the prefill form's 176-key tiles.
+#define YR_WG_REGS_176 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
+  " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
+  " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
+  " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63," \
+  " %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79," \
+  " %80, %81, %82, %83, %84, %85, %86, %87}"
+#define YR_WG_D_176 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+  "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+
 #define YR_WGMMA_OP(N, T, TS, SS_A, SS_B, SS_SC, SS_TB, RS_A, RS_B, RS_SC, RS_TB)               \
   template <bool B_MN_MAJOR>                                                                    \
   struct yr_wgmma_op<N, T, B_MN_MAJOR> {                                                        \
@@ -94,6 +116,8 @@ YR_WGMMA_OP(64, __half, "f16", 32, 33, 34, 35, "{%32, %33, %34, %35}", 36, 37, 3
 YR_WGMMA_OP(64, __nv_bfloat16, "bf16", 32, 33, 34, 35, "{%32, %33, %34, %35}", 36, 37, 38)
 YR_WGMMA_OP(128, __half, "f16", 64, 65, 66, 67, "{%64, %65, %66, %67}", 68, 69, 70)
 YR_WGMMA_OP(128, __nv_bfloat16, "bf16", 64, 65, 66, 67, "{%64, %65, %66, %67}", 68, 69, 70)
+YR_WGMMA_OP(176, __half, "f16", 88, 89, 90, 91, "{%88, %89, %90, %91}", 92, 93, 94)
+YR_WGMMA_OP(176, __nv_bfloat16, "bf16", 88, 89, 90, 91, "{%88, %89, %90, %91}", 92, 93, 94)
 YR_WGMMA_OP(256, __half, "f16", 128, 129, 130, 131, "{%128, %129, %130, %131}", 132, 133, 134)
 YR_WGMMA_OP(256, __nv_bfloat16, "bf16", 128, 129, 130, 131, "{%128, %129, %130, %131}", 132, 133, 134)
 #undef YR_WGMMA_OP

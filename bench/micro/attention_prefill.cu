@@ -230,6 +230,11 @@ int main() {
   RunWs<__half, 128, 128, 3, true>("fp16", 45, 777, -1.0f);
   RunWs<__half, 64, 128, 2, true>("fp16", 45, 333);
   RunWsOpt<__nv_bfloat16, 128, 128, 2, false, false>("bf16", 45, 777, -1.0f);
+  // 176-key tiles (Q in shared memory): odd rows, keys in whole tiles,
+  // D 64 and 128, a negative scale, persistent over more tiles than SMs.
+  RunWs<__half, 128, 176, 2>("fp16", 2, 200);
+  RunWs<__nv_bfloat16, 64, 176, 2, true>("bf16", 3, 333, -1.0f);
+  RunWs<__nv_bfloat16, 128, 176, 2, true>("bf16", 45, 777, 1.0f, true);
   // Growing scores: the lazy rescale's moves.
   RunWs<__half, 128, 128, 2>("fp16", 2, 200, 1.0f, true);
   RunWs<__nv_bfloat16, 64, 64, 3, true>("bf16", 3, 333, -1.0f, true);
@@ -244,6 +249,8 @@ int main() {
   RunWs<__half, 128, 128, 3, true>("fp16", 32, 1024);
   RunWs<__half, 128, 64, 4, true>("fp16", 32, 1024);
   RunWsOpt<__half, 128, 128, 2, true, false>("fp16", 32, 1024);
+  RunWs<__half, 128, 176, 2>("fp16", 32, 1024);
+  RunWs<__half, 128, 176, 2, true>("fp16", 32, 1024);
   Run<__nv_bfloat16, 128, 128, 3, 2, false>("bf16", 32, 2048);
   RunWs<__nv_bfloat16, 128, 128, 2>("bf16", 32, 2048);
   RunWs<__nv_bfloat16, 128, 128, 3>("bf16", 32, 2048);
@@ -251,6 +258,8 @@ int main() {
   RunWs<__nv_bfloat16, 128, 128, 3, true>("bf16", 32, 2048);
   RunWs<__nv_bfloat16, 128, 64, 4, true>("bf16", 32, 2048);
   RunWsOpt<__nv_bfloat16, 128, 128, 2, true, false>("bf16", 32, 2048);
+  RunWs<__nv_bfloat16, 128, 176, 2>("bf16", 32, 2048);
+  RunWs<__nv_bfloat16, 128, 176, 2, true>("bf16", 32, 2048);
   // Keys off the tiles (the masked last tile) in the warp-specialized form,
   // and head dim 256 (Q from shared memory): checks, then Gemma-2's
   // prefill shape (16 heads, 1000 tokens) in both kernels.
@@ -259,6 +268,7 @@ int main() {
   RunWs<__nv_bfloat16, 64, 64, 3, true>("bf16", 3, 200, -1.0f);
   RunWs<__nv_bfloat16, 256, 64, 2>("bf16", 2, 200);
   RunWs<__half, 256, 64, 2, true>("fp16", 3, 333, -1.0f, true);
+  RunWs<__half, 128, 176, 2, true>("fp16", 3, 200, -1.0f, true);
   g_keys = 1000;
   Run<__nv_bfloat16, 256, 64, 2, 2, false>("bf16", 16, 1000);
   Run<__nv_bfloat16, 256, 64, 1, 3, true>("bf16", 16, 1000);
