@@ -31,10 +31,10 @@
 // `keys` in the last tile read the last key and are masked out of the
 // softmax (any key count; none: rows of NaN, like yr_attention_prefill).
 // REQUIRES: kernel_prelude.cuh, wgmma_helpers.cuh and wgmma_ops.cuh before
-// this file; D and DV 64, 128 or 256 (over 128: BN 64, at most 2 stages);
-// BN 64, 128 or 176 (176: FlashAttention-3's key tile for head dims up to
-// 128, fewer steps for the same work; D and DV at most 128, 2 stages); a
-// launch of
+// this file; D and DV 64, 128 or 256 (over 128: BN 64 or 80, at most 2
+// stages); BN 64, 80, 128 or 176 (FlashAttention-3's key tiles are 176 for
+// head dims up to 128 and 80 for 256: fewer steps for the same work; 176:
+// D and DV at most 128, 2 stages); a launch of
 // yr_attn_prefill_ws_threads() threads with __launch_bounds__(384, 1)
 // (setmaxnreg needs the register cap) and
 // yr_attn_prefill_ws_smem_bytes<...>() bytes of dynamic shared memory
@@ -282,9 +282,9 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, OutT* __restrict__ o,
     int rows, int keys, float scale, int first, int stride, int tiles) {
   static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "D, DV: 64, 128 or 256");
-  static_assert(BN == 64 || BN == 128 || BN == 176, "BN: 64, 128 or 176");
-  static_assert((D <= 128 && DV <= 128) || BN == 64,
-                "head dims over 128: BN 64 (a 64 x 256 O is 128 registers a thread)");
+  static_assert(BN == 64 || BN == 80 || BN == 128 || BN == 176, "BN: 64, 80, 128 or 176");
+  static_assert((D <= 128 && DV <= 128) || BN == 64 || BN == 80,
+                "head dims over 128: BN 64 or 80 (a 64 x 256 O is 128 registers a thread)");
   // Q's fragments in registers (D / 4 a thread) where they fit beside O and
   // S: not beside a 64 x 256 O, nor beside the 88 registers of a 64 x 176 S.
   constexpr bool QREG = D <= 128 && BN <= 128;

@@ -82,19 +82,21 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
   using Merge = yirage::v1::AttentionSchedule;
   AttentionConfig c;
   if (schedule.prefill()) {
-    // 176-key tiles in the warp-specialized form only (its S of 88
-    // registers a thread beside O, with Q in shared memory).
-    c.key_tile = schedule.key_tile() == 128                                  ? 128
-                 : schedule.key_tile() == 176 && schedule.warp_specialized() ? 176
-                                                                             : 64;
+    // 176- and 80-key tiles in the warp-specialized form only (with Q in
+    // shared memory beside S and O).
+    const bool ws = schedule.warp_specialized();
+    const int kt = schedule.key_tile();
+    c.key_tile = kt == 128 || (ws && (kt == 176 || kt == 80)) ? kt : 64;
     const int rows = schedule.block_rows();
     // Head dims over 128 (up to 256) hold a 64 x DV O a warpgroup: tiles of
-    // 64 keys and at most two warpgroups (128 rows), within the registers.
+    // 64 keys (80 warp-specialized) and at most two warpgroups (128 rows),
+    // within the registers; 176- and 128-key tiles are for head dims up to
+    // 128, 80-key tiles for those over.
     const bool wide = a.d > 128 || a.dv > 128;
-    const bool applies =
-        target.sm == 90 && a.transpose_k && a.d % 64 == 0 && a.dv % 64 == 0 && a.d <= 256 &&
-        a.dv <= 256 &&
-        (!wide || (c.key_tile == 64 && (rows != 192 || schedule.warp_specialized())));
+    const bool wide_tile = c.key_tile == 64 || c.key_tile == 80;
+    const bool applies = target.sm == 90 && a.transpose_k && a.d % 64 == 0 && a.dv % 64 == 0 &&
+                         a.d <= 256 && a.dv <= 256 &&
+                         (wide ? wide_tile && (rows != 192 || ws) : c.key_tile != 80);
     if (!applies) return c;
     // The warp-specialized form is checked on the device with D = DV only.
     // Both forms mask the last tile where the keys end inside it.

@@ -818,7 +818,7 @@ std::vector<Case> AllCases() {
       // Keys off the tiles (250: the last 64-key tile holds 58, the last
       // 128-key tile 122, the last 176-key tile 74) in both forms, and D = DV = 256 over 300 keys
       // (64-key tiles of one and two warpgroups, and warp-specialized with
-      // Q in shared memory).
+      // Q in shared memory, 64- and 80-key tiles).
       const yirage::v1::Graph odd = PrefillAttentionGraph(dt, 100, 250, 64);
       cases.push_back({odd,
                        {OneRowGroup(odd, WithPrefill(Rows(4), 64, 64, 3, true)),
@@ -837,7 +837,8 @@ std::vector<Case> AllCases() {
       cases.push_back({p256,
                        {OneRowGroup(p256, WithPrefill(Rows(4), 128, 64, 4, true)),
                         OneRowGroup(p256, WithPrefill(Rows(4), 64, 64, 3, true)),
-                        OneRowGroup(p256, WithPrefillWs(Rows(4), 64, 2))}});
+                        OneRowGroup(p256, WithPrefillWs(Rows(4), 64, 2)),
+                        OneRowGroup(p256, WithPrefillWs(Rows(4), 80, 2))}});
       // The GEMM family (sm_90): M, N and K off the tiles (K 72 and 136:
       // not multiples of 64), B as [K, N] and [N, K], each point's tiles and
       // clusters, more tiles than blocks (4093 rows), the epilogue of bias,

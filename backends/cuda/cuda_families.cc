@@ -226,7 +226,10 @@ yirage::v1::MatchLimits AttentionPrefillLimits(int key_tile, int rows, bool warp
   limits.set_head_dim_multiple(64);
   // Head dims over 128: 64-key tiles and at most two warpgroups of rows
   // (the warp-specialized form's two consumers).
-  limits.set_max_head_dim(key_tile == 64 && (warp_specialized || rows <= 128) ? 256 : 128);
+  limits.set_max_head_dim(
+      (key_tile == 64 || key_tile == 80) && (warp_specialized || rows <= 128) ? 256 : 128);
+  // 80-key tiles: head dim 256 only (smaller ones take 64 or more keys).
+  if (key_tile == 80) limits.set_head_dim(256);
   if (warp_specialized) limits.set_equal_head_dims(true);
   // A block takes 64 to 192 query rows; fewer rows a head are decode's.
   limits.set_min_query_rows(64);
@@ -334,14 +337,15 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // from 3 stages, 49.0 / 33.2 / 22.4 from 2, against 56.7 / 34.9 / 21.3
   // for the best 64-row points. First, so that small budgets time them.
   // Many query rows a head (prefill), on sm_90: the warp-specialized form
-  // (D = DV; 176-key tiles, FlashAttention-3's choice for head dims up to
-  // 128; 64-key tiles for head dims over 128), then warpgroups of wgmma
+  // (D = DV; FlashAttention-3's key tiles, 176 for head dims up to 128 and
+  // 80 for 256; 64-key tiles for head dims over 128), then warpgroups of wgmma
   // over every key. First, so that small budgets time them where they
   // apply.
   if (target.sm == 90) {
     AddPrefillWsPoint(attention, 128, 3);
     AddPrefillWsPoint(attention, 128, 2);
     AddPrefillWsPoint(attention, 176, 2);  // head dims up to 128
+    AddPrefillWsPoint(attention, 80, 2);   // head dim 256
     AddPrefillWsPoint(attention, 64, 2);
     AddPrefillPoint(attention, 128, 128, 3, true);
     AddPrefillPoint(attention, 128, 128, 2, false);

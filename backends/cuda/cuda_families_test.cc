@@ -128,8 +128,11 @@ TEST(CudaFamiliesTest, DescribeSaysWhatTheTargetRuns) {
       EXPECT_TRUE(p.limits().equal_head_dims()) << p.label();
     }
     EXPECT_EQ(p.limits().keys_multiple(), 0) << p.label();
-    const bool narrow = s.key_tile() == 64 && (s.warp_specialized() || s.block_rows() <= 128);
+    const bool narrow = (s.key_tile() == 64 || s.key_tile() == 80) &&
+                        (s.warp_specialized() || s.block_rows() <= 128);
     EXPECT_EQ(p.limits().max_head_dim(), narrow ? 256 : 128) << p.label();
+    // 80-key tiles: head dim 256 only.
+    EXPECT_EQ(p.limits().head_dim(), s.key_tile() == 80 ? 256 : 0) << p.label();
     wide += narrow;
     EXPECT_TRUE(p.limits().keys_by_rows()) << p.label();
     EXPECT_EQ(p.limits().head_dim_multiple(), 64) << p.label();

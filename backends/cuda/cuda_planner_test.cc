@@ -385,7 +385,23 @@ TEST(AttentionPlannerTest, KeyTilesOf176AreTheWarpSpecializedFormsForHeadDimsUpT
   EXPECT_FALSE(
       PlanAttention(Attention(PrefillGraph(16, 1000, 1000, 256)), H200(), PrefillWs(176, 2))
           .prefill)
-      << "head dim 256: 64-key tiles only";
+      << "head dim 256: 64- or 80-key tiles";
+}
+
+// 80-key tiles (FlashAttention-3's for head dim 256): warp-specialized,
+// head dims over 128, two stages (Q 64 KiB + 2 x 80 KiB + barriers).
+TEST(AttentionPlannerTest, KeyTilesOf80AreTheWarpSpecializedFormsForHeadDim256) {
+  const AttentionPattern a = Attention(PrefillGraph(16, 1000, 1000, 256));
+  const AttentionConfig c = PlanAttention(a, H200(), PrefillWs(80, 3));
+  ASSERT_TRUE(c.warp_specialized);
+  EXPECT_EQ(c.key_tile, 80);
+  EXPECT_EQ(c.stages, 2);
+  EXPECT_FALSE(
+      PlanAttention(Attention(PrefillGraph(32, 1024, 1024, 128)), H200(), PrefillWs(80, 2)).prefill)
+      << "head dims up to 128 take 64 keys or more";
+  const AttentionConfig plain = PlanAttention(a, H200(), Prefill(128, 80, 2));
+  ASSERT_TRUE(plain.prefill);
+  EXPECT_EQ(plain.key_tile, 64) << "the block-synchronous form takes 64 or 128";
 }
 
 TEST(AttentionPlannerTest, WarpSpecializedPrefillRefusesWhatItCannotRun) {

@@ -11,7 +11,7 @@
 // B_MN_MAJOR (rows of N contiguous). `accumulate` false overwrites D.
 // d holds N / 2 floats a thread in the m64nNk16 accumulator layout (the
 // m16n8 layout of each warp's 16 rows, N / 8 tiles of 4). N is 64, 128 or 256,
-// or 176 for 16-bit types.
+// or 80 or 176 for 16-bit types.
 // REQUIRES: wgmma_helpers.cuh before this file (yr_wg_desc and the fences).
 #ifndef YR_WGMMA_OPS
 #define YR_WGMMA_OPS
@@ -70,6 +70,17 @@ struct yr_wgmma_op;
 // rs: A's registers %ND .. %ND+3, B's descriptor %ND+4, scale-d %ND+5, B's
 // transpose %ND+6. (Operand numbers are spelled out: asm strings are
 // literals.)
+// m64n80: the prefill form's 80-key tiles (head dim 256).
+#define YR_WG_REGS_80 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
+  " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
+  " %32, %33, %34, %35, %36, %37, %38, %39}"
+#define YR_WG_D_80 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
 // m64n176: the prefill form's 176-key tiles.
 #define YR_WG_REGS_176 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
@@ -116,6 +127,8 @@ YR_WGMMA_OP(64, __half, "f16", 32, 33, 34, 35, "{%32, %33, %34, %35}", 36, 37, 3
 YR_WGMMA_OP(64, __nv_bfloat16, "bf16", 32, 33, 34, 35, "{%32, %33, %34, %35}", 36, 37, 38)
 YR_WGMMA_OP(128, __half, "f16", 64, 65, 66, 67, "{%64, %65, %66, %67}", 68, 69, 70)
 YR_WGMMA_OP(128, __nv_bfloat16, "bf16", 64, 65, 66, 67, "{%64, %65, %66, %67}", 68, 69, 70)
+YR_WGMMA_OP(80, __half, "f16", 40, 41, 42, 43, "{%40, %41, %42, %43}", 44, 45, 46)
+YR_WGMMA_OP(80, __nv_bfloat16, "bf16", 40, 41, 42, 43, "{%40, %41, %42, %43}", 44, 45, 46)
 YR_WGMMA_OP(176, __half, "f16", 88, 89, 90, 91, "{%88, %89, %90, %91}", 92, 93, 94)
 YR_WGMMA_OP(176, __nv_bfloat16, "bf16", 88, 89, 90, 91, "{%88, %89, %90, %91}", 92, 93, 94)
 YR_WGMMA_OP(256, __half, "f16", 128, 129, 130, 131, "{%128, %129, %130, %131}", 132, 133, 134)

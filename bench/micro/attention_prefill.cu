@@ -269,11 +269,15 @@ int main() {
   RunWs<__nv_bfloat16, 256, 64, 2>("bf16", 2, 200);
   RunWs<__half, 256, 64, 2, true>("fp16", 3, 333, -1.0f, true);
   RunWs<__half, 128, 176, 2, true>("fp16", 3, 200, -1.0f, true);
+  RunWs<__nv_bfloat16, 256, 80, 2>("bf16", 2, 200);
+  RunWs<__half, 256, 80, 2, true>("fp16", 3, 333, -1.0f, true);
   g_keys = 1000;
   Run<__nv_bfloat16, 256, 64, 2, 2, false>("bf16", 16, 1000);
   Run<__nv_bfloat16, 256, 64, 1, 3, true>("bf16", 16, 1000);
   RunWs<__nv_bfloat16, 256, 64, 2>("bf16", 16, 1000);
   RunWs<__nv_bfloat16, 256, 64, 2, true>("bf16", 16, 1000);
+  RunWs<__nv_bfloat16, 256, 80, 2>("bf16", 16, 1000);
+  RunWs<__nv_bfloat16, 256, 80, 2, true>("bf16", 16, 1000);
   RunWs<__half, 128, 128, 2, true>("fp16", 32, 1000);
   return 0;
 }
