@@ -15,6 +15,10 @@
 #            prefill - bench/gpu_bench.sh --suite suite over PCASES
 #                      (default "attention_prefill gqa_prefill"), BUDGET=PBUDGET (12)
 #            bench8  - bench/gpu_bench.sh over BUNDLE/g/*.json at BUDGET=8
+#            suite   - bench/gpu_bench.sh --suite suite over SCASES (default:
+#                      every suite case), BUDGET=SBUDGET (8)
+#            bench   - bench/gpu_bench.sh --suite bench (the ten benchmark
+#                      cases), BUDGET=SBUDGET (8)
 #            micro   - bench/micro/run.sh sm_90a MICRO (default fp32_items)
 #   LIMIT    seconds for all steps (default 560): a step that would start
 #            with less than 30 s left is skipped, and each is cut at the limit
@@ -72,6 +76,15 @@ for s in ${STEPS:-tests prefill bench8 micro}; do
       echo "bench8 rc $?"
       cat "$OUT/b/table.txt" 2>/dev/null
       ;;
+    suite | bench)
+      cases=""
+      [ "$s" = suite ] && cases=${SCASES:-}
+      # shellcheck disable=SC2086  # SCASES may name several cases
+      OUT=$OUT/$s BUDGET=${SBUDGET:-8} ITERS=30 JOB_SECONDS=60 timeout $((L - 10)) \
+        bench/gpu_bench.sh "$B" --suite "$s" $cases >"$OUT/$s.log" 2>&1
+      echo "$s rc $?"
+      cat "$OUT/$s/table.txt" 2>/dev/null
+      ;;
     micro)
       # shellcheck disable=SC2086  # MICRO may name several benchmarks
       timeout $((L - 5)) bench/micro/run.sh sm_90a ${MICRO:-fp32_items} >"$OUT/micro.log" 2>&1
@@ -82,5 +95,8 @@ for s in ${STEPS:-tests prefill bench8 micro}; do
   esac
 done
 echo "done $(($(date +%s) - START)) s"
-cd "$OUT" && tar czf all.tgz --exclude=all.tgz . &&
-  find . -mindepth 1 -maxdepth 1 ! -name all.tgz ! -name "*.txt" -exec rm -rf {} +
+# The archive is written beside OUT, then moved in (written inside, tar
+# saw the folder change under it and the clean-up below did not run).
+tgz=$(mktemp "${TMPDIR:-/tmp}/yirage-device.XXXXXX")
+tar czf "$tgz" -C "$OUT" . && chmod 644 "$tgz" && mv "$tgz" "$OUT/all.tgz" &&
+  cd "$OUT" && find . -mindepth 1 -maxdepth 1 ! -name all.tgz ! -name "*.txt" -exec rm -rf {} +
