@@ -46,8 +46,9 @@ HostTensor DecodeTensor(const void* bytes, const std::vector<int64_t>& shape,
 // Attention-shaped chains override that, so that their checks test S and P:
 // a softmax over the last axis of [scalar *] (A @ B), A and B graph inputs,
 // gets A and B uniform in [-a, a] with scores of standard deviation 1 (P
-// far from uniform, yet 16-bit scores keep it within the 16-bit tolerance), and the B operand of a
-// matmul whose A is a softmax's output (V under P) gets [-1, 1].
+// far from uniform, yet 16-bit scores keep it within the 16-bit
+// tolerance), and the B operand of a matmul whose A is a softmax's output
+// (V under P) gets [-1, 1].
 std::vector<HostTensor> MakeRandomInputs(const Graph& graph, uint64_t seed);
 
 // Evaluates the graph in float64; returns the graph outputs in order.

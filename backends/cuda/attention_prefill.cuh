@@ -144,28 +144,22 @@ static __device__ __forceinline__ void yr_attention_prefill(const T* __restrict_
     // here, and their exponentials zero below. This lane's columns are
     // 8 j + 2 (lane % 4) + e at s[4 j + 2 h + e].
     const bool masked = tail < BN && t == steps - 1;
-    if (masked) {
-      const float out = log2_scale < 0.0f ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int c = 8 * j + 2 * (lane % 4);
-        if (c >= tail) s[4 * j] = s[4 * j + 2] = out;
-        if (c + 1 >= tail) s[4 * j + 1] = s[4 * j + 3] = out;
-      }
-    }
+    if (masked) yr_wg_mask_tail<BN>(s, tail, log2_scale);
     // Online softmax of this warp's two rows per lane quad.
     unsigned p[BN / 4];  // P in 16-bit pairs, the A fragments of O += P V
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = -__int_as_float(0x7f800000);
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      for (int j = 0; j < BN / 8; ++j)
+        mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       float mn = __int_as_float(0x7f800000);
       if (log2_scale < 0.0f) {  // a negative scale makes S's min the max
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) mn = fminf(mn, fminf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+        for (int j = 0; j < BN / 8; ++j)
+          mn = fminf(mn, fminf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
         mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, 1));
         mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, 2));
       }

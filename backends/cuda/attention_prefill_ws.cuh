@@ -121,23 +121,14 @@ static __device__ __forceinline__ void yr_attn_ws_load_last(T* dst, const T* src
 // under 2^8, exact in 16 bits relative to its size, and l and O share the
 // stale m), so that alpha is mostly 1 and O's rescale can be skipped.
 // Columns from `tail` on (the last step's keys past the end) are left out:
-// -inf scores for the max (+inf under a negative scale, whose min is the
-// max) and exponentials of 0 whatever the scale. This lane's columns are
-// 8 j + 2 (lane % 4) + e at s[4 j + 2 h + e].
+// out of the max (yr_wg_mask_tail) and exponentials of 0 whatever the
+// scale. This lane's columns are 8 j + 2 (lane % 4) + e at s[4 j + 2 h + e].
 template <int BN, bool LAZY>
 static __device__ __forceinline__ void yr_attn_ws_softmax(float* s, float* m_run, float* l_run,
                                                           float* alpha, float log2_scale,
                                                           int tail = BN) {
   const int lane = threadIdx.x % 32;
-  if (tail < BN) {
-    const float out = log2_scale < 0.0f ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const int c = 8 * j + 2 * (lane % 4);
-      if (c >= tail) s[4 * j] = s[4 * j + 2] = out;
-      if (c + 1 >= tail) s[4 * j + 1] = s[4 * j + 3] = out;
-    }
-  }
+  if (tail < BN) yr_wg_mask_tail<BN>(s, tail, log2_scale);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float mx = -__int_as_float(0x7f800000);

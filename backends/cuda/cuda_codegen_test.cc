@@ -791,11 +791,11 @@ std::vector<Case> AllCases() {
     }
     // The prefill forms (sm_90; K as [B, N, D]): query rows past the last
     // block's end (100 and 200 rows), D = DV = 64, 128 and 256, keys off
-    // the tiles, one to three
-    // warpgroups, 64- and 128-key tiles (and 176 in the warp-specialized
-    // form: 384 keys are 3 tiles, the last of 32), S issued behind O += P V (three
-    // stages) or not; the warp-specialized form with a tile a block, and
-    // with more tiles than the H200's 132 multiprocessors (140 heads).
+    // the tiles, one to three warpgroups, 64- and 128-key tiles (and 176 in
+    // the warp-specialized form: 384 keys are 3 tiles, the last of 32), S
+    // issued behind O += P V (three stages) or not; the warp-specialized
+    // form with a tile a block, and with more tiles than the H200's 132
+    // multiprocessors (140 heads).
     if (dt != FLOAT32 && TargetOfCompiles().sm == 90) {
       const yirage::v1::Graph p64 = PrefillAttentionGraph(dt, 100, 256, 64);
       cases.push_back({p64,
@@ -816,9 +816,10 @@ std::vector<Case> AllCases() {
       const yirage::v1::Graph many = PrefillAttentionGraph(dt, 100, 128, 64, 140);
       cases.push_back({many, {OneRowGroup(many, WithPrefillWs(Rows(4), 128, 2))}});
       // Keys off the tiles (250: the last 64-key tile holds 58, the last
-      // 128-key tile 122, the last 176-key tile 74) in both forms, and D = DV = 256 over 300 keys
-      // (64-key tiles of one and two warpgroups, and warp-specialized with
-      // Q in shared memory, 64- and 80-key tiles).
+      // 128-key tile 122, the last 176-key tile 74) in both forms, and
+      // D = DV = 256 over 300 keys (64-key tiles of one and two
+      // warpgroups, and warp-specialized with Q in shared memory, 64- and
+      // 80-key tiles).
       const yirage::v1::Graph odd = PrefillAttentionGraph(dt, 100, 250, 64);
       cases.push_back({odd,
                        {OneRowGroup(odd, WithPrefill(Rows(4), 64, 64, 3, true)),

@@ -74,6 +74,13 @@ std::string Truncate(std::string text) {
   return text;
 }
 
+// The device's figures, with the shared memory a test claims (if any).
+CudaTarget DeviceTarget(const Device& device) {
+  CudaTarget target = device.info().Target();
+  if (const int64_t claimed = claimed_smem.load(); claimed > 0) target.max_smem_per_block = claimed;
+  return target;
+}
+
 }  // namespace
 
 void SetInjectedCompileError(int plan_index) { injected_error_plan.store(plan_index); }
@@ -445,11 +452,7 @@ absl::StatusOr<YirageTiming> CudaModule::Time(int plan, const void* const* input
 
 absl::StatusOr<CudaTarget> DescribeTarget(const yirage::v1::CompileTarget* requested) {
   absl::StatusOr<Device*> device = Device::Get();
-  if (device.ok()) {
-    CudaTarget target = (*device)->info().Target();
-    if (claimed_smem.load() > 0) target.max_smem_per_block = claimed_smem.load();
-    return target;
-  }
+  if (device.ok()) return DeviceTarget(**device);
   return RequestedTarget(requested, device.status());
 }
 
@@ -465,9 +468,8 @@ absl::StatusOr<std::unique_ptr<CudaModule>> BuildModule(const yirage::v1::Compil
   CudaTarget target;
   std::string arch;
   if (device.ok()) {
-    target = (*device)->info().Target();
+    target = DeviceTarget(**device);
     arch = (*device)->info().Arch();
-    if (claimed_smem.load() > 0) target.max_smem_per_block = claimed_smem.load();
   } else {
     absl::StatusOr<CudaTarget> requested =
         RequestedTarget(request.has_target() ? &request.target() : nullptr, device.status());

@@ -26,6 +26,22 @@ static __device__ __forceinline__ void yr_wg_fence_operands(float* d, int n) {
 #pragma unroll
   for (int i = 0; i < n; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// Scores of columns from `tail` on (keys past the end in an attention's
+// last tile) out of a softmax's max: -inf, or +inf under a negative scale
+// (whose min is the max). s is a 64 x N accumulator (N / 2 floats a thread:
+// this lane's columns are 8 j + 2 (lane % 4) + e at s[4 j + 2 h + e]); the
+// caller zeroes those columns' exponentials.
+template <int N>
+static __device__ __forceinline__ void yr_wg_mask_tail(float* s, int tail, float scale) {
+  const float out = scale < 0.0f ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) {
+    const int c = 8 * j + 2 * (lane % 4);
+    if (c >= tail) s[4 * j] = s[4 * j + 2] = out;
+    if (c + 1 >= tail) s[4 * j + 1] = s[4 * j + 3] = out;
+  }
+}
 #ifndef __cuda_cuda_h__
 // NVRTC has no cuda.h: the driver's opaque tensor map (128 bytes, which
 // the host fills with cuTensorMapEncodeTiled).
