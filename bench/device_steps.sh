@@ -21,7 +21,9 @@
 #                      cases), BUDGET=SBUDGET (8)
 #            micro   - bench/micro/run.sh sm_90a MICRO (default fp32_items)
 #   LIMIT    seconds for all steps (default 560): a step that would start
-#            with less than 30 s left is skipped, and each is cut at the limit
+#            with less than 30 s left is skipped, and each is cut at the limit;
+#            the benchmark steps stop starting jobs after SEARCH_SHARE_PCT
+#            (default 60) percent of their time, so that what was searched is still timed
 #   OUT      where logs go (the device tool's $OUT); everything but *.txt
 #            is packed into OUT/all.tgz at the end (the tool brings back few files)
 # Each step prints its result as it ends, so a call cut short still says
@@ -33,6 +35,8 @@ mkdir -p "$OUT"
 START=$(date +%s)
 LIMIT=${LIMIT:-560}
 left() { echo $((LIMIT - ($(date +%s) - START))); }
+# When a benchmark step with L seconds left stops starting jobs.
+search_until() { echo $(($(date +%s) + ${1} * ${SEARCH_SHARE_PCT:-60} / 100)); }
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv | tee "$OUT/gpu.txt"
 # The test binary looks for the backend and the sources under the build
 # folder it was built in unless told.
@@ -65,13 +69,13 @@ for s in ${STEPS:-tests prefill bench8 micro}; do
       ;;
     prefill)
       # shellcheck disable=SC2086  # PCASES holds several names
-      OUT=$OUT/p BUDGET=${PBUDGET:-12} ITERS=50 JOB_SECONDS=90 timeout $((L - 10)) \
+      SEARCH_UNTIL=$(search_until "$L") OUT=$OUT/p BUDGET=${PBUDGET:-12} ITERS=50 JOB_SECONDS=90 timeout $((L - 10)) \
         bench/gpu_bench.sh "$B" --suite suite ${PCASES:-attention_prefill gqa_prefill} >"$OUT/prefill.log" 2>&1
       echo "prefill rc $?"
       cat "$OUT/p/table.txt" 2>/dev/null
       ;;
     bench8)
-      OUT=$OUT/b BUDGET=8 ITERS=30 JOB_SECONDS=45 timeout $((L - 10)) \
+      SEARCH_UNTIL=$(search_until "$L") OUT=$OUT/b BUDGET=8 ITERS=30 JOB_SECONDS=45 timeout $((L - 10)) \
         bench/gpu_bench.sh "$B" "$B"/g/*.json >"$OUT/bench8.log" 2>&1
       echo "bench8 rc $?"
       cat "$OUT/b/table.txt" 2>/dev/null
@@ -80,7 +84,7 @@ for s in ${STEPS:-tests prefill bench8 micro}; do
       cases=""
       [ "$s" = suite ] && cases=${SCASES:-}
       # shellcheck disable=SC2086  # SCASES may name several cases
-      OUT=$OUT/$s BUDGET=${SBUDGET:-8} ITERS=30 JOB_SECONDS=60 timeout $((L - 10)) \
+      SEARCH_UNTIL=$(search_until "$L") OUT=$OUT/$s BUDGET=${SBUDGET:-8} ITERS=30 JOB_SECONDS=60 timeout $((L - 10)) \
         bench/gpu_bench.sh "$B" --suite "$s" $cases >"$OUT/$s.log" 2>&1
       echo "$s rc $?"
       cat "$OUT/$s/table.txt" 2>/dev/null
@@ -98,5 +102,7 @@ echo "done $(($(date +%s) - START)) s"
 # The archive is written beside OUT, then moved in (written inside, tar
 # saw the folder change under it and the clean-up below did not run).
 tgz=$(mktemp "${TMPDIR:-/tmp}/yirage-device.XXXXXX")
-tar czf "$tgz" -C "$OUT" . && chmod 644 "$tgz" && mv "$tgz" "$OUT/all.tgz" &&
+# The benchmark's SQLite files are left out: they may still change as its
+# server exits, which makes tar fail.
+tar czf "$tgz" --exclude='yirage.db*' -C "$OUT" . && chmod 644 "$tgz" && mv "$tgz" "$OUT/all.tgz" &&
   cd "$OUT" && find . -mindepth 1 -maxdepth 1 ! -name all.tgz ! -name "*.txt" -exec rm -rf {} +

@@ -23,6 +23,10 @@
 #               the fastest)
 #   ITERS       timed calls per measurement (default 200)
 #   PROFILE=1   also print each kernel's GPU time per call (torch.profiler)
+#   SEARCH_UNTIL  epoch seconds after which no further job starts (and a
+#               running one is cut there): the graphs left are listed as
+#               skipped and the ones searched are still timed, so a caller
+#               with a time limit gets a table of what fitted
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN_ARG=build/bin
@@ -128,12 +132,19 @@ with open(path, "w") as f:
 PY
 }
 DIRS=()
+SKIPPED=()
 for g in "${GRAPHS[@]}"; do
   name=$(basename "$g" .json)
+  job_seconds=${JOB_SECONDS:-600}
+  if [ -n "${SEARCH_UNTIL:-}" ]; then
+    left=$((SEARCH_UNTIL - $(date +%s)))
+    if [ "$left" -lt 5 ]; then SKIPPED+=("$name"); continue; fi
+    [ "$left" -lt "$job_seconds" ] && job_seconds=$left
+  fi
   gname=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("name", ""))' "$g" 2>/dev/null)
   [ -n "$gname" ] || gname=$name
   start=$(date +%s.%N)
-  if ! timeout "${JOB_SECONDS:-600}" "${CLIENT[@]}" --server "$C" submit "$g" --backend cuda --budget-candidates "${BUDGET:-12}" --wait \
+  if ! timeout "$job_seconds" "${CLIENT[@]}" --server "$C" submit "$g" --backend cuda --budget-candidates "${BUDGET:-12}" --wait \
       >"$OUT/$name.submit.log" 2>&1; then
     record_seconds "$gname" "$(python3 -c "import time; print(time.time() - $start)")"
     echo "== $name: job failed"; tail -5 "$OUT/$name.submit.log"
@@ -162,6 +173,7 @@ print(j["job_id"], t1 - t0 if t0 > 0 and t1 >= t0 else wall)' "$gname" "$wall")
   rm -rf "$OUT/kernels/$name"
   yy yirage-client --server "$C" kernel "$J" --out "$OUT/kernels/$name" && DIRS+=("$OUT/kernels/$name")
 done
+[ ${#SKIPPED[@]} -gt 0 ] && echo "skipped (SEARCH_UNTIL reached): ${SKIPPED[*]}"
 if [ ${#DIRS[@]} -eq 0 ]; then echo "no kernel was exported" >&2; exit 1; fi
 # The server and worker are done: stopped, so that their threads and the
 # worker's CUDA context take nothing from the timing below.

@@ -337,16 +337,19 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // from 3 stages, 49.0 / 33.2 / 22.4 from 2, against 56.7 / 34.9 / 21.3
   // for the best 64-row points. First, so that small budgets time them.
   // Many query rows a head (prefill), on sm_90: the warp-specialized form
-  // (D = DV; FlashAttention-3's key tiles, 176 for head dims up to 128 and
-  // 80 for 256; 64-key tiles for head dims over 128), then warpgroups of wgmma
-  // over every key. First, so that small budgets time them where they
-  // apply.
+  // (D = DV; 128-key tiles for head dims up to 128, 64 for those over), then
+  // warpgroups of wgmma over every key. First, so that small budgets time
+  // them where they apply. FlashAttention-3's key tiles (176 for head dims
+  // up to 128, 80 for 256) come after our 128 and 64: on an H100 they lost
+  // to them at every suite prefill shape (D = 128: 43.3 / 131.7 us against
+  // 38.8 / 114.5 for n = 1024 / 2048; D = 256: 43.5 against 42.6), since
+  // here a 176-key S leaves no registers for Q's fragments.
   if (target.sm == 90) {
     AddPrefillWsPoint(attention, 128, 3);
     AddPrefillWsPoint(attention, 128, 2);
+    AddPrefillWsPoint(attention, 64, 2);
     AddPrefillWsPoint(attention, 176, 2);  // head dims up to 128
     AddPrefillWsPoint(attention, 80, 2);   // head dim 256
-    AddPrefillWsPoint(attention, 64, 2);
     AddPrefillPoint(attention, 128, 128, 3, true);
     AddPrefillPoint(attention, 128, 128, 2, false);
     AddPrefillPoint(attention, 192, 64, 3, true);
