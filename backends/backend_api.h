@@ -18,8 +18,8 @@
 extern "C" {
 #endif
 
-// Version 2 added `describe`.
-#define YIRAGE_BACKEND_ABI_VERSION 2u
+// Version 2 added `describe`; version 3 YirageTimingOptions.reuse_io.
+#define YIRAGE_BACKEND_ABI_VERSION 3u
 #define YIRAGE_BACKEND_ENTRY_POINT "YirageBackendGetV1"
 
 // Return codes.
@@ -39,6 +39,13 @@ typedef struct YirageTimingOptions {
   double target_seconds;  // ...or once this much time was spent timing
   int32_t min_runs;       // but never fewer than this
   int64_t flush_bytes;    // bytes written between runs to flush caches (0 = backend default)
+  // 1: the caller passes the same input buffers, unchanged, as in its last
+  // run or time call on this module, and does not read the outputs of this
+  // call. A backend with device memory then copies neither (a worker times
+  // each candidate in several calls after one verified run: hundreds of
+  // megabytes a call for large tensors); one that runs on host buffers may
+  // ignore it. 0: the inputs are copied in and the outputs written back.
+  int32_t reuse_io;
 } YirageTimingOptions;
 
 typedef struct YirageTiming {

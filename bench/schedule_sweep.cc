@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     const yirage::core::CompareResult r =
         yirage::core::CompareOutputs(*graph, *reference, got, tolerance);
     all_ok = all_ok && r.ok;
-    auto timing = (*module)->Time(i, in_ptrs, out_ptrs, YirageTimingOptions{3, 100, 0.05, 5, 0});
+    auto timing = (*module)->Time(i, in_ptrs, out_ptrs, YirageTimingOptions{3, 100, 0.05, 5, 0, 0});
     const std::string& src = cp.source();
     size_t at = src.find("// kernel ");
     std::string what = at != std::string::npos ? src.substr(at, src.find('\n', at) - at) : "";

@@ -63,6 +63,20 @@ double RoundValue(DType dtype, double x) {
   }
 }
 
+// Calls f(begin, end) over [0, n) in chunks of about 2^16 element
+// operations (`work_per_item` a item), on every core for large n (the
+// tensors of a large job are hundreds of millions of values). Each item is
+// computed by one call, so results do not depend on the thread count.
+template <typename F>
+void ForChunks(int64_t n, F f, int64_t work_per_item = 1) {
+  constexpr int64_t kChunkWork = 1 << 16;
+  const int64_t chunk = std::max<int64_t>(1, kChunkWork / std::max<int64_t>(1, work_per_item));
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  ParallelFor(chunks,
+              ThreadsForWork(chunks, static_cast<double>(chunk * work_per_item), 4 * kChunkWork),
+              [&](int64_t c) { f(c * chunk, std::min(n, (c + 1) * chunk)); });
+}
+
 // ---- reference interpreter helpers ----
 
 int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
@@ -102,9 +116,9 @@ std::vector<double> BroadcastTo(const HostTensor& in, const std::vector<int64_t>
   if (in.shape == out_shape) return in.data;
   const std::vector<int64_t> strides = BroadcastStrides(in.shape, out_shape);
   std::vector<double> out(NumElements(out_shape));
-  for (int64_t f = 0; f < static_cast<int64_t>(out.size()); ++f) {
-    out[f] = in.data[StridedOffset(f, out_shape, strides)];
-  }
+  ForChunks(static_cast<int64_t>(out.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t f = begin; f < end; ++f) out[f] = in.data[StridedOffset(f, out_shape, strides)];
+  });
   return out;
 }
 
@@ -225,21 +239,29 @@ HostTensor EvalReduction(const OpInfo& op, const HostTensor& x,
   const int64_t len = x.shape[op.axis];
   const int64_t inner = Product(x.shape, op.axis + 1, x.shape.size());
   HostTensor out{out_shape, std::vector<double>(outer * inner)};
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      double acc = op.type == OpType::kReduceMax ? -std::numeric_limits<double>::infinity() : 0.0;
-      for (int64_t a = 0; a < len; ++a) {
-        const double v = x.data[(o * len + a) * inner + i];
-        if (op.type == OpType::kReduceMax) {
-          if (v > acc || std::isnan(v)) acc = v;  // NaN sticks: nothing compares > NaN
-        } else {
-          acc += v;
+  // Output r = o * inner + i sums its len values in order, whichever chunk
+  // of outputs it falls in.
+  ForChunks(
+      outer * inner,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t o = r / inner;
+          const int64_t i = r % inner;
+          double acc =
+              op.type == OpType::kReduceMax ? -std::numeric_limits<double>::infinity() : 0.0;
+          for (int64_t a = 0; a < len; ++a) {
+            const double v = x.data[(o * len + a) * inner + i];
+            if (op.type == OpType::kReduceMax) {
+              if (v > acc || std::isnan(v)) acc = v;  // NaN sticks: nothing compares > NaN
+            } else {
+              acc += v;
+            }
+          }
+          if (op.type == OpType::kReduceMean) acc /= static_cast<double>(len);
+          out.data[r] = acc;
         }
-      }
-      if (op.type == OpType::kReduceMean) acc /= static_cast<double>(len);
-      out.data[o * inner + i] = acc;
-    }
-  }
+      },
+      len);
   return out;
 }
 
@@ -254,43 +276,49 @@ HostTensor EvalRowwise(const OpInfo& op, const std::vector<const HostTensor*>& i
   std::vector<double> bias;
   if (in.size() > 1) weight = BroadcastTo(*in[1], x.shape);
   if (in.size() > 2) bias = BroadcastTo(*in[2], x.shape);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      auto at = [&](int64_t a) { return (o * len + a) * inner + i; };
-      if (op.type == OpType::kSoftmax) {
-        double max = -std::numeric_limits<double>::infinity();
-        for (int64_t a = 0; a < len; ++a) {
-          const double v = x.data[at(a)];
-          if (v > max || std::isnan(v)) max = v;
+  // Each row (o, i) on its own, whichever chunk of rows it falls in.
+  ForChunks(
+      outer * inner,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t o = r / inner;
+          const int64_t i = r % inner;
+          auto at = [&](int64_t a) { return (o * len + a) * inner + i; };
+          if (op.type == OpType::kSoftmax) {
+            double max = -std::numeric_limits<double>::infinity();
+            for (int64_t a = 0; a < len; ++a) {
+              const double v = x.data[at(a)];
+              if (v > max || std::isnan(v)) max = v;
+            }
+            double sum = 0;
+            for (int64_t a = 0; a < len; ++a) {
+              out.data[at(a)] = std::exp(x.data[at(a)] - max);
+              sum += out.data[at(a)];
+            }
+            for (int64_t a = 0; a < len; ++a) out.data[at(a)] /= sum;
+            continue;
+          }
+          double mean = 0;
+          if (op.type == OpType::kLayerNorm) {
+            for (int64_t a = 0; a < len; ++a) mean += x.data[at(a)];
+            mean /= static_cast<double>(len);
+          }
+          double sq = 0;
+          for (int64_t a = 0; a < len; ++a) {
+            const double d = x.data[at(a)] - mean;
+            sq += d * d;
+          }
+          const double inv = 1.0 / std::sqrt(sq / static_cast<double>(len) + op.eps);
+          for (int64_t a = 0; a < len; ++a) {
+            const int64_t idx = at(a);
+            double y = (x.data[idx] - mean) * inv;
+            if (!weight.empty()) y *= weight[idx];
+            if (!bias.empty()) y += bias[idx];
+            out.data[idx] = y;
+          }
         }
-        double sum = 0;
-        for (int64_t a = 0; a < len; ++a) {
-          out.data[at(a)] = std::exp(x.data[at(a)] - max);
-          sum += out.data[at(a)];
-        }
-        for (int64_t a = 0; a < len; ++a) out.data[at(a)] /= sum;
-        continue;
-      }
-      double mean = 0;
-      if (op.type == OpType::kLayerNorm) {
-        for (int64_t a = 0; a < len; ++a) mean += x.data[at(a)];
-        mean /= static_cast<double>(len);
-      }
-      double sq = 0;
-      for (int64_t a = 0; a < len; ++a) {
-        const double d = x.data[at(a)] - mean;
-        sq += d * d;
-      }
-      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(len) + op.eps);
-      for (int64_t a = 0; a < len; ++a) {
-        const int64_t idx = at(a);
-        double y = (x.data[idx] - mean) * inv;
-        if (!weight.empty()) y *= weight[idx];
-        if (!bias.empty()) y += bias[idx];
-        out.data[idx] = y;
-      }
-    }
-  }
+      },
+      4 * len);
   return out;
 }
 
@@ -328,20 +356,32 @@ HostTensor EvalOp(const OpInfo& op, const std::vector<const HostTensor*>& in,
                   const std::vector<int64_t>& out_shape) {
   if (op.type == OpType::kMatmul) return EvalMatmul(op, *in[0], *in[1], out_shape);
   if (IsUnaryElementwise(op.type)) {
-    HostTensor out{out_shape, in[0]->data};
+    HostTensor out{out_shape, std::vector<double>(in[0]->data.size())};
     const ElementFn f = SpecOf(op.type).element;
-    for (double& v : out.data) v = f(v, 0.0, op.gelu_tanh);
+    const double* x = in[0]->data.data();
+    ForChunks(static_cast<int64_t>(out.data.size()), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out.data[i] = f(x[i], 0.0, op.gelu_tanh);
+    });
     return out;
   }
   if (IsBinaryElementwise(op.type)) {
     HostTensor out{out_shape, BroadcastTo(*in[0], out_shape)};
     const ElementFn f = SpecOf(op.type).element;
-    if (op.has_scalar) {
-      for (double& v : out.data) v = f(v, op.scalar, false);
-    } else {
-      const std::vector<double> b = BroadcastTo(*in[1], out_shape);
-      for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = f(out.data[i], b[i], false);
+    std::vector<double> broadcast_b;
+    const double* b = nullptr;
+    if (!op.has_scalar) {
+      if (in[1]->shape == out_shape) {
+        b = in[1]->data.data();
+      } else {
+        broadcast_b = BroadcastTo(*in[1], out_shape);
+        b = broadcast_b.data();
+      }
     }
+    ForChunks(static_cast<int64_t>(out.data.size()), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        out.data[i] = f(out.data[i], b == nullptr ? op.scalar : b[i], false);
+      }
+    });
     return out;
   }
   if (IsReduction(op.type)) return EvalReduction(op, *in[0], out_shape);
@@ -416,20 +456,6 @@ float BFloat16ToFloat(uint16_t bits) {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
-namespace {
-
-// Calls f(begin, end) over [0, n) in chunks, on every core for large n (the
-// inputs of a large GEMM are tens of millions of values).
-template <typename F>
-void ForChunks(int64_t n, F f) {
-  constexpr int64_t kChunk = 1 << 16;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  ParallelFor(chunks, ThreadsForWork(chunks, kChunk, 4 * kChunk),
-              [&](int64_t c) { f(c * kChunk, std::min(n, (c + 1) * kChunk)); });
-}
-
-}  // namespace
-
 void RoundToDType(yirage::v1::DType dtype, HostTensor* tensor) {
   ForChunks(static_cast<int64_t>(tensor->data.size()), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) tensor->data[i] = RoundValue(dtype, tensor->data[i]);
@@ -456,21 +482,55 @@ std::vector<uint8_t> EncodeTensor(const HostTensor& tensor, yirage::v1::DType dt
   return bytes;
 }
 
+namespace {
+
+// Every half's float value, so that decoding is a load (outputs of a
+// candidate are decoded whole, hundreds of millions of values).
+const float* HalfTable() {
+  static const std::vector<float>* const table = [] {
+    auto* t = new std::vector<float>(1 << 16);
+    for (uint32_t h = 0; h < (1u << 16); ++h) (*t)[h] = HalfToFloat(static_cast<uint16_t>(h));
+    return t;
+  }();
+  return table->data();
+}
+
+// Elements [begin, end) of raw little-endian `bytes` stored as `dtype`
+// (float32 for every dtype but the 16-bit ones, as EncodeTensor writes
+// them) into out[0, end - begin).
+void DecodeValues(const void* bytes, int64_t begin, int64_t end, yirage::v1::DType dtype,
+                  double* out) {
+  const uint8_t* p = static_cast<const uint8_t*>(bytes);
+  if (dtype == yirage::v1::FLOAT16) {
+    const float* table = HalfTable();
+    for (int64_t i = begin; i < end; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      out[i - begin] = table[h];
+    }
+  } else if (dtype == yirage::v1::BFLOAT16) {
+    for (int64_t i = begin; i < end; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      out[i - begin] = BFloat16ToFloat(h);
+    }
+  } else {
+    for (int64_t i = begin; i < end; ++i) {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      out[i - begin] = f;
+    }
+  }
+}
+
+}  // namespace
+
 HostTensor DecodeTensor(const void* bytes, const std::vector<int64_t>& shape,
                         yirage::v1::DType dtype) {
   HostTensor tensor{shape, std::vector<double>(NumElements(shape))};
-  const uint8_t* p = static_cast<const uint8_t*>(bytes);
-  for (size_t i = 0; i < tensor.data.size(); ++i) {
-    if (dtype == yirage::v1::FLOAT16 || dtype == yirage::v1::BFLOAT16) {
-      uint16_t h;
-      std::memcpy(&h, p + 2 * i, 2);
-      tensor.data[i] = dtype == yirage::v1::FLOAT16 ? HalfToFloat(h) : BFloat16ToFloat(h);
-    } else {
-      float f;
-      std::memcpy(&f, p + 4 * i, 4);
-      tensor.data[i] = f;
-    }
-  }
+  ForChunks(static_cast<int64_t>(tensor.data.size()), [&](int64_t begin, int64_t end) {
+    DecodeValues(bytes, begin, end, dtype, tensor.data.data() + begin);
+  });
   return tensor;
 }
 
@@ -573,7 +633,10 @@ absl::StatusOr<std::vector<HostTensor>> EvaluateReference(const Graph& graph,
                                                    graph.num_inputs(), " inputs but ",
                                                    inputs.size(), " tensors were given"));
   }
-  std::vector<HostTensor> values(graph.num_tensors());
+  // The inputs are read where they are (not copied: they may be gigabytes);
+  // each op's result is owned here.
+  std::vector<HostTensor> owned(graph.num_tensors());
+  std::vector<const HostTensor*> values(graph.num_tensors(), nullptr);
   for (int i = 0; i < graph.num_inputs(); ++i) {
     const TensorInfo& info = graph.tensor(i);
     if (inputs[i].shape != info.shape ||
@@ -583,15 +646,22 @@ absl::StatusOr<std::vector<HostTensor>> EvaluateReference(const Graph& graph,
                        "]) must have shape ", ShapeToString(info.shape), " but has shape ",
                        ShapeToString(inputs[i].shape), " and ", inputs[i].data.size(), " values"));
     }
-    values[i] = inputs[i];
+    values[i] = &inputs[i];
   }
   for (const OpInfo& op : graph.ops()) {
     std::vector<const HostTensor*> in;
-    for (int id : op.inputs) in.push_back(&values[id]);
-    values[op.output] = EvalOp(op, in, graph.tensor(op.output).shape);
+    for (int id : op.inputs) in.push_back(values[id]);
+    owned[op.output] = EvalOp(op, in, graph.tensor(op.output).shape);
+    values[op.output] = &owned[op.output];
   }
   std::vector<HostTensor> outputs;
-  for (int id : graph.outputs()) outputs.push_back(values[id]);
+  for (size_t k = 0; k < graph.outputs().size(); ++k) {
+    const int id = graph.outputs()[k];
+    // An op's result named once among the outputs moves there; an input or
+    // a result named twice is copied.
+    const bool once = std::count(graph.outputs().begin(), graph.outputs().end(), id) == 1;
+    outputs.push_back(id >= graph.num_inputs() && once ? std::move(owned[id]) : *values[id]);
+  }
   return outputs;
 }
 
@@ -609,13 +679,50 @@ Tolerance ResolveTolerance(const Graph& graph, const yirage::v1::Tolerance& job)
   return DefaultTolerance(graph);
 }
 
-CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& reference,
-                             const std::vector<HostTensor>& got, const Tolerance& tolerance) {
+namespace {
+
+// One output's comparison over elements [begin, end): the sums are over
+// finite pairs (the norms), `first_failure` is the lowest failing index
+// (-1: none).
+struct ComparePart {
+  double max_abs_error = 0, max_rel_error = 0, err_sq = 0, ref_sq = 0;
+  int64_t failures = 0, first_failure = -1;
+};
+
+// |got - ref| and the relative error, and whether the pair is within its
+// bound (see CompareOutputs in tensor.h for the rules on non-finite values).
+struct PairError {
+  bool ok;
+  double abs_error, rel_error;
+};
+inline PairError ComparePair(double r, double g, const Tolerance& tolerance) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (std::isnan(r) || std::isinf(r)) {
+    // Non-finite references must be matched exactly (NaN by NaN).
+    const bool ok = std::isnan(r) ? std::isnan(g) : g == r;
+    return {ok, ok ? 0.0 : inf, ok ? 0.0 : inf};
+  }
+  if (!std::isfinite(g)) return {false, inf, inf};
+  const double abs_error = std::fabs(g - r);
+  return {abs_error <= tolerance.atol + tolerance.rtol * std::fabs(r), abs_error,
+          abs_error / std::max(std::fabs(r), kCompareTinyRef)};
+}
+
+// The shared body of CompareOutputs and CompareEncodedOutputs:
+// got(o, begin, end, scratch) returns elements [begin, end) of output o as
+// doubles (in `scratch` where they must be decoded first). Large outputs are compared in fixed
+// chunks on every core, and the chunks' sums combined in chunk order, so the
+// result does not depend on the number of threads.
+template <typename Got>
+CompareResult CompareWith(const Graph& graph, const std::vector<HostTensor>& reference,
+                          const std::vector<std::vector<int64_t>>& got_shapes, Got got,
+                          const Tolerance& tolerance) {
   CompareResult result;
   const size_t num_outputs = graph.outputs().size();
-  if (reference.size() != num_outputs || got.size() != num_outputs) {
-    result.message = absl::StrCat("the graph has ", num_outputs, " outputs but got ", got.size(),
-                                  " tensors and ", reference.size(), " reference tensors");
+  if (reference.size() != num_outputs || got_shapes.size() != num_outputs) {
+    result.message =
+        absl::StrCat("the graph has ", num_outputs, " outputs but got ", got_shapes.size(),
+                     " tensors and ", reference.size(), " reference tensors");
     return result;
   }
   const double inf = std::numeric_limits<double>::infinity();
@@ -626,59 +733,62 @@ CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& 
   std::string norm_message;     // every output whose norm-wise error is over rtol
   for (size_t o = 0; o < num_outputs; ++o) {
     const HostTensor& ref = reference[o];
-    const HostTensor& out = got[o];
     const std::string name =
         absl::StrCat("output '", graph.tensor(graph.outputs()[o]).name, "' (outputs[", o, "])");
-    if (out.shape != ref.shape || out.data.size() != ref.data.size()) {
-      result.message = absl::StrCat(name, ": got shape ", ShapeToString(out.shape), " with ",
-                                    out.data.size(), " values, expected shape ",
+    if (got_shapes[o] != ref.shape ||
+        NumElements(got_shapes[o]) != static_cast<int64_t>(ref.data.size())) {
+      result.message = absl::StrCat(name, ": got shape ", ShapeToString(got_shapes[o]), " with ",
+                                    NumElements(got_shapes[o]), " values, expected shape ",
                                     ShapeToString(ref.shape), " with ", ref.data.size());
       result.max_abs_error = inf;
       result.max_rel_error = inf;
       return result;
     }
-    total += static_cast<int64_t>(ref.data.size());
-    double err_sq = 0, ref_sq = 0;  // over finite pairs: the output's norms
-    for (size_t i = 0; i < ref.data.size(); ++i) {
-      const double r = ref.data[i];
-      const double g = out.data[i];
-      if (std::isfinite(r) && std::isfinite(g)) {
-        err_sq += (g - r) * (g - r);
-        ref_sq += r * r;
-      }
-      const double bound = tolerance.atol + tolerance.rtol * std::fabs(r);
-      bool ok;
-      double abs_error;
-      double rel_error;
-      if (std::isnan(r) || std::isinf(r)) {
-        // Non-finite references must be matched exactly (NaN by NaN).
-        ok = std::isnan(r) ? std::isnan(g) : g == r;
-        abs_error = ok ? 0.0 : inf;
-        rel_error = abs_error;
-      } else if (!std::isfinite(g)) {
-        ok = false;
-        abs_error = inf;
-        rel_error = inf;
-      } else {
-        abs_error = std::fabs(g - r);
-        rel_error = abs_error / std::max(std::fabs(r), kCompareTinyRef);
-        ok = abs_error <= bound;
-      }
-      result.max_abs_error = std::max(result.max_abs_error, abs_error);
-      result.max_rel_error = std::max(result.max_rel_error, rel_error);
-      if (ok) continue;
-      if (failures++ == 0) {
-        element_message = absl::StrCat(name, " element ", i, " ",
-                                       IndexToString(static_cast<int64_t>(i), ref.shape), ": got ",
-                                       FormatValue(g), ", expected ", FormatValue(r));
+    const int64_t n = static_cast<int64_t>(ref.data.size());
+    total += n;
+    constexpr int64_t kChunk = 1 << 16;
+    std::vector<ComparePart> parts((n + kChunk - 1) / kChunk);
+    ForChunks(n, [&](int64_t begin, int64_t end) {
+      ComparePart& part = parts[begin / kChunk];
+      thread_local std::vector<double> scratch;
+      const double* values = got(o, begin, end, scratch) - begin;
+      for (int64_t i = begin; i < end; ++i) {
+        const double r = ref.data[i];
+        const double g = values[i];
         if (std::isfinite(r) && std::isfinite(g)) {
-          absl::StrAppend(&element_message, " (|diff| ", FormatValue(abs_error), " > atol ",
-                          FormatValue(tolerance.atol), " + rtol ", FormatValue(tolerance.rtol),
-                          " * |expected| = ", FormatValue(bound), ")");
+          part.err_sq += (g - r) * (g - r);
+          part.ref_sq += r * r;
+        }
+        const PairError e = ComparePair(r, g, tolerance);
+        part.max_abs_error = std::max(part.max_abs_error, e.abs_error);
+        part.max_rel_error = std::max(part.max_rel_error, e.rel_error);
+        if (!e.ok && part.failures++ == 0) part.first_failure = i;
+      }
+    });
+    double err_sq = 0, ref_sq = 0;  // over finite pairs: the output's norms
+    for (const ComparePart& part : parts) {
+      err_sq += part.err_sq;
+      ref_sq += part.ref_sq;
+      result.max_abs_error = std::max(result.max_abs_error, part.max_abs_error);
+      result.max_rel_error = std::max(result.max_rel_error, part.max_rel_error);
+      if (part.failures == 0) continue;
+      if (failures == 0) {
+        const int64_t i = part.first_failure;
+        const double r = ref.data[i];
+        std::vector<double> one;
+        const double g = *got(o, i, i + 1, one);
+        element_message = absl::StrCat(name, " element ", i, " ", IndexToString(i, ref.shape),
+                                       ": got ", FormatValue(g), ", expected ", FormatValue(r));
+        if (std::isfinite(r) && std::isfinite(g)) {
+          absl::StrAppend(
+              &element_message, " (|diff| ", FormatValue(std::fabs(g - r)), " > atol ",
+              FormatValue(tolerance.atol), " + rtol ", FormatValue(tolerance.rtol),
+              " * |expected| = ", FormatValue(tolerance.atol + tolerance.rtol * std::fabs(r)), ")");
         } else {
           absl::StrAppend(&element_message, " (non-finite values must match exactly)");
         }
       }
+      failures += part.failures;
     }
     // The output as a whole: an output whose values all sit under the atol
     // (softmax rows of thousands, means near 0) passes the element bounds
@@ -702,6 +812,52 @@ CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& 
         norm_message, " (every element within its bound: the output is small against the atol)");
   }
   return result;
+}
+
+}  // namespace
+
+CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& reference,
+                             const std::vector<HostTensor>& got, const Tolerance& tolerance) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const HostTensor& t : got) shapes.push_back(t.shape);
+  if (got.size() == graph.outputs().size()) {
+    // A tensor whose values do not fill its shape is reported as the values
+    // it holds (the shape check compares the count too).
+    for (size_t o = 0; o < got.size(); ++o) {
+      if (NumElements(got[o].shape) != static_cast<int64_t>(got[o].data.size())) {
+        shapes[o] = {static_cast<int64_t>(got[o].data.size())};
+      }
+    }
+  }
+  return CompareWith(
+      graph, reference, shapes,
+      [&](size_t o, int64_t begin, int64_t, std::vector<double>&) {
+        return got[o].data.data() + begin;
+      },
+      tolerance);
+}
+
+CompareResult CompareEncodedOutputs(const Graph& graph, const std::vector<HostTensor>& reference,
+                                    const std::vector<const void*>& got,
+                                    const Tolerance& tolerance) {
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<yirage::v1::DType> dtypes;
+  if (got.size() == graph.outputs().size()) {
+    for (int id : graph.outputs()) {
+      shapes.push_back(graph.tensor(id).shape);
+      dtypes.push_back(graph.tensor(id).dtype);
+    }
+  } else {
+    shapes.resize(got.size());  // reported as a count mismatch
+  }
+  return CompareWith(
+      graph, reference, shapes,
+      [&](size_t o, int64_t begin, int64_t end, std::vector<double>& scratch) {
+        scratch.resize(end - begin);
+        DecodeValues(got[o], begin, end, dtypes[o], scratch.data());
+        return scratch.data();
+      },
+      tolerance);
 }
 
 }  // namespace yirage::core

@@ -89,6 +89,15 @@ struct CompareResult {
 CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& reference,
                              const std::vector<HostTensor>& got, const Tolerance& tolerance);
 
+// CompareOutputs over outputs as a backend writes them: got[o] is output o's
+// raw little-endian bytes in its graph dtype and shape (what DecodeTensor
+// reads), compared without decoding them whole first. The same result as
+// CompareOutputs of the decoded tensors.
+// REQUIRES: each got[o] holds the graph output's element count in its dtype.
+CompareResult CompareEncodedOutputs(const Graph& graph, const std::vector<HostTensor>& reference,
+                                    const std::vector<const void*>& got,
+                                    const Tolerance& tolerance);
+
 }  // namespace yirage::core
 
 #endif  // YIRAGE_CORE_TENSOR_H_

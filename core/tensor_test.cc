@@ -750,6 +750,85 @@ TEST(CompareOutputsTest, ShapeAndCountMismatch) {
   EXPECT_THAT(r.message, HasSubstr("output 'Z' (outputs[1]): got shape [2]"));
 }
 
+// Outputs as a backend writes them (raw bytes in their dtype) compare as
+// their decoded tensors do, over outputs of many chunks (compared on several
+// threads): the same verdict, errors, first failing element and counts.
+TEST(CompareOutputsTest, EncodedOutputsCompareAsDecoded) {
+  constexpr int64_t kN = 300001;  // several chunks of 65536 and a partial one
+  const std::string n = std::to_string(kN);
+  const Graph graph = MustBuild(R"({"name": "c", "inputs": [
+      {"name": "A", "shape": [)" +
+                                n + R"(], "dtype": "float16"},
+      {"name": "B", "shape": [)" +
+                                n + R"(], "dtype": "bfloat16"},
+      {"name": "C", "shape": [)" +
+                                n + R"(], "dtype": "float32"}],
+    "ops": [{"name": "X", "op": "neg", "inputs": ["A"]}, {"name": "Y", "op": "neg", "inputs": ["B"]},
+            {"name": "Z", "op": "neg", "inputs": ["C"]}],
+    "outputs": ["X", "Y", "Z"]})");
+  std::vector<HostTensor> ref;
+  const yirage::v1::DType dtypes[] = {yirage::v1::FLOAT16, yirage::v1::BFLOAT16,
+                                      yirage::v1::FLOAT32};
+  for (int o = 0; o < 3; ++o) {
+    HostTensor t{{kN}, std::vector<double>(kN)};
+    for (int64_t i = 0; i < kN; ++i) t.data[i] = std::sin(0.001 * static_cast<double>(i) + o);
+    RoundToDType(dtypes[o], &t);
+    ref.push_back(std::move(t));
+  }
+  ref[2].data[7] = kNaN;  // a NaN reference matched by NaN
+  const Tolerance tol{1e-2, 1e-2};
+  auto check = [&](const std::vector<HostTensor>& got) {
+    std::vector<std::vector<uint8_t>> bytes;
+    std::vector<const void*> raw;
+    for (int o = 0; o < 3; ++o) bytes.push_back(EncodeTensor(got[o], dtypes[o]));
+    for (const auto& b : bytes) raw.push_back(b.data());
+    std::vector<HostTensor> decoded;
+    for (int o = 0; o < 3; ++o) decoded.push_back(DecodeTensor(bytes[o].data(), {kN}, dtypes[o]));
+    const CompareResult want = CompareOutputs(graph, ref, decoded, tol);
+    const CompareResult r = CompareEncodedOutputs(graph, ref, raw, tol);
+    EXPECT_EQ(r.ok, want.ok);
+    EXPECT_EQ(r.max_abs_error, want.max_abs_error);
+    EXPECT_EQ(r.max_rel_error, want.max_rel_error);
+    EXPECT_EQ(r.message, want.message);
+    return r;
+  };
+  std::vector<HostTensor> got = ref;
+  CompareResult r = check(got);
+  EXPECT_TRUE(r.ok) << r.message;
+  EXPECT_EQ(r.max_abs_error, 0);
+  // Failures in a late chunk and an early one of the second output: the
+  // early one is named, both are counted.
+  got[1].data[250000] = 3;
+  got[1].data[70000] = -3;
+  got[2].data[299999] = kInf;
+  r = check(got);
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.message, HasSubstr("output 'Y' (outputs[1]) element 70000 [70000]: got -3"));
+  EXPECT_THAT(r.message, HasSubstr("3 of 900003 elements out of tolerance"));
+  EXPECT_EQ(r.max_abs_error, kInf);
+  // A count that does not match the graph's outputs.
+  const std::vector<uint8_t> one = EncodeTensor(ref[0], dtypes[0]);
+  r = CompareEncodedOutputs(graph, ref, {one.data()}, tol);
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.message, HasSubstr("the graph has 3 outputs but got 1 tensors"));
+}
+
+// DecodeTensor reads every half exactly as HalfToFloat does (through its
+// table), subnormals, infinities and NaN payloads included.
+TEST(TensorCodecTest, DecodeTensorReadsEveryHalf) {
+  std::vector<uint16_t> all(1 << 16);
+  for (uint32_t h = 0; h < all.size(); ++h) all[h] = static_cast<uint16_t>(h);
+  const HostTensor t = DecodeTensor(all.data(), {1 << 16}, yirage::v1::FLOAT16);
+  for (uint32_t h = 0; h < all.size(); ++h) {
+    const double want = HalfToFloat(static_cast<uint16_t>(h));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(t.data[h])) << h;
+    } else {
+      ASSERT_EQ(t.data[h], want) << h;
+    }
+  }
+}
+
 // ------------------------------------------------------------ example graphs
 
 TEST(ExampleGraphsTest, EveryExampleParsesAndEvaluates) {

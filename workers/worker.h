@@ -37,8 +37,9 @@ struct WorkerOptions {
   double drain_seconds = 20;
   // How to reach the scheduler (TLS, token); null: plaintext, no token.
   std::shared_ptr<grpc::Channel> channel;
-  YirageTimingOptions timing{/*warmup_runs=*/3, /*max_runs=*/100, /*target_seconds=*/0.05,
-                             /*min_runs=*/5, /*flush_bytes=*/0};
+  YirageTimingOptions timing{
+      /*warmup_runs=*/3, /*max_runs=*/100,  /*target_seconds=*/0.05,
+      /*min_runs=*/5,    /*flush_bytes=*/0, /*reuse_io=*/0};
 };
 
 class Worker {

@@ -238,7 +238,7 @@ TEST(CpuBackendTest, TimingIsSane) {
   Buffers b = MakeBuffers(*g, core::MakeRandomInputs(*g, 7));
   char* error = nullptr;
 
-  YirageTimingOptions opts{1, 5, 10.0, 2, 1 << 20};
+  YirageTimingOptions opts{1, 5, 10.0, 2, 1 << 20, 0};
   YirageTiming t{};
   ASSERT_EQ(Backend()->time(c.module, 0, b.in_ptrs.data(), b.out_ptrs.data(), &opts, &t, &error),
             YIRAGE_OK)
@@ -248,14 +248,14 @@ TEST(CpuBackendTest, TimingIsSane) {
   EXPECT_GT(t.min_us, 0);
   EXPECT_LE(t.min_us, t.median_us);
 
-  opts = {0, 50, 1e-9, 3, 0};  // tiny target: min_runs decides; default flush
+  opts = {0, 50, 1e-9, 3, 0, 0};  // tiny target: min_runs decides; default flush
   ASSERT_EQ(Backend()->time(c.module, 0, b.in_ptrs.data(), b.out_ptrs.data(), &opts, &t, &error),
             YIRAGE_OK);
   EXPECT_EQ(t.runs, 3);
 
   // Flushes count against the wall clock: 128 MiB written before each run
   // (milliseconds) ends a 1 ms target after min_runs, well before max_runs.
-  opts = {0, 1000, 1e-3, 2, int64_t{128} << 20};
+  opts = {0, 1000, 1e-3, 2, int64_t{128} << 20, 0};
   ASSERT_EQ(Backend()->time(c.module, 0, b.in_ptrs.data(), b.out_ptrs.data(), &opts, &t, &error),
             YIRAGE_OK);
   EXPECT_GE(t.runs, 2);

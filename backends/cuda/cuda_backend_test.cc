@@ -531,7 +531,7 @@ TEST(CudaBackendGpuTest, FaultingKernelFailsOnlyItself) {
 YirageTiming TimePlan(const core::Graph& g, Compiled& c, int plan, int runs, std::string* error) {
   const std::vector<core::HostTensor> inputs = core::MakeRandomInputs(g, 7);
   Buffers b = MakeBuffers(g, inputs);
-  YirageTimingOptions o{3, runs, 0.0, runs, 0};
+  YirageTimingOptions o{3, runs, 0.0, runs, 0, 0};
   YirageTiming t{};
   char* err = nullptr;
   if (Backend()->time(c.module, plan, b.in_ptrs.data(), b.out_ptrs.data(), &o, &t, &err) !=
@@ -540,6 +540,52 @@ YirageTiming TimePlan(const core::Graph& g, Compiled& c, int plan, int runs, std
     Backend()->free_buffer(err);
   }
   return t;
+}
+
+// NEEDS A GPU: YirageTimingOptions.reuse_io. With it, time leaves the
+// caller's output buffers alone (nothing copied back), also on a module
+// that never ran (its inputs are copied in then); without it, time writes
+// the outputs of the inputs it is given, the ones of another call's buffers
+// included.
+TEST(CudaBackendGpuTest, TimingWithReusedBuffersCopiesNoOutputs) {
+  YR_REQUIRE_GPU();
+  GraphBuilder gb("scale");
+  gb.Input("x", {64, 4096}, yirage::v1::FLOAT16);
+  gb.Op("y", "mul", {"x"}, {F("scalar", 2.0)}).Output("y");
+  const yirage::v1::Graph proto = gb.proto();
+  absl::StatusOr<core::Graph> g = core::Graph::FromProto(proto);
+  ASSERT_TRUE(g.ok());
+  Compiled c;
+  CompileThroughAbi(proto, MakePlans(*g, {OneRowGroup(proto, Rows(4))}), &c);
+  ExpectAllCompiled(c);
+  const std::vector<core::HostTensor> in_a = core::MakeRandomInputs(*g, 7);
+  const std::vector<core::HostTensor> in_b = core::MakeRandomInputs(*g, 8);
+  Buffers a = MakeBuffers(*g, in_a);
+  Buffers b = MakeBuffers(*g, in_b);
+  const std::vector<uint8_t> untouched = a.out[0];
+  YirageTimingOptions o{1, 3, 0.0, 3, 0, /*reuse_io=*/1};
+  YirageTiming t{};
+  char* err = nullptr;
+  // Never run: the inputs are copied in; the outputs stay as they were.
+  ASSERT_EQ(Backend()->time(c.module, 0, a.in_ptrs.data(), a.out_ptrs.data(), &o, &t, &err),
+            YIRAGE_OK)
+      << (err != nullptr ? err : "");
+  EXPECT_EQ(t.runs, 3);
+  EXPECT_EQ(a.out[0], untouched);
+  // After a run of the same buffers: still nothing copied back.
+  ASSERT_EQ(Backend()->run(c.module, 0, a.in_ptrs.data(), b.out_ptrs.data(), &err), YIRAGE_OK);
+  ASSERT_EQ(Backend()->time(c.module, 0, a.in_ptrs.data(), a.out_ptrs.data(), &o, &t, &err),
+            YIRAGE_OK);
+  EXPECT_EQ(a.out[0], untouched);
+  // Without reuse_io, other buffers: their inputs in, their outputs out.
+  o.reuse_io = 0;
+  ASSERT_EQ(Backend()->time(c.module, 0, b.in_ptrs.data(), a.out_ptrs.data(), &o, &t, &err),
+            YIRAGE_OK);
+  const absl::StatusOr<std::vector<core::HostTensor>> ref = core::EvaluateReference(*g, in_b);
+  ASSERT_TRUE(ref.ok());
+  const core::CompareResult r =
+      core::CompareEncodedOutputs(*g, *ref, {a.out_ptrs[0]}, core::DefaultTolerance(*g));
+  EXPECT_TRUE(r.ok) << r.message;
 }
 
 // NEEDS A GPU: timing returns the requested runs, min <= median, and a kernel

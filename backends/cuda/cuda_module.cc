@@ -168,6 +168,7 @@ absl::Status CudaModule::Prepare(int plan) {
     // First use in this context.
     cu_modules_.assign(images_.size(), nullptr);
     io_.clear();
+    loaded_inputs_.clear();
     flush_ = 0;
     flush_bytes_ = 0;
     for (PlanState& p : plans_) {
@@ -289,12 +290,14 @@ absl::Status CudaModule::Prepare(int plan) {
 }
 
 absl::Status CudaModule::CopyIn(const void* const* inputs) {
+  loaded_inputs_.clear();
   for (size_t i = 0; i < input_bytes_.size(); ++i) {
     if (CUresult rc = device_->cu().cuMemcpyHtoD(io_[i], inputs[i], input_bytes_[i]);
         rc != CUDA_SUCCESS) {
       return Fail(rc, absl::StrCat("copying input ", i, " to the device"));
     }
   }
+  loaded_inputs_.assign(inputs, inputs + input_bytes_.size());
   return absl::OkStatus();
 }
 
@@ -371,7 +374,7 @@ absl::StatusOr<YirageTiming> CudaModule::Time(int plan, const void* const* input
   if (absl::Status s = device_->MakeCurrent(); !s.ok()) return s;
   if (absl::Status s = Prepare(plan); !s.ok()) return s;
   const CudaDriver& cu = device_->cu();
-  YirageTimingOptions o{3, 100, 0.05, 10, 0};
+  YirageTimingOptions o{3, 100, 0.05, 10, 0, 0};
   if (options != nullptr) o = *options;
   const int warmup = std::max(0, o.warmup_runs);
   const int max_runs = o.max_runs > 0 ? o.max_runs : 100;
@@ -390,7 +393,13 @@ absl::StatusOr<YirageTiming> CudaModule::Time(int plan, const void* const* input
     }
     flush_bytes_ = flush_bytes;
   }
-  if (absl::Status s = CopyIn(inputs); !s.ok()) return s;
+  // reuse_io: the caller's inputs are unchanged since its last call; they
+  // are still on the device if that call copied these same buffers.
+  const bool inputs_loaded = o.reuse_io != 0 && !loaded_inputs_.empty() &&
+                             std::equal(loaded_inputs_.begin(), loaded_inputs_.end(), inputs);
+  if (!inputs_loaded) {
+    if (absl::Status s = CopyIn(inputs); !s.ok()) return s;
+  }
   for (int i = 0; i < warmup; ++i) {
     if (absl::Status s = Launch(plan); !s.ok()) return s;
   }
@@ -439,7 +448,9 @@ absl::StatusOr<YirageTiming> CudaModule::Time(int plan, const void* const* input
     cu.cuEventDestroy(stop);
   }
   if (!status.ok()) return status;
-  if (absl::Status s = CopyOut(outputs); !s.ok()) return s;
+  if (o.reuse_io == 0) {
+    if (absl::Status s = CopyOut(outputs); !s.ok()) return s;
+  }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();

@@ -77,8 +77,11 @@ class CudaModule {
   const std::vector<int64_t> output_bytes_;
   std::vector<PlanState> plans_;
   std::vector<std::string> images_;
-  std::vector<CUmodule> cu_modules_;      // per image, in context generation gen_
-  std::vector<CUdeviceptr> io_;           // inputs then outputs
+  std::vector<CUmodule> cu_modules_;  // per image, in context generation gen_
+  std::vector<CUdeviceptr> io_;       // inputs then outputs
+  // The host buffers whose contents io_'s inputs hold (empty: none, or
+  // unknown after a failed copy), for YirageTimingOptions.reuse_io.
+  std::vector<const void*> loaded_inputs_;
   cublasLtHandle_t lt_handle_ = nullptr;  // in context generation gen_, made on first use
   CUdeviceptr flush_ = 0;
   int64_t flush_bytes_ = 0;
