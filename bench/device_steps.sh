@@ -9,8 +9,9 @@
 #   STEPS    steps in order (default "tests prefill bench8 micro"):
 #            tests   - CudaCodegenGpuTest.EveryPlanKindMatchesReference once a
 #                      YIRAGE_CASE_FILTER of FILTERS, then
-#                      TooMuchSharedMemoryFailsOnlyItsPlan and
-#                      CudaBackendGpuTest.LibraryPlansMatchReference
+#                      TooMuchSharedMemoryFailsOnlyItsPlan,
+#                      CudaBackendGpuTest.LibraryPlansMatchReference and the
+#                      timing tests (CudaBackendGpuTest.Timing*)
 #            tests2  - the same over FILTERS2, without the last two tests
 #            prefill - bench/gpu_bench.sh --suite suite over PCASES
 #                      (default "attention_prefill gqa_prefill"), BUDGET=PBUDGET (12)
@@ -20,6 +21,10 @@
 #            bench   - bench/gpu_bench.sh --suite bench (the ten benchmark
 #                      cases), BUDGET=SBUDGET (8)
 #            micro   - bench/micro/run.sh sm_90a MICRO (default fp32_items)
+#            profile - Nsight Compute (ncu --set full) over the prefill
+#                      attention kernels at the suite's shapes
+#                      (bench/micro/attention_prefill.cu, PREFILL_PROFILE=1):
+#                      the text report in OUT/profile.log, its summary printed
 #   LIMIT    seconds for all steps (default 560): a step that would start
 #            with less than 30 s left is skipped, and each is cut at the limit;
 #            the benchmark steps stop starting jobs after SEARCH_SHARE_PCT
@@ -63,7 +68,8 @@ for s in ${STEPS:-tests prefill bench8 micro}; do
       echo "smem rc $?"
       tail -3 "$OUT/t_smem.log"
       timeout 180 "$B/run" cuda_backend_tests \
-        --gtest_filter='CudaBackendGpuTest.LibraryPlansMatchReference' >"$OUT/t_library.log" 2>&1
+        --gtest_filter='CudaBackendGpuTest.LibraryPlansMatchReference:CudaBackendGpuTest.Timing*' \
+        >"$OUT/t_library.log" 2>&1
       echo "library rc $?"
       tail -3 "$OUT/t_library.log"
       ;;
@@ -94,6 +100,27 @@ for s in ${STEPS:-tests prefill bench8 micro}; do
       timeout $((L - 5)) bench/micro/run.sh sm_90a ${MICRO:-fp32_items} >"$OUT/micro.log" 2>&1
       echo "micro rc $?"
       tail -75 "$OUT/micro.log"
+      ;;
+    profile)
+      ncu=$(command -v ncu)
+      for c in /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu; do
+        [ -z "$ncu" ] && [ -x "$c" ] && ncu=$c
+      done
+      if [ -z "$ncu" ]; then
+        echo "profile: no ncu on this host"
+        continue
+      fi
+      d=$(mktemp -d)
+      nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+      "$nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -lineinfo -o "$d/ap" \
+        bench/micro/attention_prefill.cu >"$OUT/profile_build.log" 2>&1 ||
+        { echo "profile: build failed"; tail -5 "$OUT/profile_build.log"; continue; }
+      PREFILL_PROFILE=1 timeout $((L - 10)) "$ncu" --set full -k regex:PrefillWs \
+        --import-source yes "$d/ap" >"$OUT/profile.log" 2>&1
+      echo "profile rc $?"
+      grep -E "==(PROF|ERROR|WARNING)==|PrefillWs|Duration|Throughput|Issue Slots Busy|Warp Cycles Per|Registers Per|Achieved Occupancy|Stall|stall|Pipe|Shared Memory|Bank" \
+        "$OUT/profile.log" | head -120
+      rm -rf "$d"
       ;;
     *) echo "unknown step $s" ;;
   esac

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -88,6 +89,9 @@ __global__ void Reference(const T* q, const T* k, const T* v, float* o, int batc
 // Keys of the next checks where nonzero (else rows rounded up to whole key
 // tiles): keys off the tiles exercise the masked last tile.
 static int g_keys = 0;
+// PREFILL_PROFILE set: one launch a variant, untimed, for a profiler
+// (bench/device_steps.sh's profile step runs this binary under ncu).
+static bool g_profile = false;
 
 // Checks one variant (`launch(q, k, v, o, rows, keys, scale)`) against the
 // reference on fresh random inputs (scale sign `sign` / sqrt(D)), with the
@@ -138,7 +142,7 @@ void Check(const char* tname, int heads, int rows, int bn, const char* label, in
     if (!(e <= 2e-2 + 2e-2 * std::fabs(hr[i]))) ++bad;
     if (!(e <= max_err)) max_err = e;
   }
-  const float us = FlushedMedianUs(launch, 30, 3);
+  const float us = g_profile ? 0.0f : FlushedMedianUs(launch, 30, 3);
   const double flops = 4.0 * heads * (double)rows * keys * D;
   printf(
       "%-5s h%-3d n%-5d D%-3d %-30s%4s%5s smem %6d: %s max_err %.4f bad %zu %8.2f us %6.1f "
@@ -214,6 +218,15 @@ void RunWsOpt(const char* tname, int heads, int rows, float sign = 1.0f, bool ra
 }
 
 int main() {
+  if (std::getenv("PREFILL_PROFILE") != nullptr) {
+    // The suite's prefill shapes in the variants the search picks there.
+    g_profile = true;
+    RunWs<__half, 128, 128, 3, true>("fp16", 32, 1024);
+    RunWs<__nv_bfloat16, 128, 128, 3, true>("bf16", 32, 2048);
+    g_keys = 1000;
+    RunWs<__nv_bfloat16, 256, 64, 2, true>("bf16", 16, 1000);
+    return 0;
+  }
   // The warp-specialized kernel at odd row counts (rows past the end of the
   // last block; a block whose second consumer has no rows), a negative
   // scale; persistent over more tiles than multiprocessors (blocks with
