@@ -746,10 +746,15 @@ CompareResult CompareWith(const Graph& graph, const std::vector<HostTensor>& ref
     }
     const int64_t n = static_cast<int64_t>(ref.data.size());
     total += n;
+    // Fixed chunks (not ForChunks's, which may change with the work per
+    // item): part c covers [c * kChunk, (c + 1) * kChunk).
     constexpr int64_t kChunk = 1 << 16;
     std::vector<ComparePart> parts((n + kChunk - 1) / kChunk);
-    ForChunks(n, [&](int64_t begin, int64_t end) {
-      ComparePart& part = parts[begin / kChunk];
+    const int64_t num_parts = static_cast<int64_t>(parts.size());
+    ParallelFor(num_parts, ThreadsForWork(num_parts, kChunk, 4 * kChunk), [&](int64_t c) {
+      const int64_t begin = c * kChunk;
+      const int64_t end = std::min(n, begin + kChunk);
+      ComparePart& part = parts[c];
       thread_local std::vector<double> scratch;
       const double* values = got(o, begin, end, scratch) - begin;
       for (int64_t i = begin; i < end; ++i) {

@@ -754,7 +754,7 @@ TEST(CompareOutputsTest, ShapeAndCountMismatch) {
 // their decoded tensors do, over outputs of many chunks (compared on several
 // threads): the same verdict, errors, first failing element and counts.
 TEST(CompareOutputsTest, EncodedOutputsCompareAsDecoded) {
-  constexpr int64_t kN = 300001;  // several chunks of 65536 and a partial one
+  constexpr int64_t kN = 600001;  // chunks of 65536 on several threads, and a partial one
   const std::string n = std::to_string(kN);
   const Graph graph = MustBuild(R"({"name": "c", "inputs": [
       {"name": "A", "shape": [)" +
@@ -804,7 +804,7 @@ TEST(CompareOutputsTest, EncodedOutputsCompareAsDecoded) {
   r = check(got);
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.message, HasSubstr("output 'Y' (outputs[1]) element 70000 [70000]: got -3"));
-  EXPECT_THAT(r.message, HasSubstr("3 of 900003 elements out of tolerance"));
+  EXPECT_THAT(r.message, HasSubstr("3 of 1800003 elements out of tolerance"));
   EXPECT_EQ(r.max_abs_error, kInf);
   // A count that does not match the graph's outputs.
   const std::vector<uint8_t> one = EncodeTensor(ref[0], dtypes[0]);
