@@ -77,6 +77,19 @@ void ForChunks(int64_t n, F f, int64_t work_per_item = 1) {
               [&](int64_t c) { f(c * chunk, std::min(n, (c + 1) * chunk)); });
 }
 
+// Calls f(o, i) for every row (o, i) of a tensor viewed as [outer, len,
+// inner] and walked along len, `work_per_row` operations each, in chunks of
+// rows on every core.
+template <typename F>
+void ForEachRow(int64_t outer, int64_t inner, int64_t work_per_row, F f) {
+  ForChunks(
+      outer * inner,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) f(r / inner, r % inner);
+      },
+      work_per_row);
+}
+
 // ---- reference interpreter helpers ----
 
 int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
@@ -239,29 +252,21 @@ HostTensor EvalReduction(const OpInfo& op, const HostTensor& x,
   const int64_t len = x.shape[op.axis];
   const int64_t inner = Product(x.shape, op.axis + 1, x.shape.size());
   HostTensor out{out_shape, std::vector<double>(outer * inner)};
-  // Output r = o * inner + i sums its len values in order, whichever chunk
-  // of outputs it falls in.
-  ForChunks(
-      outer * inner,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const int64_t o = r / inner;
-          const int64_t i = r % inner;
-          double acc =
-              op.type == OpType::kReduceMax ? -std::numeric_limits<double>::infinity() : 0.0;
-          for (int64_t a = 0; a < len; ++a) {
-            const double v = x.data[(o * len + a) * inner + i];
-            if (op.type == OpType::kReduceMax) {
-              if (v > acc || std::isnan(v)) acc = v;  // NaN sticks: nothing compares > NaN
-            } else {
-              acc += v;
-            }
-          }
-          if (op.type == OpType::kReduceMean) acc /= static_cast<double>(len);
-          out.data[r] = acc;
-        }
-      },
-      len);
+  // Output (o, i) sums its len values in order, whichever chunk of outputs
+  // it falls in.
+  ForEachRow(outer, inner, len, [&](int64_t o, int64_t i) {
+    double acc = op.type == OpType::kReduceMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    for (int64_t a = 0; a < len; ++a) {
+      const double v = x.data[(o * len + a) * inner + i];
+      if (op.type == OpType::kReduceMax) {
+        if (v > acc || std::isnan(v)) acc = v;  // NaN sticks: nothing compares > NaN
+      } else {
+        acc += v;
+      }
+    }
+    if (op.type == OpType::kReduceMean) acc /= static_cast<double>(len);
+    out.data[o * inner + i] = acc;
+  });
   return out;
 }
 
@@ -277,48 +282,41 @@ HostTensor EvalRowwise(const OpInfo& op, const std::vector<const HostTensor*>& i
   if (in.size() > 1) weight = BroadcastTo(*in[1], x.shape);
   if (in.size() > 2) bias = BroadcastTo(*in[2], x.shape);
   // Each row (o, i) on its own, whichever chunk of rows it falls in.
-  ForChunks(
-      outer * inner,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const int64_t o = r / inner;
-          const int64_t i = r % inner;
-          auto at = [&](int64_t a) { return (o * len + a) * inner + i; };
-          if (op.type == OpType::kSoftmax) {
-            double max = -std::numeric_limits<double>::infinity();
-            for (int64_t a = 0; a < len; ++a) {
-              const double v = x.data[at(a)];
-              if (v > max || std::isnan(v)) max = v;
-            }
-            double sum = 0;
-            for (int64_t a = 0; a < len; ++a) {
-              out.data[at(a)] = std::exp(x.data[at(a)] - max);
-              sum += out.data[at(a)];
-            }
-            for (int64_t a = 0; a < len; ++a) out.data[at(a)] /= sum;
-            continue;
-          }
-          double mean = 0;
-          if (op.type == OpType::kLayerNorm) {
-            for (int64_t a = 0; a < len; ++a) mean += x.data[at(a)];
-            mean /= static_cast<double>(len);
-          }
-          double sq = 0;
-          for (int64_t a = 0; a < len; ++a) {
-            const double d = x.data[at(a)] - mean;
-            sq += d * d;
-          }
-          const double inv = 1.0 / std::sqrt(sq / static_cast<double>(len) + op.eps);
-          for (int64_t a = 0; a < len; ++a) {
-            const int64_t idx = at(a);
-            double y = (x.data[idx] - mean) * inv;
-            if (!weight.empty()) y *= weight[idx];
-            if (!bias.empty()) y += bias[idx];
-            out.data[idx] = y;
-          }
-        }
-      },
-      4 * len);
+  ForEachRow(outer, inner, 4 * len, [&](int64_t o, int64_t i) {
+    auto at = [&](int64_t a) { return (o * len + a) * inner + i; };
+    if (op.type == OpType::kSoftmax) {
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t a = 0; a < len; ++a) {
+        const double v = x.data[at(a)];
+        if (v > max || std::isnan(v)) max = v;
+      }
+      double sum = 0;
+      for (int64_t a = 0; a < len; ++a) {
+        out.data[at(a)] = std::exp(x.data[at(a)] - max);
+        sum += out.data[at(a)];
+      }
+      for (int64_t a = 0; a < len; ++a) out.data[at(a)] /= sum;
+      return;
+    }
+    double mean = 0;
+    if (op.type == OpType::kLayerNorm) {
+      for (int64_t a = 0; a < len; ++a) mean += x.data[at(a)];
+      mean /= static_cast<double>(len);
+    }
+    double sq = 0;
+    for (int64_t a = 0; a < len; ++a) {
+      const double d = x.data[at(a)] - mean;
+      sq += d * d;
+    }
+    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(len) + op.eps);
+    for (int64_t a = 0; a < len; ++a) {
+      const int64_t idx = at(a);
+      double y = (x.data[idx] - mean) * inv;
+      if (!weight.empty()) y *= weight[idx];
+      if (!bias.empty()) y += bias[idx];
+      out.data[idx] = y;
+    }
+  });
   return out;
 }
 
