@@ -61,6 +61,14 @@ int Run(int argc, char** argv) {
               std::thread::hardware_concurrency(), runs);
   std::printf("%-48s %12s %8s %10s %8s %8s %8s\n", "graph", "out_elems", "inputs", "reference",
               "encoded", "decode", "compare");
+  // The reference compared with itself must pass; says why where not.
+  auto matches_itself = [](const std::string& file, const yirage::core::CompareResult& r) {
+    if (!r.ok) {
+      std::fprintf(stderr, "%s: the reference does not match itself: %s\n", file.c_str(),
+                   r.message.c_str());
+    }
+    return r.ok;
+  };
   for (const std::string& file : files) {
     absl::StatusOr<std::string> text = yirage::ReadTextFile(file, "GRAPH");
     absl::StatusOr<yirage::v1::Graph> proto =
@@ -100,11 +108,7 @@ int Run(int argc, char** argv) {
       const yirage::core::CompareResult encoded =
           yirage::core::CompareEncodedOutputs(*graph, *reference, raw, tolerance);
       t_encoded.push_back(Seconds(start));
-      if (!encoded.ok) {
-        std::fprintf(stderr, "%s: the reference does not match itself: %s\n", file.c_str(),
-                     encoded.message.c_str());
-        return 1;
-      }
+      if (!matches_itself(file, encoded)) return 1;
       start = std::chrono::steady_clock::now();
       std::vector<HostTensor> got;
       for (size_t o = 0; o < reference->size(); ++o) {
@@ -116,11 +120,7 @@ int Run(int argc, char** argv) {
       const yirage::core::CompareResult cmp =
           yirage::core::CompareOutputs(*graph, *reference, got, tolerance);
       t_compare.push_back(Seconds(start));
-      if (!cmp.ok) {
-        std::fprintf(stderr, "%s: the reference does not match itself: %s\n", file.c_str(),
-                     cmp.message.c_str());
-        return 1;
-      }
+      if (!matches_itself(file, cmp)) return 1;
     }
     std::string name = file.substr(file.find_last_of('/') + 1);
     std::printf("%-48s %12lld %8.3f %10.3f %8.3f %8.3f %8.3f\n", name.c_str(),

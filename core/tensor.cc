@@ -706,14 +706,16 @@ inline PairError ComparePair(double r, double g, const Tolerance& tolerance) {
           abs_error / std::max(std::fabs(r), kCompareTinyRef)};
 }
 
-// The shared body of CompareOutputs and CompareEncodedOutputs:
+// The shared body of CompareOutputs and CompareEncodedOutputs: output o
+// came as got_shapes[o] holding got_counts[o] values, and
 // got(o, begin, end, scratch) returns elements [begin, end) of output o as
 // doubles (in `scratch` where they must be decoded first). Large outputs are compared in fixed
 // chunks on every core, and the chunks' sums combined in chunk order, so the
 // result does not depend on the number of threads.
 template <typename Got>
 CompareResult CompareWith(const Graph& graph, const std::vector<HostTensor>& reference,
-                          const std::vector<std::vector<int64_t>>& got_shapes, Got got,
+                          const std::vector<std::vector<int64_t>>& got_shapes,
+                          const std::vector<int64_t>& got_counts, Got got,
                           const Tolerance& tolerance) {
   CompareResult result;
   const size_t num_outputs = graph.outputs().size();
@@ -733,10 +735,9 @@ CompareResult CompareWith(const Graph& graph, const std::vector<HostTensor>& ref
     const HostTensor& ref = reference[o];
     const std::string name =
         absl::StrCat("output '", graph.tensor(graph.outputs()[o]).name, "' (outputs[", o, "])");
-    if (got_shapes[o] != ref.shape ||
-        NumElements(got_shapes[o]) != static_cast<int64_t>(ref.data.size())) {
+    if (got_shapes[o] != ref.shape || got_counts[o] != static_cast<int64_t>(ref.data.size())) {
       result.message = absl::StrCat(name, ": got shape ", ShapeToString(got_shapes[o]), " with ",
-                                    NumElements(got_shapes[o]), " values, expected shape ",
+                                    got_counts[o], " values, expected shape ",
                                     ShapeToString(ref.shape), " with ", ref.data.size());
       result.max_abs_error = inf;
       result.max_rel_error = inf;
@@ -822,18 +823,13 @@ CompareResult CompareWith(const Graph& graph, const std::vector<HostTensor>& ref
 CompareResult CompareOutputs(const Graph& graph, const std::vector<HostTensor>& reference,
                              const std::vector<HostTensor>& got, const Tolerance& tolerance) {
   std::vector<std::vector<int64_t>> shapes;
-  for (const HostTensor& t : got) shapes.push_back(t.shape);
-  if (got.size() == graph.outputs().size()) {
-    // A tensor whose values do not fill its shape is reported as the values
-    // it holds (the shape check compares the count too).
-    for (size_t o = 0; o < got.size(); ++o) {
-      if (NumElements(got[o].shape) != static_cast<int64_t>(got[o].data.size())) {
-        shapes[o] = {static_cast<int64_t>(got[o].data.size())};
-      }
-    }
+  std::vector<int64_t> counts;
+  for (const HostTensor& t : got) {
+    shapes.push_back(t.shape);
+    counts.push_back(static_cast<int64_t>(t.data.size()));
   }
   return CompareWith(
-      graph, reference, shapes,
+      graph, reference, shapes, counts,
       [&](size_t o, int64_t begin, int64_t, std::vector<double>&) {
         return got[o].data.data() + begin;
       },
@@ -844,17 +840,19 @@ CompareResult CompareEncodedOutputs(const Graph& graph, const std::vector<HostTe
                                     const std::vector<const void*>& got,
                                     const Tolerance& tolerance) {
   std::vector<std::vector<int64_t>> shapes;
+  std::vector<int64_t> counts;
   std::vector<yirage::v1::DType> dtypes;
   if (got.size() == graph.outputs().size()) {
     for (int id : graph.outputs()) {
       shapes.push_back(graph.tensor(id).shape);
+      counts.push_back(graph.tensor(id).num_elements());
       dtypes.push_back(graph.tensor(id).dtype);
     }
   } else {
     shapes.resize(got.size());  // reported as a count mismatch
   }
   return CompareWith(
-      graph, reference, shapes,
+      graph, reference, shapes, counts,
       [&](size_t o, int64_t begin, int64_t end, std::vector<double>& scratch) {
         scratch.resize(end - begin);
         DecodeValues(got[o], begin, end, dtypes[o], scratch.data());

@@ -748,6 +748,10 @@ TEST(CompareOutputsTest, ShapeAndCountMismatch) {
   r = CompareOutputs(graph, ref, {ref[0], {{2}, {1, 2}}}, Tolerance{0.1, 0.1});
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.message, HasSubstr("output 'Z' (outputs[1]): got shape [2]"));
+  // Values that do not fill the shape they claim: both are reported.
+  r = CompareOutputs(graph, ref, {ref[0], {{3}, {1, 2}}}, Tolerance{0.1, 0.1});
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.message, HasSubstr("output 'Z' (outputs[1]): got shape [3] with 2 values"));
 }
 
 // Outputs as a backend writes them (raw bytes in their dtype) compare as

@@ -366,42 +366,41 @@ TEST(AttentionPlannerTest, WarpSpecializedPrefillIsPersistentOverTilesOf128Rows)
   EXPECT_FALSE(PlanAttention(a, H200(), Prefill(128, 128, 2)).warp_specialized);
 }
 
+// A FlashAttention-3 key tile `tile` asked for on `own` (whose head dims it
+// serves): the warp-specialized form takes it with two stages (three would
+// not fit), the block-synchronous form falls back to 64 keys, and `other`
+// (head dims it does not serve) is refused.
+void ExpectWarpSpecializedKeyTile(int tile, const core::Graph& own, const core::Graph& other) {
+  const AttentionPattern a = Attention(own);
+  const AttentionConfig c = PlanAttention(a, H200(), PrefillWs(tile, 3));
+  ASSERT_TRUE(c.warp_specialized);
+  EXPECT_EQ(c.key_tile, tile);
+  EXPECT_EQ(c.stages, 2);
+  const AttentionConfig plain = PlanAttention(a, H200(), Prefill(128, tile, 2));
+  ASSERT_TRUE(plain.prefill);
+  EXPECT_EQ(plain.key_tile, 64) << "the block-synchronous form takes 64 or 128";
+  EXPECT_FALSE(PlanAttention(Attention(other), H200(), PrefillWs(tile, 2)).prefill)
+      << "head dims the tile does not serve";
+}
+
 // 176-key tiles (FlashAttention-3's for head dims up to 128): in the
 // warp-specialized form only, two stages (Q 32 KiB + 3 x 176 KiB would not
-// fit), head dims up to 128; elsewhere 64-key tiles.
+// fit), head dims up to 128 (64 too); head dim 256 takes 64 or 80.
 TEST(AttentionPlannerTest, KeyTilesOf176AreTheWarpSpecializedFormsForHeadDimsUpTo128) {
-  const AttentionPattern a = Attention(PrefillGraph(32, 1024, 1024, 128));
-  const AttentionConfig c = PlanAttention(a, H200(), PrefillWs(176, 3));
-  ASSERT_TRUE(c.warp_specialized);
-  EXPECT_EQ(c.key_tile, 176);
-  EXPECT_EQ(c.stages, 2);
+  ExpectWarpSpecializedKeyTile(176, PrefillGraph(32, 1024, 1024, 128),
+                               PrefillGraph(16, 1000, 1000, 256));
   const AttentionConfig d64 =
       PlanAttention(Attention(PrefillGraph(8, 333, 500, 64)), H200(), PrefillWs(176, 2));
   ASSERT_TRUE(d64.warp_specialized);
   EXPECT_EQ(d64.key_tile, 176);
-  const AttentionConfig plain = PlanAttention(a, H200(), Prefill(128, 176, 2));
-  ASSERT_TRUE(plain.prefill);
-  EXPECT_EQ(plain.key_tile, 64) << "the block-synchronous form takes 64 or 128";
-  EXPECT_FALSE(
-      PlanAttention(Attention(PrefillGraph(16, 1000, 1000, 256)), H200(), PrefillWs(176, 2))
-          .prefill)
-      << "head dim 256: 64- or 80-key tiles";
 }
 
 // 80-key tiles (FlashAttention-3's for head dim 256): warp-specialized,
-// head dims over 128, two stages (Q 64 KiB + 2 x 80 KiB + barriers).
+// head dims over 128, two stages (Q 64 KiB + 2 x 80 KiB + barriers); head
+// dims up to 128 take 64 keys or more.
 TEST(AttentionPlannerTest, KeyTilesOf80AreTheWarpSpecializedFormsForHeadDim256) {
-  const AttentionPattern a = Attention(PrefillGraph(16, 1000, 1000, 256));
-  const AttentionConfig c = PlanAttention(a, H200(), PrefillWs(80, 3));
-  ASSERT_TRUE(c.warp_specialized);
-  EXPECT_EQ(c.key_tile, 80);
-  EXPECT_EQ(c.stages, 2);
-  EXPECT_FALSE(
-      PlanAttention(Attention(PrefillGraph(32, 1024, 1024, 128)), H200(), PrefillWs(80, 2)).prefill)
-      << "head dims up to 128 take 64 keys or more";
-  const AttentionConfig plain = PlanAttention(a, H200(), Prefill(128, 80, 2));
-  ASSERT_TRUE(plain.prefill);
-  EXPECT_EQ(plain.key_tile, 64) << "the block-synchronous form takes 64 or 128";
+  ExpectWarpSpecializedKeyTile(80, PrefillGraph(16, 1000, 1000, 256),
+                               PrefillGraph(32, 1024, 1024, 128));
 }
 
 TEST(AttentionPlannerTest, WarpSpecializedPrefillRefusesWhatItCannotRun) {
