@@ -113,7 +113,7 @@ for s in ${STEPS:-tests prefill bench8 micro}; do
       d=$(mktemp -d)
       nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
       "$nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -lineinfo -o "$d/ap" \
-        bench/micro/attention_prefill.cu >"$OUT/profile_build.log" 2>&1 ||
+        bench/micro/attention_prefill.cu -lcuda >"$OUT/profile_build.log" 2>&1 ||
         { echo "profile: build failed"; tail -5 "$OUT/profile_build.log"; continue; }
       PREFILL_PROFILE=1 timeout $((L - 10)) "$ncu" --set full -k regex:PrefillWs \
         --import-source yes "$d/ap" >"$OUT/profile.log" 2>&1

@@ -270,12 +270,14 @@ class Kernel:
         """A CUtensorMap (128 bytes, 64-byte aligned) over one buffer."""
         raw = ctypes.create_string_buffer(128 + 64)
         address = (ctypes.addressof(raw) + 63) // 64 * 64
-        dims = (ctypes.c_uint64 * 2)(*spec["dims"])
-        strides = (ctypes.c_uint64 * 1)(spec["stride_bytes"])
-        box = (ctypes.c_uint32 * 2)(*spec["box"])
-        element_strides = (ctypes.c_uint32 * 2)(1, 1)
+        rank = len(spec["dims"])
+        dims = (ctypes.c_uint64 * rank)(*spec["dims"])
+        strides = (ctypes.c_uint64 * (rank - 1))(
+            *([spec["stride_bytes"], spec.get("batch_stride_bytes", 0)][:rank - 1]))
+        box = (ctypes.c_uint32 * rank)(*spec["box"])
+        element_strides = (ctypes.c_uint32 * rank)(*([1] * rank))
         rc = _cu.cuTensorMapEncodeTiled(
-            ctypes.c_void_p(address), _TMA_DATA_TYPES[spec["data_type"]], 2,
+            ctypes.c_void_p(address), _TMA_DATA_TYPES[spec["data_type"]], rank,
             ctypes.c_void_p(pointers[spec["buffer"]]), dims, strides, box, element_strides,
             0, _TMA_SWIZZLES[spec["swizzle"]], 3, 0)  # no interleave, L2 256B, no OOB fill
         _check_cu(rc, "cuTensorMapEncodeTiled")

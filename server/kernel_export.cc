@@ -107,6 +107,7 @@ nlohmann::json LaunchesJson(const yirage::v1::LaunchManifest& m) {
                         {"data_type", t.data_type()},
                         {"dims", std::vector<int64_t>(t.dims().begin(), t.dims().end())},
                         {"stride_bytes", t.stride_bytes()},
+                        {"batch_stride_bytes", t.batch_stride_bytes()},
                         {"box", std::vector<int>(t.box().begin(), t.box().end())},
                         {"swizzle", t.swizzle()}});
       }
@@ -152,8 +153,10 @@ absl::StatusOr<yirage::v1::GetKernelResponse> ExportCudaKernel(const std::string
        "index of the algorithm among cublasLtMatmulAlgoGetHeuristic's results "
        "(yirage_kernel.py makes that call); a launch with 'tensor_maps' takes them first, "
        "before its pointer arguments: each a CUtensorMap (by value) from "
-       "cuTensorMapEncodeTiled over buffer id 'buffer' with rank 2, 'dims' {inner, outer} "
-       "elements, the outer stride 'stride_bytes', 'box', element strides 1, no interleave, "
+       "cuTensorMapEncodeTiled over buffer id 'buffer' with the rank of 'dims' ({inner, outer} "
+       "or {inner, outer, batch} elements), the outer stride 'stride_bytes' (then "
+       "'batch_stride_bytes' for a third dim), 'box' (one extent a dim), element strides 1, "
+       "no interleave, "
        "'swizzle', L2 promotion 256B, no out-of-bounds fill"},
       {"inputs", TensorList(graph, false)},
       {"outputs", TensorList(graph, true)},

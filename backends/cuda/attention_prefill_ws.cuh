@@ -10,7 +10,9 @@
 //   "full" barrier, which the producer's copies arrive on as they land
 //   (cp.async.mbarrier.arrive.noinc), and an "empty" barrier, which each
 //   consumer warp arrives on once it is done with the buffer. setmaxnreg
-//   moves registers from the producer (24) to the consumers (240).
+//   moves registers from the producer (24) to the consumers (240). With
+//   TMA, one producer thread requests the same panels from 3-D tensor maps
+//   instead, and the copy engine completes the "full" barriers.
 // - Each consumer holds its Q rows in registers (wgmma's A fragments) where
 //   D <= 128 and BN <= 128, so that S = Q K^T reads only K from shared
 //   memory (for D = 256 or BN = 176 Q stays in shared memory: its fragments
@@ -266,12 +268,19 @@ static __device__ __forceinline__ void yr_attn_ws_st2(T* p, float a, float b) {
 // tile is issued with the last O += P V of the tile before, and that
 // tile's O is stored while the other consumer's products run.
 // PINGPONG: the consumers take turns issuing their products. LAZY: see
-// yr_attn_ws_softmax. All counters (ring stage, its round's parity) run on
-// across tiles.
-template <typename T, typename OutT, int D, int DV, int BN, int STAGES, bool PINGPONG, bool LAZY>
+// yr_attn_ws_softmax. TMA: one producer thread requests Q, K and V as
+// 64-column boxes of the 3-D tensor maps tq ({D, rows, batch}, box {64,
+// 128, 1}), tk and tv ({D, keys, batch}, box {64, BN, 1}), 128-byte
+// swizzled, instead of the warpgroup's cp.async copies: rows past a batch
+// entry's end read zeros (masked out of the softmax, or never stored). All
+// counters (ring stage, its round's parity) run on across tiles.
+template <typename T, typename OutT, int D, int DV, int BN, int STAGES, bool PINGPONG, bool LAZY,
+          bool TMA = false>
 static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, OutT* __restrict__ o,
-    int rows, int keys, float scale, int first, int stride, int tiles) {
+    int rows, int keys, float scale, int first, int stride, int tiles,
+    const CUtensorMap* tq = nullptr, const CUtensorMap* tk = nullptr,
+    const CUtensorMap* tv = nullptr) {
   static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "D, DV: 64, 128 or 256");
   static_assert(BN == 64 || BN == 80 || BN == 128 || BN == 176, "BN: 64, 80, 128 or 176");
   static_assert((D <= 128 && DV <= 128) || BN == 64 || BN == 80,
@@ -299,16 +308,20 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
   const int tail = keys - (steps - 1) * BN;  // keys of the last step, 1 to BN
   const int row_blocks = (rows + BM - 1) / BM;
 
+  // "full": each producer thread's copies, or the TMA thread's one arrival
+  // with the bytes it expects.
+  constexpr unsigned FULL_COUNT = TMA ? 1 : 128;
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
-      yr_mbar_init(&full_k[s], 128);  // each producer thread's copies
-      yr_mbar_init(&full_v[s], 128);
+      yr_mbar_init(&full_k[s], FULL_COUNT);
+      yr_mbar_init(&full_v[s], FULL_COUNT);
       yr_mbar_init(&empty_k[s], 8);  // each consumer warp
       yr_mbar_init(&empty_v[s], 8);
     }
-    yr_mbar_init(full_q, 128);
+    yr_mbar_init(full_q, FULL_COUNT);
     yr_mbar_init(empty_q, 8);
+    if constexpr (TMA) yr_fence_mbar_init();  // visible to the copy engine
   }
   __syncthreads();
 
@@ -335,50 +348,86 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
     int st = 0;
     unsigned round = 0;  // parity of the ring's round
     unsigned qround = 0;
-    for (int tile = first; tile < tiles; tile += stride) {
-      const i64 batch = tile / row_blocks;
-      const int row0 = (tile % row_blocks) * BM;
-      yr_mbar_wait(empty_q, qround ^ 1);
-      {
-        constexpr int CPR = D / 8;
-        const int cc = tid % CPR;
-        T* const dq = sq + (cc / 8) * BM * 64;
-        const T* const gq = q + batch * rows * D + cc * 8;
+    if constexpr (TMA) {
+      if (tid != 0) return;
+      yr_prefetch_tmap(tq);
+      yr_prefetch_tmap(tk);
+      yr_prefetch_tmap(tv);
+      for (int tile = first; tile < tiles; tile += stride) {
+        const int batch = tile / row_blocks;
+        const int row0 = (tile % row_blocks) * BM;
+        yr_mbar_wait(empty_q, qround ^ 1);
+        yr_mbar_arrive_expect_tx(full_q, BM * D * sizeof(T));
+#pragma unroll
+        for (int p = 0; p < D / 64; ++p)
+          yr_tma_load_3d(sq + p * BM * 64, tq, p * 64, row0, batch, full_q);
+        qround ^= 1;
+        for (int t = 0; t < steps; ++t) {
+          T* const sk = skv + st * BN * (D + DV);
+          yr_mbar_wait(&empty_k[st], round ^ 1);
+          yr_mbar_arrive_expect_tx(&full_k[st], BN * D * sizeof(T));
+#pragma unroll
+          for (int p = 0; p < D / 64; ++p) {
+            yr_tma_load_3d(sk + p * BN * 64, tk, p * 64, t * BN, batch, &full_k[st]);
+          }
+          yr_mbar_wait(&empty_v[st], round ^ 1);
+          yr_mbar_arrive_expect_tx(&full_v[st], BN * DV * sizeof(T));
+#pragma unroll
+          for (int p = 0; p < DV / 64; ++p) {
+            yr_tma_load_3d(sk + BN * D + p * BN * 64, tv, p * 64, t * BN, batch, &full_v[st]);
+          }
+          if (++st == STAGES) {
+            st = 0;
+            round ^= 1;
+          }
+        }
+      }
+    } else {
+      for (int tile = first; tile < tiles; tile += stride) {
+        const i64 batch = tile / row_blocks;
+        const int row0 = (tile % row_blocks) * BM;
+        yr_mbar_wait(empty_q, qround ^ 1);
+        {
+          constexpr int CPR = D / 8;
+          const int cc = tid % CPR;
+          T* const dq = sq + (cc / 8) * BM * 64;
+          const T* const gq = q + batch * rows * D + cc * 8;
 #pragma unroll 1
-        for (int r = tid / CPR; r < BM; r += 128 / CPR) {
-          const int rr = min(row0 + r, rows - 1);
-          yr_cp_async16(dq + yr_swz<64>(r, (cc % 8) * 8), gq + static_cast<i64>(rr) * D);
+          for (int r = tid / CPR; r < BM; r += 128 / CPR) {
+            const int rr = min(row0 + r, rows - 1);
+            yr_cp_async16(dq + yr_swz<64>(r, (cc % 8) * 8), gq + static_cast<i64>(rr) * D);
+          }
+          yr_cp_async_mbar_arrive(full_q);
         }
-        yr_cp_async_mbar_arrive(full_q);
+        qround ^= 1;
+        const T* const kb = k + batch * keys * D;
+        const T* const vb = v + batch * keys * DV;
+        for (int t = 0; t < steps; ++t) {
+          T* const sk = skv + st * BN * (D + DV);
+          const bool part = t == steps - 1 && tail < BN;
+          yr_mbar_wait(&empty_k[st], round ^ 1);
+          if (part) {
+            yr_attn_ws_load_last<T, D, BN>(sk, kb + static_cast<i64>(t) * BN * D, tail - 1, tid);
+          } else {
+            yr_attn_ws_load<T, D, BN>(sk, kb + static_cast<i64>(t) * BN * D, tid);
+          }
+          yr_cp_async_mbar_arrive(&full_k[st]);
+          yr_mbar_wait(&empty_v[st], round ^ 1);
+          if (part) {
+            yr_attn_ws_load_last<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV,
+                                            tail - 1, tid);
+          } else {
+            yr_attn_ws_load<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, tid);
+          }
+          yr_cp_async_mbar_arrive(&full_v[st]);
+          if (++st == STAGES) {
+            st = 0;
+            round ^= 1;
+          }
+        }
       }
-      qround ^= 1;
-      const T* const kb = k + batch * keys * D;
-      const T* const vb = v + batch * keys * DV;
-      for (int t = 0; t < steps; ++t) {
-        T* const sk = skv + st * BN * (D + DV);
-        const bool part = t == steps - 1 && tail < BN;
-        yr_mbar_wait(&empty_k[st], round ^ 1);
-        if (part) {
-          yr_attn_ws_load_last<T, D, BN>(sk, kb + static_cast<i64>(t) * BN * D, tail - 1, tid);
-        } else {
-          yr_attn_ws_load<T, D, BN>(sk, kb + static_cast<i64>(t) * BN * D, tid);
-        }
-        yr_cp_async_mbar_arrive(&full_k[st]);
-        yr_mbar_wait(&empty_v[st], round ^ 1);
-        if (part) {
-          yr_attn_ws_load_last<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, tail - 1,
-                                          tid);
-        } else {
-          yr_attn_ws_load<T, DV, BN>(sk + BN * D, vb + static_cast<i64>(t) * BN * DV, tid);
-        }
-        yr_cp_async_mbar_arrive(&full_v[st]);
-        if (++st == STAGES) {
-          st = 0;
-          round ^= 1;
-        }
-      }
+      yr_cp_async_wait<0>();
     }
-    yr_cp_async_wait<0>();
   } else {
     // Consumers: c takes rows row0 + 64 c .. + 63 of each tile.
     yr_setmaxnreg_inc<240>();
@@ -471,7 +520,7 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
     {
       float s[BN / 2];
       yr_mbar_wait(&full_k[st], round);
-      yr_fence_proxy_async();
+      if constexpr (!TMA) yr_fence_proxy_async();  // cp.async wrote it
       turn_wait();
       qk(s, desc_k(st));
       turn_pass();
@@ -505,7 +554,7 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
       float s[BN / 2];
       yr_mbar_wait(&full_k[st], round);
       yr_mbar_wait(&full_v[st_prev], round_prev);
-      yr_fence_proxy_async();
+      if constexpr (!TMA) yr_fence_proxy_async();  // cp.async wrote it
       turn_wait();
       qk(s, desc_k(st));
       yr_attn_ws_scale<DV, LAZY>(oacc, alpha);
@@ -547,7 +596,7 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
     }
     {  // the last step's P V, and the last tile's store
       yr_mbar_wait(&full_v[st_prev], round_prev);
-      yr_fence_proxy_async();
+      if constexpr (!TMA) yr_fence_proxy_async();  // cp.async wrote it
       turn_wait();
       yr_attn_ws_scale<DV, LAZY>(oacc, alpha);
       yr_attn_ws_pv<T, DV, BN>(oacc, p, desc_v(st_prev));
@@ -575,12 +624,16 @@ static __device__ __forceinline__ void yr_attention_prefill_ws(const T* __restri
 // ceil(rows / 128), each block taking every gridDim.x-th tile; the
 // producer loads the next tile's Q and first K and V tiles while the
 // consumers finish this one. yr_attn_prefill_ws_smem_bytes<...>() bytes.
-template <typename T, typename OutT, int D, int DV, int BN, int STAGES>
+// TMA: see yr_attention_prefill_ws_tiles (tq, tk, tv: __grid_constant__
+// kernel parameters).
+template <typename T, typename OutT, int D, int DV, int BN, int STAGES, bool TMA = false>
 static __device__ __forceinline__ void yr_attention_prefill_ws_persistent(
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, OutT* __restrict__ o,
-    int batch, int rows, int keys, float scale) {
-  yr_attention_prefill_ws_tiles<T, OutT, D, DV, BN, STAGES, true, true>(
-      q, k, v, o, rows, keys, scale, blockIdx.x, gridDim.x, batch * ((rows + 127) / 128));
+    int batch, int rows, int keys, float scale, const CUtensorMap* tq = nullptr,
+    const CUtensorMap* tk = nullptr, const CUtensorMap* tv = nullptr) {
+  yr_attention_prefill_ws_tiles<T, OutT, D, DV, BN, STAGES, true, true, TMA>(
+      q, k, v, o, rows, keys, scale, blockIdx.x, gridDim.x, batch * ((rows + 127) / 128), tq, tk,
+      tv);
 }
 
 #endif

@@ -113,6 +113,9 @@ AttentionConfig PlanAttention(const AttentionPattern& a, const CudaTarget& targe
     }
     // The overlap refills two steps later.
     c.overlap = !c.warp_specialized && schedule.overlap() && c.stages >= 3;
+    // The warp-specialized form's tiles may arrive by TMA (3-D tensor maps,
+    // one box row a key or query row of one batch entry).
+    c.tma = c.warp_specialized && schedule.tma();
     if (c.warp_specialized) {
       c.blocks = std::min<int64_t>(a.batch * ((a.m + 127) / 128), std::max(1, target.sm_count));
     }
@@ -271,16 +274,17 @@ const char* AttentionPrefillWsSource() {
       ;
 }
 
-// The parameter list every attention kernel of the family takes; with
-// `tensor_maps`, K's and V's tensor maps come first (TensorMapArg).
+// The parameter list every attention kernel of the family takes; the
+// tensor maps named in `maps` (TensorMapArg, in that order) come first.
 std::string KernelParams(const std::string& t, const std::string& out_type,
-                         bool tensor_maps = false) {
-  return absl::StrCat("(",
-                      tensor_maps ? "const __grid_constant__ CUtensorMap tk, const "
-                                    "__grid_constant__ CUtensorMap tv, "
-                                  : "",
-                      "const ", t, "* __restrict__ q, const ", t, "* __restrict__ k, const ", t,
-                      "* __restrict__ v, ", out_type, "* __restrict__ o, float* __restrict__ ws)");
+                         const std::vector<std::string>& maps = {}) {
+  std::string params = "(";
+  for (const std::string& m : maps) {
+    absl::StrAppend(&params, "const __grid_constant__ CUtensorMap ", m, ", ");
+  }
+  return absl::StrCat(params, "const ", t, "* __restrict__ q, const ", t,
+                      "* __restrict__ k, const ", t, "* __restrict__ v, ", out_type,
+                      "* __restrict__ o, float* __restrict__ ws)");
 }
 
 // A 2-D tensor map over `rows` rows of `cols` 16-bit elements in boxes of
@@ -292,6 +296,22 @@ TensorMapArg PanelMap(int buffer, yirage::v1::DType dtype, int64_t cols, int64_t
   m.dims = {cols, rows};
   m.stride_bytes = cols * 2;
   m.box = {64, 64};
+  return m;
+}
+
+// A 3-D tensor map over `batch` entries of `rows` rows of `cols` 16-bit
+// elements in boxes of 64 columns x `box_rows` rows of one entry (the
+// warp-specialized prefill form's Q, K and V tiles: past an entry's last
+// row the box reads zeros, not the next entry's rows).
+TensorMapArg BatchedPanelMap(int buffer, yirage::v1::DType dtype, int64_t cols, int64_t rows,
+                             int64_t batch, int box_rows) {
+  TensorMapArg m;
+  m.buffer = buffer;
+  m.data_type = TmaDataType(dtype);
+  m.dims = {cols, rows, batch};
+  m.stride_bytes = cols * 2;
+  m.batch_stride_bytes = rows * cols * 2;
+  m.box = {64, box_rows, 1};
   return m;
 }
 
@@ -308,17 +328,25 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
     *source += WgmmaOpsSource();
     *source += AttentionPrefillWsSource();
     absl::StrAppend(source, "extern \"C\" __global__ void __launch_bounds__(384, 1) ", name,
-                    KernelParams(CTypeOf(a.dtype), out_type), " {\n",
-                    "  (void)ws;\n  yr_attention_prefill_ws_persistent<", CTypeOf(a.dtype), ", ",
-                    out_type, ", ", a.d, ", ", a.dv, ", ", config.key_tile, ", ", config.stages,
-                    ">(q, k, v, o, ", a.batch, ", ", a.m, ", ", a.n, ", ",
-                    CudaFloatLiteral(a.scale), ");\n}\n");
+                    KernelParams(CTypeOf(a.dtype), out_type,
+                                 config.tma ? std::vector<std::string>{"tq", "tk", "tv"}
+                                            : std::vector<std::string>{}),
+                    " {\n", "  (void)ws;\n  yr_attention_prefill_ws_persistent<", CTypeOf(a.dtype),
+                    ", ", out_type, ", ", a.d, ", ", a.dv, ", ", config.key_tile, ", ",
+                    config.stages, ", ", config.tma ? "true" : "false", ">(q, k, v, o, ", a.batch,
+                    ", ", a.m, ", ", a.n, ", ", CudaFloatLiteral(a.scale),
+                    config.tma ? ", &tq, &tk, &tv" : "", ");\n}\n");
     KernelLaunch main;
     main.name = name;
     main.grid[0] = config.blocks;
     main.block = 384;
     main.smem_bytes = static_cast<int>(SmemBytes(a, config));
     main.args = {q_arg, k_arg, v_arg, out_arg, out_arg};
+    if (config.tma) {
+      main.tensor_maps = {BatchedPanelMap(q_arg, a.dtype, a.d, a.m, a.batch, 128),
+                          BatchedPanelMap(k_arg, a.dtype, a.d, a.n, a.batch, config.key_tile),
+                          BatchedPanelMap(v_arg, a.dtype, a.dv, a.n, a.batch, config.key_tile)};
+    }
     launches->push_back(main);
     return;
   }
@@ -378,7 +406,9 @@ void EmitAttention(const AttentionPattern& a, const AttentionConfig& config,
       source, "extern \"C\" __global__ void ",
       merge_kind == 1 || merge_kind == 3 ? absl::StrCat("__cluster_dims__(1, 1, ", splits, ") ")
                                          : std::string(),
-      "__launch_bounds__(", threads, ") ", name, KernelParams(t, main_out, config.tma),
+      "__launch_bounds__(", threads, ") ", name,
+      KernelParams(t, main_out,
+                   config.tma ? std::vector<std::string>{"tk", "tv"} : std::vector<std::string>{}),
       " {\n  yr_attention_decode<", t, ", ", main_out, ", ", a.batch, ", ", a.m, ", ", a.n, ", ",
       a.d, ", ", a.dv, ", ", ns, ", ", splits, ", ", config.row_warps, ", ", config.warp_rows / 16,
       ", ", config.key_groups, ", ", config.stages, ", ", merge_kind, ", ",

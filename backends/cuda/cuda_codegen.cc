@@ -82,7 +82,7 @@ bool EmitAttentionKernel(PlanContext& ctx, const KernelPlan& kernel, int kernel_
             "': fused attention, warp-specialized prefill form (a producer warpgroup, two "
             "consumer warpgroups of 64 query rows on wgmma taking turns, online softmax), ",
             config.blocks, " persistent blocks, every key in tiles of ", config.key_tile,
-            " through ", config.stages, " stages");
+            " through ", config.stages, " stages", config.tma ? " of TMA copies" : "");
   } else if (config.prefill) {
     code->L("// kernel ", kernel_index, " '", CommentText(kernel.name()),
             "': fused attention, prefill form (wgmma, ", config.row_warps / 4,
@@ -246,6 +246,7 @@ yirage::v1::LaunchManifest LaunchManifestOf(const PlanCode& code) {
       map->set_data_type(t.data_type);
       for (int64_t d : t.dims) map->add_dims(d);
       map->set_stride_bytes(t.stride_bytes);
+      map->set_batch_stride_bytes(t.batch_stride_bytes);
       for (int b : t.box) map->add_box(b);
       map->set_swizzle("CU_TENSOR_MAP_SWIZZLE_128B");
     }

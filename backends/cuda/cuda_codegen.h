@@ -107,11 +107,12 @@ struct LibraryMatmulCall {
 // (cuTensorMapEncodeTiled: 128-byte swizzle, element strides 1, zeros out of
 // bounds) and passed by value before the launch's pointer arguments.
 struct TensorMapArg {
-  int buffer = -1;            // buffer id (see the file comment)
-  std::string data_type;      // CUtensorMapDataType's name
-  std::vector<int64_t> dims;  // {inner, outer}, elements
-  int64_t stride_bytes = 0;   // of the outer dim
-  std::vector<int> box;       // {inner, outer}
+  int buffer = -1;                 // buffer id (see the file comment)
+  std::string data_type;           // CUtensorMapDataType's name
+  std::vector<int64_t> dims;       // {inner, outer} or {inner, outer, batch}, elements
+  int64_t stride_bytes = 0;        // of the outer dim
+  int64_t batch_stride_bytes = 0;  // of the batch dim (three dims only)
+  std::vector<int> box;            // one extent a dim
 };
 
 // TensorMapArg::data_type for a tensor of `dtype`.

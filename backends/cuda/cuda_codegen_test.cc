@@ -795,7 +795,8 @@ std::vector<Case> AllCases() {
     // the warp-specialized form: 384 keys are 3 tiles, the last of 32), S
     // issued behind O += P V (three stages) or not; the warp-specialized
     // form with a tile a block, and with more tiles than the H200's 132
-    // multiprocessors (140 heads).
+    // multiprocessors (140 heads); each shape also with that form's tiles
+    // by TMA (rows and keys past an entry's end read as zeros).
     if (dt != FLOAT32 && TargetOfCompiles().sm == 90) {
       const yirage::v1::Graph p64 = PrefillAttentionGraph(dt, 100, 256, 64);
       cases.push_back({p64,
@@ -803,7 +804,8 @@ std::vector<Case> AllCases() {
                         OneRowGroup(p64, WithPrefill(Rows(4), 128, 128, 2, false)),
                         OneRowGroup(p64, WithPrefill(Rows(4), 192, 64, 3, true)),
                         OneRowGroup(p64, WithPrefillWs(Rows(4), 64, 2)),
-                        OneRowGroup(p64, WithPrefillWs(Rows(4), 128, 3))}});
+                        OneRowGroup(p64, WithPrefillWs(Rows(4), 128, 3)),
+                        OneRowGroup(p64, WithTma(WithPrefillWs(Rows(4), 64, 2)))}});
       const yirage::v1::Graph p128 = PrefillAttentionGraph(dt, 200, 384, 128);
       cases.push_back({p128,
                        {OneRowGroup(p128, WithPrefill(Rows(4), 128, 128, 3, true)),
@@ -812,9 +814,12 @@ std::vector<Case> AllCases() {
                         OneRowGroup(p128, WithPrefill(Rows(4), 64, 64, 3, true)),
                         OneRowGroup(p128, WithPrefillWs(Rows(4), 128, 3)),
                         OneRowGroup(p128, WithPrefillWs(Rows(4), 64, 4)),
-                        OneRowGroup(p128, WithPrefillWs(Rows(4), 176, 2))}});
+                        OneRowGroup(p128, WithPrefillWs(Rows(4), 176, 2)),
+                        OneRowGroup(p128, WithTma(WithPrefillWs(Rows(4), 128, 3)))}});
       const yirage::v1::Graph many = PrefillAttentionGraph(dt, 100, 128, 64, 140);
-      cases.push_back({many, {OneRowGroup(many, WithPrefillWs(Rows(4), 128, 2))}});
+      cases.push_back({many,
+                       {OneRowGroup(many, WithPrefillWs(Rows(4), 128, 2)),
+                        OneRowGroup(many, WithTma(WithPrefillWs(Rows(4), 128, 2)))}});
       // Keys off the tiles (250: the last 64-key tile holds 58, the last
       // 128-key tile 122, the last 176-key tile 74) in both forms, and
       // D = DV = 256 over 300 keys (64-key tiles of one and two
@@ -826,20 +831,24 @@ std::vector<Case> AllCases() {
                         OneRowGroup(odd, WithPrefill(Rows(4), 128, 128, 2, false)),
                         OneRowGroup(odd, WithPrefillWs(Rows(4), 64, 3)),
                         OneRowGroup(odd, WithPrefillWs(Rows(4), 128, 2)),
-                        OneRowGroup(odd, WithPrefillWs(Rows(4), 176, 2))}});
+                        OneRowGroup(odd, WithPrefillWs(Rows(4), 176, 2)),
+                        OneRowGroup(odd, WithTma(WithPrefillWs(Rows(4), 128, 2))),
+                        OneRowGroup(odd, WithTma(WithPrefillWs(Rows(4), 64, 3)))}});
       // Grouped queries (Q [2, 3, 50, 128] against K, V [2, 1, N, 128]):
       // 150 rows a key/value head in the prefill forms and a decode form.
       const yirage::v1::Graph gqa = GqaPrefillGraph(dt, 2, 3, 50, 256, 128);
       cases.push_back({gqa,
                        {OneRowGroup(gqa, WithPrefill(Rows(4), 128, 64, 3, true)),
                         OneRowGroup(gqa, WithPrefillWs(Rows(4), 128, 2)),
+                        OneRowGroup(gqa, WithTma(WithPrefillWs(Rows(4), 128, 3))),
                         OneRowGroup(gqa, WithGpu(Rows(32), 0, 2, 3))}});
       const yirage::v1::Graph p256 = PrefillAttentionGraph(dt, 100, 300, 256);
       cases.push_back({p256,
                        {OneRowGroup(p256, WithPrefill(Rows(4), 128, 64, 4, true)),
                         OneRowGroup(p256, WithPrefill(Rows(4), 64, 64, 3, true)),
                         OneRowGroup(p256, WithPrefillWs(Rows(4), 64, 2)),
-                        OneRowGroup(p256, WithPrefillWs(Rows(4), 80, 2))}});
+                        OneRowGroup(p256, WithPrefillWs(Rows(4), 80, 2)),
+                        OneRowGroup(p256, WithTma(WithPrefillWs(Rows(4), 64, 2)))}});
       // The GEMM family (sm_90): M, N and K off the tiles (K 72 and 136:
       // not multiples of 64), B as [K, N] and [N, K], each point's tiles and
       // clusters, more tiles than blocks (4093 rows), the epilogue of bias,

@@ -78,11 +78,15 @@ yirage::v1::SchedulePoint* AddPrefillPoint(yirage::v1::KernelFamily* family, int
 }
 
 // The warp-specialized prefill form (128 query rows a tile, persistent; the
-// planner ignores block_rows and overlap for it).
-void AddPrefillWsPoint(yirage::v1::KernelFamily* family, int key_tile, int stages) {
+// planner ignores block_rows and overlap for it); `tma`: its tiles arrive by
+// TMA instead of the producer warpgroup's cp.async copies.
+void AddPrefillWsPoint(yirage::v1::KernelFamily* family, int key_tile, int stages,
+                       bool tma = false) {
   yirage::v1::SchedulePoint* point = AddPrefillPoint(family, 0, key_tile, stages, false);
   point->mutable_schedule()->mutable_attention()->set_warp_specialized(true);
-  point->set_label(absl::StrCat("prefill warp-specialized keys ", key_tile, " stages ", stages));
+  point->mutable_schedule()->mutable_attention()->set_tma(tma);
+  point->set_label(absl::StrCat("prefill warp-specialized keys ", key_tile, " stages ", stages,
+                                tma ? " TMA" : ""));
   *point->mutable_limits() = AttentionPrefillLimits(key_tile, 0, true);
 }
 
@@ -343,11 +347,15 @@ yirage::v1::BackendKernels DescribeKernels(const CudaTarget& target) {
   // up to 128, 80 for 256) come after our 128 and 64: on an H100 they lost
   // to them at every suite prefill shape (D = 128: 43.3 / 131.7 us against
   // 38.8 / 114.5 for n = 1024 / 2048; D = 256: 43.5 against 42.6), since
-  // here a 176-key S leaves no registers for Q's fragments.
+  // here a 176-key S leaves no registers for Q's fragments. Each leading
+  // point has a TMA twin (FlashAttention-3's copies: one thread's requests
+  // in place of the producer warpgroup's), timed right after it.
   if (target.sm == 90) {
     AddPrefillWsPoint(attention, 128, 3);
+    AddPrefillWsPoint(attention, 128, 3, true);
     AddPrefillWsPoint(attention, 128, 2);
     AddPrefillWsPoint(attention, 64, 2);
+    AddPrefillWsPoint(attention, 64, 2, true);
     AddPrefillWsPoint(attention, 176, 2);  // head dims up to 128
     AddPrefillWsPoint(attention, 80, 2);   // head dim 256
     AddPrefillPoint(attention, 128, 128, 3, true);

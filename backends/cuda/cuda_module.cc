@@ -264,19 +264,24 @@ absl::Status CudaModule::Prepare(int plan) {
                          "(cuTensorMapEncodeTiled is missing)"));
       }
       const CUdeviceptr base = t.buffer < num_io ? io_[t.buffer] : ps.buffers[t.buffer - num_io];
-      const cuuint64_t dims[2] = {static_cast<cuuint64_t>(t.dims[0]),
-                                  static_cast<cuuint64_t>(t.dims[1])};
-      const cuuint64_t strides[1] = {static_cast<cuuint64_t>(t.stride_bytes)};
-      const cuuint32_t box[2] = {static_cast<cuuint32_t>(t.box[0]),
-                                 static_cast<cuuint32_t>(t.box[1])};
-      const cuuint32_t element_strides[2] = {1, 1};
+      // Rank 2, or 3 with a batch dim.
+      const int rank = t.dims.size() == 3 ? 3 : 2;
+      cuuint64_t dims[3];
+      cuuint32_t box[3];
+      for (int d = 0; d < rank; ++d) {
+        dims[d] = static_cast<cuuint64_t>(t.dims[d]);
+        box[d] = static_cast<cuuint32_t>(t.box[d]);
+      }
+      const cuuint64_t strides[2] = {static_cast<cuuint64_t>(t.stride_bytes),
+                                     static_cast<cuuint64_t>(t.batch_stride_bytes)};
+      const cuuint32_t element_strides[3] = {1, 1, 1};
       const CUtensorMapDataType type =
           t.data_type == "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
           : t.data_type == "CU_TENSOR_MAP_DATA_TYPE_FLOAT32" ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
       CUtensorMap map;
       if (CUresult rc = cu.cuTensorMapEncodeTiled(
-              &map, type, 2, reinterpret_cast<void*>(base), dims, strides, box, element_strides,
+              &map, type, rank, reinterpret_cast<void*>(base), dims, strides, box, element_strides,
               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
           rc != CUDA_SUCCESS) {

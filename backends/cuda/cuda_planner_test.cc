@@ -4,6 +4,7 @@
 // family description for a target; the GEMM's tiles, clusters and grid.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backends/cuda/cuda_attention.h"
@@ -401,6 +402,51 @@ TEST(AttentionPlannerTest, KeyTilesOf176AreTheWarpSpecializedFormsForHeadDimsUpT
 TEST(AttentionPlannerTest, KeyTilesOf80AreTheWarpSpecializedFormsForHeadDim256) {
   ExpectWarpSpecializedKeyTile(80, PrefillGraph(16, 1000, 1000, 256),
                                PrefillGraph(32, 1024, 1024, 128));
+}
+
+// TMA copies in the warp-specialized form: where asked, as three 3-D
+// tensor maps (Q, K, V over {D, rows, batch}: a box never crosses into the
+// next batch entry), boxes of 64 columns x 128 query rows or a key tile.
+TEST(AttentionPlannerTest, WarpSpecializedPrefillTakesTmaCopiesWhereAsked) {
+  const AttentionPattern a = Attention(PrefillGraph(32, 1000, 1000, 128));
+  yirage::v1::AttentionSchedule s = PrefillWs(128, 3);
+  EXPECT_FALSE(PlanAttention(a, H200(), s).tma);
+  s.set_tma(true);
+  const AttentionConfig c = PlanAttention(a, H200(), s);
+  ASSERT_TRUE(c.warp_specialized);
+  EXPECT_TRUE(c.tma);
+  EXPECT_EQ(c.stages, 3);
+  yirage::v1::AttentionSchedule plain = Prefill(128, 128, 2);
+  plain.set_tma(true);
+  EXPECT_FALSE(PlanAttention(a, H200(), plain).tma) << "the block-synchronous form copies itself";
+
+  std::string source;
+  std::vector<KernelLaunch> launches;
+  EmitAttention(a, c, "k0", 0, 1, 2, 3, "__half", -1, &source, &launches);
+  ASSERT_EQ(launches.size(), 1u);
+  const std::vector<TensorMapArg>& maps = launches[0].tensor_maps;
+  ASSERT_EQ(maps.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(maps[i].buffer, i);
+    EXPECT_EQ(maps[i].dims, (std::vector<int64_t>{128, 1000, 32}));
+    EXPECT_EQ(maps[i].stride_bytes, 128 * 2);
+    EXPECT_EQ(maps[i].batch_stride_bytes, 1000 * 128 * 2);
+    EXPECT_EQ(maps[i].box, (std::vector<int>{64, 128, 1}));
+  }
+  EXPECT_NE(source.find("const __grid_constant__ CUtensorMap tq, const __grid_constant__ "
+                        "CUtensorMap tk, const __grid_constant__ CUtensorMap tv, "),
+            std::string::npos);
+  EXPECT_NE(source.find(", true>(q, k, v, o, 32, 1000, 1000, "), std::string::npos) << source;
+
+  // 64-key tiles: the key and value boxes follow the tile.
+  s.set_key_tile(64);
+  launches.clear();
+  EmitAttention(a, PlanAttention(a, H200(), s), "k0", 0, 1, 2, 3, "__half", -1, &source, &launches);
+  ASSERT_EQ(launches.size(), 1u);
+  ASSERT_EQ(launches[0].tensor_maps.size(), 3u);
+  EXPECT_EQ(launches[0].tensor_maps[0].box, (std::vector<int>{64, 128, 1}));
+  EXPECT_EQ(launches[0].tensor_maps[1].box, (std::vector<int>{64, 64, 1}));
+  EXPECT_EQ(launches[0].tensor_maps[2].box, (std::vector<int>{64, 64, 1}));
 }
 
 TEST(AttentionPlannerTest, WarpSpecializedPrefillRefusesWhatItCannotRun) {

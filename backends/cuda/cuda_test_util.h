@@ -189,7 +189,8 @@ inline yirage::v1::Schedule WithPrefillWs(yirage::v1::Schedule s, int key_tile, 
   return s;
 }
 
-// `s` with fused attention's K and V tiles by TMA (the decode form).
+// `s` with fused attention's K and V tiles by TMA (the decode form; the
+// warp-specialized prefill form's Q, K and V tiles).
 inline yirage::v1::Schedule WithTma(yirage::v1::Schedule s) {
   const int form = s.streamed_matmul().form();
   s.mutable_attention()->set_tma(true);

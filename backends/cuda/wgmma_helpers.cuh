@@ -94,6 +94,18 @@ static __device__ __forceinline__ void yr_tma_load_2d(void* dst, const void* tma
       "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar)))
       : "memory");
 }
+// The box at (c0, c1, c2) of a 3-D tensor map (innermost first; past any
+// dim's edge it reads zeros, so a batch entry's box never reads the next's).
+static __device__ __forceinline__ void yr_tma_load_3d(void* dst, const void* tmap, int c0, int c1,
+                                                      int c2, unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+      "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(c1), "r"(c2),
+      "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar)))
+      : "memory");
+}
 static __device__ __forceinline__ void yr_tma_load_2d_multicast(void* dst, const void* tmap, int c0,
                                                                 int c1, unsigned long long* bar,
                                                                 unsigned short mask) {

@@ -8,6 +8,7 @@
 // times it by the benchmark's method (timing.cuh). Cases: [heads, rows, D]
 // with keys = rows rounded up to whole key tiles (or g_keys), non-causal,
 // scale +-1/sqrt(D).
+#include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -56,6 +57,43 @@ __global__ void __launch_bounds__(yr_attn_prefill_ws_threads(), 1)
                  float scale) {
   yr_attention_prefill_ws_tiles<T, T, D, D, BN, STAGES, PINGPONG, LAZY>(
       q, k, v, o, rows, keys, scale, blockIdx.x, gridDim.x, batch * ((rows + 127) / 128));
+}
+
+// The persistent kernel with its tiles by TMA (tensor maps as
+// cuda_attention.cc's BatchedPanelMap makes them).
+template <typename T, int D, int BN, int STAGES>
+__global__ void __launch_bounds__(yr_attn_prefill_ws_threads(), 1)
+    PrefillWsTma(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+                 const __grid_constant__ CUtensorMap tv, const T* q, const T* k, const T* v, T* o,
+                 int batch, int rows, int keys, float scale) {
+  yr_attention_prefill_ws_persistent<T, T, D, D, BN, STAGES, true>(q, k, v, o, batch, rows, keys,
+                                                                   scale, &tq, &tk, &tv);
+}
+
+#define CU(x)                                                          \
+  do {                                                                 \
+    CUresult rc_ = (x);                                                \
+    if (rc_ != CUDA_SUCCESS) {                                         \
+      fprintf(stderr, "%s:%d: %s: %d\n", __FILE__, __LINE__, #x, rc_); \
+      exit(1);                                                         \
+    }                                                                  \
+  } while (0)
+
+// A {cols, rows, batch} tensor map in boxes of 64 columns x box_rows rows.
+template <typename T>
+CUtensorMap BatchedMap(const T* ptr, int cols, int rows, int batch, int box_rows) {
+  CUtensorMap map;
+  const cuuint64_t dims[3] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)batch};
+  const cuuint64_t strides[2] = {(cuuint64_t)cols * 2, (cuuint64_t)rows * cols * 2};
+  const cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 1};
+  const cuuint32_t estr[3] = {1, 1, 1};
+  const CUtensorMapDataType dt = sizeof(T) == 2 && std::is_same_v<T, __half>
+                                     ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                     : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  CU(cuTensorMapEncodeTiled(&map, dt, 3, const_cast<T*>(ptr), dims, strides, box, estr,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  return map;
 }
 
 // One thread per (batch, row): scores in float, softmax, O.
@@ -198,6 +236,27 @@ void RunWs(const char* tname, int heads, int rows, float sign = 1.0f, bool ramp 
   }
 }
 
+// The persistent kernel with TMA copies.
+template <typename T, int D, int BN, int STAGES>
+void RunWsTma(const char* tname, int heads, int rows, float sign = 1.0f, bool ramp = false) {
+  constexpr int smem = yr_attn_prefill_ws_smem_bytes<T, D, D, BN, STAGES>();
+  char label[64];
+  snprintf(label, sizeof label, "ws  BN%d S%d persistent TMA", BN, STAGES);
+  auto kern = PrefillWsTma<T, D, BN, STAGES>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int grid = std::min(sms, heads * ((rows + 127) / 128));
+  Check<T, D>(tname, heads, rows, BN, label, smem, sign, ramp,
+              [&](const T* q, const T* k, const T* v, T* o, int r, int keys, float scale) {
+                const CUtensorMap mq = BatchedMap(q, D, r, heads, 128);
+                const CUtensorMap mk = BatchedMap(k, D, keys, heads, BN);
+                const CUtensorMap mv = BatchedMap(v, D, keys, heads, BN);
+                kern<<<grid, yr_attn_prefill_ws_threads(), smem>>>(mq, mk, mv, q, k, v, o, heads, r,
+                                                                   keys, scale);
+              });
+}
+
 // The tile loop with explicit options, persistent.
 template <typename T, int D, int BN, int STAGES, bool PINGPONG, bool LAZY>
 void RunWsOpt(const char* tname, int heads, int rows, float sign = 1.0f, bool ramp = false) {
@@ -222,9 +281,11 @@ int main() {
     // The suite's prefill shapes in the variants the search picks there.
     g_profile = true;
     RunWs<__half, 128, 128, 3, true>("fp16", 32, 1024);
+    RunWsTma<__half, 128, 128, 3>("fp16", 32, 1024);
     RunWs<__nv_bfloat16, 128, 128, 3, true>("bf16", 32, 2048);
     g_keys = 1000;
     RunWs<__nv_bfloat16, 256, 64, 2, true>("bf16", 16, 1000);
+    RunWsTma<__nv_bfloat16, 256, 64, 2>("bf16", 16, 1000);
     return 0;
   }
   // The warp-specialized kernel at odd row counts (rows past the end of the
@@ -243,6 +304,12 @@ int main() {
   RunWs<__half, 128, 128, 3, true>("fp16", 45, 777, -1.0f);
   RunWs<__half, 64, 128, 2, true>("fp16", 45, 333);
   RunWsOpt<__nv_bfloat16, 128, 128, 2, false, false>("bf16", 45, 777, -1.0f);
+  // TMA copies: rows past the end of an entry (zeros from the copy engine),
+  // several entries, more tiles than multiprocessors.
+  RunWsTma<__half, 128, 128, 2>("fp16", 2, 200);
+  RunWsTma<__nv_bfloat16, 64, 64, 3>("bf16", 3, 77, -1.0f);
+  RunWsTma<__half, 128, 128, 3>("fp16", 45, 777, -1.0f, true);
+  RunWsTma<__nv_bfloat16, 128, 176, 2>("bf16", 45, 777);
   // 176-key tiles (Q in shared memory): odd rows, keys in whole tiles,
   // D 64 and 128, a negative scale, persistent over more tiles than SMs.
   RunWs<__half, 128, 176, 2>("fp16", 2, 200);
@@ -260,6 +327,8 @@ int main() {
   RunWs<__half, 128, 128, 3>("fp16", 32, 1024);
   RunWs<__half, 128, 128, 2, true>("fp16", 32, 1024);
   RunWs<__half, 128, 128, 3, true>("fp16", 32, 1024);
+  RunWsTma<__half, 128, 128, 3>("fp16", 32, 1024);
+  RunWsTma<__half, 128, 128, 2>("fp16", 32, 1024);
   RunWs<__half, 128, 64, 4, true>("fp16", 32, 1024);
   RunWsOpt<__half, 128, 128, 2, true, false>("fp16", 32, 1024);
   RunWs<__half, 128, 176, 2>("fp16", 32, 1024);
@@ -269,6 +338,7 @@ int main() {
   RunWs<__nv_bfloat16, 128, 128, 3>("bf16", 32, 2048);
   RunWs<__nv_bfloat16, 128, 128, 2, true>("bf16", 32, 2048);
   RunWs<__nv_bfloat16, 128, 128, 3, true>("bf16", 32, 2048);
+  RunWsTma<__nv_bfloat16, 128, 128, 3>("bf16", 32, 2048);
   RunWs<__nv_bfloat16, 128, 64, 4, true>("bf16", 32, 2048);
   RunWsOpt<__nv_bfloat16, 128, 128, 2, true, false>("bf16", 32, 2048);
   RunWs<__nv_bfloat16, 128, 176, 2>("bf16", 32, 2048);
@@ -284,11 +354,14 @@ int main() {
   RunWs<__half, 128, 176, 2, true>("fp16", 3, 200, -1.0f, true);
   RunWs<__nv_bfloat16, 256, 80, 2>("bf16", 2, 200);
   RunWs<__half, 256, 80, 2, true>("fp16", 3, 333, -1.0f, true);
+  RunWsTma<__half, 128, 128, 2>("fp16", 2, 200);
+  RunWsTma<__nv_bfloat16, 256, 64, 2>("bf16", 3, 333, -1.0f, true);
   g_keys = 1000;
   Run<__nv_bfloat16, 256, 64, 2, 2, false>("bf16", 16, 1000);
   Run<__nv_bfloat16, 256, 64, 1, 3, true>("bf16", 16, 1000);
   RunWs<__nv_bfloat16, 256, 64, 2>("bf16", 16, 1000);
   RunWs<__nv_bfloat16, 256, 64, 2, true>("bf16", 16, 1000);
+  RunWsTma<__nv_bfloat16, 256, 64, 2>("bf16", 16, 1000);
   RunWs<__nv_bfloat16, 256, 80, 2>("bf16", 16, 1000);
   RunWs<__nv_bfloat16, 256, 80, 2, true>("bf16", 16, 1000);
   RunWs<__half, 128, 128, 2, true>("fp16", 32, 1000);

@@ -32,7 +32,7 @@ shift || true
 ALL=(hbm_read_patterns mma_sync_peak l2_policy_stream smem_fill l2_flush_writeback attention_prefill
   gemm reduce_rows elementwise_store decode_streams reduce_columns fp32_items)
 # Extra link flags of the benchmarks that need libraries.
-declare -A LIBS=([gemm]="-lcuda -lcublas")
+declare -A LIBS=([gemm]="-lcuda -lcublas" [attention_prefill]="-lcuda")
 NAMES=("$@")
 [ ${#NAMES[@]} -eq 0 ] && NAMES=("${ALL[@]}")
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
