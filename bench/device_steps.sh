@@ -115,11 +115,14 @@ for s in ${STEPS:-tests prefill bench8 micro}; do
       "$nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -lineinfo -o "$d/ap" \
         bench/micro/attention_prefill.cu -lcuda >"$OUT/profile_build.log" 2>&1 ||
         { echo "profile: build failed"; tail -5 "$OUT/profile_build.log"; continue; }
+      # The stall reasons as metrics (the text report prints the section
+      # bodies' tables, not their charts).
       PREFILL_PROFILE=1 timeout $((L - 10)) "$ncu" --set full -k regex:PrefillWs \
+        --metrics 'regex:smsp__warp_issue_stalled_.*_per_warp_active\.pct$' \
         --import-source yes "$d/ap" >"$OUT/profile.log" 2>&1
       echo "profile rc $?"
-      grep -E "==(PROF|ERROR|WARNING)==|PrefillWs|Duration|Throughput|Issue Slots Busy|Warp Cycles Per|Registers Per|Achieved Occupancy|Stall|stall|Pipe|Shared Memory|Bank" \
-        "$OUT/profile.log" | head -120
+      grep -E "==(PROF|ERROR|WARNING)==|PrefillWs|Duration|Throughput|Issue Slots Busy|Warp Cycles Per|Registers Per|Achieved Occupancy|Stall|stall|Pipe|Shared Memory|Bank|issue_stalled" \
+        "$OUT/profile.log" | head -200
       rm -rf "$d"
       ;;
     *) echo "unknown step $s" ;;
