@@ -42,8 +42,7 @@
 // yr_attn_prefill_ws_smem_bytes<...>() bytes of dynamic shared memory
 // (at most 227 KB: BN 128 and D 128 allow 3 stages); grid (ceil(rows / 128),
 // batch) for yr_attention_prefill_ws, (min(multiprocessors, batch *
-// ceil(rows / 128))) for yr_attention_prefill_ws_persistent; a 16-byte
-// aligned O (16-bit outputs are written 8 columns a store).
+// ceil(rows / 128))) for yr_attention_prefill_ws_persistent.
 #ifndef YR_ATTENTION_PREFILL_WS
 #define YR_ATTENTION_PREFILL_WS
 
@@ -260,63 +259,6 @@ static __device__ __forceinline__ void yr_attn_ws_st2(T* p, float a, float b) {
   *reinterpret_cast<unsigned*>(p) = yr_pack2<T>(a, b);
 }
 
-// One row of a consumer's O (row h of this thread's two: the accumulator's
-// columns 8 j + 2 (lane % 4) + e at o[4 j + 2 h + e]), scaled by inv, to
-// `orow` where `ok`. Every lane of the warp must call it (the 16-bit form
-// shuffles). 16-bit outputs: each quad of lanes transposes its 4 x 4
-// 32-bit pairs of every 32 columns (two butterfly stages), so that a lane
-// holds 8 consecutive columns and writes them as one 16-byte store: a warp's
-// store fills whole 32-byte sectors (4-byte pairs filled half of each).
-template <typename OutT, int DV>
-static __device__ __forceinline__ void yr_attn_ws_store_row(OutT* orow, const float* o, int h,
-                                                            float inv, bool ok) {
-  const int lane = threadIdx.x % 32;
-  if constexpr (sizeof(OutT) == 2) {
-    const bool b1 = (lane & 2) != 0;
-    const bool b0 = (lane & 1) != 0;
-#pragma unroll
-    for (int m = 0; m < DV / 32; ++m) {
-      unsigned w[4];  // w[i]: columns 8 (4 m + i) + 2 (lane % 4) + 0, 1
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int j = 4 * m + i;
-        w[i] = yr_pack2<OutT>(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-      }
-      // Lanes 2 apart swap pairs (i, i + 2), lanes 1 apart pairs (i, i + 1):
-      // then w[i] holds columns 8 (4 m + lane % 4) + 2 i + 0, 1.
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const unsigned got = __shfl_xor_sync(0xffffffffu, b1 ? w[i] : w[i + 2], 2);
-        if (b1) {
-          w[i] = got;
-        } else {
-          w[i + 2] = got;
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < 4; i += 2) {
-        const unsigned got = __shfl_xor_sync(0xffffffffu, b0 ? w[i] : w[i + 1], 1);
-        if (b0) {
-          w[i] = got;
-        } else {
-          w[i + 1] = got;
-        }
-      }
-      if (ok) {
-        *reinterpret_cast<uint4*>(orow + 8 * (4 * m + lane % 4)) =
-            make_uint4(w[0], w[1], w[2], w[3]);
-      }
-    }
-  } else {
-    if (!ok) return;
-#pragma unroll
-    for (int j = 0; j < DV / 8; ++j) {
-      yr_attn_ws_st2(orow + 8 * j + 2 * (lane % 4), o[4 * j + 2 * h] * inv,
-                     o[4 * j + 2 * h + 1] * inv);
-    }
-  }
-}
-
 // The kernel body over tiles of 128 query rows of one batch entry: tile
 // `first`, first + stride, ... below batch * ceil(rows / 128), entry-major.
 // Each consumer keeps its 64 Q rows in registers (A fragments, loaded
@@ -522,8 +464,13 @@ static __device__ __forceinline__ void yr_attention_prefill_ws_tiles(
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const float inv = 1.0f / l;
         const int r = row0 + 64 * c + warp * 16 + lane / 4 + 8 * h;
-        yr_attn_ws_store_row<OutT, DV>(o + (batch * rows + min(r, rows - 1)) * DV, oacc, h, inv,
-                                       r < rows);
+        if (r >= rows) continue;
+        OutT* const orow = o + (batch * rows + r) * DV;
+#pragma unroll
+        for (int j = 0; j < DV / 8; ++j) {
+          yr_attn_ws_st2(orow + 8 * j + 2 * (lane % 4), oacc[4 * j + 2 * h] * inv,
+                         oacc[4 * j + 2 * h + 1] * inv);
+        }
       }
     };
     unsigned qa[QREG ? D / 16 : 1][4];
