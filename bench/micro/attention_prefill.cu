@@ -208,6 +208,16 @@ void Run(const char* tname, int heads, int rows) {
               });
 }
 
+// The persistent grid of `kern` (given `smem` bytes of shared memory):
+// a block a multiprocessor, at most one a tile of 128 rows.
+template <typename Kernel>
+int PersistentGrid(Kernel kern, int smem, int heads, int rows) {
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  return std::min(sms, heads * ((rows + 127) / 128));
+}
+
 // PERSISTENT: the persistent entry point, else one tile a block.
 template <typename T, int D, int BN, int STAGES, bool PERSISTENT = false>
 void RunWs(const char* tname, int heads, int rows, float sign = 1.0f, bool ramp = false) {
@@ -216,10 +226,7 @@ void RunWs(const char* tname, int heads, int rows, float sign = 1.0f, bool ramp 
   snprintf(label, sizeof label, "ws  BN%d S%d%s", BN, STAGES, PERSISTENT ? " persistent" : "");
   if constexpr (PERSISTENT) {
     auto kern = PrefillWsPersistent<T, D, BN, STAGES>;
-    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    int sms = 0;
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const int grid = std::min(sms, heads * ((rows + 127) / 128));
+    const int grid = PersistentGrid(kern, smem, heads, rows);
     Check<T, D>(tname, heads, rows, BN, label, smem, sign, ramp,
                 [&](const T* q, const T* k, const T* v, T* o, int r, int keys, float scale) {
                   kern<<<grid, yr_attn_prefill_ws_threads(), smem>>>(q, k, v, o, heads, r, keys,
@@ -243,10 +250,7 @@ void RunWsTma(const char* tname, int heads, int rows, float sign = 1.0f, bool ra
   char label[64];
   snprintf(label, sizeof label, "ws  BN%d S%d persistent TMA", BN, STAGES);
   auto kern = PrefillWsTma<T, D, BN, STAGES>;
-  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int sms = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int grid = std::min(sms, heads * ((rows + 127) / 128));
+  const int grid = PersistentGrid(kern, smem, heads, rows);
   Check<T, D>(tname, heads, rows, BN, label, smem, sign, ramp,
               [&](const T* q, const T* k, const T* v, T* o, int r, int keys, float scale) {
                 const CUtensorMap mq = BatchedMap(q, D, r, heads, 128);
@@ -265,10 +269,7 @@ void RunWsOpt(const char* tname, int heads, int rows, float sign = 1.0f, bool ra
   snprintf(label, sizeof label, "ws  BN%d S%d persistent%s%s", BN, STAGES, PINGPONG ? "" : " nopp",
            LAZY ? "" : " eager");
   auto kern = PrefillWsOpt<T, D, BN, STAGES, PINGPONG, LAZY>;
-  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int sms = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int grid = std::min(sms, heads * ((rows + 127) / 128));
+  const int grid = PersistentGrid(kern, smem, heads, rows);
   Check<T, D>(tname, heads, rows, BN, label, smem, sign, ramp,
               [&](const T* q, const T* k, const T* v, T* o, int r, int keys, float scale) {
                 kern<<<grid, yr_attn_prefill_ws_threads(), smem>>>(q, k, v, o, heads, r, keys,
