@@ -141,6 +141,24 @@ TEST(CudaFamiliesTest, DescribeSaysWhatTheTargetRuns) {
   EXPECT_GT(prefill, 0);
   EXPECT_GT(warp_specialized, 0);
   EXPECT_GT(wide, 0);
+  // Each TMA point of the warp-specialized form comes right after its
+  // cp.async twin (same key tile and stages), so that a budget which
+  // times one times the other too.
+  int tma = 0;
+  const auto& attention_points = Family(sm90, "attention")->points();
+  for (int i = 0; i < attention_points.size(); ++i) {
+    const yirage::v1::AttentionSchedule& s = attention_points[i].schedule().attention();
+    if (!s.tma() || !s.prefill()) continue;
+    ++tma;
+    ASSERT_GT(i, 0);
+    const yirage::v1::AttentionSchedule& before = attention_points[i - 1].schedule().attention();
+    const std::string& label = attention_points[i].label();
+    EXPECT_TRUE(s.warp_specialized()) << label;
+    EXPECT_TRUE(before.warp_specialized() && !before.tma()) << label;
+    EXPECT_EQ(before.key_tile(), s.key_tile()) << label;
+    EXPECT_EQ(before.stages(), s.stages()) << label;
+  }
+  EXPECT_GT(tma, 0);
   const auto small = StreamedPoints(DescribeKernels(Target(86, 84, 65536)));
   EXPECT_TRUE(small.count({1, 3, 0}));
   EXPECT_FALSE(small.count({1, 6, 0}));
