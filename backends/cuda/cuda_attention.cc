@@ -305,12 +305,9 @@ TensorMapArg PanelMap(int buffer, yirage::v1::DType dtype, int64_t cols, int64_t
 // row the box reads zeros, not the next entry's rows).
 TensorMapArg BatchedPanelMap(int buffer, yirage::v1::DType dtype, int64_t cols, int64_t rows,
                              int64_t batch, int box_rows) {
-  TensorMapArg m;
-  m.buffer = buffer;
-  m.data_type = TmaDataType(dtype);
-  m.dims = {cols, rows, batch};
-  m.stride_bytes = cols * 2;
-  m.batch_stride_bytes = rows * cols * 2;
+  TensorMapArg m = PanelMap(buffer, dtype, cols, rows);
+  m.dims.push_back(batch);
+  m.batch_stride_bytes = rows * m.stride_bytes;
   m.box = {64, box_rows, 1};
   return m;
 }

@@ -265,7 +265,13 @@ absl::Status CudaModule::Prepare(int plan) {
       }
       const CUdeviceptr base = t.buffer < num_io ? io_[t.buffer] : ps.buffers[t.buffer - num_io];
       // Rank 2, or 3 with a batch dim.
-      const int rank = t.dims.size() == 3 ? 3 : 2;
+      const int rank = static_cast<int>(t.dims.size());
+      if ((rank != 2 && rank != 3) || t.box.size() != t.dims.size()) {
+        return absl::InternalError(
+            absl::StrCat(ps.code.launches[k].name,
+                         ": a tensor map needs 2 or 3 dims and a box extent a dim (got ", rank,
+                         " dims, ", t.box.size(), " box extents)"));
+      }
       cuuint64_t dims[3];
       cuuint32_t box[3];
       for (int d = 0; d < rank; ++d) {
