@@ -761,14 +761,65 @@ Protos DeferLayerNorm(const Graph& g) {
 }  // namespace
 
 double FingerprintWork(const Graph& graph) {
+  // Modular multiplications (or as costly steps) per element, as
+  // core/fingerprint.cc evaluates each op: a ring op one; exp a table
+  // lookup per byte of its exponent; a square root or an inverse an
+  // exponentiation (about 100); an uninterpreted op a keyed hash; norms and
+  // softmax their primitive expansions, with a root or an inverse per row.
+  constexpr double kExp = 10, kPow = 100, kHash = 3;
+  auto elems = [&](int t) { return static_cast<double>(graph.tensor(t).num_elements()); };
   double work = 0;
-  for (int t = 0; t < graph.num_tensors(); ++t) {
-    work += static_cast<double>(graph.tensor(t).num_elements());
-  }
+  for (int t = 0; t < graph.num_inputs(); ++t) work += elems(t);  // the inputs
   for (const OpInfo& op : graph.ops()) {
-    if (op.type != OpType::kMatmul) continue;
-    work += static_cast<double>(graph.tensor(op.output).num_elements()) *
-            static_cast<double>(graph.tensor(op.inputs[0]).shape.back());
+    const double out = elems(op.output);
+    const double in = elems(op.inputs[0]);
+    auto rows = [&] { return in / static_cast<double>(graph.tensor(op.inputs[0]).shape[op.axis]); };
+    switch (op.type) {
+      case OpType::kMatmul:
+        work += out * (1 + static_cast<double>(graph.tensor(op.inputs[0]).shape.back()));
+        break;
+      case OpType::kDiv:
+        work += out + (op.inputs.size() > 1 ? kPow * elems(op.inputs[1]) : 0);
+        break;
+      case OpType::kExp:
+        work += kExp * out;
+        break;
+      case OpType::kSqrt:
+        work += kPow * out;
+        break;
+      case OpType::kRsqrt:
+        work += 2 * kPow * out;
+        break;
+      case OpType::kLog:
+      case OpType::kAbs:
+      case OpType::kRelu:
+      case OpType::kSigmoid:
+      case OpType::kTanh:
+      case OpType::kSilu:
+      case OpType::kGelu:
+      case OpType::kMaximum:
+      case OpType::kMinimum:
+      case OpType::kPow:  // integer exponents cost less; bounded by this
+        work += kHash * out;
+        break;
+      case OpType::kReduceMax:
+        work += kHash * in + out;
+        break;
+      case OpType::kReduceSum:
+      case OpType::kReduceMean:
+        work += in + out;
+        break;
+      case OpType::kRmsNorm:
+      case OpType::kLayerNorm:
+        work += 4 * in + 2 * kPow * rows();
+        break;
+      case OpType::kSoftmax:  // max (hashed), subtract, exp, sum, scale
+        work += (kHash + 2 + kExp + 2) * in + kPow * rows();
+        break;
+      default:  // ring ops, concat, slice: one step an element
+        work += out;
+        break;
+    }
   }
   return work;
 }
@@ -1085,9 +1136,10 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
     st.seconds = elapsed();
     return std::vector<RewrittenGraph>{};
   }
-  absl::StatusOr<std::unique_ptr<Fingerprinter>> fp =
-      Fingerprinter::Create(*reference, options.fingerprint);
-  if (!fp.ok()) return fp.status();
+  // Made when the first rewritten graph needs a check: creating it evaluates
+  // the reference in every trial, work wasted on the many graphs that no
+  // rule rewrites.
+  std::unique_ptr<Fingerprinter> fp;
   int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::max(1, threads);
@@ -1146,6 +1198,12 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
         }
       }
     }
+    if (fp == nullptr && !pending.empty()) {
+      absl::StatusOr<std::unique_ptr<Fingerprinter>> made =
+          Fingerprinter::Create(*reference, options.fingerprint);
+      if (!made.ok()) return made.status();
+      fp = *std::move(made);
+    }
     // Fingerprint the new graphs in parallel.
     std::atomic<size_t> next{0};
     auto work = [&] {
@@ -1156,7 +1214,7 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
         }
         const RewrittenGraph& r = pending[i];
         pending[i].fingerprint =
-            (*fp)->Check(r.checked_graph != nullptr ? *r.checked_graph : *r.graph);
+            fp->Check(r.checked_graph != nullptr ? *r.checked_graph : *r.graph);
       }
     };
     std::vector<std::thread> pool;
@@ -1190,7 +1248,7 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
       break;
     }
   }
-  st.fingerprint_checks = (*fp)->checks();
+  st.fingerprint_checks = fp != nullptr ? fp->checks() : 0;
   st.seconds = elapsed();
   return verified;
 }

@@ -116,7 +116,7 @@ struct RewriteOptions {
   int threads = 0;                   // 0 = std::thread::hardware_concurrency()
   FingerprintOptions fingerprint;
   std::vector<RewriteRule> rules;  // empty = DefaultRewriteRules()
-  // Fingerprinting costs FingerprintWork(graph) modular multiply-adds per
+  // Fingerprinting costs FingerprintWork(graph) modular operations per
   // trial and graph; graphs above this are not rewritten (stats say so), and
   // rewritten graphs above twice this are not checked.
   double max_fingerprint_work = 1e8;
@@ -154,8 +154,11 @@ struct RewriteStats {
   int64_t shape_reduction = 1;  // fingerprints ran with dimensions divided by this (ReduceShapes)
 };
 
-// Modular multiply-adds (and element operations) one fingerprint trial of
-// `graph` costs: matmuls M*N*K, every other tensor its elements.
+// Modular multiplications (and steps of like cost) one fingerprint trial of
+// `graph` costs: matmuls M*N*K, ring ops one an element, the others as
+// core/fingerprint.cc evaluates them (exp about 10 an element, a square root
+// or an inverse about 100, hashed ops 3, norms and softmax their
+// expansions).
 double FingerprintWork(const Graph& graph);
 
 // Breadth-first search from `graph`: applies every rule at every site of

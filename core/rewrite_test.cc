@@ -628,6 +628,42 @@ TEST(LargeGraphs, BenchShapesGetVerifiedRewrites) {
   }
 }
 
+// A softmax's fingerprint counts its expansion (a hashed row max, an
+// exponential and a division an element), not just its tensors' elements:
+// 4096 x 8192 (67 M elements in its two tensors, under 1e8) costs far more
+// than 1e8 and is fingerprinted on a reduced instance, where its rewrites
+// verify.
+TEST(LargeGraphs, SoftmaxWorkCountsItsExpansion) {
+  const Graph g = LoadExample("suite/kb1_softmax_fp16_4096x8192");
+  EXPECT_GT(FingerprintWork(g), 4 * 1e8);
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(g, RewriteOptions{}, &stats);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_GT(stats.shape_reduction, 1);
+  EXPECT_GE(stats.rewrites_verified, 1);
+  EXPECT_EQ(stats.rewrites_rejected, 0);
+}
+
+// The fingerprinter (which evaluates the reference in every trial as it is
+// made) is made only once a rewritten graph needs a check: a graph no rule
+// rewrites never makes it, so options it would refuse do not matter there.
+TEST(ExploreRewritesTest, NoRewriteMakesNoFingerprinter) {
+  RewriteOptions bad;
+  bad.fingerprint.trials = 0;  // Fingerprinter::Create refuses this
+  testing::GraphProtoBuilder plain("plain");
+  plain.Input("X", {64, 64}).Op("Y", "relu", {"X"}).Output("Y");
+  absl::StatusOr<Graph> g = Graph::FromProto(plain.proto());
+  ASSERT_TRUE(g.ok()) << g.status();
+  RewriteStats stats;
+  absl::StatusOr<std::vector<RewrittenGraph>> found = ExploreRewrites(*g, bad, &stats);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(found->empty());
+  EXPECT_EQ(stats.rewrites_generated, 0);
+  EXPECT_EQ(stats.fingerprint_checks, 0);
+  // A graph with rewrites needs it, and gets the refusal.
+  EXPECT_FALSE(ExploreRewrites(LoadExample("softmax"), bad, nullptr).ok());
+}
+
 // What was verified at reduced size is also equivalent at full size (one
 // full-size fingerprint, about a second).
 TEST(LargeGraphs, ReducedVerdictHoldsAtFullSize) {
