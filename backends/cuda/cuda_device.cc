@@ -116,11 +116,6 @@ absl::StatusOr<std::string> CompileCubin(const std::string& source, const std::s
   absl::StatusOr<const Nvrtc*> loaded = LoadNvrtc();
   if (!loaded.ok()) return loaded.status();
   const Nvrtc& nv = **loaded;
-  nvrtcProgram prog = nullptr;
-  nvrtcResult rc = nv.nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr);
-  if (rc != NVRTC_SUCCESS) {
-    return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nv.nvrtcGetErrorString(rc)));
-  }
   const std::string home = CudaHome();
   std::vector<std::string> opts = {absl::StrCat("--gpu-architecture=", arch), "--std=c++17",
                                    absl::StrCat("-I", home, "/include")};
@@ -128,9 +123,24 @@ absl::StatusOr<std::string> CompileCubin(const std::string& source, const std::s
   if (std::filesystem::is_directory(home + "/include/cccl", ec)) {
     opts.push_back(absl::StrCat("-I", home, "/include/cccl"));
   }
+  // A batch of plans is one program of many kernels: split compilation
+  // optimizes and assembles them on every core. An NVRTC that does not know
+  // the option gets the program again without it.
+  opts.push_back("--split-compile=0");
   std::vector<const char*> argv;
   for (const std::string& o : opts) argv.push_back(o.c_str());
-  rc = nv.nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  nvrtcProgram prog = nullptr;
+  nvrtcResult rc = NVRTC_SUCCESS;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (prog != nullptr) nv.nvrtcDestroyProgram(&prog);
+    rc = nv.nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr);
+    if (rc != NVRTC_SUCCESS) {
+      return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nv.nvrtcGetErrorString(rc)));
+    }
+    rc = nv.nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+    if (rc != NVRTC_ERROR_INVALID_OPTION) break;
+    argv.pop_back();  // --split-compile
+  }
   size_t log_size = 0;
   std::string log;
   if (nv.nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
