@@ -500,29 +500,38 @@ FT Fingerprinter::Trial::EvalOp(const Graph& g, const OpInfo& op, const std::vec
       });
       return out;
     }
-    ForBroadcast(out->shape, a.shape, b.shape, [&](int64_t o, int64_t x, int64_t y) {
-      switch (op.type) {
-        case OpType::kAdd:
-          out->p[o] = P.Add(a.p[x], b.p[y]);
-          if (want_q) out->q[o] = Q.Add(a.q[x], b.q[y]);
-          break;
-        case OpType::kSub:
-          out->p[o] = P.Sub(a.p[x], b.p[y]);
-          if (want_q) out->q[o] = Q.Sub(a.q[x], b.q[y]);
-          break;
-        case OpType::kMul:
-          out->p[o] = P.Mul(a.p[x], b.p[y]);
-          if (want_q) out->q[o] = Q.Mul(a.q[x], b.q[y]);
-          break;
-        case OpType::kPow:
+    // One loop per op (the op's switch outside the element loop).
+    auto ring = [&](auto fp, auto fq) {
+      ForBroadcast(out->shape, a.shape, b.shape, [&](int64_t o, int64_t x, int64_t y) {
+        out->p[o] = fp(a.p[x], b.p[y]);
+        if (want_q) out->q[o] = fq(a.q[x], b.q[y]);
+      });
+    };
+    switch (op.type) {
+      case OpType::kAdd:
+        ring([&](uint64_t u, uint64_t v) { return P.Add(u, v); },
+             [&](uint64_t u, uint64_t v) { return Q.Add(u, v); });
+        break;
+      case OpType::kSub:
+        ring([&](uint64_t u, uint64_t v) { return P.Sub(u, v); },
+             [&](uint64_t u, uint64_t v) { return Q.Sub(u, v); });
+        break;
+      case OpType::kMul:
+        ring([&](uint64_t u, uint64_t v) { return P.Mul(u, v); },
+             [&](uint64_t u, uint64_t v) { return Q.Mul(u, v); });
+        break;
+      case OpType::kPow:
+        ForBroadcast(out->shape, a.shape, b.shape, [&](int64_t o, int64_t x, int64_t y) {
           set_uninterpreted(o, Mix(a.p[x]) ^ Mix(b.p[y] + 1));
-          break;
-        default:  // maximum, minimum: symmetric
+        });
+        break;
+      default:  // maximum, minimum: symmetric
+        ForBroadcast(out->shape, a.shape, b.shape, [&](int64_t o, int64_t x, int64_t y) {
           set_uninterpreted(o,
                             Mix(std::min(a.p[x], b.p[y])) ^ Mix(std::max(a.p[x], b.p[y]) + 0x51));
-          break;
-      }
-    });
+        });
+        break;
+    }
     return out;
   }
 
