@@ -1,7 +1,6 @@
 #include "core/rewrite.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <set>
 #include <string>
@@ -13,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/parallel_for.h"
 
 namespace yirage::core {
 namespace rewrite_util {
@@ -1205,24 +1205,14 @@ absl::StatusOr<std::vector<RewrittenGraph>> ExploreRewrites(const Graph& graph,
       fp = *std::move(made);
     }
     // Fingerprint the new graphs in parallel.
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i = next++; i < pending.size(); i = next++) {
-        if (options.time_budget_seconds > 0 && elapsed() > options.time_budget_seconds) {
-          pending[i].fingerprint.message = "not checked: time budget spent";
-          continue;
-        }
-        const RewrittenGraph& r = pending[i];
-        pending[i].fingerprint =
-            fp->Check(r.checked_graph != nullptr ? *r.checked_graph : *r.graph);
+    ParallelFor(static_cast<int64_t>(pending.size()), threads, [&](int64_t i) {
+      if (options.time_budget_seconds > 0 && elapsed() > options.time_budget_seconds) {
+        pending[i].fingerprint.message = "not checked: time budget spent";
+        return;
       }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < std::min<int>(threads, static_cast<int>(pending.size())); ++t) {
-      pool.emplace_back(work);
-    }
-    work();
-    for (std::thread& t : pool) t.join();
+      const RewrittenGraph& r = pending[i];
+      pending[i].fingerprint = fp->Check(r.checked_graph != nullptr ? *r.checked_graph : *r.graph);
+    });
     frontier.clear();
     for (RewrittenGraph& r : pending) {
       if (r.fingerprint.trials == 0 && !r.fingerprint.equivalent &&
