@@ -449,6 +449,10 @@ FT Fingerprinter::Trial::EvalOp(const Graph& g, const OpInfo& op, const std::vec
     if (op.has_scalar) {
       const uint64_t cp = P.Const(op.scalar);
       const uint64_t cq = Q.Const(op.scalar);
+      // Division by the constant: a multiplication by its inverse, taken once.
+      const bool div = op.type == OpType::kDiv;
+      const uint64_t inv_cp = div ? P.Inv(cp) : 0;
+      const uint64_t inv_cq = div && want_q ? Q.Inv(cq) : 0;
       for (int64_t i = 0; i < n; ++i) {
         const uint64_t x = a.p[i];
         switch (op.type) {
@@ -465,8 +469,8 @@ FT Fingerprinter::Trial::EvalOp(const Graph& g, const OpInfo& op, const std::vec
             if (want_q) out->q[i] = Q.Mul(a.q[i], cq);
             break;
           case OpType::kDiv:
-            out->p[i] = P.Mul(x, P.Inv(cp));
-            if (want_q) out->q[i] = Q.Mul(a.q[i], Q.Inv(cq));
+            out->p[i] = P.Mul(x, inv_cp);
+            if (want_q) out->q[i] = Q.Mul(a.q[i], inv_cq);
             break;
           case OpType::kPow:
             if (IntegerPow(op, &k)) {

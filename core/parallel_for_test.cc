@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <numeric>
 #include <vector>
 
 namespace yirage::core {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 #include <string>
 #include <thread>
@@ -799,9 +800,15 @@ double FingerprintWork(const Graph& graph) {
       case OpType::kGelu:
       case OpType::kMaximum:
       case OpType::kMinimum:
-      case OpType::kPow:  // integer exponents cost less; bounded by this
         work += kHash * out;
         break;
+      case OpType::kPow: {
+        // Hashed, or by a small integer a few products; a negative integer
+        // adds an inverse an element.
+        const bool inverse = op.has_scalar && op.scalar < 0 && op.scalar == std::floor(op.scalar);
+        work += (inverse ? kPow : kHash) * out;
+        break;
+      }
       case OpType::kReduceMax:
         work += kHash * in + out;
         break;
